@@ -1,0 +1,52 @@
+# The README's two commands are `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+
+# Tests run against the real services: PostgreSQL and Redis on this machine unless told otherwise.
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/evalplatform
+TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
+
+.PHONY: demo test lint typecheck pytest bench bench-retrieval clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+$(VENV)/.runtime-installed: requirements.txt | $(VENV)/bin/python
+	$(PIP) install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(VENV)/bin/python
+	$(PIP) install --quiet -r requirements-dev.txt
+	touch $(VENV)/.runtime-installed $@
+
+demo: $(VENV)/.runtime-installed
+	DEBUG=true $(PY) manage.py migrate --noinput
+	DEBUG=true $(PY) manage.py load_demo
+	DEBUG=true PY=$(PY) bin/demo
+
+lint: $(VENV)/.dev-installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(VENV)/.dev-installed
+	$(VENV)/bin/mypy evalcore
+
+pytest: $(VENV)/.dev-installed
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} \
+	CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)} \
+	SECRET_KEY=$${SECRET_KEY:-insecure-key-for-tests-only} \
+	DEBUG=false STATIC_MANIFEST=false \
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+bench: bench-retrieval
+
+bench-retrieval: $(VENV)/.dev-installed
+	$(PY) -m benchmarks.retrieval
+
+clean:
+	rm -rf var staticfiles .pytest_cache .mypy_cache .ruff_cache

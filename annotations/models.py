@@ -1,0 +1,1 @@
+"""Judging projects, tasks and annotations (see PRODUCT.md §1)."""

@@ -1,0 +1,34 @@
+"""Project-wide pages: the home page and the health endpoint."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+from evalplatform.health import health_report
+from evalplatform.roles import Role, user_roles
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    roles = user_roles(request.user)
+    return render(
+        request,
+        "evalplatform/home.html",
+        {
+            "roles": sorted(role.label for role in roles),
+            "is_annotator": Role.ANNOTATOR in roles,
+            "is_lead": Role.PROJECT_LEAD in roles or request.user.is_superuser,
+            "is_team_member": Role.TEAM_MEMBER in roles or request.user.is_superuser,
+        },
+    )
+
+
+@never_cache
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    status, body = health_report()
+    return JsonResponse(body, status=status)

@@ -1,0 +1,225 @@
+"""Shared fixtures: personas, the live services, a real Celery worker process and a real browser.
+
+With CI=true a missing service or browser fails the run; elsewhere the tests that need it are skipped
+with the reason. No skip is tolerated in CI at all (see pytest_runtest_makereport).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+# Playwright's sync API runs an event loop in the test thread; the ORM calls the tests make around it
+# are still synchronous and safe.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _unavailable(reason: str) -> None:
+    if IN_CI:
+        pytest.fail(f"CI requires this, but it is unavailable: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not IN_CI:
+        return
+    from django.conf import settings
+
+    engine = settings.DATABASES["default"]["ENGINE"]
+    if "postgresql" not in engine:
+        raise pytest.UsageError(f"CI=true requires PostgreSQL (DATABASE_URL), got {engine}")
+    if not settings.CELERY_BROKER_URL.startswith("redis://"):
+        raise pytest.UsageError(f"CI=true requires a Redis broker, got {settings.CELERY_BROKER_URL}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("services"):
+            item.fixturenames.insert(0, "live_services")  # type: ignore[attr-defined]
+        if item.get_closest_marker("browser"):
+            item.fixturenames.insert(0, "chromium_path")  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if IN_CI and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI, which is not allowed: {report.longrepr}"
+
+
+# --- services -------------------------------------------------------------------------------------
+
+
+def redis_ping(url: str) -> str | None:
+    """None when Redis answers, else the reason it does not."""
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+    except redis.RedisError as exc:
+        return f"Redis at {url} is unreachable: {exc}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def live_services(django_db_setup: None, django_db_blocker: pytest.FixtureRequest) -> None:
+    from django.conf import settings
+    from django.db import connection
+
+    with django_db_blocker.unblock():  # type: ignore[attr-defined]
+        if connection.vendor != "postgresql":
+            _unavailable(f"needs PostgreSQL, the database is {connection.vendor} (set DATABASE_URL)")
+    broker = settings.CELERY_BROKER_URL
+    if not broker.startswith("redis://"):
+        _unavailable(f"needs a Redis broker, CELERY_BROKER_URL is {broker}")
+    problem = redis_ping(broker)
+    if problem:
+        _unavailable(problem)
+
+
+@dataclass
+class WorkerProcess:
+    hostname: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def _database_url_for(settings_dict: dict[str, object]) -> str:
+    user = settings_dict.get("USER") or ""
+    password = settings_dict.get("PASSWORD") or ""
+    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = settings_dict.get("PORT") or 5432
+    return f"postgres://{auth}{host}:{port}/{settings_dict['NAME']}"
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(
+    live_services: None, django_db_blocker: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WorkerProcess]:
+    """A real `celery worker` process on Redis, writing to the test database."""
+    from django.db import connection
+
+    from evalplatform.celery import app
+
+    app.control.purge()
+    hostname = f"pytest-{uuid.uuid4().hex[:8]}@localhost"
+    log_path = tmp_path_factory.mktemp("worker") / "worker.log"
+    env = {**os.environ, "DATABASE_URL": _database_url_for(connection.settings_dict)}
+    command = [sys.executable, "-m", "celery", "-A", "evalplatform", "worker", "-Q", "default,heavy",
+               "--concurrency", "1", "--hostname", hostname, "--without-mingle", "--without-gossip",
+               "--loglevel", "info"]  # fmt: skip
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    worker = WorkerProcess(hostname, process, log_path)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                pytest.fail(f"the Celery worker exited early:\n{worker.log()}")
+            if app.control.ping(destination=[hostname], timeout=1.0):
+                break
+        else:
+            pytest.fail(f"the Celery worker did not answer a ping within 60 s:\n{worker.log()}")
+        yield worker
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+# --- browser --------------------------------------------------------------------------------------
+
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--headless", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    path = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        _unavailable("Debian chromium is not installed (apt-get install chromium)")
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path: str) -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=chromium_path, args=CHROMIUM_ARGS, headless=True
+        )
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: object) -> Iterator[object]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})  # type: ignore[attr-defined]
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+# --- personas -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Persona:
+    username: str
+    password: str
+    role: str | None
+
+
+ALICE = Persona("alice", "alice-password-123", "annotator")
+BOB = Persona("bob", "bob-password-123", "annotator")
+LENA = Persona("lena", "lena-password-123", "project_lead")
+THEO = Persona("theo", "theo-password-123", "team_member")
+
+
+def make_user(persona: Persona, **extra: object):  # type: ignore[no-untyped-def]
+    from django.contrib.auth.models import Group, User
+
+    user = User.objects.create_user(
+        persona.username, f"{persona.username}@example.org", persona.password, **extra
+    )
+    if persona.role:
+        user.groups.add(Group.objects.get_or_create(name=persona.role)[0])
+    return user
+
+
+@pytest.fixture
+def alice(db: None):  # type: ignore[no-untyped-def]
+    return make_user(ALICE)
+
+
+@pytest.fixture
+def lena(db: None):  # type: ignore[no-untyped-def]
+    return make_user(LENA)
+
+
+@pytest.fixture
+def theo(db: None):  # type: ignore[no-untyped-def]
+    return make_user(THEO)

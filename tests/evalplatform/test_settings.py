@@ -1,0 +1,154 @@
+"""Settings come from the environment, with embedded defaults and refusals for unsafe production use."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalplatform.env import EnvError, env_bool, env_int, env_list
+
+ROOT = Path(__file__).resolve().parents[2]
+CLEARED = (
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "REDIS_URL",
+    "SECRET_KEY",
+    "DEBUG",
+    "ALLOWED_HOSTS",
+    "DJANGO_ALLOW_ASYNC_UNSAFE",
+)
+
+
+def load_settings(**env: str) -> tuple[int, dict[str, object]]:
+    base = {key: value for key, value in os.environ.items() if key not in CLEARED}
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.settings_probe"],
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return result.returncode, json.loads(result.stdout.strip().splitlines()[-1])
+
+
+class TestEnvParsing:
+    def test_it_reads_booleans(self) -> None:
+        assert env_bool("X", False, {"X": "true"}) is True
+        assert env_bool("X", True, {"X": "0"}) is False
+        assert env_bool("X", True, {"X": " Off "}) is False
+        assert env_bool("X", True, {}) is True
+
+    def test_it_rejects_a_word_that_is_not_a_boolean(self) -> None:
+        with pytest.raises(EnvError, match="X='maybe' is not a boolean"):
+            env_bool("X", False, {"X": "maybe"})
+
+    def test_it_reads_integers_and_rejects_garbage(self) -> None:
+        assert env_int("N", 3, {"N": "42"}) == 42
+        assert env_int("N", 3, {"N": ""}) == 3
+        with pytest.raises(EnvError, match="not an integer"):
+            env_int("N", 3, {"N": "4x"})
+
+    def test_it_splits_lists_on_commas(self) -> None:
+        assert env_list("H", ["a"], {"H": "example.org, www.example.org,"}) == [
+            "example.org",
+            "www.example.org",
+        ]
+        assert env_list("H", ["a"], {}) == ["a"]
+
+
+class TestSettings:
+    def test_it_defaults_to_sqlite_in_the_project_folder_and_a_serverless_broker(self) -> None:
+        code, settings = load_settings(DEBUG="true")
+        assert code == 0
+        assert settings["DATABASE_ENGINE"] == "django.db.backends.sqlite3"
+        assert Path(str(settings["DATABASE_NAME"])) == ROOT / "var" / "db.sqlite3"
+        assert str(settings["CELERY_BROKER_URL"]).startswith("filesystem://")
+        options = settings["CELERY_BROKER_TRANSPORT_OPTIONS"]
+        assert isinstance(options, dict)
+        assert (
+            options["data_folder_in"] == options["data_folder_out"] == str(ROOT / "var" / "broker" / "queue")
+        )
+
+    def test_it_uses_postgresql_and_redis_when_set(self) -> None:
+        code, settings = load_settings(
+            DEBUG="true",
+            DATABASE_URL="postgres://evaluser:secret@db.internal:5433/evalplatform",
+            CELERY_BROKER_URL="redis://cache.internal:6379/2",
+        )
+        assert code == 0
+        assert settings["DATABASE_ENGINE"] == "django.db.backends.postgresql"
+        assert settings["DATABASE_NAME"] == "evalplatform"
+        assert settings["DATABASE_HOST"] == "db.internal"
+        assert settings["CELERY_BROKER_URL"] == "redis://cache.internal:6379/2"
+
+    def test_it_falls_back_to_redis_url_for_the_broker(self) -> None:
+        code, settings = load_settings(DEBUG="true", REDIS_URL="redis://cache.internal:6379/0")
+        assert code == 0
+        assert settings["CELERY_BROKER_URL"] == "redis://cache.internal:6379/0"
+
+    def test_it_refuses_to_start_without_a_secret_key_when_debug_is_off(self) -> None:
+        code, settings = load_settings(DEBUG="false")
+        assert code == 3
+        assert settings["error"] == "ImproperlyConfigured"
+        assert "SECRET_KEY must be set" in str(settings["message"])
+
+    def test_it_refuses_the_development_key_when_debug_is_off(self) -> None:
+        code, settings = load_settings(
+            DEBUG="false", SECRET_KEY="django-insecure-development-only-key-never-use-in-production"
+        )
+        assert code == 3
+        assert "development SECRET_KEY is refused" in str(settings["message"])
+
+    def test_it_uses_a_development_key_only_with_debug_on(self) -> None:
+        code, settings = load_settings(DEBUG="true")
+        assert code == 0
+        assert str(settings["SECRET_KEY"]).startswith("django-insecure-")
+
+    def test_it_reads_allowed_hosts_and_debug(self) -> None:
+        code, settings = load_settings(DEBUG="off", SECRET_KEY="x" * 60, ALLOWED_HOSTS="eval.example.org")
+        assert code == 0
+        assert settings["DEBUG"] is False
+        assert settings["ALLOWED_HOSTS"] == ["eval.example.org"]
+
+    def test_it_rejects_a_malformed_debug_value(self) -> None:
+        code, settings = load_settings(DEBUG="perhaps")
+        assert code == 3
+        assert settings["error"] == "EnvError"
+
+    def test_it_configures_celery_for_safe_redelivery(self) -> None:
+        code, settings = load_settings(DEBUG="true")
+        assert code == 0
+        assert settings["CELERY_TASK_ACKS_LATE"] is True
+        assert settings["CELERY_TASK_REJECT_ON_WORKER_LOST"] is True
+        assert settings["CELERY_TASK_SERIALIZER"] == "json"
+        assert settings["CELERY_BEAT_SCHEDULER"] == "django_celery_beat.schedulers:DatabaseScheduler"
+
+    def test_it_passes_the_deploy_checks_with_production_settings(self) -> None:
+        env = {key: value for key, value in os.environ.items() if key not in CLEARED}
+        env.update(
+            DEBUG="false",
+            SECRET_KEY="k8-" + "q7Zx!vR2#pL9@wT4$mN6^bH1&cJ3*fD5(gK8)sA0-yU2=eI4" * 2,
+            ALLOWED_HOSTS="eval.example.org",
+            DATABASE_URL="postgres://postgres@127.0.0.1:5432/evalplatform",
+            CELERY_BROKER_URL="redis://127.0.0.1:6379/0",
+            SECURE_SSL_REDIRECT="true",
+            SECURE_HSTS_SECONDS="31536000",
+            SECURE_HSTS_INCLUDE_SUBDOMAINS="true",
+            SECURE_HSTS_PRELOAD="true",
+        )
+        result = subprocess.run(
+            [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr + result.stdout
+        assert "no issues" in result.stdout
