@@ -52,7 +52,7 @@ def default_sqlite_url(var_dir: Path) -> str:
 
 def default_broker_url() -> str:
     """kombu's filesystem transport: a real broker with no server, for the embedded default."""
-    return "filesystem://"
+    return "filesystem://localhost/"
 
 
 def is_filesystem_broker(url: str) -> bool:
