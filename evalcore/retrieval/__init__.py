@@ -1,0 +1,42 @@
+"""Retrieval evaluation with trec_eval 9.0.8's semantics, vectorised.
+
+The facade: read files with `evalcore.trec`, then
+
+    result = evaluate(qrels, run, ["map", "P@10", "ndcg_cut_10"], rel_level=1, complete=False)
+    result.aggregate            # {"map": ..., "P@10": ..., "ndcg_cut_10": ...}
+    result.per_query_array("map")
+
+Measures live in one registry (`MEASURES`); `parse_measure` reads trec_eval and ir-measures names.
+"""
+
+from evalcore.retrieval.classification import f1_weighted, topk_accuracy
+from evalcore.retrieval.data import DuplicateRowError, Qrels, Run
+from evalcore.retrieval.evaluation import NoCommonQueriesError, RetrievalResult, evaluate, format_trec
+from evalcore.retrieval.measures import DEFAULT_CUTOFFS, MEASURES, Measure
+from evalcore.retrieval.names import (
+    DEFAULT_MEASURES,
+    MeasureSpec,
+    UnknownMeasureError,
+    parse_measure,
+    parse_measures,
+)
+
+__all__ = [
+    "DEFAULT_CUTOFFS",
+    "DEFAULT_MEASURES",
+    "MEASURES",
+    "DuplicateRowError",
+    "Measure",
+    "MeasureSpec",
+    "NoCommonQueriesError",
+    "Qrels",
+    "RetrievalResult",
+    "Run",
+    "UnknownMeasureError",
+    "evaluate",
+    "f1_weighted",
+    "format_trec",
+    "parse_measure",
+    "parse_measures",
+    "topk_accuracy",
+]

@@ -1,0 +1,375 @@
+"""Compact, columnar qrels and runs.
+
+A `Qrels` or a `Run` holds one row per (query, document) pair as flat arrays: a query code (an index
+into the sorted query ids), the document id as Arrow binary, and the relevance or the score. No Python
+object exists per row, so a 7-million-line run costs about 16 bytes a row plus its document ids.
+Document ids are compared through 64-bit keys (see `evalcore.retrieval.keys`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+import pyarrow as pa
+
+from evalcore.retrieval.keys import (
+    as_binary_chunks,
+    decode,
+    docno_keys,
+    docno_lengths,
+    find_duplicates,
+    key_words,
+    query_salts,
+)
+
+OnDuplicate = Literal["error", "first"]
+
+
+class DuplicateRowError(ValueError):
+    """The same document appears twice for a query; `rows` are the two 0-based row indices."""
+
+    def __init__(self, qid: str, docno: str, rows: tuple[int, int]) -> None:
+        self.qid = qid
+        self.docno = docno
+        self.rows = rows
+        super().__init__(f"document {docno!r} appears twice for query {qid!r}")
+
+
+# --- query ids -------------------------------------------------------------------------------------
+
+
+def encode_qids(values: Sequence[str] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique query ids (an object array of str) and the int32 code of every value."""
+    arr = np.asarray(values, dtype=object)
+    if arr.size == 0:
+        return np.zeros(0, dtype=object), np.zeros(0, dtype=np.int32)
+    vocab, inverse = np.unique(arr, return_inverse=True)
+    return vocab.astype(object), inverse.astype(np.int32).reshape(-1)
+
+
+def sort_vocabulary(vocab: Sequence[str], codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Re-express `codes` against the sorted, de-duplicated `vocab`."""
+    sorted_vocab, inverse = np.unique(np.asarray(list(vocab), dtype=object), return_inverse=True)
+    return sorted_vocab.astype(object), inverse.astype(np.int32).reshape(-1)[codes]
+
+
+def lookup(vocab: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Index of each value in the sorted `vocab`, or -1."""
+    if not len(vocab) or not len(values):
+        return np.full(len(values), -1, dtype=np.int64)
+    pos = np.searchsorted(vocab, values)
+    pos = np.minimum(pos, len(vocab) - 1)
+    return np.where(vocab[pos] == values, pos, -1).astype(np.int64)
+
+
+# --- containers ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class _Rows:
+    """Shared by Qrels and Run: query codes and document ids, with cached document keys."""
+
+    qids: np.ndarray
+    qid_codes: np.ndarray
+    docnos: pa.ChunkedArray
+    _key_cache: dict[int, tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __len__(self) -> int:
+        return len(self.qid_codes)
+
+    @property
+    def num_queries(self) -> int:
+        return len(self.qids)
+
+    @cached_property
+    def key_words(self) -> int:
+        return key_words(self.docnos)
+
+    @cached_property
+    def salts(self) -> np.ndarray:
+        return query_salts(len(self.qids))
+
+    @cached_property
+    def doc_keys(self) -> np.ndarray:
+        """Every row's document key (exact when `key_words == 1`, else a hash)."""
+        return docno_keys(self.docnos, self.key_words)
+
+    def doc_keys_for(self, words: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rows whose id fits in `words` words, their keys), cached per width."""
+        if words == self.key_words:
+            return np.arange(len(self)), self.doc_keys
+        if words not in self._key_cache:
+            fits = np.flatnonzero(docno_lengths(self.docnos) <= 8 * words)
+            subset = self.docnos.take(pa.array(fits)) if len(fits) < len(self) else self.docnos
+            self._key_cache[words] = (fits, docno_keys(subset, words))
+        return self._key_cache[words]
+
+    def docno_strings(self, rows: np.ndarray | None = None) -> list[str]:
+        values = self.docnos if rows is None else self.docnos.take(pa.array(rows, type=pa.int64()))
+        return decode(values.to_pylist())
+
+    def _check_duplicates(self, on_duplicate: OnDuplicate) -> np.ndarray | None:
+        """None when the rows are unique; else the rows to keep (on_duplicate='first') or raise."""
+        later, first = find_duplicates(
+            self.qid_codes, self.docnos, self.doc_keys, self.salts, self.key_words == 1
+        )
+        if not later.size:
+            return None
+        if on_duplicate == "error":
+            row = int(later[0])
+            raise DuplicateRowError(
+                str(self.qids[self.qid_codes[row]]),
+                self.docno_strings(np.array([row]))[0],
+                (int(first[0]), row),
+            )
+        if on_duplicate != "first":
+            raise ValueError(f"on_duplicate must be 'error' or 'first', not {on_duplicate!r}")
+        keep = np.ones(len(self), dtype=bool)
+        keep[later] = False
+        return np.flatnonzero(keep)
+
+
+def _check_codes(qids: np.ndarray, codes: np.ndarray, n: int) -> None:
+    if len(codes) != n:
+        raise ValueError("every column must have one value per row")
+    if n and (codes.min() < 0 or codes.max() >= len(qids)):
+        raise ValueError("query codes must index the query ids")
+
+
+def _prepare(
+    qids: Sequence[str] | np.ndarray, qid_codes: np.ndarray | Sequence[int], docnos: object
+) -> tuple[np.ndarray, np.ndarray, pa.ChunkedArray]:
+    vocab = np.asarray([str(q) for q in qids], dtype=object)
+    codes = np.asarray(qid_codes, dtype=np.int32)
+    chunks = as_binary_chunks(docnos)  # type: ignore[arg-type]
+    _check_codes(vocab, codes, len(chunks))
+    if len(vocab) > 1 and not np.all(vocab[:-1] < vocab[1:]):
+        vocab, codes = sort_vocabulary(list(vocab), codes)
+    present = np.zeros(len(vocab), dtype=bool)
+    present[codes] = True
+    used = np.flatnonzero(present)
+    if len(used) < len(vocab):
+        # Drop ids no row uses, so that `qids` is exactly the set of queries present.
+        remap = np.full(len(vocab), -1, dtype=np.int32)
+        remap[used] = np.arange(len(used), dtype=np.int32)
+        vocab, codes = vocab[used], remap[codes]
+    return vocab, codes, chunks
+
+
+@dataclass(frozen=True, eq=False)
+class Qrels(_Rows):
+    """Relevance judgments: one row per judged (query, document) pair; `rels` are integers.
+
+    A negative relevance marks a document that is in the pool but unjudged (trec_eval's reading).
+    """
+
+    rels: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @classmethod
+    def from_codes(
+        cls,
+        qids: Sequence[str] | np.ndarray,
+        qid_codes: np.ndarray | Sequence[int],
+        docnos: pa.Array | pa.ChunkedArray | Sequence[str],
+        rels: np.ndarray | Sequence[int],
+        *,
+        on_duplicate: OnDuplicate = "error",
+    ) -> Qrels:
+        vocab, codes, chunks = _prepare(qids, qid_codes, docnos)
+        rel = np.asarray(rels)
+        if len(rel) != len(codes):
+            raise ValueError("every column must have one value per row")
+        if rel.dtype.kind == "f":
+            if not np.all(np.isfinite(rel)) or np.any(rel != np.round(rel)):
+                raise ValueError("relevance must be an integer")
+        elif rel.size and rel.dtype.kind not in "iu":
+            raise ValueError("relevance must be an integer")
+        return cls._from_columns(vocab, codes, chunks, rel.astype(np.int64), on_duplicate)
+
+    @classmethod
+    def _from_columns(
+        cls,
+        vocab: np.ndarray,
+        codes: np.ndarray,
+        chunks: pa.ChunkedArray,
+        rels: np.ndarray,
+        on_duplicate: OnDuplicate,
+    ) -> Qrels:
+        """From validated columns: sorted query ids that every code uses, Arrow binary ids."""
+        qrels = cls(vocab, codes, chunks, rels=rels)
+        keep = qrels._check_duplicates(on_duplicate)
+        return qrels if keep is None else qrels.take(keep)
+
+    @classmethod
+    def from_dict(cls, judgments: Mapping[str, Mapping[str, int]]) -> Qrels:
+        """From {qid: {docno: rel}}, the shape pytrec_eval takes."""
+        qids = list(judgments)
+        codes = np.repeat(np.arange(len(qids)), [len(judgments[q]) for q in qids])
+        docnos = [str(d) for q in qids for d in judgments[q]]
+        rels = np.array([int(r) for q in qids for r in judgments[q].values()], dtype=np.int64)
+        return cls.from_codes(qids, codes, docnos, rels)
+
+    def take(self, rows: np.ndarray) -> Qrels:
+        return Qrels.from_codes(
+            self.qids, self.qid_codes[rows], self.docnos.take(pa.array(rows)), self.rels[rows]
+        )
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for code, doc, rel in zip(
+            self.qid_codes.tolist(), self.docno_strings(), self.rels.tolist(), strict=True
+        ):
+            out.setdefault(str(self.qids[code]), {})[doc] = rel
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class Run(_Rows):
+    """A ranking: one row per retrieved (query, document) pair with its score.
+
+    Rows may be in any order; evaluation orders each query by score descending, then document id
+    descending (trec_eval). Like trec_eval, which stores scores as C floats, it compares scores in
+    single precision. The rank column of a TREC file is ignored, as trec_eval ignores it.
+    """
+
+    scores: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+
+    @classmethod
+    def from_codes(
+        cls,
+        qids: Sequence[str] | np.ndarray,
+        qid_codes: np.ndarray | Sequence[int],
+        docnos: pa.Array | pa.ChunkedArray | Sequence[str],
+        scores: np.ndarray | Sequence[float],
+        *,
+        on_duplicate: OnDuplicate = "error",
+    ) -> Run:
+        vocab, codes, chunks = _prepare(qids, qid_codes, docnos)
+        score = np.asarray(scores, dtype=np.float64)
+        if len(score) != len(codes):
+            raise ValueError("every column must have one value per row")
+        if np.isnan(score).any():
+            raise ValueError("scores must not be NaN")
+        return cls._from_columns(vocab, codes, chunks, score, on_duplicate)
+
+    @classmethod
+    def _from_columns(
+        cls,
+        vocab: np.ndarray,
+        codes: np.ndarray,
+        chunks: pa.ChunkedArray,
+        scores: np.ndarray,
+        on_duplicate: OnDuplicate,
+    ) -> Run:
+        """From validated columns: sorted query ids that every code uses, Arrow binary ids."""
+        run = cls(vocab, codes, chunks, scores=scores)
+        keep = run._check_duplicates(on_duplicate)
+        return run if keep is None else run.take(keep)
+
+    @classmethod
+    def from_dict(cls, rankings: Mapping[str, Mapping[str, float]]) -> Run:
+        """From {qid: {docno: score}}, the shape pytrec_eval takes."""
+        qids = list(rankings)
+        codes = np.repeat(np.arange(len(qids)), [len(rankings[q]) for q in qids])
+        docnos = [str(d) for q in qids for d in rankings[q]]
+        scores = np.array([float(s) for q in qids for s in rankings[q].values()], dtype=np.float64)
+        return cls.from_codes(qids, codes, docnos, scores)
+
+    def take(self, rows: np.ndarray) -> Run:
+        return Run.from_codes(
+            self.qids, self.qid_codes[rows], self.docnos.take(pa.array(rows)), self.scores[rows]
+        )
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for code, doc, score in zip(
+            self.qid_codes.tolist(), self.docno_strings(), self.scores.tolist(), strict=True
+        ):
+            out.setdefault(str(self.qids[code]), {})[doc] = score
+        return out
+
+    @cached_property
+    def layout(self) -> RunLayout:
+        # trec_eval keeps scores as C floats, so scores equal in single precision tie.
+        return RunLayout.of(self.qid_codes, self.scores.astype(np.float32), len(self.qids))
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """Rows grouped by query and sorted by score descending, with the runs of tied scores marked.
+
+    `perm` is None when the rows already come in that order (the usual case for a TREC file), which
+    spares a sort of millions of rows. Ties are left for the evaluation to settle, and only where they
+    touch a judged document: there, trec_eval orders by document id descending.
+    """
+
+    perm: np.ndarray | None
+    inverse: np.ndarray | None
+    new_tie: np.ndarray  # per sorted position: does a new (query, score) group start here?
+    query_start: np.ndarray  # position of the first row of each query code
+    counts: np.ndarray  # rows of each query code
+    num_rows: int
+
+    @classmethod
+    def of(cls, codes: np.ndarray, scores: np.ndarray, num_queries: int) -> RunLayout:
+        n = len(codes)
+        perm = inverse = None
+        new_tie = np.ones(n, dtype=bool)
+        if n > 1:
+            changes = np.not_equal(codes[1:], codes[:-1], out=new_tie[1:])
+            grouped = int(np.count_nonzero(changes)) == num_queries - 1
+            rising = scores[1:] > scores[:-1]
+            rising &= ~changes
+            if not grouped or rising.any():
+                perm = np.lexsort((-scores, codes))
+                inverse = np.empty(n, dtype=np.int64)
+                inverse[perm] = np.arange(n)
+                codes, scores = codes[perm], scores[perm]
+                np.not_equal(codes[1:], codes[:-1], out=new_tie[1:])
+        query_starts = np.flatnonzero(new_tie)
+        query_start = np.zeros(num_queries, dtype=np.int64)
+        query_start[codes[query_starts]] = query_starts
+        counts = np.zeros(num_queries, dtype=np.int64)
+        counts[codes[query_starts]] = np.diff(np.append(query_starts, n))
+        if n > 1:
+            new_tie[1:] |= scores[1:] != scores[:-1]
+        return cls(perm, inverse, new_tie, query_start, counts, n)
+
+    @cached_property
+    def tie_starts(self) -> np.ndarray:
+        return np.flatnonzero(self.new_tie)
+
+    def tie_group(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """[begin, end) of the tie group holding each sorted position.
+
+        Walks a few steps from each position, which settles the usual short ties cheaply, and looks
+        the long ones up among all group starts.
+        """
+        n = self.num_rows
+        begin, end = positions.copy(), positions + 1
+        open_begin, open_end = np.arange(len(positions)), np.arange(len(positions))
+        for _ in range(8):
+            open_begin = open_begin[~self.new_tie[begin[open_begin]]]
+            begin[open_begin] -= 1
+            at = end[open_end]
+            open_end = open_end[(at < n) & ~self.new_tie[np.minimum(at, n - 1)]]
+            end[open_end] += 1
+            if not len(open_begin) and not len(open_end):
+                return begin, end
+        starts = self.tie_starts
+        begin[open_begin] = starts[np.searchsorted(starts, begin[open_begin], side="right") - 1]
+        following = np.searchsorted(starts, end[open_end], side="left")
+        end[open_end] = np.where(following < len(starts), starts[np.minimum(following, len(starts) - 1)], n)
+        return begin, end
+
+    def positions(self, rows: np.ndarray) -> np.ndarray:
+        return rows if self.inverse is None else self.inverse[rows]
+
+    def rows(self, positions: np.ndarray) -> np.ndarray:
+        return positions if self.perm is None else self.perm[positions]

@@ -1,0 +1,527 @@
+"""Readers for TREC qrels, runs and topics, and their TSV and JSONL equivalents.
+
+| kind   | trec (whitespace)            | tsv                      | jsonl                                   |
+|--------|------------------------------|--------------------------|-----------------------------------------|
+| qrels  | `qid iter docno rel`         | `qid<TAB>docno<TAB>rel`  | `{"qid", "docno"|"doc_id", "rel"|"relevance"}` |
+| run    | `qid Q0 docno rank score tag`| `qid<TAB>docno<TAB>score`| `{"qid", "docno"|"doc_id", "score"}`    |
+| topics | `<top><num> Number: 401 <title> ...</top>` | `qid<TAB>text` | `{"qid", "text"}`              |
+
+Qrels and runs are parsed by Arrow's multi-threaded CSV and JSON readers into columns, never a Python
+object per line. When the fast path rejects a file, a slow line-by-line scan finds the first bad line
+and raises `FormatError(path, line, reason)`; if the scan finds none, the file merely used irregular
+whitespace, which is normalised before a second fast parse. Blank lines are skipped.
+
+A document listed twice for a query is an error, as in trec_eval; `on_duplicate="first"` keeps the
+first occurrence instead.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.json as pajson
+
+from evalcore.errors import FormatError
+from evalcore.retrieval.data import DuplicateRowError, OnDuplicate, Qrels, Run
+from evalcore.retrieval.keys import as_binary_chunks, decode, pooled_empty, small_pages, to_numpy
+
+__all__ = ["Format", "Qrels", "Run", "detect_format", "read_qrels", "read_run", "read_topics"]
+
+Format = Literal["trec", "tsv", "jsonl"]
+PathLike = str | Path
+
+_BLOCK = 1 << 21
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """What one kind of row looks like in one format."""
+
+    kind: Literal["qrels", "run"]
+    names: tuple[str, ...]  # every column of the file, in order
+    value: str  # "rel" or "score"
+    describe: str
+
+    @property
+    def integer(self) -> bool:
+        return self.value == "rel"
+
+
+_TREC = {
+    "qrels": _Columns("qrels", ("qid", "iter", "docno", "rel"), "rel", "qid iter docno rel"),
+    "run": _Columns(
+        "run", ("qid", "q0", "docno", "rank", "score", "tag"), "score", "qid Q0 docno rank score tag"
+    ),
+}
+_TSV = {
+    "qrels": _Columns("qrels", ("qid", "docno", "rel"), "rel", "qid<TAB>docno<TAB>rel"),
+    "run": _Columns("run", ("qid", "docno", "score"), "score", "qid<TAB>docno<TAB>score"),
+}
+_JSON_FIELDS = {
+    "qid": ("qid", "query_id"),
+    "docno": ("docno", "doc_id"),
+    "rel": ("rel", "relevance"),
+    "score": ("score",),
+}
+
+
+# --- format detection ------------------------------------------------------------------------------
+
+
+def _first_line(path: PathLike) -> str:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if line.strip():
+                return line
+    return ""
+
+
+def detect_format(path: PathLike, kind: Literal["qrels", "run", "topics"]) -> Format:
+    """By extension (.jsonl/.json, .tsv), else by the first non-blank line."""
+    suffix = Path(path).suffix.lower()
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return "jsonl"
+    if suffix == ".tsv":
+        return "tsv"
+    line = _first_line(path)
+    if line.lstrip().startswith("{"):
+        return "jsonl"
+    if kind == "topics":
+        return "trec" if "<" in line else "tsv"
+    tsv_width = len(_TSV[kind].names)
+    if "\t" in line and len(line.rstrip("\r\n").split("\t")) == tsv_width and len(line.split()) == tsv_width:
+        return "tsv"
+    return "trec"
+
+
+# --- line-level validation (the slow path) ---------------------------------------------------------
+
+
+def _lines(path: PathLike) -> Iterator[tuple[int, str]]:
+    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                yield number, line
+
+
+def _split(line: str, fmt: Format) -> list[str]:
+    if fmt == "tsv":
+        return [f.strip() for f in line.rstrip("\r\n").split("\t")]
+    return line.split()
+
+
+def _value_problem(text: str, integer: bool) -> str | None:
+    if integer:
+        try:
+            int(text)
+        except ValueError:
+            return f"relevance {text!r} is not an integer"
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return f"score {text!r} is not a number"
+    return f"score {text!r} is not a number" if math.isnan(value) else None
+
+
+def _row_problem(fields: list[str], cols: _Columns) -> str | None:
+    if len(fields) != len(cols.names):
+        return f"expected {len(cols.names)} columns ({cols.describe}), found {len(fields)}"
+    return _value_problem(fields[cols.names.index(cols.value)], cols.integer)
+
+
+def _has_header(path: PathLike, cols: _Columns) -> bool:
+    """A TSV file may start with a header such as `query-id<TAB>corpus-id<TAB>score` (BEIR)."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        first = handle.readline()
+    fields = _split(first, "tsv")
+    if len(fields) != len(cols.names):
+        return False
+    try:
+        float(fields[-1])
+    except ValueError:
+        return True
+    return False
+
+
+def _scan(path: PathLike, cols: _Columns, fmt: Format, skip_header: bool) -> None:
+    """Raise a FormatError at the first malformed line, if any."""
+    for number, line in _lines(path):
+        if skip_header and number == 1:
+            continue
+        problem = _row_problem(_split(line, fmt), cols)
+        if problem:
+            raise FormatError(str(path), number, problem)
+
+
+def _line_numbers(path: PathLike, rows: list[int], skip_header: bool) -> list[int]:
+    """1-based line numbers of the given 0-based data rows (blank lines and a header skipped)."""
+    wanted = {r: i for i, r in enumerate(rows)}
+    found = [0] * len(rows)
+    row = 0
+    for number, _ in _lines(path):
+        if skip_header and number == 1:
+            continue
+        if row in wanted:
+            found[wanted[row]] = number
+        row += 1
+        if row > max(rows):
+            break
+    return found
+
+
+# --- fast columnar parsing -------------------------------------------------------------------------
+
+
+def _csv_options(
+    cols: _Columns, delimiter: str, skip_rows: int
+) -> tuple[pacsv.ReadOptions, pacsv.ParseOptions, pacsv.ConvertOptions]:
+    read = pacsv.ReadOptions(column_names=list(cols.names), block_size=_BLOCK, skip_rows=skip_rows)
+    parse = pacsv.ParseOptions(
+        delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False, ignore_empty_lines=True
+    )
+    convert = pacsv.ConvertOptions(
+        include_columns=["qid", "docno", cols.value],
+        column_types={
+            "qid": pa.dictionary(pa.int32(), pa.binary()),
+            "docno": pa.binary(),
+            cols.value: pa.int64() if cols.integer else pa.float64(),
+        },
+        null_values=[],
+        strings_can_be_null=False,
+        check_utf8=False,
+    )
+    return read, parse, convert
+
+
+def _normalised_whitespace(path: PathLike) -> io.BytesIO:
+    data = Path(path).read_bytes()
+    data = re.sub(rb"[ \t\r\f\v]+", b" ", data)
+    data = re.sub(rb" ?\n ?", b"\n", data)
+    return io.BytesIO(data.lstrip(b" "))
+
+
+def _normalised_tsv(path: PathLike, skip_header: bool) -> io.BytesIO:
+    out = [
+        "\t".join(_split(line, "tsv")) for number, line in _lines(path) if not (skip_header and number == 1)
+    ]
+    return io.BytesIO(("\n".join(out) + "\n").encode("utf-8", errors="surrogateescape"))
+
+
+def _read_delimited(path: PathLike, cols: _Columns, fmt: Format) -> tuple[pa.Table, bool]:
+    skip_header = fmt == "tsv" and _has_header(path, cols)
+    options = _csv_options(cols, " " if fmt == "trec" else "\t", int(skip_header))
+    try:
+        return pacsv.read_csv(str(path), *options), skip_header
+    except pa.ArrowException:
+        pass
+    _scan(path, cols, fmt, skip_header)
+    # No bad line: tabs, repeated spaces or whitespace-only lines threw the fast path off.
+    source = _normalised_whitespace(path) if fmt == "trec" else _normalised_tsv(path, skip_header)
+    read, parse, convert = _csv_options(cols, " " if fmt == "trec" else "\t", 0)
+    try:
+        return pacsv.read_csv(source, read, parse, convert), skip_header
+    except pa.ArrowException as exc:  # pragma: no cover - the scan accepts only parseable lines
+        raise FormatError(str(path), None, str(exc)) from exc
+
+
+def _pick(table: pa.Table, names: tuple[str, ...]) -> pa.ChunkedArray | None:
+    present = [table.column(n) for n in names if n in table.column_names]
+    if not present:
+        return None
+    return present[0] if len(present) == 1 else pc.coalesce(*present)
+
+
+def _as_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    if pa.types.is_integer(column.type):
+        return column.cast(pa.string())
+    if pa.types.is_string(column.type) or pa.types.is_binary(column.type):
+        return column
+    raise pa.ArrowInvalid(f"expected text, found {column.type}")
+
+
+def _read_jsonl_fast(path: PathLike, cols: _Columns) -> pa.Table:
+    """Arrow's JSON reader; raises pa.ArrowException on anything irregular."""
+    table = pajson.read_json(str(path), read_options=pajson.ReadOptions(block_size=_BLOCK))
+    qid, docno = _pick(table, _JSON_FIELDS["qid"]), _pick(table, _JSON_FIELDS["docno"])
+    value = _pick(table, _JSON_FIELDS[cols.value])
+    if qid is None or docno is None or value is None:
+        raise pa.ArrowInvalid("missing field")
+    if qid.null_count or docno.null_count or value.null_count:
+        raise pa.ArrowInvalid("missing value")
+    if cols.integer:
+        if not pa.types.is_integer(value.type):
+            raise pa.ArrowInvalid("relevance is not an integer")
+    elif not (pa.types.is_integer(value.type) or pa.types.is_floating(value.type)):
+        raise pa.ArrowInvalid("score is not a number")
+    return pa.table(
+        {
+            "qid": _as_text(qid),
+            "docno": _as_text(docno),
+            cols.value: value.cast(pa.int64() if cols.integer else pa.float64()),
+        }
+    )
+
+
+def _json_field(record: dict[str, object], field: str) -> object:
+    for name in _JSON_FIELDS[field]:
+        if name in record:
+            return record[name]
+    raise KeyError(" or ".join(f'"{n}"' for n in _JSON_FIELDS[field]))
+
+
+def _json_text(value: object, what: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise ValueError(f"{what} must be a string, not {json.dumps(value)}")
+
+
+def _json_value(value: object, integer: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        kind = "relevance" if integer else "score"
+        raise ValueError(f"{kind} {json.dumps(value)} is not a number")
+    if integer and (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(f"relevance {json.dumps(value)} is not an integer")
+    if not integer and math.isnan(value):
+        raise ValueError("score is not a number")
+    return value
+
+
+def _read_jsonl_slow(path: PathLike, cols: _Columns) -> pa.Table:
+    qids: list[str] = []
+    docnos: list[str] = []
+    values: list[float] = []
+    for number, line in _lines(path):
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise ValueError("each line must be a JSON object")
+            qids.append(_json_text(_json_field(record, "qid"), "qid"))
+            docnos.append(_json_text(_json_field(record, "docno"), "docno"))
+            values.append(_json_value(_json_field(record, cols.value), cols.integer))
+        except KeyError as exc:
+            raise FormatError(str(path), number, f"missing field {exc.args[0]}") from None
+        except ValueError as exc:  # json.JSONDecodeError is a ValueError
+            raise FormatError(str(path), number, str(exc)) from None
+    value_type = pa.int64() if cols.integer else pa.float64()
+    return pa.table(
+        {
+            "qid": pa.array(qids, pa.string()),
+            "docno": pa.array(docnos, pa.string()),
+            cols.value: pa.array([int(v) for v in values] if cols.integer else values, value_type),
+        }
+    )
+
+
+def _read_jsonl(path: PathLike, cols: _Columns) -> pa.Table:
+    try:
+        return _read_jsonl_fast(path, cols)
+    except pa.ArrowException:
+        return _read_jsonl_slow(path, cols)
+
+
+def _qid_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted query ids and each row's code, from per-chunk Arrow dictionaries."""
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column)
+    chunks = [c for c in column.chunks if len(c)]
+    if not chunks:
+        return np.zeros(0, dtype=object), np.zeros(0, dtype=np.int32)
+    values: list[str] = []
+    for chunk in chunks:
+        entries = chunk.dictionary.to_pylist()
+        values.extend(decode(entries) if entries and isinstance(entries[0], bytes) else entries)
+    vocab, inverse = np.unique(np.asarray(values, dtype=object), return_inverse=True)
+    inverse = inverse.reshape(-1).astype(np.int32)
+    codes = pooled_empty(sum(len(c) for c in chunks), np.int32)
+    offset = at = 0
+    for chunk in chunks:
+        mapping = inverse[offset : offset + len(chunk.dictionary)]
+        np.take(mapping, to_numpy(chunk.indices), out=codes[at : at + len(chunk)])
+        offset += len(chunk.dictionary)
+        at += len(chunk)
+    return vocab.astype(object), codes
+
+
+def _read_table(path: PathLike, kind: Literal["qrels", "run"], fmt: Format | None) -> tuple[pa.Table, bool]:
+    fmt = fmt or detect_format(path, kind)
+    if fmt == "jsonl":
+        return _read_jsonl(path, _TREC[kind]), False
+    if fmt not in ("trec", "tsv"):
+        raise ValueError(f"unknown format {fmt!r}; expected trec, tsv or jsonl")
+    return _read_delimited(path, (_TREC if fmt == "trec" else _TSV)[kind], fmt)
+
+
+def _duplicate_error(path: PathLike, exc: DuplicateRowError, skip_header: bool) -> FormatError:
+    first, again = _line_numbers(path, list(exc.rows), skip_header)
+    reason = f"document {exc.docno!r} appears twice for query {exc.qid!r} (first on line {first})"
+    return FormatError(str(path), again, reason)
+
+
+def read_qrels(path: PathLike, *, fmt: Format | None = None, on_duplicate: OnDuplicate = "error") -> Qrels:
+    """Read relevance judgments; `fmt` is detected from the extension or the first line when None."""
+    with small_pages():
+        return _read_qrels(path, fmt, on_duplicate)
+
+
+def _read_qrels(path: PathLike, fmt: Format | None, on_duplicate: OnDuplicate) -> Qrels:
+    table, skip_header = _read_table(path, "qrels", fmt)
+    vocab, codes = _qid_codes(table.column("qid"))
+    try:
+        docnos = as_binary_chunks(table.column("docno"))
+        return Qrels._from_columns(vocab, codes, docnos, to_numpy(table.column("rel")), on_duplicate)
+    except DuplicateRowError as exc:
+        raise _duplicate_error(path, exc, skip_header) from None
+
+
+def read_run(path: PathLike, *, fmt: Format | None = None, on_duplicate: OnDuplicate = "error") -> Run:
+    """Read a ranking; `fmt` is detected from the extension or the first line when None."""
+    with small_pages():
+        return _read_run(path, fmt, on_duplicate)
+
+
+def _read_run(path: PathLike, fmt: Format | None, on_duplicate: OnDuplicate) -> Run:
+    table, skip_header = _read_table(path, "run", fmt)
+    scores = to_numpy(table.column("score"))
+    nan = np.flatnonzero(np.isnan(scores))
+    if len(nan):
+        line = _line_numbers(path, [int(nan[0])], skip_header)[0]
+        raise FormatError(str(path), line, "score is not a number (NaN)")
+    vocab, codes = _qid_codes(table.column("qid"))
+    try:
+        return Run._from_columns(vocab, codes, as_binary_chunks(table.column("docno")), scores, on_duplicate)
+    except DuplicateRowError as exc:
+        raise _duplicate_error(path, exc, skip_header) from None
+
+
+# --- topics ----------------------------------------------------------------------------------------
+
+_TOP = re.compile(r"<top>(.*?)</top>", re.S | re.I)
+_TOPIC_XML = re.compile(r"<topic\b([^>]*)>(.*?)</topic>", re.S | re.I)
+_TAG = re.compile(r"<(/?)([a-z]+)\b[^>]*>", re.I)
+_PREFIXES = {
+    "num": re.compile(r"^\s*number\s*:\s*", re.I),
+    "title": re.compile(r"^\s*topic\s*:\s*", re.I),
+    "desc": re.compile(r"^\s*description\s*:\s*", re.I),
+    "narr": re.compile(r"^\s*narrative\s*:\s*", re.I),
+}
+_FIELDS = {
+    "title": ("title", "query"),
+    "description": ("desc", "description"),
+    "narrative": ("narr", "narrative"),
+}
+
+
+def _sections(body: str) -> dict[str, str]:
+    """Text after each opening tag up to the next tag (TREC SGML tags are often left unclosed)."""
+    out: dict[str, str] = {}
+    tags = list(_TAG.finditer(body))
+    for i, tag in enumerate(tags):
+        if tag.group(1):
+            continue
+        name = tag.group(2).lower()
+        end = tags[i + 1].start() if i + 1 < len(tags) else len(body)
+        text = body[tag.end() : end]
+        prefix = _PREFIXES.get(name)
+        text = prefix.sub("", text) if prefix else text
+        out.setdefault(name, " ".join(text.split()))
+    return out
+
+
+def _line_at(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _read_trec_topics(path: PathLike, field: str) -> dict[str, str]:
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    blocks: list[tuple[int, str | None, str]] = [(m.start(), None, m.group(1)) for m in _TOP.finditer(text)]
+    blocks += [(m.start(), m.group(1), m.group(2)) for m in _TOPIC_XML.finditer(text)]
+    if not blocks:
+        raise FormatError(str(path), None, "no <top> or <topic> element found")
+    topics: dict[str, str] = {}
+    seen: set[str] = set()
+    for start, attributes, body in sorted(blocks, key=lambda b: b[0]):
+        line = _line_at(text, start)
+        sections = _sections(body)
+        number = re.search(r'number\s*=\s*"([^"]*)"', attributes or "", re.I)
+        qid = number.group(1).strip() if number else sections.get("num", "").split(" ")[0]
+        if not qid:
+            raise FormatError(str(path), line, "topic has no <num>")
+        value = next((sections[t] for t in _FIELDS[field] if sections.get(t)), "")
+        if qid in topics or qid in seen:
+            raise FormatError(str(path), line, f"topic {qid} appears twice")
+        seen.add(qid)
+        if value:
+            topics[qid] = value
+        elif field == "title":
+            raise FormatError(str(path), line, f"topic {qid} has no title")
+    return topics
+
+
+def _add_topic(topics: dict[str, str], path: PathLike, number: int, qid: str, text: str) -> None:
+    if not qid:
+        raise FormatError(str(path), number, "empty qid")
+    if qid in topics:
+        raise FormatError(str(path), number, f"topic {qid} appears twice")
+    topics[qid] = text
+
+
+def _read_tsv_topics(path: PathLike) -> dict[str, str]:
+    topics: dict[str, str] = {}
+    for number, line in _lines(path):
+        qid, tab, text = line.rstrip("\r\n").partition("\t")
+        if not tab:
+            raise FormatError(str(path), number, "expected qid<TAB>text")
+        _add_topic(topics, path, number, qid.strip(), text.strip())
+    return topics
+
+
+def _read_jsonl_topics(path: PathLike) -> dict[str, str]:
+    topics: dict[str, str] = {}
+    for number, line in _lines(path):
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise ValueError("each line must be a JSON object")
+            qid = _json_text(_json_field(record, "qid"), "qid")
+            text = record.get("text", record.get("title"))
+            if not isinstance(text, str):
+                raise ValueError('missing field "text"')
+        except KeyError as exc:
+            raise FormatError(str(path), number, f"missing field {exc.args[0]}") from None
+        except ValueError as exc:
+            raise FormatError(str(path), number, str(exc)) from None
+        _add_topic(topics, path, number, qid, text)
+    return topics
+
+
+def read_topics(
+    path: PathLike,
+    *,
+    fmt: Format | None = None,
+    field: Literal["title", "description", "narrative"] = "title",
+) -> dict[str, str]:
+    """{qid: text}. For TREC topic files `field` picks the title (or web track `<query>`), the
+    description or the narrative; "Number:", "Topic:" and similar labels are dropped. Every topic
+    needs a title; topics without the description or narrative asked for are left out."""
+    fmt = fmt or detect_format(path, "topics")
+    if fmt == "trec":
+        return _read_trec_topics(path, field)
+    if fmt == "tsv":
+        return _read_tsv_topics(path)
+    if fmt == "jsonl":
+        return _read_jsonl_topics(path)
+    raise ValueError(f"unknown format {fmt!r}; expected trec, tsv or jsonl")

@@ -1,0 +1,121 @@
+"""`compare_runs`: per-run means with bootstrap CIs, and paired significance tests between runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from evalcore.comparison import Comparison, align_results, compare_scores
+from evalcore.errors import EvalCoreError
+from evalcore.retrieval import evaluate
+from monitoring import cli
+
+
+class Command(BaseCommand):
+    help = (
+        "Compare two or more runs on the same qrels: each run's mean with a bootstrap confidence interval, "
+        "and for every pair the difference, the p-value of a paired test and its corrected significance. "
+        "The t-test (default) and the randomization test are the ones the IR literature recommends for "
+        "differences in means (Smucker et al., CIKM 2007). Queries a run did not retrieve for score 0."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--qrels", required=True, metavar="FILE")
+        parser.add_argument(
+            "--run",
+            action="append",
+            required=True,
+            dest="runs",
+            metavar="FILE",
+            help="a run; give two or more",
+        )
+        parser.add_argument(
+            "-m", "--measure", action="append", required=True, dest="measures", metavar="MEASURE"
+        )
+        parser.add_argument("--test", choices=("t", "wilcoxon", "randomization"), default="t")
+        parser.add_argument(
+            "--correction",
+            choices=("bonferroni", "holm", "bh"),
+            default="holm",
+            help="multiple-comparison correction over all pairs and measures (default holm)",
+        )
+        parser.add_argument("--alpha", type=float, default=0.05)
+        parser.add_argument(
+            "--confidence", type=float, default=0.95, help="bootstrap CI level (default 0.95)"
+        )
+        parser.add_argument(
+            "--resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)"
+        )
+        parser.add_argument(
+            "--seed", type=int, default=0, help="seed of the bootstrap and randomization test"
+        )
+        cli.add_input_options(parser)
+        parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        names = [Path(path).name for path in options["runs"]]
+        if len(names) < 2:
+            raise CommandError("give at least two runs (--run A --run B)")
+        if len(set(names)) != len(names):
+            raise CommandError(f"runs are named by their file names, which must differ: {names}")
+        paths = [options["qrels"], *options["runs"]]
+        with cli.progress(paths, stages=len(paths) + 1) as bar:
+            qrels = cli.read_qrels(
+                options["qrels"], fmt=options["qrels_format"], on_duplicate=options["on_duplicate"]
+            )
+            bar.update()
+            results = {}
+            for name, path in zip(names, options["runs"], strict=True):
+                bar.set_description(name)
+                run = cli.read_run(path, fmt=options["run_format"], on_duplicate=options["on_duplicate"])
+                try:
+                    results[name] = evaluate(
+                        qrels, run, options["measures"], rel_level=options["level"], complete=True
+                    )
+                except EvalCoreError as exc:
+                    raise CommandError(f"{path}: {exc}") from exc
+                bar.update()
+            keys = [spec.key for spec in next(iter(results.values())).specs]
+            bar.set_description("testing")
+            try:
+                _, scores = align_results(results, keys, complete=options["complete"])
+                comparison = compare_scores(
+                    scores,
+                    test=options["test"],
+                    correction=options["correction"],
+                    alpha=options["alpha"],
+                    confidence=options["confidence"],
+                    n_resamples=options["resamples"],
+                    seed=options["seed"],
+                )
+            except EvalCoreError as exc:
+                raise CommandError(str(exc)) from exc
+            bar.update()
+        if options["json"]:
+            self.stdout.write(cli.dump_json(comparison.as_dict()))
+        else:
+            self.stdout.write(format_comparison(comparison), ending="")
+
+
+def format_comparison(comparison: Comparison) -> str:
+    confidence = f"{comparison.confidence:.0%}"
+    lines = [f"{comparison.n_queries} queries; {confidence} bootstrap confidence intervals", ""]
+    lines.append(f"{'run':<28} {'measure':<16} {'mean':>8}  {confidence + ' CI':>19}")
+    for name, measures in comparison.runs.items():
+        for measure, summary in measures.items():
+            interval = f"[{summary.ci_low:.4f}, {summary.ci_high:.4f}]"
+            lines.append(f"{name:<28} {measure:<16} {summary.mean:>8.4f}  {interval:>19}")
+    lines += [
+        "",
+        f"paired {comparison.test} test, {comparison.correction} correction, alpha {comparison.alpha}",
+        f"{'a':<24} {'b':<24} {'measure':<16} {'diff':>8} {'p':>9} {'p_adj':>9}  sig",
+    ]
+    for pair in comparison.pairs:
+        mark = "*" if pair.significant else ""
+        lines.append(
+            f"{pair.a:<24} {pair.b:<24} {pair.measure:<16} {pair.diff:>+8.4f} {pair.p_value:>9.4g} "
+            f"{pair.p_adjusted:>9.4g}  {mark}"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,109 @@
+"""`compare_runs`: the JSON contract, and statistics equal to scipy's on pytrec_eval's per-query values."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pytrec_eval
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+
+def write_run(path: Path, run: dict[str, dict[str, float]]) -> Path:
+    path.write_text(
+        "".join(
+            f"{qid} Q0 {doc} {rank} {score} {path.stem}\n"
+            for qid, docs in run.items()
+            for rank, (doc, score) in enumerate(docs.items(), start=1)
+        )
+    )
+    return path
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, object]:
+    rng = np.random.default_rng(3)
+    qrels = {f"q{q}": {f"d{d}": int(rng.integers(0, 3)) for d in range(20)} for q in range(40)}
+    runs = {}
+    for name, noise in (("bm25.run", 1.0), ("dense.run", 0.6), ("random.run", 50.0)):
+        runs[name] = {
+            qid: {doc: float(rel + rng.normal(0, noise)) for doc, rel in docs.items()}
+            for qid, docs in qrels.items()
+        }
+    qrels_path = tmp_path / "qrels.txt"
+    qrels_path.write_text("".join(f"{q} 0 {d} {r}\n" for q, docs in qrels.items() for d, r in docs.items()))
+    paths = [write_run(tmp_path / name, run) for name, run in runs.items()]
+    return {"qrels": qrels, "runs": runs, "qrels_path": qrels_path, "run_paths": paths}
+
+
+def compare(files: dict[str, object], *extra: str) -> dict:  # type: ignore[type-arg]
+    args = ["--qrels", str(files["qrels_path"])]
+    for path in files["run_paths"]:  # type: ignore[attr-defined]
+        args += ["--run", str(path)]
+    out = StringIO()
+    call_command("compare_runs", *args, *extra, stdout=out)
+    return json.loads(out.getvalue()) if "--json" in extra else {"text": out.getvalue()}
+
+
+class TestCompareRuns:
+    def test_it_prints_the_json_contract(self, files: dict[str, object]) -> None:
+        data = compare(files, "-m", "map", "-m", "P@10", "--json")
+        assert set(data) == {"runs", "pairs"}
+        assert set(data["runs"]) == {"bm25.run", "dense.run", "random.run"}
+        assert set(data["runs"]["bm25.run"]) == {"map", "P@10"}
+        assert set(data["runs"]["bm25.run"]["map"]) == {"mean", "ci_low", "ci_high"}
+        assert len(data["pairs"]) == 6  # 3 pairs x 2 measures
+        assert set(data["pairs"][0]) == {"a", "b", "measure", "diff", "p_value", "p_adjusted", "significant"}
+
+    def test_it_matches_pytrec_eval_means_and_scipys_t_test(self, files: dict[str, object]) -> None:
+        data = compare(files, "-m", "map", "--json", "--correction", "holm")
+        qrels = files["qrels"]
+        per_query = {
+            name: pytrec_eval.RelevanceEvaluator(qrels, {"map"}).evaluate(run)  # type: ignore[arg-type]
+            for name, run in files["runs"].items()  # type: ignore[attr-defined]
+        }
+        qids = sorted(qrels)  # type: ignore[arg-type]
+        vectors = {name: np.array([values[q]["map"] for q in qids]) for name, values in per_query.items()}
+        for name, vector in vectors.items():
+            summary = data["runs"][name]["map"]
+            assert summary["mean"] == pytest.approx(vector.mean(), abs=1e-12)
+            assert summary["ci_low"] <= summary["mean"] <= summary["ci_high"]
+        p_values = []
+        for pair in data["pairs"]:
+            expected = stats.ttest_rel(vectors[pair["a"]], vectors[pair["b"]]).pvalue
+            assert pair["p_value"] == pytest.approx(expected, rel=1e-9)
+            assert pair["diff"] == pytest.approx(
+                vectors[pair["a"]].mean() - vectors[pair["b"]].mean(), abs=1e-12
+            )
+            p_values.append(pair["p_value"])
+        reject, adjusted, _, _ = multipletests(p_values, alpha=0.05, method="holm")
+        assert [pair["p_adjusted"] for pair in data["pairs"]] == pytest.approx(list(adjusted), rel=1e-12)
+        assert [pair["significant"] for pair in data["pairs"]] == list(reject)
+        by_pair = {(pair["a"], pair["b"]): pair for pair in data["pairs"]}
+        assert by_pair[("bm25.run", "random.run")]["significant"] is True
+
+    def test_it_is_deterministic_with_the_randomization_test(self, files: dict[str, object]) -> None:
+        first = compare(files, "-m", "ndcg_cut_10", "--test", "randomization", "--json", "--seed", "5")
+        second = compare(files, "-m", "ndcg_cut_10", "--test", "randomization", "--json", "--seed", "5")
+        assert first == second
+
+    def test_it_prints_a_readable_table(self, files: dict[str, object]) -> None:
+        text = compare(files, "-m", "map", "--correction", "bh")["text"]
+        assert "40 queries; 95% bootstrap confidence intervals" in text
+        assert "paired t test, bh correction" in text
+        assert "bm25.run" in text
+
+    def test_it_needs_two_runs_with_distinct_names(self, files: dict[str, object]) -> None:
+        path = str(files["run_paths"][0])  # type: ignore[index]
+        with pytest.raises(CommandError, match="at least two runs"):
+            call_command("compare_runs", "--qrels", str(files["qrels_path"]), "--run", path, "-m", "map")
+        with pytest.raises(CommandError, match="must differ"):
+            call_command(
+                "compare_runs", "--qrels", str(files["qrels_path"]), "--run", path, "--run", path, "-m", "map"
+            )
