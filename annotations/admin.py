@@ -1,1 +1,216 @@
 """Admin registrations for the annotation models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+
+from annotations.models import (
+    Annotation,
+    Assignment,
+    AttentionCheck,
+    Document,
+    GoldLabel,
+    Project,
+    ProjectMembership,
+    QrelsBuild,
+    QrelsJudgment,
+    QualityLease,
+    QualitySnapshot,
+    Task,
+    Topic,
+)
+
+
+class MembershipInline(admin.TabularInline):
+    model = ProjectMembership
+    extra = 1
+    autocomplete_fields = ["user"]
+    fields = ["user", "role", "created_at"]
+    readonly_fields = ["created_at"]
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "slug",
+        "overlap",
+        "gold_share_min",
+        "gold_share_max",
+        "min_seconds_per_task",
+        "created_at",
+    ]
+    search_fields = ["name", "slug"]
+    prepopulated_fields = {"slug": ["name"]}
+    inlines = [MembershipInline]
+    fieldsets = [
+        (None, {"fields": ["name", "slug", "description", "created_by"]}),
+        ("Guidelines", {"fields": ["scale", "guidelines", "guideline_examples"]}),
+        (
+            "Assignment",
+            {
+                "fields": [
+                    "overlap",
+                    "gold_overlap",
+                    "gold_share_min",
+                    "gold_share_max",
+                    "reservation_minutes",
+                ]
+            },
+        ),
+        (
+            "Pace",
+            {
+                "fields": [
+                    "min_seconds_per_task",
+                    "too_fast_policy",
+                    "session_cap_minutes",
+                    "session_break_minutes",
+                ]
+            },
+        ),
+        ("Quality", {"fields": ["min_gold_accuracy", "min_gold_items"]}),
+    ]
+    raw_id_fields = ["created_by"]
+
+
+@admin.register(ProjectMembership)
+class ProjectMembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "project", "role", "quality_override", "created_at"]
+    list_filter = ["role", "quality_override", "project"]
+    # Overrides go through the quality dashboard, which records who and when.
+    readonly_fields = ["quality_override", "quality_override_by", "quality_override_at"]
+    search_fields = ["user__username", "project__slug"]
+    list_select_related = ["user", "project"]
+    raw_id_fields = ["user", "project"]
+
+
+@admin.register(Topic)
+class TopicAdmin(admin.ModelAdmin):
+    list_display = ["qid", "title", "project"]
+    list_filter = ["project"]
+    search_fields = ["qid", "title"]
+    list_select_related = ["project"]
+    raw_id_fields = ["project"]
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ["doc_id", "title", "project"]
+    list_filter = ["project"]
+    search_fields = ["doc_id", "title"]
+    list_select_related = ["project"]
+    raw_id_fields = ["project"]
+
+
+@admin.register(Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = ["id", "topic", "document", "project", "is_gold", "assigned_count", "label_count"]
+    list_filter = ["project", "is_gold"]
+    search_fields = ["topic__qid", "document__doc_id"]
+    list_select_related = ["topic", "document", "project"]
+    raw_id_fields = ["project", "topic", "document"]
+    readonly_fields = ["assigned_count", "label_count"]
+
+
+@admin.register(GoldLabel)
+class GoldLabelAdmin(admin.ModelAdmin):
+    list_display = ["task", "grade", "created_at"]
+    list_filter = ["task__project", "grade"]
+    search_fields = ["task__topic__qid", "task__document__doc_id"]
+    list_select_related = ["task__topic", "task__document"]
+    raw_id_fields = ["task"]
+
+
+@admin.register(AttentionCheck)
+class AttentionCheckAdmin(admin.ModelAdmin):
+    list_display = ["task", "reason", "created_at"]
+    list_filter = ["task__project"]
+    list_select_related = ["task__topic", "task__document"]
+    raw_id_fields = ["task"]
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ["id", "annotator", "task", "state", "reserved_at", "expires_at", "answered_at"]
+    list_filter = ["state", "project"]
+    search_fields = ["annotator__username", "task__topic__qid", "task__document__doc_id"]
+    list_select_related = ["annotator", "task__topic", "task__document"]
+    raw_id_fields = ["project", "task", "annotator"]
+    date_hierarchy = "reserved_at"
+
+
+@admin.register(Annotation)
+class AnnotationAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "annotator",
+        "task",
+        "grade",
+        "skipped",
+        "unclear",
+        "too_fast",
+        "seconds_spent",
+        "created_at",
+    ]
+    list_filter = ["project", "skipped", "unclear", "too_fast", "grade"]
+    search_fields = ["annotator__username", "task__topic__qid", "task__document__doc_id"]
+    list_select_related = ["annotator", "task__topic", "task__document"]
+    raw_id_fields = ["assignment", "project", "task", "annotator"]
+    date_hierarchy = "created_at"
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows written only by the workers: viewable, never edited here."""
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(QualitySnapshot)
+class QualitySnapshotAdmin(ReadOnlyAdmin):
+    list_display = ["project", "computed_at", "answers", "latest_answer_at"]
+    list_select_related = ["project"]
+
+
+@admin.register(QualityLease)
+class QualityLeaseAdmin(ReadOnlyAdmin):
+    list_display = ["project", "pending_until", "running_until", "requested_at"]
+    list_select_related = ["project"]
+
+
+@admin.register(QrelsJudgment)
+class QrelsJudgmentAdmin(ReadOnlyAdmin):
+    list_display = ["build", "qid", "doc_id", "rel", "score", "n_labels"]
+    search_fields = ["qid", "doc_id"]
+    list_select_related = ["build__project"]
+    raw_id_fields = ["build"]
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(QrelsBuild)
+class QrelsBuildAdmin(ReadOnlyAdmin):
+    """Builds are immutable: read-only here; only failed builds may be deleted."""
+
+    list_display = [
+        "project",
+        "version",
+        "status",
+        "aggregation",
+        "tolerance",
+        "pairs_kept",
+        "created_by",
+        "created_at",
+    ]
+    list_filter = ["status", "aggregation", "project"]
+    list_select_related = ["project", "created_by"]
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        return obj is not None and obj.status == QrelsBuild.Status.FAILED

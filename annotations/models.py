@@ -1,1 +1,631 @@
-"""Judging projects, tasks and annotations (see PRODUCT.md §1)."""
+"""Judging projects, tasks and annotations (see PRODUCT.md §1).
+
+A project holds topics (queries) and documents; a task is one (topic, document) pair to judge. Each task
+goes to `overlap` annotators through an `Assignment`, a reservation that expires; an answered assignment
+has exactly one `Annotation`. Gold tasks are ordinary tasks whose pair also has a `GoldLabel`.
+
+Quality (PRODUCT.md §1, Quality and Qrels builds): a `QualitySnapshot` per project holds the figures the
+quality dashboard reads, written by a Celery task under a `QualityLease`; a `QrelsBuild` is one immutable,
+versioned qrels snapshot whose judgments are `QrelsJudgment` rows.
+
+Write paths live in `annotations/services.py` (judging), `annotations/quality.py` and `annotations/qrels.py`;
+read queries in `annotations/selectors.py`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from django.urls import reverse
+from django.utils import timezone
+
+# The largest grade a scale may use: rating keys are single digits.
+MAX_GRADE = 9
+
+
+def default_scale() -> list[dict[str, Any]]:
+    """TREC-style 0-4 graded relevance, the scale of seed 004 §21.3."""
+    return [
+        {"grade": 0, "label": "Not relevant", "definition": "The document has no useful information for the query."},
+        {"grade": 1, "label": "Marginally relevant", "definition": "The document is tangentially related but does not answer the query."},
+        {"grade": 2, "label": "Fairly relevant", "definition": "The document partially answers the query or gives related information."},
+        {"grade": 3, "label": "Highly relevant", "definition": "The document substantially answers the query."},
+        {"grade": 4, "label": "Perfectly relevant", "definition": "The document is an ideal answer to the query."},
+    ]  # fmt: skip
+
+
+DEFAULT_GUIDELINES = """Rate how well each document answers the query.
+Consider: does it answer the question? Is the information accurate? Would a user be satisfied with this result?
+
+- If the document is relevant but outdated, rate it marginally relevant (1).
+- If it answers a related but different question, rate it fairly relevant (2).
+- If you are unsure between two grades, choose the lower one.
+- If you cannot judge the pair at all (broken text, unintelligible query), mark it unclear."""
+
+
+def default_guideline_examples() -> list[dict[str, Any]]:
+    return [
+        {
+            "query": "How to make sourdough bread",
+            "document": "Sourdough bread recipe: mix flour, water and starter, let it rise overnight...",
+            "grade": 4,
+            "reason": "A direct recipe for the query.",
+        },
+        {
+            "query": "How to make sourdough bread",
+            "document": "The history of bread dates back 10,000 years...",
+            "grade": 0,
+            "reason": "About the history of bread, not how to make sourdough.",
+        },
+    ]
+
+
+def new_shuffle_seed() -> int:
+    """A random 62-bit seed; it orders one annotator's queue (see `selectors.candidate_tasks`)."""
+    return secrets.randbits(62)
+
+
+class Project(models.Model):
+    class TooFastPolicy(models.TextChoices):
+        REFUSE = "refuse", "Refuse the answer"
+        FLAG = "flag", "Store it, flag it as too fast and exclude it"
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    scale = models.JSONField(default=default_scale, help_text="Grades with labels and definitions.")
+    guidelines = models.TextField(default=DEFAULT_GUIDELINES, blank=True)
+    guideline_examples = models.JSONField(
+        default=default_guideline_examples,
+        blank=True,
+        help_text="Worked examples: query, document, grade, reason.",
+    )
+    overlap = models.PositiveSmallIntegerField(default=3, help_text="Distinct annotators per ordinary task.")
+    gold_overlap = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="Annotators per gold task. Empty: every annotator may see every gold task, "
+        "so that each annotator's accuracy can be measured.",
+    )
+    gold_share_min = models.FloatField(default=0.10, help_text="Lowest share of gold tasks in a queue.")
+    gold_share_max = models.FloatField(default=0.15, help_text="Highest share of gold tasks in a queue.")
+    min_seconds_per_task = models.PositiveIntegerField(default=10)
+    too_fast_policy = models.CharField(
+        max_length=8, choices=TooFastPolicy.choices, default=TooFastPolicy.REFUSE
+    )
+    session_cap_minutes = models.PositiveIntegerField(
+        default=60, help_text="Prompt for a break after this many minutes of continuous work (0: never)."
+    )
+    session_break_minutes = models.PositiveIntegerField(
+        default=10, help_text="A pause at least this long starts a new session."
+    )
+    reservation_minutes = models.PositiveIntegerField(
+        default=30, help_text="An unanswered task returns to the pool after this long."
+    )
+    min_gold_accuracy = models.FloatField(
+        default=0.7, help_text="Reliable annotators answer at least this share of gold items exactly right."
+    )
+    min_gold_items = models.PositiveIntegerField(
+        default=10, help_text="An annotator is judged reliable only after this many gold items."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        through="ProjectMembership",
+        through_fields=("project", "user"),
+        related_name="judging_projects",
+    )
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(overlap__gte=1), name="project_overlap_positive"),
+            models.CheckConstraint(
+                condition=Q(gold_overlap__isnull=True) | Q(gold_overlap__gte=1),
+                name="project_gold_overlap_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(gold_share_min__gte=0)
+                & Q(gold_share_min__lte=F("gold_share_max"))
+                & Q(gold_share_max__lt=1),
+                name="project_gold_share_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(reservation_minutes__gte=1), name="project_reservation_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(min_gold_accuracy__gte=0, min_gold_accuracy__lte=1),
+                name="project_min_gold_accuracy_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("annotations:project-detail", args=[self.slug])
+
+    @property
+    def gold_share_target(self) -> float:
+        return (self.gold_share_min + self.gold_share_max) / 2
+
+    @property
+    def grades(self) -> list[int]:
+        return [int(level["grade"]) for level in self.scale]
+
+    @property
+    def reservation_timeout(self) -> timedelta:
+        return timedelta(minutes=self.reservation_minutes)
+
+    def cap_for(self, *, is_gold: bool) -> int | None:
+        """How many annotators one task may occupy; None means no limit."""
+        return self.gold_overlap if is_gold else self.overlap
+
+    def grade_label(self, grade: int | None) -> str:
+        for level in self.scale:
+            if level["grade"] == grade:
+                return str(level["label"])
+        return "" if grade is None else str(grade)
+
+
+class ProjectMembership(models.Model):
+    class Role(models.TextChoices):
+        ANNOTATOR = "annotator", "Annotator"
+        LEAD = "lead", "Lead"
+
+    class QualityOverride(models.TextChoices):
+        AUTO = "auto", "Automatic (accuracy on gold)"
+        INCLUDE = "include", "Reinstated by a lead"
+        EXCLUDE = "exclude", "Disqualified by a lead"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="project_memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.ANNOTATOR)
+    shuffle_seed = models.BigIntegerField(default=new_shuffle_seed, editable=False)
+    break_dismissed_at = models.DateTimeField(null=True, blank=True)
+    quality_override = models.CharField(
+        max_length=8,
+        choices=QualityOverride.choices,
+        default=QualityOverride.AUTO,
+        help_text="Whether the annotator's labels go into qrels builds: by their accuracy on gold, or a "
+        "lead's decision either way.",
+    )
+    quality_override_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    quality_override_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project", "role", "user__username"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="membership_unique_per_project"),
+            models.CheckConstraint(condition=Q(role__in=["annotator", "lead"]), name="membership_role_valid"),
+            models.CheckConstraint(
+                condition=Q(quality_override__in=["auto", "include", "exclude"]),
+                name="membership_quality_override_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.get_role_display()} · {self.project}"
+
+    @property
+    def is_lead(self) -> bool:
+        return self.role == self.Role.LEAD
+
+
+class Topic(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="topics")
+    qid = models.CharField(max_length=128)
+    title = models.TextField(help_text="The query as the user typed it.")
+    description = models.TextField(blank=True, help_text="What the user wants, when the topic says.")
+
+    class Meta:
+        ordering = ["project", "qid"]
+        constraints = [models.UniqueConstraint(fields=["project", "qid"], name="topic_unique_qid")]
+
+    def __str__(self) -> str:
+        return f"{self.qid}: {self.title}"
+
+
+class Document(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="documents")
+    doc_id = models.CharField(max_length=256)
+    title = models.TextField(blank=True)
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["project", "doc_id"]
+        constraints = [models.UniqueConstraint(fields=["project", "doc_id"], name="document_unique_doc_id")]
+
+    def __str__(self) -> str:
+        return self.doc_id
+
+
+class Task(models.Model):
+    """One (topic, document) pair to judge.
+
+    `assigned_count` and `label_count` are counters kept by `annotations.services` under the task's row
+    lock: the first is how many annotators occupy the task now (live reservations plus answers that
+    count), the second how many answers count towards qrels. Claims still re-count under the lock.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tasks")
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="tasks")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="tasks")
+    is_gold = models.BooleanField(default=False, help_text="The pair has a gold label. Leads only.")
+    assigned_count = models.PositiveIntegerField(default=0)
+    label_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project", "topic", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "topic", "document"], name="task_unique_pair"),
+            models.CheckConstraint(
+                condition=Q(label_count__lte=F("assigned_count")), name="task_labels_within_assigned"
+            ),
+        ]
+        indexes = [models.Index(fields=["project", "is_gold", "assigned_count"], name="task_claimable")]
+
+    def __str__(self) -> str:
+        return f"{self.topic.qid} / {self.document.doc_id}"
+
+
+class GoldLabel(models.Model):
+    task = models.OneToOneField(Task, on_delete=models.CASCADE, related_name="gold_label")
+    grade = models.PositiveSmallIntegerField()
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["task"]
+        constraints = [models.CheckConstraint(condition=Q(grade__lte=MAX_GRADE), name="gold_grade_range")]
+
+    def __str__(self) -> str:
+        return f"{self.task}: {self.grade}"
+
+
+class AttentionCheck(models.Model):
+    """A gold task built to be obvious (a document that states the grade to give, or an off-topic one).
+
+    Its expected grade is the task's gold label; this row says why it is obvious, so that quality reports
+    can tell attention checks from expert gold.
+    """
+
+    task = models.OneToOneField(Task, on_delete=models.CASCADE, related_name="attention_check")
+    reason = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["task"]
+
+    def __str__(self) -> str:
+        return f"attention check {self.task}"
+
+
+class AssignmentQuerySet(models.QuerySet["Assignment"]):
+    def live(self, now: Any = None) -> AssignmentQuerySet:
+        """Reservations not yet answered and not expired."""
+        return self.filter(state=Assignment.State.RESERVED, expires_at__gt=now or timezone.now())
+
+    def expired(self, now: Any = None) -> AssignmentQuerySet:
+        return self.filter(state=Assignment.State.RESERVED, expires_at__lte=now or timezone.now())
+
+    def occupying(self, now: Any = None) -> AssignmentQuerySet:
+        """The assignments that hold one of a task's `overlap` places."""
+        return self.filter(
+            Q(state=Assignment.State.LABELLED)
+            | Q(state=Assignment.State.RESERVED, expires_at__gt=now or timezone.now())
+        )
+
+
+class Assignment(models.Model):
+    """A task served to one annotator: a reservation until answered.
+
+    `reserved_at` is when the task was first served; the seconds an annotation took are measured from it
+    on the server clock. An expired reservation is deleted, so the task returns to the pool.
+    """
+
+    class State(models.TextChoices):
+        RESERVED = "reserved", "Reserved"
+        LABELLED = "labelled", "Answered with a grade that counts"
+        RELEASED = "released", "Answered without a grade that counts (skipped, unclear or too fast)"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="assignments")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+    )
+    state = models.CharField(max_length=16, choices=State.choices, default=State.RESERVED)
+    reserved_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    objects = AssignmentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["project", "annotator", "reserved_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "annotator"], name="assignment_unique_task_annotator"),
+            models.UniqueConstraint(
+                fields=["project", "annotator"],
+                condition=Q(state="reserved"),
+                name="assignment_one_reservation_per_annotator",
+            ),
+            models.CheckConstraint(
+                condition=Q(expires_at__gt=F("reserved_at")), name="assignment_expires_after_reserved"
+            ),
+            models.CheckConstraint(
+                condition=Q(state="reserved", answered_at__isnull=True)
+                | Q(state__in=["labelled", "released"], answered_at__isnull=False),
+                name="assignment_answered_at_matches_state",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["project", "expires_at"], condition=Q(state="reserved"), name="assignment_reserved"
+            ),
+            models.Index(fields=["annotator", "project", "state"], name="assignment_by_annotator"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} · {self.task} · {self.state}"
+
+    @property
+    def occupies_place(self) -> bool:
+        return self.state == self.State.LABELLED or (
+            self.state == self.State.RESERVED and self.expires_at > timezone.now()
+        )
+
+    def seconds_since_served(self, now: Any = None) -> float:
+        return ((now or timezone.now()) - self.reserved_at).total_seconds()
+
+
+class Annotation(models.Model):
+    """An annotator's answer to one assignment. Skipped and unclear answers carry no grade."""
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="annotation")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="annotations")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="annotations")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotations"
+    )
+    grade = models.PositiveSmallIntegerField(null=True, blank=True)
+    seconds_spent = models.FloatField(
+        help_text="Submit time minus the time the task was served, server clock."
+    )
+    skipped = models.BooleanField(default=False)
+    unclear = models.BooleanField(default=False)
+    too_fast = models.BooleanField(default=False, help_text="Answered under the minimum time; excluded.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project", "created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "annotator"], name="annotation_unique_task_annotator"),
+            models.CheckConstraint(condition=Q(grade__lte=MAX_GRADE), name="annotation_grade_range"),
+            models.CheckConstraint(condition=Q(seconds_spent__gte=0), name="annotation_seconds_non_negative"),
+            models.CheckConstraint(
+                condition=Q(grade__isnull=False, skipped=False, unclear=False)
+                | Q(grade__isnull=True, skipped=True, unclear=False)
+                | Q(grade__isnull=True, skipped=False, unclear=True),
+                name="annotation_grade_xor_skip_or_unclear",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["annotator", "project", "created_at"], name="annotation_by_annotator"),
+            models.Index(fields=["project", "task"], name="annotation_by_task"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} · {self.task} · {self.outcome}"
+
+    @property
+    def counts(self) -> bool:
+        """Whether the answer counts towards qrels: a grade given in time."""
+        return self.grade is not None and not self.too_fast
+
+    @property
+    def outcome(self) -> str:
+        if self.skipped:
+            return "skipped"
+        if self.unclear:
+            return "unclear"
+        return f"{self.grade}{' (too fast)' if self.too_fast else ''}"
+
+
+# --- quality and qrels builds -------------------------------------------------------------------------
+
+
+class QualitySnapshot(models.Model):
+    """The latest quality figures of a project, precomputed by `annotations.tasks.quality_recompute`.
+
+    The dashboard and the API only read this row (see `annotations/quality.py` for the figures and their
+    JSON shapes). `statistics` keeps the sufficient statistics (coincidence and pair-count matrices, one
+    confusion matrix per annotator pair) the agreement figures were reduced from.
+    """
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="quality_snapshot")
+    computed_at = models.DateTimeField()
+    answers = models.PositiveIntegerField(help_text="Answers read, skipped and unclear ones included.")
+    latest_answer_at = models.DateTimeField(null=True, blank=True)
+    min_gold_accuracy = models.FloatField()
+    min_gold_items = models.PositiveIntegerField()
+    annotators = models.JSONField(default=list, help_text="One object per annotator.")
+    agreement = models.JSONField(default=dict, help_text="Project agreement with bootstrap CIs, by scope.")
+    kappa = models.JSONField(
+        default=dict, help_text="Cohen's kappa matrices (unweighted, linear, quadratic)."
+    )
+    label_distribution = models.JSONField(default=dict)
+    statistics = models.JSONField(default=dict, help_text="The sufficient statistics.")
+
+    class Meta:
+        ordering = ["project"]
+
+    def __str__(self) -> str:
+        return f"quality of {self.project} at {self.computed_at:%Y-%m-%d %H:%M:%S}"
+
+
+class QualityLease(models.Model):
+    """Single-flight and debouncing of a project's quality recompute.
+
+    `pending_until`: a recompute is queued and new requests need not queue another until then (a lost
+    message only delays the next one to that time). `running_until` / `token`: the worker computing now,
+    and when its claim lapses if it dies.
+    """
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="quality_lease")
+    pending_until = models.DateTimeField(null=True, blank=True)
+    running_until = models.DateTimeField(null=True, blank=True)
+    token = models.UUIDField(null=True, blank=True)
+    requested_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["project"]
+
+    def __str__(self) -> str:
+        return f"quality lease of {self.project}"
+
+
+class QrelsBuildQuerySet(models.QuerySet["QrelsBuild"]):
+    def unfinished(self) -> QrelsBuildQuerySet:
+        """The builds that may still change: a finished build is immutable."""
+        return self.filter(status__in=[QrelsBuild.Status.PENDING, QrelsBuild.Status.RUNNING])
+
+    def claimable(self, now: Any = None) -> QrelsBuildQuerySet:
+        """Pending builds, and running ones whose worker's lease has lapsed (it died)."""
+        now = now or timezone.now()
+        return self.filter(
+            Q(status=QrelsBuild.Status.PENDING)
+            | Q(status=QrelsBuild.Status.RUNNING, lease_expires_at__lte=now)
+        )
+
+
+class QrelsBuild(models.Model):
+    """One version of a project's qrels: its parameters, counts, agreement figures and export hash.
+
+    Built by `annotations.tasks.qrels_build` (see `annotations/qrels.py`). Once `done` (or `failed`) a
+    build never changes: the services only write builds that are `unfinished()`, and the admin is
+    read-only. The same annotations and parameters give a byte-identical export, whose sha256 is
+    `content_hash`.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    class Aggregation(models.TextChoices):
+        MEDIAN = "median", "Median (rounded down)"
+        MEAN = "mean", "Mean (rounded half up)"
+        MAJORITY = "majority", "Majority vote (ties to the lower grade)"
+        DAWID_SKENE = "dawid_skene", "Dawid-Skene (anchored by gold)"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="qrels_builds")
+    version = models.PositiveIntegerField()
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    # Parameters.
+    tolerance = models.FloatField(
+        default=1.0, help_text="Keep a pair if max - min of its labels is at most this."
+    )
+    aggregation = models.CharField(max_length=16, choices=Aggregation.choices, default=Aggregation.MEDIAN)
+    min_accuracy = models.FloatField(default=0.7)
+    min_gold = models.PositiveIntegerField(default=10)
+    min_labels = models.PositiveSmallIntegerField(default=2)
+    # Results.
+    pairs_kept = models.PositiveIntegerField(default=0)
+    counts = models.JSONField(
+        default=dict, blank=True, help_text="Pairs and labels kept and dropped, by reason."
+    )
+    agreement = models.JSONField(default=dict, blank=True)
+    annotators = models.JSONField(default=dict, blank=True, help_text="Included and excluded annotators.")
+    content_hash = models.CharField(max_length=64, blank=True, help_text="sha256 of the TREC qrels export.")
+    error = models.TextField(blank=True)
+    # Bookkeeping.
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    lease_token = models.UUIDField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+
+    objects = QrelsBuildQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["project", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "version"], name="qrels_build_unique_version"),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "running", "done", "failed"]),
+                name="qrels_build_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(aggregation__in=["median", "mean", "majority", "dawid_skene"]),
+                name="qrels_build_aggregation_valid",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="done") | ~Q(content_hash=""), name="qrels_build_done_has_hash"
+            ),
+            models.CheckConstraint(
+                condition=Q(tolerance__gte=0, min_accuracy__gte=0, min_accuracy__lte=1, min_labels__gte=1),
+                name="qrels_build_params_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug} qrels v{self.version} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {
+            "tolerance": self.tolerance,
+            "aggregation": self.aggregation,
+            "min_accuracy": self.min_accuracy,
+            "min_gold": self.min_gold,
+            "min_labels": self.min_labels,
+        }
+
+
+class QrelsJudgment(models.Model):
+    """One (topic, document) pair of a qrels build: its relevance, and the labels it came from.
+
+    `score` is the aggregate before rounding to `rel` (the mean, say); `labels` is the provenance, one
+    object per label used: annotator username, grade, seconds and time of the answer.
+    """
+
+    build = models.ForeignKey(QrelsBuild, on_delete=models.CASCADE, related_name="judgments")
+    qid = models.CharField(max_length=128)
+    doc_id = models.CharField(max_length=256)
+    rel = models.SmallIntegerField()
+    score = models.FloatField()
+    n_labels = models.PositiveSmallIntegerField()
+    labels = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["build", "qid", "doc_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["build", "qid", "doc_id"], name="qrels_judgment_unique_pair")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.qid} 0 {self.doc_id} {self.rel}"

@@ -119,7 +119,11 @@ def celery_worker_process(
 
     from evalplatform.celery import app
 
-    app.control.purge()
+    # Messages left by earlier runs (ids restart with each test database) must not reach this worker;
+    # `control.purge()` only knows the queues this process has routed to, so purge both by name.
+    with app.connection_for_write() as broker:
+        for queue in ("default", "heavy"):
+            broker.default_channel.queue_purge(queue)
     hostname = f"pytest-{uuid.uuid4().hex[:8]}@localhost"
     log_path = tmp_path_factory.mktemp("worker") / "worker.log"
     env = {**os.environ, "DATABASE_URL": _database_url_for(connection.settings_dict)}

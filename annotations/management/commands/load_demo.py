@@ -1,4 +1,8 @@
-"""Load the demo data: accounts with known passwords (printed), for `make demo`."""
+"""Load the demo data for `make demo`: accounts with known passwords (printed) and a judging project.
+
+The project gets simulated answers from two careful and two careless annotators, its quality snapshot,
+and a first qrels build (computed here, in-process, so the demo needs no worker for it).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,24 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from annotations import qrels, quality
+from annotations.demo import (
+    DEMO_LEAD,
+    SIMULATED_ANNOTATORS,
+    demo_annotations_simulate,
+    demo_project_create,
+    demo_summary,
+)
+from annotations.models import QrelsBuild
 from evalplatform.demo import demo_accounts_create
 
 
 class Command(BaseCommand):
     help = (
-        "Create the demo accounts (admin, a project lead, two annotators, an analyst) and print their logins."
+        "Create the demo accounts (admin, a project lead, two annotators, an analyst) and print their logins, "
+        "and the demo judging project 'python-help' (Python questions against the standard library's help "
+        "texts), with simulated answers from two careful annotators (carol, dave) and two careless ones "
+        "(eve, mallory), its quality figures and a first qrels build. Idempotent."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -20,14 +36,32 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         accounts = demo_accounts_create()
+        project = demo_project_create()
+        demo_annotations_simulate(project)
+        quality.quality_snapshot_refresh(project_id=project.pk)
+        if not QrelsBuild.objects.filter(project=project).exists():
+            build = qrels.qrels_build_create(
+                project=project,
+                created_by=project.memberships.get(user__username=DEMO_LEAD).user,
+                enqueue=False,
+            )
+            qrels.qrels_build_run(build_id=build.pk)
+        summary = demo_summary(project)
         if options["json"]:
             rows = [
                 {"username": a.username, "password": a.password, "role": a.role.value if a.role else "admin"}
                 for a in accounts
             ]
-            self.stdout.write(json.dumps({"accounts": rows}))
+            self.stdout.write(json.dumps({"accounts": rows, "project": {"slug": project.slug, **summary}}))
             return
         self.stdout.write(self.style.SUCCESS("Demo logins (local demo only):"))
         for account in accounts:
             role = account.role.label if account.role else "Admin (superuser)"
             self.stdout.write(f"  {account.username:<10} {account.password:<20} {role}")
+        self.stdout.write(
+            self.style.SUCCESS(f"Demo judging project {project.slug!r}: ")
+            + f"{summary['topics']} queries, {summary['documents']} documents, {summary['tasks']} tasks "
+            f"({summary['gold_tasks']} gold), {summary['answers']} answers from the simulated annotators "
+            f"{', '.join(a.username for a in SIMULATED_ANNOTATORS)}. Log in as alice or bob and open "
+            f"/projects/{project.slug}/judge/; as lead, /projects/{project.slug}/quality/."
+        )

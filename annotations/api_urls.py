@@ -1,0 +1,34 @@
+"""REST URLs of the judging workflow, included under /api/."""
+
+from django.urls import path
+
+from annotations import api, quality_api
+
+app_name = "annotations-api"
+
+urlpatterns = [
+    path("projects/", api.projects, name="projects"),
+    path("projects/<slug:slug>/next/", api.next_task, name="next"),
+    path("projects/<slug:slug>/submit/", api.submit, name="submit"),
+    path("projects/<slug:slug>/skip/", api.skip, name="skip"),
+    path("projects/<slug:slug>/undo/", api.undo, name="undo"),
+    path("projects/<slug:slug>/progress/", api.progress, name="progress"),
+    path("projects/<slug:slug>/break/", api.end_break, name="break"),
+    path("projects/<slug:slug>/imports/", api.imports, name="imports"),
+    path("projects/<slug:slug>/overview/", api.overview, name="overview"),
+    path("projects/<slug:slug>/quality/", quality_api.quality_snapshot, name="quality"),
+    path("projects/<slug:slug>/quality/recompute/", quality_api.quality_recompute, name="quality-recompute"),
+    path(
+        "projects/<slug:slug>/quality/annotators/<str:username>/override/",
+        quality_api.annotator_override,
+        name="annotator-override",
+    ),
+    path("projects/<slug:slug>/qrels/", quality_api.qrels_builds, name="qrels-builds"),
+    path("projects/<slug:slug>/qrels/diff/", quality_api.qrels_diff, name="qrels-diff"),
+    path("projects/<slug:slug>/qrels/<int:version>/", quality_api.qrels_build, name="qrels-build"),
+    path(
+        "projects/<slug:slug>/qrels/<int:version>/export/<str:fmt>/",
+        quality_api.qrels_export,
+        name="qrels-export",
+    ),
+]

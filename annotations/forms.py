@@ -1,0 +1,167 @@
+"""Forms of the lead pages: project settings, members and imports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+
+from annotations.imports import DEFAULT_DEPTH, FORMATS, KINDS
+from annotations.models import MAX_GRADE, Project, ProjectMembership, QrelsBuild
+
+
+def validate_scale(value: Any) -> list[dict[str, Any]]:
+    """A scale is a list of {"grade": 0-9, "label": str, "definition"?: str} with distinct grades."""
+    if not isinstance(value, list) or len(value) < 2:
+        raise ValidationError("The scale needs at least two grades.")
+    seen: set[int] = set()
+    for level in value:
+        if (
+            not isinstance(level, dict)
+            or not isinstance(level.get("label"), str)
+            or not level["label"].strip()
+        ):
+            raise ValidationError('Each grade needs a "label".')
+        grade = level.get("grade")
+        if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= MAX_GRADE:
+            raise ValidationError(f'Each "grade" must be a whole number from 0 to {MAX_GRADE}.')
+        if grade in seen:
+            raise ValidationError(f"Grade {grade} appears twice.")
+        seen.add(grade)
+    return sorted(value, key=lambda level: level["grade"])
+
+
+def validate_examples(value: Any) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        raise ValidationError("Examples are a list of objects.")
+    for example in value:
+        if not isinstance(example, dict) or not all(
+            isinstance(example.get(key), str) for key in ("query", "document", "reason")
+        ):
+            raise ValidationError('Each example needs "query", "document", "grade" and "reason".')
+        if isinstance(example.get("grade"), bool) or not isinstance(example.get("grade"), int):
+            raise ValidationError('Each example\'s "grade" must be a whole number.')
+    return value
+
+
+class ProjectForm(forms.ModelForm):
+    class Meta:
+        model = Project
+        fields = [
+            "name", "slug", "description", "guidelines", "scale", "guideline_examples",
+            "overlap", "gold_overlap", "gold_share_min", "gold_share_max",
+            "min_seconds_per_task", "too_fast_policy", "session_cap_minutes", "session_break_minutes",
+            "reservation_minutes", "min_gold_accuracy", "min_gold_items",
+        ]  # fmt: skip
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 2}),
+            "guidelines": forms.Textarea(attrs={"rows": 8}),
+            "scale": forms.Textarea(attrs={"rows": 8, "class": "code"}),
+            "guideline_examples": forms.Textarea(attrs={"rows": 8, "class": "code"}),
+        }
+        help_texts = {"slug": "Letters, digits and hyphens; it appears in the project's URLs."}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The quality thresholds keep their current values (or the defaults) when a form leaves them out.
+        for name in ("min_gold_accuracy", "min_gold_items"):
+            self.fields[name].required = False
+
+    def _kept(self, name: str) -> Any:
+        value = self.cleaned_data.get(name)
+        if value is None:
+            return getattr(self.instance, name) if self.instance.pk else Project._meta.get_field(name).default
+        return value
+
+    def clean_min_gold_accuracy(self) -> float:
+        value = float(self._kept("min_gold_accuracy"))
+        if not 0 <= value <= 1:
+            raise ValidationError("The minimum accuracy is a share between 0 and 1 (0.7 is 70%).")
+        return value
+
+    def clean_min_gold_items(self) -> int:
+        return int(self._kept("min_gold_items"))
+
+    def clean_scale(self) -> list[dict[str, Any]]:
+        scale = validate_scale(self.cleaned_data["scale"])
+        removed = (
+            set(self.instance.grades) - {level["grade"] for level in scale} if self.instance.pk else set()
+        )
+        if removed and self.instance.annotations.filter(grade__in=removed).exists():
+            raise ValidationError("Grades already used by annotations cannot be removed from the scale.")
+        return scale
+
+    def clean_guideline_examples(self) -> list[dict[str, Any]]:
+        return validate_examples(self.cleaned_data["guideline_examples"])
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        low, high = cleaned.get("gold_share_min"), cleaned.get("gold_share_max")
+        if low is not None and high is not None and not 0 <= low <= high < 1:
+            raise ValidationError("The gold share needs 0 ≤ minimum ≤ maximum < 1.")
+        return cleaned
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(max_length=150, help_text="An existing account.")
+    role = forms.ChoiceField(choices=ProjectMembership.Role.choices, initial=ProjectMembership.Role.ANNOTATOR)
+
+    def clean_username(self) -> Any:
+        username = self.cleaned_data["username"].strip()
+        user = get_user_model().objects.filter(username=username, is_active=True).first()
+        if user is None:
+            raise ValidationError(f"There is no active account named {username!r}.")
+        return user
+
+
+FORMAT_CHOICES = [("", "Detect from the file")] + [
+    (fmt, label)
+    for fmt, label in (
+        ("trec", "TREC (topics file, run file or qrels)"),
+        ("tsv", "TSV"),
+        ("jsonl", "JSONL"),
+    )
+]
+
+
+class ImportForm(forms.Form):
+    kind = forms.ChoiceField(choices=list(KINDS.items()), label="What the file holds")
+    format = forms.ChoiceField(choices=FORMAT_CHOICES, required=False)
+    depth = forms.IntegerField(
+        min_value=1, max_value=10_000, initial=DEFAULT_DEPTH, required=False,
+        help_text="For run files: how many documents per topic go into the pool.",
+    )  # fmt: skip
+    file = forms.FileField()
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        kind, fmt = cleaned.get("kind"), cleaned.get("format")
+        if kind and fmt and fmt not in FORMATS[kind]:
+            raise ValidationError(f"{KINDS[kind]} can be read as {', '.join(FORMATS[kind])}, not {fmt}.")
+        return cleaned
+
+
+class QrelsBuildForm(forms.Form):
+    """The parameters of a qrels build; the thresholds start at the project's."""
+
+    aggregation = forms.ChoiceField(
+        choices=QrelsBuild.Aggregation.choices, initial=QrelsBuild.Aggregation.MEDIAN
+    )
+    tolerance = forms.FloatField(
+        min_value=0, initial=1, help_text="Keep a pair when its labels differ by at most this (±1: seed 004)."
+    )
+    min_labels = forms.IntegerField(min_value=1, max_value=100, initial=2, label="Minimum labels per pair")
+    min_accuracy = forms.FloatField(min_value=0, max_value=1, label="Minimum accuracy on gold")
+    min_gold = forms.IntegerField(min_value=0, max_value=100_000, label="Minimum gold items")
+
+    @classmethod
+    def for_project(cls, project: Project, data: Any = None) -> QrelsBuildForm:
+        return cls(
+            data, initial={"min_accuracy": project.min_gold_accuracy, "min_gold": project.min_gold_items}
+        )
+
+
+class OverrideForm(forms.Form):
+    decision = forms.ChoiceField(choices=ProjectMembership.QualityOverride.choices)

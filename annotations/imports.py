@@ -1,0 +1,296 @@
+"""Import topics, documents, pools and gold labels into a project, atomically and idempotently.
+
+Parsing is framework-free (`evalcore.trec`, `evalcore.documents`, `evalcore.pools`); this module maps
+records onto rows in bulk. Each import runs in one transaction: a file with one bad line imports nothing
+and raises `FormatError(file, line, reason)`. Importing the same file again changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from django.db import transaction
+
+from annotations.models import Document, GoldLabel, Project, Task, Topic
+from evalcore.documents import detect_document_format, read_documents
+from evalcore.errors import FormatError
+from evalcore.pools import find_line, pool_run, read_pairs
+from evalcore.trec import detect_format, read_qrels, read_run, read_topics
+
+ImportKind = Literal["topics", "documents", "pool", "gold"]
+Progress = Callable[[int], None]
+
+KINDS: dict[str, str] = {
+    "topics": "Topics",
+    "documents": "Documents",
+    "pool": "Pool",
+    "gold": "Gold labels",
+}
+FORMATS: dict[str, tuple[str, ...]] = {
+    "topics": ("trec", "tsv", "jsonl"),
+    "documents": ("jsonl", "tsv"),
+    "pool": ("trec", "jsonl", "tsv"),
+    "gold": ("trec", "tsv", "jsonl"),
+}
+DEFAULT_DEPTH = 10
+BATCH_SIZE = 2000
+MAX_ID_LENGTH = 256
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    kind: str
+    file: str
+    records: int
+    created: int
+    updated: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def summary(self) -> str:
+        return f"{self.records} {KINDS[self.kind].lower()} read: {self.created} new, {self.updated} updated."
+
+
+def import_file(
+    *,
+    project: Project,
+    kind: str,
+    path: str | Path,
+    fmt: str | None = None,
+    depth: int | None = None,
+    display_name: str | None = None,
+    progress: Progress | None = None,
+) -> ImportResult:
+    """Import one file of `kind`; `fmt` None detects the format. Errors name `display_name` (or the path)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown import kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if fmt is not None and fmt not in FORMATS[kind]:
+        raise ValueError(f"{kind} can be read as {', '.join(FORMATS[kind])}, not {fmt!r}")
+    name = display_name or str(path)
+    try:
+        if kind == "topics":
+            result = topics_import(project=project, path=path, fmt=fmt)
+        elif kind == "documents":
+            result = documents_import(project=project, path=path, fmt=fmt, progress=progress)
+        elif kind == "pool":
+            result = pool_import(project=project, path=path, fmt=fmt, depth=depth or DEFAULT_DEPTH)
+        else:
+            result = gold_import(project=project, path=path, fmt=fmt)
+    except FormatError as exc:
+        if exc.path == name:
+            raise
+        raise FormatError(name, exc.line, exc.reason) from None
+    return ImportResult(kind, name, result.records, result.created, result.updated)
+
+
+def _unknown(path: str | Path, line: int | None, qid: str, doc_id: str, what: str) -> FormatError:
+    where = line if line is not None else find_line(path, qid, doc_id)
+    return FormatError(str(path), where, what)
+
+
+# --- topics ---------------------------------------------------------------------------------------------
+
+
+def topics_import(*, project: Project, path: str | Path, fmt: str | None = None) -> ImportResult:
+    fmt = fmt or detect_format(path, "topics")
+    titles = read_topics(path, fmt=fmt)  # type: ignore[arg-type]
+    descriptions: dict[str, str] = {}
+    if fmt == "trec":
+        try:
+            descriptions = read_topics(path, fmt="trec", field="description")
+        except FormatError:
+            descriptions = {}  # descriptions are optional
+    for qid, title in titles.items():
+        if not title.strip():
+            raise _unknown(path, None, qid, qid, f"topic {qid} has no text")
+        if len(qid) > 128:
+            raise _unknown(path, None, qid, qid, f"qid {qid[:20]!r}... is longer than 128 characters")
+    existing = dict(Topic.objects.filter(project=project).values_list("qid", "title"))
+    rows = [
+        Topic(project=project, qid=q, title=t, description=descriptions.get(q, "")) for q, t in titles.items()
+    ]
+    with transaction.atomic():
+        Topic.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["project", "qid"],
+            update_fields=["title", "description"],
+            batch_size=BATCH_SIZE,
+        )
+    created = sum(1 for q in titles if q not in existing)
+    updated = sum(1 for q, t in titles.items() if q in existing and existing[q] != t)
+    return ImportResult("topics", str(path), len(titles), created, updated)
+
+
+# --- documents ------------------------------------------------------------------------------------------
+
+
+def documents_import(
+    *, project: Project, path: str | Path, fmt: str | None = None, progress: Progress | None = None
+) -> ImportResult:
+    """Stream the file into the database in batches, inside one transaction."""
+    fmt = fmt or detect_document_format(path)
+    existing = set(Document.objects.filter(project=project).values_list("doc_id", flat=True))
+    records = created = 0
+    batch: list[Document] = []
+    with transaction.atomic():
+        for record in read_documents(path, fmt=fmt):  # type: ignore[arg-type]
+            if len(record.doc_id) > MAX_ID_LENGTH:
+                raise FormatError(str(path), record.line, f"doc_id is longer than {MAX_ID_LENGTH} characters")
+            if "\x00" in record.text or "\x00" in record.title:
+                raise FormatError(str(path), record.line, "the text contains a NUL character")
+            batch.append(
+                Document(project=project, doc_id=record.doc_id, title=record.title, text=record.text)
+            )
+            created += record.doc_id not in existing
+            records += 1
+            if len(batch) >= BATCH_SIZE:
+                _save_documents(batch)
+                if progress:
+                    progress(len(batch))
+                batch = []
+        _save_documents(batch)
+        if progress and batch:
+            progress(len(batch))
+    return ImportResult("documents", str(path), records, created, records - created)
+
+
+def _save_documents(batch: list[Document]) -> None:
+    if batch:
+        Document.objects.bulk_create(
+            batch, update_conflicts=True, unique_fields=["project", "doc_id"], update_fields=["title", "text"]
+        )
+
+
+# --- pools and gold -------------------------------------------------------------------------------------
+
+
+def _is_pair_file(path: str | Path) -> bool:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if line.strip():
+                return len(line.rstrip("\r\n").split("\t")) == 2
+    return False
+
+
+def _pool_pairs(path: str | Path, fmt: str | None, depth: int) -> list[tuple[str, str, int | None]]:
+    if fmt == "tsv" or (fmt is None and _is_pair_file(path)):
+        return list(read_pairs(path))
+    run = read_run(path, fmt=fmt)  # type: ignore[arg-type]
+    return [(qid, doc_id, None) for qid, doc_id in pool_run(run, depth)]
+
+
+def _lookups(project: Project) -> tuple[dict[str, int], dict[str, int]]:
+    topics = dict(Topic.objects.filter(project=project).values_list("qid", "id"))
+    documents = dict(Document.objects.filter(project=project).values_list("doc_id", "id"))
+    return topics, documents
+
+
+def _resolve(
+    path: str | Path, project: Project, pairs: Iterable[tuple[str, str, int | None]]
+) -> list[tuple[int, int]]:
+    """(topic id, document id) per pair; a pair naming an unknown topic or document is an error."""
+    topics, documents = _lookups(project)
+    resolved = []
+    for qid, doc_id, line in pairs:
+        if qid not in topics:
+            raise _unknown(path, line, qid, doc_id, f"unknown topic {qid!r}: import the topics first")
+        if doc_id not in documents:
+            raise _unknown(
+                path, line, qid, doc_id, f"unknown document {doc_id!r}: import the documents first"
+            )
+        resolved.append((topics[qid], documents[doc_id]))
+    return resolved
+
+
+def _ensure_tasks(project: Project, pairs: list[tuple[int, int]], *, is_gold: bool = False) -> int:
+    """Create the missing tasks; returns how many were new."""
+    existing = set(Task.objects.filter(project=project).values_list("topic_id", "document_id"))
+    new = [
+        Task(project=project, topic_id=topic_id, document_id=document_id, is_gold=is_gold)
+        for topic_id, document_id in dict.fromkeys(pairs)
+        if (topic_id, document_id) not in existing
+    ]
+    Task.objects.bulk_create(new, ignore_conflicts=True, batch_size=BATCH_SIZE)
+    return len(new)
+
+
+def pool_import(
+    *, project: Project, path: str | Path, fmt: str | None = None, depth: int = DEFAULT_DEPTH
+) -> ImportResult:
+    """Tasks for a pool: a run file cut at `depth` per topic, or a `qid<TAB>doc_id` list."""
+    pairs = _pool_pairs(path, fmt, depth)
+    resolved = _resolve(path, project, pairs)
+    with transaction.atomic():
+        created = _ensure_tasks(project, resolved)
+    return ImportResult("pool", str(path), len(pairs), created, 0)
+
+
+def gold_import(*, project: Project, path: str | Path, fmt: str | None = None) -> ImportResult:
+    """Gold labels from qrels; their pairs become (or stay) tasks, marked gold."""
+    qrels = read_qrels(path, fmt=fmt)  # type: ignore[arg-type]
+    qids = [str(qrels.qids[code]) for code in qrels.qid_codes.tolist()]
+    rows = list(zip(qids, qrels.docno_strings(), qrels.rels.tolist(), strict=True))
+    grades = set(project.grades)
+    for qid, doc_id, grade in rows:
+        if grade not in grades:
+            raise _unknown(
+                path, None, qid, doc_id, f"grade {grade} is not on the project's scale {sorted(grades)}"
+            )
+    resolved = _resolve(path, project, ((qid, doc_id, None) for qid, doc_id, _ in rows))
+    with transaction.atomic():
+        _ensure_tasks(project, resolved, is_gold=True)
+        task_ids = {
+            (topic_id, document_id): task_id
+            for task_id, topic_id, document_id in Task.objects.filter(project=project).values_list(
+                "id", "topic_id", "document_id"
+            )
+        }
+        wanted = {task_ids[pair]: grade for pair, (_, _, grade) in zip(resolved, rows, strict=True)}
+        before = dict(GoldLabel.objects.filter(task__project=project).values_list("task_id", "grade"))
+        ids = sorted(wanted)
+        for start in range(0, len(ids), BATCH_SIZE):
+            Task.objects.filter(id__in=ids[start : start + BATCH_SIZE]).update(is_gold=True)
+        GoldLabel.objects.bulk_create(
+            [GoldLabel(task_id=task_id, grade=grade) for task_id, grade in wanted.items()],
+            update_conflicts=True,
+            unique_fields=["task"],
+            update_fields=["grade"],
+            batch_size=BATCH_SIZE,
+        )
+    created = sum(1 for task_id in wanted if task_id not in before)
+    updated = sum(1 for task_id, grade in wanted.items() if task_id in before and before[task_id] != grade)
+    return ImportResult("gold", str(path), len(rows), created, updated)
+
+
+def count_lines(path: str | Path) -> int:
+    """Lines in a file, fast (for a progress bar's total)."""
+    if str(path).endswith(".gz"):
+        return 0
+    lines = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            lines += chunk.count(b"\n")
+    return lines if os.path.getsize(path) else 0
+
+
+def import_upload(
+    *, project: Project, kind: str, upload: Any, fmt: str | None = None, depth: int | None = None
+) -> ImportResult:
+    """Import an uploaded file (web form or API); errors name the uploaded file's name."""
+    suffixes = "".join(Path(upload.name or "upload").suffixes[-2:])
+    with tempfile.NamedTemporaryFile(suffix=suffixes) as handle:
+        for chunk in upload.chunks():
+            handle.write(chunk)
+        handle.flush()
+        return import_file(
+            project=project, kind=kind, path=handle.name, fmt=fmt or None, depth=depth,
+            display_name=Path(upload.name or "upload").name,
+        )  # fmt: skip

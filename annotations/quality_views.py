@@ -1,0 +1,183 @@
+"""HTML views of annotator quality and qrels builds (project leads only).
+
+Every view looks its project up through `selectors.get_project_for_member(..., role=LEAD)`: 404 to
+non-members, 403 to annotators. The dashboard reads the precomputed `QualitySnapshot` and the builds'
+rows; no figure is computed in a request. Actions are POST forms that redirect back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from annotations import charts, qrels, quality, selectors
+from annotations.forms import OverrideForm, QrelsBuildForm
+from annotations.models import Project, ProjectMembership, QrelsBuild
+
+Role = ProjectMembership.Role
+
+AGREEMENT_LABELS = (
+    ("exact_agreement", "Exact agreement (all labels equal)"),
+    ("pairwise_agreement", "Pairwise agreement"),
+    ("pairwise_agreement_within_1", "Pairwise agreement within ±1"),
+    ("fleiss_kappa", "Fleiss' kappa"),
+    ("krippendorff_alpha_nominal", "Krippendorff's alpha, nominal"),
+    ("krippendorff_alpha_ordinal", "Krippendorff's alpha, ordinal"),
+    ("krippendorff_alpha_interval", "Krippendorff's alpha, interval"),
+)
+
+
+def _lead_project(request: HttpRequest, slug: str) -> Project:
+    return selectors.get_project_for_member(request.user, slug, role=Role.LEAD).project
+
+
+def _agreement_rows(agreement: dict[str, Any]) -> list[dict[str, Any]]:
+    scopes = ("all", "reliable")
+    return [
+        {
+            "label": label,
+            **{scope: agreement.get(scope, {}).get("measures", {}).get(name) for scope in scopes},
+        }
+        for name, label in AGREEMENT_LABELS
+    ]
+
+
+def _figures(project: Project, snapshot: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    labels = {int(level["grade"]): str(level["label"]) for level in project.scale}
+    return [
+        {
+            "id": "figure-accuracy-speed",
+            "label": "Accuracy on gold against median seconds per task, per annotator",
+            "data": charts.accuracy_speed_figure(
+                rows, min_accuracy=project.min_gold_accuracy, min_seconds=project.min_seconds_per_task
+            ),
+        },
+        {
+            "id": "figure-kappa",
+            "label": "Cohen's kappa matrix of the annotator pairs",
+            "data": charts.kappa_figure(snapshot.kappa),
+        },
+        {
+            "id": "figure-labels",
+            "label": "Grades given per annotator",
+            "data": charts.label_distribution_figure(snapshot.label_distribution, labels=labels),
+        },
+    ]
+
+
+@login_required
+def quality_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
+    project = _lead_project(request, slug)
+    snapshot = selectors.quality_snapshot(project=project)
+    rows = (
+        selectors.quality_rows(
+            snapshot=snapshot, memberships=selectors.annotator_memberships(project=project)
+        )
+        if snapshot
+        else []
+    )
+    builds = list(selectors.qrels_builds(project=project)[:100])
+    done = [build for build in builds if build.status == QrelsBuild.Status.DONE]
+    return render(
+        request,
+        "annotations/quality.html",
+        {
+            "project": project,
+            "snapshot": snapshot,
+            "answers_since": selectors.answers_since(project=project, snapshot=snapshot),
+            "rows": rows,
+            "reasons": quality.REASONS,
+            "agreement_rows": _agreement_rows(snapshot.agreement) if snapshot else [],
+            "figures": _figures(project, snapshot, rows) if snapshot else [],
+            "builds": builds,
+            "done_builds": done,
+            "build_form": QrelsBuildForm.for_project(project),
+        },
+    )
+
+
+@login_required
+@require_POST
+def quality_recompute(request: HttpRequest, slug: str) -> HttpResponse:
+    project = _lead_project(request, slug)
+    if quality.quality_recompute_request(project_id=project.pk, force=True):
+        messages.success(request, "Recomputing the quality figures; reload this page in a moment.")
+    else:
+        messages.error(
+            request, "The task queue is unreachable: the figures will be recomputed once it is back."
+        )
+    return redirect("annotations:quality", project.slug)
+
+
+@login_required
+@require_POST
+def annotator_override(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
+    project = _lead_project(request, slug)
+    form = OverrideForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose include, exclude or auto.")
+        return redirect("annotations:quality", project.slug)
+    try:
+        membership = quality.annotator_override_set(
+            project=project, annotator=user_id, decision=form.cleaned_data["decision"], by=request.user
+        )
+    except ProjectMembership.DoesNotExist as exc:
+        raise Http404("No such annotator in this project.") from exc
+    verb = {"include": "Reinstated", "exclude": "Disqualified", "auto": "Back to the thresholds:"}
+    messages.success(
+        request,
+        f"{verb[membership.quality_override]} {membership.user.get_username()}. Builds from now on follow.",
+    )
+    return redirect("annotations:quality", project.slug)
+
+
+@login_required
+@require_POST
+def qrels_build_create(request: HttpRequest, slug: str) -> HttpResponse:
+    project = _lead_project(request, slug)
+    form = QrelsBuildForm.for_project(project, request.POST)
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            messages.error(request, f"{field}: {' '.join(errors)}")
+        return redirect("annotations:quality", project.slug)
+    build = qrels.qrels_build_create(project=project, created_by=request.user, **form.cleaned_data)
+    build.refresh_from_db()
+    if build.status == QrelsBuild.Status.FAILED:
+        messages.error(request, f"Build v{build.version} failed: {build.error}")
+    else:
+        messages.success(request, f"Build v{build.version} is queued; it appears here when done.")
+    return redirect(reverse("annotations:quality", args=[project.slug]) + "#builds")
+
+
+@login_required
+def qrels_download(request: HttpRequest, slug: str, version: int, fmt: str) -> HttpResponse:
+    project = _lead_project(request, slug)
+    if fmt not in qrels.EXPORT_FORMATS:
+        raise Http404("Exports are trec or jsonl.")
+    build = selectors.qrels_build_for(project=project, version=version)
+    if build.status != QrelsBuild.Status.DONE:
+        raise Http404(f"Build v{version} is {build.status}; there is nothing to download yet.")
+    text = qrels.qrels_export(build, fmt=fmt)
+    extension, content_type = {"trec": ("txt", "text/plain"), "jsonl": ("jsonl", "application/x-ndjson")}[fmt]
+    response = HttpResponse(text, content_type=f"{content_type}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{project.slug}-qrels-v{version}.{extension}"'
+    return response
+
+
+@login_required
+def qrels_diff(request: HttpRequest, slug: str) -> HttpResponse:
+    project = _lead_project(request, slug)
+    try:
+        old_version, new_version = int(request.GET["old"]), int(request.GET["new"])
+    except (KeyError, ValueError) as exc:
+        raise Http404("Choose two builds to compare.") from exc
+    old = selectors.qrels_build_for(project=project, version=old_version)
+    new = selectors.qrels_build_for(project=project, version=new_version)
+    diff = selectors.qrels_build_diff(old=old, new=new)
+    return render(request, "annotations/qrels_diff.html", {"project": project, "diff": diff})

@@ -1,0 +1,466 @@
+"""Read-side queries for the judging views and API.
+
+Every lookup of a project by a user goes through `get_project_for_member`, which answers 404 to
+non-members, so no view can forget the membership check.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
+from django.db.models import (
+    Avg,
+    BigIntegerField,
+    Count,
+    Exists,
+    F,
+    Func,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
+from django.db.models.functions import Coalesce
+from django.http import Http404
+from django.utils import timezone
+
+from annotations.models import (
+    Annotation,
+    Assignment,
+    Project,
+    ProjectMembership,
+    QrelsBuild,
+    QrelsJudgment,
+    QualitySnapshot,
+    Task,
+)
+
+Role = ProjectMembership.Role
+UNDO_WINDOW = timedelta(seconds=60)
+
+# --- access -------------------------------------------------------------------------------------------
+
+
+def get_project_for_member(
+    user: AbstractBaseUser | AnonymousUser, slug: str, *, role: str | None = None
+) -> ProjectMembership:
+    """The user's membership of the project `slug`, with `.project` loaded.
+
+    Raises Http404 when the project does not exist or the user is not a member, and PermissionDenied
+    when the member's role is not `role`. Superusers act as leads of every project (an unsaved
+    membership stands for that).
+    """
+    if not user.is_authenticated:
+        raise Http404("No such project.")
+    membership = (
+        ProjectMembership.objects.select_related("project").filter(project__slug=slug, user=user).first()
+    )
+    if membership is None and getattr(user, "is_superuser", False):
+        project = Project.objects.filter(slug=slug).first()
+        if project is not None:
+            membership = ProjectMembership(project=project, user=user, role=Role.LEAD)  # type: ignore[misc]
+    if membership is None:
+        raise Http404("No such project.")
+    if role is not None and membership.role != role:
+        raise PermissionDenied(f"This page is for the project's {Role(role).label.lower()}s.")
+    return membership
+
+
+def projects_for_user(user: AbstractBaseUser) -> QuerySet[ProjectMembership]:
+    """The user's memberships with per-project counts, in one query."""
+    tasks = Task.objects.filter(project=OuterRef("project")).order_by().values("project")
+    own = (
+        Annotation.objects.filter(project=OuterRef("project"), annotator=OuterRef("user"))
+        .order_by()
+        .values("project")
+    )
+    return (
+        ProjectMembership.objects.filter(user=user)
+        .select_related("project")
+        .annotate(
+            task_count=Coalesce(Subquery(tasks.annotate(n=Count("id")).values("n")), 0),
+            label_count=Coalesce(Subquery(tasks.annotate(n=Sum("label_count")).values("n")), 0),
+            own_answer_count=Coalesce(Subquery(own.annotate(n=Count("id")).values("n")), 0),
+        )
+        .order_by("project__name")
+    )
+
+
+# --- the annotator's queue ----------------------------------------------------------------------------
+
+
+class ShuffleKey(Func):
+    """A per-annotator pseudo-random sort key for a task id: a seeded 64-bit hash in PostgreSQL.
+
+    Each annotator's seed gives them their own order (against position bias), stable across reloads.
+    SQLite, the embedded demo database, gets a cheaper affine mix of the same inputs.
+    """
+
+    output_field = BigIntegerField()
+
+    def __init__(self, expression: Any, seed: int) -> None:
+        super().__init__(expression, Value(int(seed)))
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:  # type: ignore[override]
+        seed = int(self.source_expressions[1].value)
+        column, params = compiler.compile(self.source_expressions[0])
+        multiplier, offset = seed % 1_000_003 + 1, seed % 2_147_483_647
+        return f"(({column} * {multiplier} + {offset}) %% 2147483647)", params
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        column, params = compiler.compile(self.source_expressions[0])
+        return f"hashint8extended({column}::bigint, %s::bigint)", [
+            *params,
+            int(self.source_expressions[1].value),
+        ]
+
+
+def candidate_tasks(
+    *, project: Project, annotator: AbstractBaseUser, seed: int, is_gold: bool
+) -> QuerySet[Task]:
+    """Tasks the annotator may be served next, best first.
+
+    Ordinary tasks that already have annotators come first (so pairs get finished), then each
+    annotator's own random order.
+    """
+    cap = project.cap_for(is_gold=is_gold)
+    tasks = Task.objects.filter(project=project, is_gold=is_gold).exclude(
+        Exists(Assignment.objects.filter(task=OuterRef("pk"), annotator=annotator))
+    )
+    if cap is not None:
+        tasks = tasks.filter(assigned_count__lt=cap)
+    tasks = tasks.annotate(shuffle=ShuffleKey(F("id"), seed))
+    return tasks.order_by("shuffle") if is_gold else tasks.order_by("-assigned_count", "shuffle")
+
+
+@dataclass(frozen=True)
+class QueueCounts:
+    """Where one annotator stands in a project, by kind of task.
+
+    `done_*` are answered tasks, `live_*` reservations held now, `available_*` tasks they could still
+    be served. Gold is planned at the project's target share of the whole queue; the annotator sees only
+    the totals, which move by exactly one per answer whatever the kind of task.
+    """
+
+    done_ordinary: int
+    done_gold: int
+    live_ordinary: int
+    live_gold: int
+    available_ordinary: int
+    available_gold: int
+    gold_share: float
+
+    @property
+    def served(self) -> int:
+        return self.done_ordinary + self.done_gold + self.live_ordinary + self.live_gold
+
+    @property
+    def served_gold(self) -> int:
+        return self.done_gold + self.live_gold
+
+    @property
+    def planned_gold(self) -> int:
+        ordinary_total = self.done_ordinary + self.live_ordinary + self.available_ordinary
+        return round(ordinary_total * self.gold_share / (1 - self.gold_share)) if self.gold_share < 1 else 0
+
+    @property
+    def gold_allowed(self) -> bool:
+        """Whether serving one more gold task stays within the planned number."""
+        return self.available_gold > 0 and self.served_gold < self.planned_gold
+
+    @property
+    def done(self) -> int:
+        return self.done_ordinary + self.done_gold
+
+    @property
+    def remaining(self) -> int:
+        open_gold = min(self.available_gold + self.live_gold, max(0, self.planned_gold - self.done_gold))
+        return self.live_ordinary + self.available_ordinary + max(self.live_gold, open_gold)
+
+    @property
+    def assigned(self) -> int:
+        return self.done + self.remaining
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.done / self.assigned) if self.assigned else 100
+
+
+def queue_counts(
+    *, project: Project, annotator: AbstractBaseUser, now: datetime | None = None
+) -> QueueCounts:
+    now = now or timezone.now()
+    done = ~Q(state=Assignment.State.RESERVED)
+    live = Q(state=Assignment.State.RESERVED, expires_at__gt=now)
+    mine = Assignment.objects.filter(project=project, annotator=annotator).aggregate(
+        done_ordinary=Count("id", filter=done & Q(task__is_gold=False)),
+        done_gold=Count("id", filter=done & Q(task__is_gold=True)),
+        live_ordinary=Count("id", filter=live & Q(task__is_gold=False)),
+        live_gold=Count("id", filter=live & Q(task__is_gold=True)),
+    )
+    open_tasks = Task.objects.filter(project=project).exclude(
+        Exists(Assignment.objects.filter(task=OuterRef("pk"), annotator=annotator))
+    )
+    gold_open = Q(is_gold=True)
+    if project.gold_overlap is not None:
+        gold_open &= Q(assigned_count__lt=project.gold_overlap)
+    available = open_tasks.aggregate(
+        ordinary=Count("id", filter=Q(is_gold=False, assigned_count__lt=project.overlap)),
+        gold=Count("id", filter=gold_open),
+    )
+    return QueueCounts(
+        **mine,
+        available_ordinary=available["ordinary"],
+        available_gold=available["gold"],
+        gold_share=project.gold_share_target,
+    )
+
+
+def gold_turn(*, counts: QueueCounts, project: Project, seed: int) -> bool:
+    """Whether the next task served should be gold.
+
+    A seeded draw at the target share, kept within the project's minimum and maximum share with one task
+    of slack either way, so gold lands at no fixed positions.
+    """
+    if not counts.gold_allowed:
+        return False
+    position = counts.served
+    after = position + 1
+    if counts.served_gold + 1 > project.gold_share_max * after + 1:
+        return False
+    if counts.served_gold < project.gold_share_min * after - 1:
+        return True
+    return random.Random(seed ^ position).random() < project.gold_share_target
+
+
+def current_reservation(*, project: Project, annotator: AbstractBaseUser) -> Assignment | None:
+    return (
+        Assignment.objects.filter(project=project, annotator=annotator, state=Assignment.State.RESERVED)
+        .select_related("task__topic", "task__document")
+        .order_by("reserved_at")
+        .first()
+    )
+
+
+def last_undoable_annotation(
+    *, project: Project, annotator: AbstractBaseUser, now: datetime | None = None
+) -> Annotation | None:
+    now = now or timezone.now()
+    return (
+        Annotation.objects.filter(project=project, annotator=annotator, created_at__gt=now - UNDO_WINDOW)
+        .order_by("-created_at")
+        .first()
+    )
+
+
+@dataclass(frozen=True)
+class SessionState:
+    started_at: datetime
+    minutes: float
+    break_due: bool
+
+
+def session_state(*, membership: ProjectMembership, now: datetime | None = None) -> SessionState:
+    """How long the annotator has been working without a break.
+
+    A session is a run of answers with no gap of `session_break_minutes` or more; dismissing the break
+    prompt starts a new one.
+    """
+    now = now or timezone.now()
+    project = membership.project
+    cap = timedelta(minutes=project.session_cap_minutes)
+    gap = timedelta(minutes=project.session_break_minutes)
+    since = now - cap - gap
+    if membership.break_dismissed_at and membership.break_dismissed_at > since:
+        since = membership.break_dismissed_at
+    times = (
+        Annotation.objects.filter(project=project, annotator=membership.user_id, created_at__gte=since)
+        .order_by("-created_at")
+        .values_list("created_at", flat=True)
+    )
+    started = previous = now
+    for created in times:
+        if previous - created >= gap:
+            break
+        started = previous = created
+    minutes = (now - started).total_seconds() / 60
+    return SessionState(started, minutes, project.session_cap_minutes > 0 and now - started >= cap)
+
+
+# --- the lead's views ---------------------------------------------------------------------------------
+
+
+def topic_progress(*, project: Project) -> QuerySet[Any]:
+    """Per topic: tasks, gold tasks, answers that count, and tasks with all `overlap` answers."""
+    return (
+        Task.objects.filter(project=project)
+        .values("topic__qid", "topic__title")
+        .annotate(
+            tasks=Count("id"),
+            gold=Count("id", filter=Q(is_gold=True)),
+            labels=Sum("label_count"),
+            complete=Count("id", filter=Q(is_gold=False, label_count__gte=project.overlap)),
+            ordinary=Count("id", filter=Q(is_gold=False)),
+        )
+        .order_by("topic__qid")
+    )
+
+
+def annotator_progress(*, project: Project) -> QuerySet[ProjectMembership]:
+    """Per annotator member: answers by outcome, gold answers and mean seconds (one query)."""
+    answers = (
+        Annotation.objects.filter(project=project, annotator=OuterRef("user")).order_by().values("annotator")
+    )
+
+    def count(**filters: Any) -> Coalesce:
+        query = answers.filter(**filters).annotate(n=Count("id")).values("n")
+        return Coalesce(Subquery(query, output_field=IntegerField()), 0)
+
+    mean_seconds = Subquery(answers.annotate(s=Avg("seconds_spent")).values("s"))
+    return (
+        ProjectMembership.objects.filter(project=project, role=Role.ANNOTATOR)
+        .select_related("user")
+        .annotate(
+            answered=count(),
+            graded=count(grade__isnull=False, too_fast=False),
+            skipped=count(skipped=True),
+            unclear=count(unclear=True),
+            too_fast=count(too_fast=True),
+            gold_answered=count(task__is_gold=True),
+            mean_seconds=mean_seconds,
+        )
+        .order_by("user__username")
+    )
+
+
+@dataclass(frozen=True)
+class ProjectTotals:
+    topics: int
+    documents: int
+    tasks: int
+    gold_tasks: int
+    labels: int
+    labels_needed: int
+    complete_tasks: int
+
+    @property
+    def percent(self) -> int:
+        return (
+            round(100 * min(self.labels, self.labels_needed) / self.labels_needed)
+            if self.labels_needed
+            else 0
+        )
+
+
+def project_totals(*, project: Project) -> ProjectTotals:
+    tasks = Task.objects.filter(project=project).aggregate(
+        tasks=Count("id"),
+        gold_tasks=Count("id", filter=Q(is_gold=True)),
+        labels=Coalesce(Sum("label_count", filter=Q(is_gold=False)), 0),
+        complete_tasks=Count("id", filter=Q(is_gold=False, label_count__gte=project.overlap)),
+    )
+    ordinary = tasks["tasks"] - tasks["gold_tasks"]
+    return ProjectTotals(
+        topics=project.topics.count(),
+        documents=project.documents.count(),
+        labels_needed=ordinary * project.overlap,
+        **tasks,
+    )
+
+
+# --- quality and qrels builds (leads) -----------------------------------------------------------------
+
+
+def quality_snapshot(*, project: Project) -> QualitySnapshot | None:
+    return QualitySnapshot.objects.filter(project=project).first()
+
+
+def answers_since(*, project: Project, snapshot: QualitySnapshot | None) -> int:
+    """Answers newer than the snapshot's latest (all of them without a snapshot): how stale it is."""
+    answers = Annotation.objects.filter(project=project)
+    if snapshot is not None and snapshot.latest_answer_at is not None:
+        answers = answers.filter(created_at__gt=snapshot.latest_answer_at)
+    return answers.count()
+
+
+def annotator_memberships(*, project: Project) -> dict[int, ProjectMembership]:
+    """The project's annotators by user id, with who last overrode their reliability."""
+    rows = ProjectMembership.objects.filter(project=project, role=Role.ANNOTATOR).select_related(
+        "user", "quality_override_by"
+    )
+    return {membership.user_id: membership for membership in rows}
+
+
+def quality_rows(
+    *, snapshot: QualitySnapshot, memberships: dict[int, ProjectMembership]
+) -> list[dict[str, Any]]:
+    """The snapshot's annotator rows with each lead's override applied as it stands now.
+
+    The thresholds' verdict is the snapshot's; an override made since shows at once (the recompute it
+    queues agrees).
+    """
+    Override = ProjectMembership.QualityOverride
+    overridden = {Override.INCLUDE: (True, "reinstated"), Override.EXCLUDE: (False, "disqualified")}
+    rows = []
+    for row in snapshot.annotators:
+        membership = memberships.get(row["user_id"])
+        decision = membership.quality_override if membership else Override.AUTO
+        included, reason = overridden.get(decision, (row["meets_thresholds"], row["threshold_reason"]))
+        rows.append(
+            {**row, "included": included, "reason": reason, "override": decision, "membership": membership}
+        )
+    return rows
+
+
+def qrels_builds(*, project: Project) -> QuerySet[QrelsBuild]:
+    return QrelsBuild.objects.filter(project=project).select_related("created_by").order_by("-version")
+
+
+def qrels_build_for(*, project: Project, version: int) -> QrelsBuild:
+    build = QrelsBuild.objects.filter(project=project, version=version).select_related("created_by").first()
+    if build is None:
+        raise Http404(f"No qrels build v{version} in this project.")
+    build.project = project
+    return build
+
+
+@dataclass(frozen=True)
+class QrelsDiff:
+    """Pairs added, removed and changed from build `old` to build `new`, each sorted by (qid, doc_id)."""
+
+    old: QrelsBuild
+    new: QrelsBuild
+    added: list[tuple[str, str, int]]
+    removed: list[tuple[str, str, int]]
+    changed: list[tuple[str, str, int, int]]
+    unchanged: int
+
+
+def qrels_build_diff(*, old: QrelsBuild, new: QrelsBuild) -> QrelsDiff:
+    """Compare two builds' judgments (two queries)."""
+
+    def judgments(build: QrelsBuild) -> dict[tuple[str, str], int]:
+        rows = QrelsJudgment.objects.filter(build=build).values_list("qid", "doc_id", "rel")
+        return {(qid, doc_id): rel for qid, doc_id, rel in rows}
+
+    before, after = judgments(old), judgments(new)
+    common = before.keys() & after.keys()
+    changed = sorted(
+        (q, d, before[(q, d)], after[(q, d)]) for q, d in common if before[(q, d)] != after[(q, d)]
+    )
+    return QrelsDiff(
+        old=old,
+        new=new,
+        added=sorted((q, d, after[(q, d)]) for q, d in after.keys() - before.keys()),
+        removed=sorted((q, d, before[(q, d)]) for q, d in before.keys() - after.keys()),
+        changed=changed,
+        unchanged=len(common) - len(changed),
+    )

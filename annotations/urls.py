@@ -1,0 +1,37 @@
+"""HTML URLs of the judging workflow, included at the site root."""
+
+from django.urls import path
+
+from annotations import quality_views, views
+
+app_name = "annotations"
+
+urlpatterns = [
+    path("projects/", views.project_list, name="project-list"),
+    path("projects/new/", views.project_create, name="project-create"),
+    path("projects/<slug:slug>/", views.project_detail, name="project-detail"),
+    path("projects/<slug:slug>/settings/", views.project_edit, name="project-edit"),
+    path("projects/<slug:slug>/members/", views.member_add, name="member-add"),
+    path("projects/<slug:slug>/import/", views.project_import, name="project-import"),
+    path("projects/<slug:slug>/guidelines/", views.guidelines, name="guidelines"),
+    path("projects/<slug:slug>/judge/", views.judge, name="judge"),
+    path("projects/<slug:slug>/judge/undo/", views.judge_undo, name="judge-undo"),
+    path("projects/<slug:slug>/judge/continue/", views.judge_continue, name="judge-continue"),
+    path("projects/<slug:slug>/judge/<int:assignment_id>/", views.judge_answer, name="judge-answer"),
+    path("projects/<slug:slug>/quality/", quality_views.quality_dashboard, name="quality"),
+    path(
+        "projects/<slug:slug>/quality/recompute/", quality_views.quality_recompute, name="quality-recompute"
+    ),
+    path(
+        "projects/<slug:slug>/quality/annotators/<int:user_id>/override/",
+        quality_views.annotator_override,
+        name="annotator-override",
+    ),
+    path("projects/<slug:slug>/qrels/", quality_views.qrels_build_create, name="qrels-build"),
+    path("projects/<slug:slug>/qrels/diff/", quality_views.qrels_diff, name="qrels-diff"),
+    path(
+        "projects/<slug:slug>/qrels/<int:version>/<str:fmt>/",
+        quality_views.qrels_download,
+        name="qrels-download",
+    ),
+]

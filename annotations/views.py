@@ -1,0 +1,233 @@
+"""HTML views of the judging workflow: the annotator's queue and the lead's project pages.
+
+Every view looks its project up through `selectors.get_project_for_member`, which answers 404 to
+non-members and 403 to members of the wrong role. Forms work without JavaScript (POST, then redirect).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from annotations import selectors, services
+from annotations.forms import ImportForm, MemberForm, ProjectForm
+from annotations.highlight import query_terms
+from annotations.imports import FORMATS, KINDS, import_upload
+from annotations.models import Annotation, GoldLabel, ProjectMembership
+from annotations.quality import quality_recompute_request
+from evalcore.errors import FormatError
+from evalplatform.roles import Role as PlatformRole
+from evalplatform.roles import user_has_role
+
+Role = ProjectMembership.Role
+
+
+def _can_create_projects(user: Any) -> bool:
+    return user_has_role(user, PlatformRole.PROJECT_LEAD)
+
+
+# --- projects -------------------------------------------------------------------------------------------
+
+
+@login_required
+def project_list(request: HttpRequest) -> HttpResponse:
+    memberships = list(selectors.projects_for_user(request.user))
+    return render(
+        request,
+        "annotations/project_list.html",
+        {"memberships": memberships, "can_create": _can_create_projects(request.user)},
+    )
+
+
+@login_required
+def project_create(request: HttpRequest) -> HttpResponse:
+    if not _can_create_projects(request.user):
+        raise PermissionDenied("Only project leads can create projects.")
+    form = ProjectForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = {k: v for k, v in form.cleaned_data.items() if k not in ("slug", "name")}
+        project = services.project_create(
+            creator=request.user, slug=form.cleaned_data["slug"], name=form.cleaned_data["name"], **data
+        )
+        messages.success(request, f"Created {project.name}. Import topics, documents and a pool next.")
+        return redirect("annotations:project-import", project.slug)
+    return render(request, "annotations/project_form.html", {"form": form, "creating": True})
+
+
+@login_required
+def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    membership = selectors.get_project_for_member(request.user, slug)
+    if membership.role == Role.ANNOTATOR:
+        return redirect("annotations:judge", slug)
+    project = membership.project
+    gold = GoldLabel.objects.filter(task__project=project).select_related("task__topic", "task__document")
+    return render(
+        request,
+        "annotations/project_detail.html",
+        {
+            "project": project,
+            "totals": selectors.project_totals(project=project),
+            "topics": list(selectors.topic_progress(project=project)),
+            "annotators": list(selectors.annotator_progress(project=project)),
+            "members": list(project.memberships.select_related("user").order_by("role", "user__username")),
+            "gold_labels": list(gold.order_by("task__topic__qid", "task__document__doc_id")[:50]),
+            "member_form": MemberForm(),
+        },
+    )
+
+
+@login_required
+def project_edit(request: HttpRequest, slug: str) -> HttpResponse:
+    project = selectors.get_project_for_member(request.user, slug, role=Role.LEAD).project
+    form = ProjectForm(request.POST or None, instance=project)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        if {"min_gold_accuracy", "min_gold_items"} & set(form.changed_data):
+            quality_recompute_request(project_id=project.pk, force=True)  # new thresholds, new verdicts
+        messages.success(request, "Saved the project's settings.")
+        return redirect("annotations:project-detail", project.slug)
+    return render(request, "annotations/project_form.html", {"form": form, "project": project})
+
+
+@login_required
+@require_POST
+def member_add(request: HttpRequest, slug: str) -> HttpResponse:
+    project = selectors.get_project_for_member(request.user, slug, role=Role.LEAD).project
+    form = MemberForm(request.POST)
+    if form.is_valid():
+        user, role = form.cleaned_data["username"], form.cleaned_data["role"]
+        services.membership_set(project=project, user=user, role=role)
+        messages.success(
+            request, f"{user.get_username()} joined {project.name} as {Role(role).label.lower()}."
+        )
+    else:
+        for error in form.errors.get("username", []) + form.errors.get("role", []):
+            messages.error(request, error)
+    return redirect("annotations:project-detail", project.slug)
+
+
+@login_required
+def project_import(request: HttpRequest, slug: str) -> HttpResponse:
+    project = selectors.get_project_for_member(request.user, slug, role=Role.LEAD).project
+    form = ImportForm(request.POST or None, request.FILES or None)
+    error: FormatError | None = None
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            result = import_upload(
+                project=project, kind=data["kind"], upload=data["file"], fmt=data["format"] or None,
+                depth=data["depth"],
+            )  # fmt: skip
+        except FormatError as exc:
+            error = exc
+        else:
+            messages.success(request, f"{result.file}: {result.summary}")
+            return redirect("annotations:project-import", project.slug)
+    return render(
+        request,
+        "annotations/project_import.html",
+        {"project": project, "form": form, "error": error, "formats": FORMATS, "kinds": KINDS},
+        status=400 if error or form.errors else 200,
+    )
+
+
+@login_required
+def guidelines(request: HttpRequest, slug: str) -> HttpResponse:
+    project = selectors.get_project_for_member(request.user, slug).project
+    return render(request, "annotations/guidelines.html", {"project": project})
+
+
+# --- the annotator's queue ------------------------------------------------------------------------------
+
+
+@login_required
+def judge(request: HttpRequest, slug: str) -> HttpResponse:
+    membership = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR)
+    project = membership.project
+    claim = services.task_claim(project=project, annotator=request.user)
+    context: dict[str, Any] = {
+        "project": project,
+        "claim": claim,
+        "progress": selectors.queue_counts(project=project, annotator=request.user),
+        "undoable": selectors.last_undoable_annotation(project=project, annotator=request.user),
+    }
+    if claim.assignment is not None:
+        task = claim.assignment.task
+        context.update(
+            assignment=claim.assignment,
+            topic=task.topic,
+            document=task.document,
+            terms=query_terms(task.topic.title),
+            seconds_left=max(
+                0, round(project.min_seconds_per_task - claim.assignment.seconds_since_served(), 1)
+            ),
+        )
+    elif claim.status == "break":
+        context["session"] = selectors.session_state(membership=membership)
+    return render(request, "annotations/judge.html", context)
+
+
+def _posted_grade(request: HttpRequest) -> int | None:
+    try:
+        return int(request.POST.get("grade", ""))
+    except ValueError:
+        return None
+
+
+def _saved_message(answer: Annotation, label: str) -> str:
+    if answer.skipped:
+        return "Skipped."
+    if answer.unclear:
+        return "Marked as unclear."
+    if answer.too_fast:
+        return f"Saved {answer.grade} ({label}), but flagged as too fast: it will not count."
+    return f"Saved {answer.grade} ({label})."
+
+
+@login_required
+@require_POST
+def judge_answer(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+    project = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR).project
+    action = request.POST.get("action", "grade")
+    common = {"project": project, "annotator": request.user, "assignment_id": assignment_id}
+    try:
+        if action == "skip":
+            answer = services.annotation_skip(**common)
+        elif action == "unclear":
+            answer = services.annotation_submit(**common, unclear=True)
+        else:
+            answer = services.annotation_submit(**common, grade=_posted_grade(request))
+    except services.TooFast as exc:
+        messages.warning(request, str(exc))
+    except services.JudgingError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, _saved_message(answer, project.grade_label(answer.grade)))
+    return redirect("annotations:judge", slug)
+
+
+@login_required
+@require_POST
+def judge_undo(request: HttpRequest, slug: str) -> HttpResponse:
+    project = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR).project
+    try:
+        services.annotation_undo(project=project, annotator=request.user)
+    except services.JudgingError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.info(request, "Undone. Here is that task again.")
+    return redirect("annotations:judge", slug)
+
+
+@login_required
+@require_POST
+def judge_continue(request: HttpRequest, slug: str) -> HttpResponse:
+    membership = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR)
+    services.session_break_dismiss(membership=membership)
+    return redirect("annotations:judge", slug)

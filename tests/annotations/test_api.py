@@ -1,0 +1,193 @@
+"""The judging REST API: next, submit, skip, undo, progress, break; imports and overview for leads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from rest_framework.authtoken.models import Token
+
+from annotations.models import Annotation, Document, Project
+from tests.annotations.conftest import build_project
+
+
+@pytest.fixture
+def project(lena: User, alice: User) -> Project:
+    return build_project(lead=lena, annotators=[alice], topics=2, docs_per_topic=4, gold_per_topic=1)
+
+
+@pytest.fixture
+def api(client: Client, alice: User) -> Client:
+    client.force_login(alice)
+    return client
+
+
+def post(client: Client, url: str, body: dict[str, object] | None = None):  # type: ignore[no-untyped-def]
+    return client.post(url, json.dumps(body or {}), content_type="application/json")
+
+
+@pytest.mark.django_db
+class TestAnnotatorApi:
+    def test_it_serves_the_next_task_with_progress_and_scale(self, api: Client, project: Project) -> None:
+        body = api.get(f"/api/projects/{project.slug}/next/").json()
+        assert body["status"] == "task"
+        assert set(body["task"]) == {
+            "assignment",
+            "query",
+            "document",
+            "served_at",
+            "expires_at",
+            "min_seconds",
+            "seconds_left",
+        }
+        assert body["task"]["query"]["text"].startswith("query number")
+        assert body["progress"] == {"done": 0, "remaining": 7, "assigned": 7, "percent": 0}
+        assert [level["grade"] for level in body["scale"]] == [0, 1, 2, 3, 4]
+        again = api.get(f"/api/projects/{project.slug}/next/").json()
+        assert again["task"]["assignment"] == body["task"]["assignment"]
+
+    def test_it_submits_skips_and_reports_progress(self, api: Client, project: Project) -> None:
+        first = api.get(f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        created = post(api, f"/api/projects/{project.slug}/submit/", {"assignment": first, "grade": 3})
+        assert created.status_code == 201
+        assert created.json()["grade"] == 3 and created.json()["counts"] is True
+        second = api.get(f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        assert (
+            post(api, f"/api/projects/{project.slug}/skip/", {"assignment": second}).json()["skipped"] is True
+        )
+        third = api.get(f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        unclear = post(
+            api, f"/api/projects/{project.slug}/submit/", {"assignment": third, "unclear": True}
+        ).json()
+        assert unclear["unclear"] is True and unclear["grade"] is None
+        progress = api.get(f"/api/projects/{project.slug}/progress/").json()
+        assert progress["done"] == 3 and progress["remaining"] == 4
+
+    def test_it_refuses_a_second_answer_and_bad_input(self, api: Client, project: Project) -> None:
+        first = api.get(f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        assert post(api, f"/api/projects/{project.slug}/submit/", {"assignment": first}).status_code == 400
+        bad_grade = post(api, f"/api/projects/{project.slug}/submit/", {"assignment": first, "grade": 9})
+        assert bad_grade.status_code == 400 and bad_grade.json()["code"] == "invalid_grade"
+        post(api, f"/api/projects/{project.slug}/submit/", {"assignment": first, "grade": 1})
+        again = post(api, f"/api/projects/{project.slug}/submit/", {"assignment": first, "grade": 2})
+        assert again.status_code == 409 and again.json()["code"] == "already_answered"
+
+    def test_it_refuses_a_too_fast_answer_with_the_time_left(self, api: Client, project: Project) -> None:
+        Project.objects.filter(pk=project.pk).update(min_seconds_per_task=20)
+        first = api.get(f"/api/projects/{project.slug}/next/").json()["task"]
+        assert 19 < first["seconds_left"] <= 20
+        refused = post(
+            api, f"/api/projects/{project.slug}/submit/", {"assignment": first["assignment"], "grade": 3}
+        )
+        assert refused.status_code == 409
+        assert refused.json()["code"] == "too_fast" and 19 < refused.json()["seconds_left"] <= 20
+        assert not Annotation.objects.exists()
+
+    def test_it_flags_a_too_fast_answer_when_the_project_says_so(self, api: Client, project: Project) -> None:
+        Project.objects.filter(pk=project.pk).update(min_seconds_per_task=20, too_fast_policy="flag")
+        first = api.get(f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        answer = post(api, f"/api/projects/{project.slug}/submit/", {"assignment": first, "grade": 3}).json()
+        assert answer["too_fast"] is True and answer["counts"] is False
+
+    def test_it_undoes_the_last_answer(self, api: Client, project: Project) -> None:
+        first = api.get(f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        post(api, f"/api/projects/{project.slug}/submit/", {"assignment": first, "grade": 0})
+        undone = post(api, f"/api/projects/{project.slug}/undo/")
+        assert undone.status_code == 200 and undone.json()["assignment"] == first
+        assert api.get(f"/api/projects/{project.slug}/next/").json()["task"]["assignment"] == first
+        nothing = post(api, f"/api/projects/{project.slug}/undo/")
+        assert nothing.status_code == 409 and nothing.json()["code"] == "nothing_to_undo"
+
+    def test_it_reports_an_empty_queue_and_a_break(self, api: Client, project: Project) -> None:
+        Project.objects.filter(pk=project.pk).update(session_cap_minutes=0)
+        while (body := api.get(f"/api/projects/{project.slug}/next/").json())["status"] == "task":
+            post(
+                api,
+                f"/api/projects/{project.slug}/submit/",
+                {"assignment": body["task"]["assignment"], "grade": 1},
+            )
+        assert body["status"] == "empty" and body["task"] is None
+        assert body["progress"]["remaining"] == 0
+        assert post(api, f"/api/projects/{project.slug}/break/").status_code == 204
+
+    def test_it_accepts_token_authentication(self, client: Client, alice: User, project: Project) -> None:
+        token = Token.objects.create(user=alice)
+        response = client.get(f"/api/projects/{project.slug}/next/", HTTP_AUTHORIZATION=f"Token {token.key}")
+        assert response.status_code == 200
+
+    def test_it_lists_the_users_projects(self, api: Client, project: Project) -> None:
+        assert api.get("/api/projects/").json() == [
+            {"slug": "web", "name": "Web", "role": "annotator", "tasks": 8, "your_answers": 0}
+        ]
+
+
+@pytest.mark.django_db
+class TestLeadApi:
+    def test_it_imports_an_uploaded_file(self, client: Client, lena: User, project: Project) -> None:
+        client.force_login(lena)
+        upload = SimpleUploadedFile(
+            "more.jsonl", b'{"doc_id": "n1", "text": "new"}\n{"doc_id": "n2", "text": "new"}\n'
+        )
+        response = client.post(
+            f"/api/projects/{project.slug}/imports/", {"kind": "documents", "file": upload}
+        )
+        assert response.status_code == 201
+        assert response.json() == {
+            "kind": "documents",
+            "file": "more.jsonl",
+            "records": 2,
+            "created": 2,
+            "updated": 0,
+        }
+
+    def test_it_imports_nothing_and_names_the_line_of_a_bad_upload(
+        self, client: Client, lena: User, project: Project
+    ) -> None:
+        client.force_login(lena)
+        before = Document.objects.count()
+        upload = SimpleUploadedFile("pool.trec", b"q0 Q0 d0-0 1 2.0 r\nq0 Q0 d0-1 2 oops r\n")
+        response = client.post(
+            f"/api/projects/{project.slug}/imports/",
+            {"kind": "pool", "format": "trec", "depth": 5, "file": upload},
+        )
+        assert response.status_code == 400
+        assert response.json()["file"] == "pool.trec" and response.json()["line"] == 2
+        assert "not a number" in response.json()["reason"]
+        assert Document.objects.count() == before
+
+    def test_it_refuses_a_format_the_kind_cannot_have(
+        self, client: Client, lena: User, project: Project
+    ) -> None:
+        client.force_login(lena)
+        upload = SimpleUploadedFile("docs.txt", b"d\tx\n")
+        response = client.post(
+            f"/api/projects/{project.slug}/imports/", {"kind": "documents", "format": "trec", "file": upload}
+        )
+        assert response.status_code == 400 and "format" in response.json()
+
+    def test_it_reports_progress_by_topic_and_annotator(
+        self, client: Client, lena: User, alice: User, project: Project
+    ) -> None:
+        alice_client = Client()
+        alice_client.force_login(alice)
+        first = alice_client.get(f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        post(alice_client, f"/api/projects/{project.slug}/submit/", {"assignment": first, "grade": 2})
+        client.force_login(lena)
+        body = client.get(f"/api/projects/{project.slug}/overview/").json()
+        assert body["totals"]["tasks"] == 8 and body["totals"]["gold_tasks"] == 2
+        assert [t["qid"] for t in body["topics"]] == ["q0", "q1"]
+        assert body["annotators"][0]["username"] == "alice" and body["annotators"][0]["answered"] == 1
+
+
+@pytest.mark.django_db
+class TestSchema:
+    def test_it_documents_every_endpoint_in_the_openapi_schema(self, client: Client) -> None:
+        paths = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()["paths"]
+        for name in ["next", "submit", "skip", "undo", "progress", "break", "imports", "overview"]:
+            assert f"/api/projects/{{slug}}/{name}/" in paths, name
+        assert (
+            "multipart/form-data" in paths["/api/projects/{slug}/imports/"]["post"]["requestBody"]["content"]
+        )

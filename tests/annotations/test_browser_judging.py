@@ -1,0 +1,174 @@
+"""A real headless Chromium judges the demo project with the keyboard.
+
+The demo project (Python questions against the standard library's help texts) gives the page real text;
+the rating page is saved as docs/rating-page.png at 1280×800.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from annotations.demo import DEMO_SLUG, demo_project_create
+from annotations.models import Annotation, Project
+from evalplatform.demo import demo_accounts_create
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOT = ROOT / "docs" / "rating-page.png"
+
+
+@pytest.fixture
+def demo(transactional_db: None) -> Project:
+    demo_accounts_create()
+    project = demo_project_create()
+    Project.objects.filter(pk=project.pk).update(min_seconds_per_task=1)
+    project.refresh_from_db()
+    return project
+
+
+def log_in(page, live_server, username: str = "alice", password: str = "demo-alice-pass") -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_server.url}/")
+
+
+def open_queue(page, live_server) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{live_server.url}/projects/{DEMO_SLUG}/judge/")
+
+
+def done_count(page) -> int:  # type: ignore[no-untyped-def]
+    return int(page.locator("#queue-progress").get_attribute("value"))
+
+
+def rate(page, key: str) -> None:  # type: ignore[no-untyped-def]
+    """Wait for the page's script, wait out the minimum time, press the key, and wait for the next page."""
+    page.wait_for_load_state("load")
+    page.wait_for_selector("#judge-form:not(.waiting)")
+    with page.expect_navigation():
+        page.keyboard.press(key)
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+class TestJudgingInTheBrowser:
+    def test_it_rates_five_tasks_with_the_keyboard(self, page, live_server, demo: Project) -> None:  # type: ignore[no-untyped-def]
+        log_in(page, live_server)
+        page.get_by_role("link", name="Projects").click()
+        page.get_by_role("link", name="Judge").click()
+        assert page.get_by_role("heading", name="Query").is_visible()
+        highlighted = []
+        assumed_total = int(page.locator("#queue-progress").get_attribute("max"))
+        for number, key in enumerate(["3", "0", "4", "1", "2"], start=1):
+            assert "gold" not in page.content().lower()
+            highlighted.append(page.locator(".judge-document mark").count())
+            rate(page, key)
+            assert done_count(page) == number
+            assert page.locator("#progress-text").inner_text().startswith(f"{number} done")
+            assert page.get_by_role("status").first.inner_text().startswith("Saved")
+            if number == 2:
+                SCREENSHOT.parent.mkdir(exist_ok=True)
+                page.wait_for_selector("#judge-form:not(.waiting)")
+                page.screenshot(path=str(SCREENSHOT))
+        assert int(page.locator("#queue-progress").get_attribute("max")) == assumed_total
+        assert any(highlighted), "query terms are highlighted"
+        grades = list(
+            Annotation.objects.filter(annotator__username="alice")
+            .order_by("created_at")
+            .values_list("grade", flat=True)
+        )
+        assert grades == [3, 0, 4, 1, 2]
+        assert SCREENSHOT.stat().st_size > 10_000
+
+    def test_it_refuses_a_too_fast_answer(self, page, live_server, demo: Project) -> None:  # type: ignore[no-untyped-def]
+        Project.objects.filter(pk=demo.pk).update(min_seconds_per_task=60)
+        log_in(page, live_server)
+        open_queue(page, live_server)
+        assert "you can answer in" in page.locator("#countdown").inner_text()
+        page.keyboard.press("2")
+        page.wait_for_function("document.getElementById('judge-status').textContent.includes('Too fast')")
+        assert done_count(page) == 0
+        # Without the page's script the server refuses it too.
+        with page.expect_navigation():
+            page.evaluate(
+                """() => {
+                    const form = document.getElementById('judge-form');
+                    form.insertAdjacentHTML('beforeend', '<input type="hidden" name="grade" value="2">');
+                    form.submit();  // bypasses the submit handler, as a page without the script would
+                }"""
+            )
+        assert "Too fast" in page.get_by_role("status").first.inner_text()
+        assert not Annotation.objects.exists()
+
+    def test_it_flags_a_too_fast_answer_when_the_project_says_so(
+        self, page, live_server, demo: Project
+    ) -> None:  # type: ignore[no-untyped-def]
+        Project.objects.filter(pk=demo.pk).update(min_seconds_per_task=60, too_fast_policy="flag")
+        log_in(page, live_server)
+        open_queue(page, live_server)
+        with page.expect_navigation():
+            page.keyboard.press("4")
+        assert "flagged as too fast" in page.get_by_role("status").first.inner_text()
+        assert Annotation.objects.get().too_fast
+
+    def test_it_opens_the_guidelines_with_the_question_mark(self, page, live_server, demo: Project) -> None:  # type: ignore[no-untyped-def]
+        log_in(page, live_server)
+        open_queue(page, live_server)
+        dialog = page.locator("#guidelines-dialog")
+        assert not dialog.is_visible()
+        page.keyboard.press("?")
+        assert dialog.is_visible()
+        assert dialog.get_by_text("how do I open a file for reading").first.is_visible()
+        page.keyboard.press("Escape")
+        assert not dialog.is_visible()
+
+    def test_it_skips_marks_unclear_and_undoes_with_keys(self, page, live_server, demo: Project) -> None:  # type: ignore[no-untyped-def]
+        log_in(page, live_server)
+        open_queue(page, live_server)
+        first_query = page.locator(".query-text").inner_text()
+        first_document = page.locator(".document-title").inner_text()
+        rate(page, "s")
+        rate(page, "u")
+        assert sorted(Annotation.objects.values_list("skipped", "unclear")) == [(False, True), (True, False)]
+        with page.expect_navigation():
+            page.keyboard.press("z")
+        assert "Undone" in page.get_by_role("status").first.inner_text()
+        assert Annotation.objects.count() == 1
+        rate(page, "2")
+        assert Annotation.objects.filter(grade=2).exists()
+        assert first_query and first_document
+
+    def test_it_says_when_the_queue_is_empty(self, page, live_server, demo: Project) -> None:  # type: ignore[no-untyped-def]
+        kept = demo.tasks.filter(is_gold=False).order_by("id")[:2]
+        demo.tasks.exclude(pk__in=[t.pk for t in kept]).delete()
+        log_in(page, live_server)
+        open_queue(page, live_server)
+        rate(page, "1")
+        rate(page, "1")
+        assert page.get_by_role("heading", name="Your queue is empty").is_visible()
+        assert "you answered 2 tasks" in page.locator(".judge-message").inner_text()
+
+    def test_it_fits_a_phone_and_a_laptop_screen(self, page, live_server, demo: Project) -> None:  # type: ignore[no-untyped-def]
+        log_in(page, live_server)
+        open_queue(page, live_server)
+        query, document = (
+            page.locator(".judge-query").bounding_box(),
+            page.locator(".judge-document").bounding_box(),
+        )
+        assert query["x"] < document["x"] and abs(query["y"] - document["y"]) < 2, "side by side at 1280×800"
+        buttons = page.locator("button.grade")
+        assert buttons.last.bounding_box()["y"] + buttons.last.bounding_box()["height"] <= 800, (
+            "rating buttons fit"
+        )
+        page.set_viewport_size({"width": 390, "height": 844})
+        query, document = (
+            page.locator(".judge-query").bounding_box(),
+            page.locator(".judge-document").bounding_box(),
+        )
+        assert query["y"] + query["height"] <= document["y"], "stacked on a phone"
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, f"no horizontal scrolling ({width}px)"
+        assert re.match(r"\d", page.locator("button.grade").first.inner_text())

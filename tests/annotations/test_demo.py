@@ -1,0 +1,92 @@
+"""The demo judging project for `make demo`: real text, idempotent, ready for alice and bob, with simulated
+careful and careless annotators, its quality figures and a first qrels build."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from annotations.demo import DEMO_QUERIES, DEMO_SLUG, demo_annotations_simulate
+from annotations.models import (
+    Annotation,
+    Assignment,
+    AttentionCheck,
+    Document,
+    GoldLabel,
+    Project,
+    ProjectMembership,
+    QrelsBuild,
+    QualitySnapshot,
+    Task,
+)
+
+
+@pytest.mark.django_db
+class TestDemoProject:
+    def test_it_creates_the_demo_project_idempotently(self) -> None:
+        first = StringIO()
+        call_command("load_demo", "--json", stdout=first)
+        call_command("load_demo", "--json", stdout=StringIO())
+        summary = json.loads(first.getvalue())["project"]
+        project = Project.objects.get(slug=DEMO_SLUG)
+        pairs = sum(len(query.expected) for query in DEMO_QUERIES)
+        assert summary == {
+            "slug": DEMO_SLUG,
+            "topics": 10,
+            "documents": 80,
+            "tasks": pairs + 1,
+            "gold_tasks": 11,
+            "answers": summary["answers"],
+        }
+        assert summary["answers"] == Annotation.objects.filter(project=project).count() > 100
+        assert Task.objects.filter(project=project).count() == pairs + 1
+        assert GoldLabel.objects.filter(task__project=project).count() == 11
+        assert AttentionCheck.objects.filter(task__project=project).count() == 1
+        roles = dict(ProjectMembership.objects.filter(project=project).values_list("user__username", "role"))
+        assert roles == {
+            "lead": "lead", "alice": "annotator", "bob": "annotator",
+            "carol": "annotator", "dave": "annotator", "eve": "annotator", "mallory": "annotator",
+        }  # fmt: skip
+        assert project.overlap == 3
+        assert QrelsBuild.objects.filter(project=project).count() == 1  # not rebuilt on the second run
+        assert QualitySnapshot.objects.filter(project=project).count() == 1
+
+    def test_it_uses_the_standard_librarys_help_texts(self) -> None:
+        call_command("load_demo", stdout=StringIO())
+        document = Document.objects.get(project__slug=DEMO_SLUG, doc_id="try")
+        assert document.title == 'The "try" statement'
+        assert "exception handlers" in document.text
+        assert Project.objects.get(slug=DEMO_SLUG).topics.get(qid="q01").description
+
+    def test_it_lets_the_demo_annotators_judge(self, client: Client) -> None:
+        call_command("load_demo", stdout=StringIO())
+        client.login(username="alice", password="demo-alice-pass")
+        page = client.get(f"/projects/{DEMO_SLUG}/judge/").content.decode()
+        assert 'id="judge-form"' in page
+        assert not Annotation.objects.filter(annotator__username__in=["alice", "bob"]).exists()
+
+    def test_it_simulates_careful_and_careless_annotators(self) -> None:
+        call_command("load_demo", stdout=StringIO())
+        project = Project.objects.get(slug=DEMO_SLUG)
+        rows = {row["username"]: row for row in QualitySnapshot.objects.get(project=project).annotators}
+        for careful in ("carol", "dave"):
+            assert rows[careful]["included"] and rows[careful]["gold_seen"] == 11
+            assert rows[careful]["median_seconds"] > 15 and rows[careful]["too_fast"] == 0
+        for careless in ("eve", "mallory"):
+            assert not rows[careless]["included"] and rows[careless]["reason"] == "low_accuracy"
+            assert rows[careless]["median_seconds"] < 10 and rows[careless]["too_fast"] > 0
+        # alice and bob still have a queue: the pairs of q08-q10 have no answers yet.
+        open_pairs = Task.objects.filter(project=project, is_gold=False, topic__qid__in=["q08", "q09", "q10"])
+        assert open_pairs.count() > 10 and not Annotation.objects.filter(task__in=open_pairs).exists()
+        # The simulation is deterministic: same grades on a fresh load.
+        grades = list(Annotation.objects.filter(project=project).order_by("task_id", "annotator__username")
+                      .values_list("annotator__username", "task_id", "grade", "seconds_spent"))  # fmt: skip
+        Assignment.objects.filter(project=project).delete()  # and their annotations
+        demo_annotations_simulate(project)
+        again = list(Annotation.objects.filter(project=project).order_by("task_id", "annotator__username")
+                     .values_list("annotator__username", "task_id", "grade", "seconds_spent"))  # fmt: skip
+        assert again == grades
