@@ -8,7 +8,7 @@ PIP := $(VENV)/bin/pip
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/evalplatform
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
 
-.PHONY: demo test lint typecheck pytest bench bench-retrieval clean
+.PHONY: demo test lint typecheck pytest bench bench-retrieval bench-agreement clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,10 +43,13 @@ pytest: $(VENV)/.dev-installed
 
 test: lint typecheck pytest
 
-bench: bench-retrieval
+bench: bench-retrieval bench-agreement
 
 bench-retrieval: $(VENV)/.dev-installed
 	$(PY) -m benchmarks.retrieval
+
+bench-agreement: $(VENV)/.dev-installed
+	$(PY) -m benchmarks.agreement
 
 clean:
 	rm -rf var staticfiles .pytest_cache .mypy_cache .ruff_cache
