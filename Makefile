@@ -8,7 +8,7 @@ PIP := $(VENV)/bin/pip
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/evalplatform
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
 
-.PHONY: demo test lint typecheck pytest bench bench-retrieval bench-agreement clean
+.PHONY: demo test test-gpu lint typecheck pytest bench bench-retrieval bench-agreement clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ pytest: $(VENV)/.dev-installed
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
+
+# On a machine with a CUDA device: the CPU/GPU agreement tests that `make test` deselects.
+test-gpu: $(VENV)/.dev-installed
+	DEBUG=true $(VENV)/bin/pytest -m gpu tests/evalcore
 
 bench: bench-retrieval bench-agreement
 

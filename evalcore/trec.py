@@ -221,11 +221,14 @@ def _normalised_tsv(path: PathLike, skip_header: bool) -> io.BytesIO:
 
 def _read_delimited(path: PathLike, cols: _Columns, fmt: Format) -> tuple[pa.Table, bool]:
     skip_header = fmt == "tsv" and _has_header(path, cols)
-    options = _csv_options(cols, " " if fmt == "trec" else "\t", int(skip_header))
-    try:
-        return pacsv.read_csv(str(path), *options), skip_header
-    except pa.ArrowException:
-        pass
+    delimiters = [" ", "\t"] if fmt == "trec" else ["\t"]
+    if fmt == "trec" and "\t" in _first_line(path) and " " not in _first_line(path).strip():
+        delimiters.reverse()  # a tab-separated TREC file parses as fast as a space-separated one
+    for delimiter in delimiters:
+        try:
+            return pacsv.read_csv(str(path), *_csv_options(cols, delimiter, int(skip_header))), skip_header
+        except pa.ArrowException:
+            pass
     _scan(path, cols, fmt, skip_header)
     # No bad line: tabs, repeated spaces or whitespace-only lines threw the fast path off.
     source = _normalised_whitespace(path) if fmt == "trec" else _normalised_tsv(path, skip_header)
@@ -358,11 +361,17 @@ def _qid_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
 
 def _read_table(path: PathLike, kind: Literal["qrels", "run"], fmt: Format | None) -> tuple[pa.Table, bool]:
     fmt = fmt or detect_format(path, kind)
-    if fmt == "jsonl":
-        return _read_jsonl(path, _TREC[kind]), False
-    if fmt not in ("trec", "tsv"):
+    if fmt not in ("trec", "tsv", "jsonl"):
         raise ValueError(f"unknown format {fmt!r}; expected trec, tsv or jsonl")
-    return _read_delimited(path, (_TREC if fmt == "trec" else _TSV)[kind], fmt)
+    if not _first_line(path).strip():
+        raise FormatError(str(path), None, f"the file holds no {kind}")
+    if fmt == "jsonl":
+        table, skip_header = _read_jsonl(path, _TREC[kind]), False
+    else:
+        table, skip_header = _read_delimited(path, (_TREC if fmt == "trec" else _TSV)[kind], fmt)
+    if not table.num_rows:
+        raise FormatError(str(path), None, f"the file holds no {kind}")
+    return table, skip_header
 
 
 def _duplicate_error(path: PathLike, exc: DuplicateRowError, skip_header: bool) -> FormatError:

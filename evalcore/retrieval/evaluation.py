@@ -48,7 +48,9 @@ class RetrievalResult:
         With complete=True the qrels queries the run lacks follow, with the value they contribute to
         the aggregate (0; log(0.00001) for gm_map), so the arrays are aligned across runs.
         """
-        spec = next(s for s in self.specs if s.key == name)
+        spec = next((s for s in self.specs if s.key == name), None)
+        if spec is None:
+            raise KeyError(f"{name!r} was not evaluated; the measures are {[s.key for s in self.specs]}")
         values = self.values[name]
         if not self.complete or not len(self.missing_qids):
             return self.qids, values
@@ -93,6 +95,8 @@ def evaluate(
     >>> evaluate(qrels, run, ["map"], complete=True).aggregate
     {'map': 0.25}
     """
+    if isinstance(measures, str):
+        measures = [measures]
     specs = parse_measures(list(DEFAULT_MEASURES if measures is None else measures))
     with small_pages():
         ctx = build_context(qrels, run)

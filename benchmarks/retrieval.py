@@ -1,0 +1,329 @@
+"""Retrieval evaluation from TREC files: evalplatform against pytrec_eval-terrier and ranx.
+
+    python -m benchmarks.retrieval [--queries 7000 --depth 1000 --judged 28] [--repeat 3] [--json]
+
+Writes a synthetic run (queries x depth lines, scores with ties) and qrels (about `judged` graded
+documents a query, 0-3, most of them retrieved) as TREC files into a temporary directory. Then each
+tool runs in a fresh subprocess, so that peak RSS (ru_maxrss of the child) is its own, and times what
+a user would do: read both files and compute trec_eval's standard measures. Peak RSS is the child's
+VmHWM (its own high-water mark; ru_maxrss would include the parent's memory at fork).
+
+- evalplatform: `read_qrels`, `read_run`, `evaluate(qrels, run)`.
+- pytrec_eval: `parse_qrel`, `parse_run` (Python parsing into dicts), then
+  `RelevanceEvaluator(qrels, {"official"}).evaluate(run)` and the per-measure aggregates.
+- ranx (if importable): `Qrels.from_file`, `Run.from_file`, `evaluate` on its closest measures. Its
+  numba compilation is timed separately, on a tiny input, before the timed run.
+
+Times are the median over `--repeat` runs (runs alternate between tools); peak RSS is the largest.
+The script also checks that our aggregates equal pytrec_eval's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+# numpy and pyarrow are imported where the data are generated, never in a measured child process
+# that does not need them, so that each tool's peak RSS is its own.
+
+RANX_METRICS = ["map", "mrr", "r-precision", "bpref"] + [
+    f"precision@{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+]
+
+
+# --- synthetic data --------------------------------------------------------------------------------
+
+
+def _write_lines(path: Path, columns: list[pa.Array | str]) -> None:
+    import pyarrow.compute as pc
+
+    lines = pc.binary_join_element_wise(*columns, " ")
+    with open(path, "wb") as handle:
+        for start in range(0, len(lines), 1 << 20):
+            block = lines.slice(start, 1 << 20)
+            handle.write(("\n".join(block.to_pylist()) + "\n").encode())
+
+
+def _text(values: np.ndarray) -> pa.Array:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.cast(pa.array(values), pa.string())
+
+
+def generate(directory: Path, queries: int, depth: int, judged: int, seed: int) -> tuple[Path, Path]:
+    """A run like a BM25 system's: docs drawn from a 2M-document corpus, scores rounded to 0.1 so that
+    ties are common, rows sorted by score but ties in arbitrary (ascending id) order."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    rng = np.random.default_rng(seed)
+    corpus = 2_000_000
+    gaps = rng.integers(1, 4, size=(queries, depth))
+    start = rng.integers(0, corpus - 4 * depth, size=queries)[:, None]
+    docs = start + np.cumsum(gaps, axis=1)
+    scores = -np.sort(-np.round(rng.random((queries, depth)) * 50, 1), axis=1)
+    qids = np.arange(1, queries + 1)
+
+    run_path = directory / "run.txt"
+    _write_lines(
+        run_path,
+        [
+            _text(np.repeat(qids, depth)),
+            "Q0",
+            pc.binary_join_element_wise("D", _text(docs.ravel()), ""),
+            _text(np.tile(np.arange(1, depth + 1), queries)),
+            _text(scores.ravel()),
+            "bench",
+        ],
+    )
+
+    # Judged: about 70% from the retrieved list (mostly near the top), the rest never retrieved.
+    retrieved = min(depth, max(1, round(judged * 0.7)))
+    top = min(depth, max(retrieved, 100))
+    picks = np.argsort(rng.random((queries, top)), axis=1)[:, :retrieved]
+    judged_docs = np.take_along_axis(docs, picks, axis=1)
+    unretrieved = docs[:, -1:] + 100_000 + 7 * np.arange(1, judged - retrieved + 1)[None, :]
+    all_docs = np.concatenate([judged_docs, unretrieved], axis=1)
+    grades = rng.choice(4, size=all_docs.shape, p=[0.5, 0.25, 0.15, 0.1])
+    qrels_path = directory / "qrels.txt"
+    _write_lines(
+        qrels_path,
+        [
+            _text(np.repeat(qids, all_docs.shape[1])),
+            "0",
+            pc.binary_join_element_wise("D", _text(all_docs.ravel()), ""),
+            _text(grades.ravel()),
+        ],
+    )
+    return qrels_path, run_path
+
+
+# --- the measured work, one tool per child process -------------------------------------------------
+
+
+def _ours(qrels_path: str, run_path: str) -> dict[str, float]:
+    from evalcore.retrieval import evaluate
+    from evalcore.trec import read_qrels, read_run
+
+    return evaluate(read_qrels(qrels_path), read_run(run_path)).aggregate
+
+
+def _pytrec_eval(qrels_path: str, run_path: str) -> dict[str, float]:
+    import pytrec_eval
+
+    with open(qrels_path) as handle:
+        qrels = pytrec_eval.parse_qrel(handle)
+    with open(run_path) as handle:
+        run = pytrec_eval.parse_run(handle)
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, {"official"}).evaluate(run)
+    keys = next(iter(per_query.values())).keys()
+    return {k: pytrec_eval.compute_aggregated_measure(k, [v[k] for v in per_query.values()]) for k in keys}
+
+
+def _ranx_warm_up(directory: str) -> None:
+    """Compile ranx's numba kernels on a tiny input read the same way, so the timed run reuses them."""
+    from ranx import Qrels, Run, evaluate
+
+    qrels_path, run_path = Path(directory) / "warm.qrels", Path(directory) / "warm.run"
+    qrels_path.write_text("q 0 a 1\nq 0 b 0\n")
+    run_path.write_text("q Q0 a 1 1.0 t\nq Q0 b 2 0.5 t\nq Q0 c 3 0.1 t\n")
+    evaluate(
+        Qrels.from_file(str(qrels_path), kind="trec"), Run.from_file(str(run_path), kind="trec"), RANX_METRICS
+    )
+
+
+def _ranx(qrels_path: str, run_path: str) -> dict[str, float]:
+    from ranx import Qrels, Run, evaluate
+
+    qrels = Qrels.from_file(qrels_path, kind="trec")
+    run = Run.from_file(run_path, kind="trec")
+    return {k: float(v) for k, v in evaluate(qrels, run, RANX_METRICS).items()}
+
+
+TOOLS = {"evalplatform": _ours, "pytrec_eval": _pytrec_eval, "ranx": _ranx}
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident set. VmHWM is reset by exec; ru_maxrss is not (on Linux it starts
+    from the parent's resident set at fork), so it is the fallback only."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child(tool: str, qrels_path: str, run_path: str) -> dict[str, object]:
+    started = time.perf_counter()
+    if tool == "evalplatform":
+        import evalcore.retrieval  # noqa: F401
+        import evalcore.trec  # noqa: F401
+    elif tool == "pytrec_eval":
+        import pytrec_eval  # noqa: F401
+    else:
+        import ranx  # noqa: F401
+    imported = time.perf_counter()
+    warm_up = None
+    if tool == "ranx":
+        _ranx_warm_up(str(Path(run_path).parent))
+        warm_up = time.perf_counter() - imported
+        imported = time.perf_counter()
+    aggregate = TOOLS[tool](qrels_path, run_path)
+    done = time.perf_counter()
+    return {
+        "tool": tool,
+        "import_s": imported - started if warm_up is None else None,
+        "compile_s": warm_up,
+        "wall_s": done - imported,
+        "peak_rss_mb": _peak_rss_mb(),
+        "aggregate": aggregate,
+    }
+
+
+def _run_child(tool: str, qrels_path: Path, run_path: Path) -> dict[str, object]:
+    command = [sys.executable, "-m", "benchmarks.retrieval", "--child", tool, str(qrels_path), str(run_path)]
+    root = Path(__file__).resolve().parent.parent
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+    )
+    out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=root, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# --- the report ------------------------------------------------------------------------------------
+
+
+def _available(tool: str) -> bool:
+    try:
+        __import__({"evalplatform": "evalcore", "pytrec_eval": "pytrec_eval", "ranx": "ranx"}[tool])
+    except ImportError:
+        return False
+    return True
+
+
+def _max_difference(ours: dict[str, float], reference: dict[str, float]) -> tuple[float, str]:
+    worst, where = 0.0, ""
+    for key, value in reference.items():
+        if key == "runid":
+            continue
+        diff = abs(ours[key] - value)
+        if diff > worst:
+            worst, where = diff, key
+    return worst, where
+
+
+def benchmark(args: argparse.Namespace) -> dict[str, object]:
+    tools = [t for t in TOOLS if _available(t)]
+    with tempfile.TemporaryDirectory(prefix="bench-retrieval-") as tmp:
+        started = time.perf_counter()
+        qrels_path, run_path = generate(Path(tmp), args.queries, args.depth, args.judged, args.seed)
+        generated = time.perf_counter() - started
+        runs: dict[str, list[dict[str, object]]] = {t: [] for t in tools}
+        for _ in range(args.repeat):
+            for tool in tools:
+                runs[tool].append(_run_child(tool, qrels_path, run_path))
+        with open(run_path, "rb") as handle:
+            lines = sum(1 for _ in handle)
+        with open(qrels_path, "rb") as handle:
+            qrels_lines = sum(1 for _ in handle)
+    summary: dict[str, dict[str, object]] = {}
+    for tool, results in runs.items():
+        summary[tool] = {
+            "wall_s": statistics.median(float(r["wall_s"]) for r in results),  # type: ignore[arg-type]
+            "wall_s_all": [round(float(r["wall_s"]), 3) for r in results],  # type: ignore[arg-type]
+            "peak_rss_mb": max(float(r["peak_rss_mb"]) for r in results),  # type: ignore[arg-type]
+            "import_s": results[0]["import_s"],
+            "compile_s": results[0]["compile_s"],
+        }
+    ours = summary["evalplatform"]
+    for row in summary.values():
+        row["time_ratio_vs_ours"] = float(row["wall_s"]) / float(ours["wall_s"])  # type: ignore[arg-type]
+        row["rss_ratio_vs_ours"] = float(row["peak_rss_mb"]) / float(ours["peak_rss_mb"])  # type: ignore[arg-type]
+    check: dict[str, object] = {}
+    if "pytrec_eval" in runs:
+        diff, key = _max_difference(
+            runs["evalplatform"][0]["aggregate"],  # type: ignore[arg-type]
+            runs["pytrec_eval"][0]["aggregate"],  # type: ignore[arg-type]
+        )
+        check = {"max_abs_difference_vs_pytrec_eval": diff, "at": key, "equal_to_1e-9": diff <= 1e-9}
+    return {
+        "data": {
+            "queries": args.queries,
+            "depth": args.depth,
+            "judged": args.judged,
+            "run_lines": lines,
+            "qrels_lines": qrels_lines,
+            "generate_s": round(generated, 2),
+        },
+        "repeat": args.repeat,
+        "tools": summary,
+        "check": check,
+        "aggregate": runs["evalplatform"][0]["aggregate"],
+    }
+
+
+def _print(report: dict[str, object]) -> None:
+    data = report["data"]
+    print(
+        f"run: {data['run_lines']:,} lines, qrels: {data['qrels_lines']:,} lines "  # type: ignore[index]
+        f"(generated in {data['generate_s']} s); median of {report['repeat']} runs per tool"  # type: ignore[index]
+    )
+    print(f"{'tool':<14}{'wall s':>9}{'peak RSS MB':>13}{'time x ours':>13}{'RSS x ours':>12}  notes")
+    for tool, row in report["tools"].items():  # type: ignore[attr-defined]
+        notes = (
+            f"numba compile {row['compile_s']:.2f} s (not counted)" if row["compile_s"] is not None else ""
+        )
+        print(
+            f"{tool:<14}{row['wall_s']:>9.2f}{row['peak_rss_mb']:>13.0f}"
+            f"{row['time_ratio_vs_ours']:>13.2f}{row['rss_ratio_vs_ours']:>12.2f}  {notes}"
+        )
+    check = report["check"]
+    if check:
+        print(
+            f"aggregates vs pytrec_eval: max |diff| = {check['max_abs_difference_vs_pytrec_eval']:.2e}"  # type: ignore[index]
+            f" ({check['at'] or '-'}), equal to 1e-9: {check['equal_to_1e-9']}"  # type: ignore[index]
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--queries", type=int, default=7000)
+    parser.add_argument("--depth", type=int, default=1000)
+    parser.add_argument("--judged", type=int, default=28)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--child", nargs=3, metavar=("TOOL", "QRELS", "RUN"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(*args.child)))
+        return 0
+    report = benchmark(args)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        _print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
