@@ -8,7 +8,7 @@ PIP := $(VENV)/bin/pip
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/evalplatform
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
 
-.PHONY: demo test test-gpu lint typecheck pytest bench bench-retrieval bench-agreement clean
+.PHONY: screenshots demo test test-gpu lint typecheck pytest bench bench-retrieval bench-agreement clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ test: lint typecheck pytest
 # On a machine with a CUDA device: the CPU/GPU agreement tests that `make test` deselects.
 test-gpu: $(VENV)/.dev-installed
 	DEBUG=true $(VENV)/bin/pytest -m gpu tests/evalcore
+
+# Refresh the README's screenshots (docs/*.png) from the browser tests.
+screenshots: $(VENV)/.dev-installed
+	$(MAKE) pytest PYTEST_ARGS="-q -k 'five_tasks or draws_the_demo' tests/annotations" UPDATE_SCREENSHOTS=1
 
 bench: bench-retrieval bench-agreement
 

@@ -227,3 +227,19 @@ def lena(db: None):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def theo(db: None):  # type: ignore[no-untyped-def]
     return make_user(THEO)
+
+
+# --- screenshots ----------------------------------------------------------------------------------
+
+
+def screenshot_path(name: str) -> Path:
+    """Where a browser test saves its screenshot: docs/ with UPDATE_SCREENSHOTS=1 (`make screenshots`),
+    else a temporary folder, so an ordinary test run leaves the work tree clean."""
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1":
+        folder = ROOT / "docs"
+    else:
+        import tempfile
+
+        folder = Path(tempfile.gettempdir()) / "evalplatform-screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name

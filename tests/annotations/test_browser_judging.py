@@ -1,7 +1,7 @@
 """A real headless Chromium judges the demo project with the keyboard.
 
 The demo project (Python questions against the standard library's help texts) gives the page real text;
-the rating page is saved as docs/rating-page.png at 1280×800.
+the rating page is saved at 1280×800 (to docs/rating-page.png with `make screenshots`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import pytest
 from annotations.demo import DEMO_SLUG, demo_project_create
 from annotations.models import Annotation, Project
 from evalplatform.demo import demo_accounts_create
+from tests.conftest import screenshot_path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOT = ROOT / "docs" / "rating-page.png"
+SCREENSHOT = screenshot_path("rating-page.png")
 
 
 @pytest.fixture

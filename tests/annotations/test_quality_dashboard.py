@@ -19,10 +19,10 @@ from annotations.demo import DEMO_SLUG
 from annotations.models import Project, ProjectMembership, QrelsBuild, QualitySnapshot, Task
 from evalplatform.charts import plotly_js_version
 from tests.annotations.conftest import QueuedTasks, build_project, record_answers
-from tests.conftest import THEO, make_user
+from tests.conftest import THEO, make_user, screenshot_path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOT = ROOT / "docs" / "quality-dashboard.png"
+SCREENSHOT = screenshot_path("quality-dashboard.png")
 
 
 @pytest.fixture
