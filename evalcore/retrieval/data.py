@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import ClassVar, Generic, Literal, Self, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +27,7 @@ from evalcore.retrieval.keys import (
 )
 
 OnDuplicate = Literal["error", "first"]
+V = TypeVar("V", int, float)
 
 
 class DuplicateRowError(ValueError):
@@ -70,8 +71,15 @@ def lookup(vocab: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class _Rows:
-    """Shared by Qrels and Run: query codes and document ids, with cached document keys."""
+class _Rows(Generic[V]):
+    """Shared by Qrels and Run: query codes and document ids, with cached document keys.
+
+    Each subclass adds one value column, the field named `_value_field`, of dtype `_value_dtype`.
+    """
+
+    _value_field: ClassVar[str]
+    _value_type: ClassVar[type]  # what `from_dict` converts each value with
+    _value_dtype: ClassVar[type[np.generic]]
 
     qids: np.ndarray
     qid_codes: np.ndarray
@@ -82,6 +90,63 @@ class _Rows:
 
     def __len__(self) -> int:
         return len(self.qid_codes)
+
+    @property
+    def _values(self) -> np.ndarray:
+        values: np.ndarray = getattr(self, self._value_field)
+        return values
+
+    @classmethod
+    def from_codes(
+        cls,
+        qids: Sequence[str] | np.ndarray,
+        qid_codes: np.ndarray | Sequence[int],
+        docnos: pa.Array | pa.ChunkedArray | Sequence[str],
+        values: np.ndarray | Sequence[V],
+        /,
+        *,
+        on_duplicate: OnDuplicate = "error",
+    ) -> Self:
+        """Validate the columns (each subclass checks its own values)."""
+        raise NotImplementedError
+
+    @classmethod
+    def _from_columns(
+        cls,
+        vocab: np.ndarray,
+        codes: np.ndarray,
+        chunks: pa.ChunkedArray,
+        values: np.ndarray,
+        on_duplicate: OnDuplicate,
+    ) -> Self:
+        """From validated columns: sorted query ids that every code uses, Arrow binary ids."""
+        rows = cls(vocab, codes, chunks, **{cls._value_field: values})
+        keep = rows._check_duplicates(on_duplicate)
+        return rows if keep is None else rows.take(keep)
+
+    @classmethod
+    def from_dict(cls, mapping: Mapping[str, Mapping[str, V]]) -> Self:
+        """From {qid: {docno: value}}, the shape pytrec_eval takes."""
+        qids = list(mapping)
+        codes = np.repeat(np.arange(len(qids)), [len(mapping[q]) for q in qids])
+        docnos = [str(d) for q in qids for d in mapping[q]]
+        values = np.array(
+            [cls._value_type(v) for q in qids for v in mapping[q].values()], dtype=cls._value_dtype
+        )
+        return cls.from_codes(qids, codes, docnos, values)
+
+    def take(self, rows: np.ndarray) -> Self:
+        return self.from_codes(
+            self.qids, self.qid_codes[rows], self.docnos.take(pa.array(rows)), self._values[rows]
+        )
+
+    def to_dict(self) -> dict[str, dict[str, V]]:
+        out: dict[str, dict[str, V]] = {}
+        for code, doc, value in zip(
+            self.qid_codes.tolist(), self.docno_strings(), self._values.tolist(), strict=True
+        ):
+            out.setdefault(str(self.qids[code]), {})[doc] = value
+        return out
 
     @property
     def num_queries(self) -> int:
@@ -163,11 +228,15 @@ def _prepare(
 
 
 @dataclass(frozen=True, eq=False)
-class Qrels(_Rows):
+class Qrels(_Rows[int]):
     """Relevance judgments: one row per judged (query, document) pair; `rels` are integers.
 
     A negative relevance marks a document that is in the pool but unjudged (trec_eval's reading).
     """
+
+    _value_field = "rels"
+    _value_type = int
+    _value_dtype = np.int64
 
     rels: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
@@ -180,7 +249,7 @@ class Qrels(_Rows):
         rels: np.ndarray | Sequence[int],
         *,
         on_duplicate: OnDuplicate = "error",
-    ) -> Qrels:
+    ) -> Self:
         vocab, codes, chunks = _prepare(qids, qid_codes, docnos)
         rel = np.asarray(rels)
         if len(rel) != len(codes):
@@ -192,51 +261,19 @@ class Qrels(_Rows):
             raise ValueError("relevance must be an integer")
         return cls._from_columns(vocab, codes, chunks, rel.astype(np.int64), on_duplicate)
 
-    @classmethod
-    def _from_columns(
-        cls,
-        vocab: np.ndarray,
-        codes: np.ndarray,
-        chunks: pa.ChunkedArray,
-        rels: np.ndarray,
-        on_duplicate: OnDuplicate,
-    ) -> Qrels:
-        """From validated columns: sorted query ids that every code uses, Arrow binary ids."""
-        qrels = cls(vocab, codes, chunks, rels=rels)
-        keep = qrels._check_duplicates(on_duplicate)
-        return qrels if keep is None else qrels.take(keep)
-
-    @classmethod
-    def from_dict(cls, judgments: Mapping[str, Mapping[str, int]]) -> Qrels:
-        """From {qid: {docno: rel}}, the shape pytrec_eval takes."""
-        qids = list(judgments)
-        codes = np.repeat(np.arange(len(qids)), [len(judgments[q]) for q in qids])
-        docnos = [str(d) for q in qids for d in judgments[q]]
-        rels = np.array([int(r) for q in qids for r in judgments[q].values()], dtype=np.int64)
-        return cls.from_codes(qids, codes, docnos, rels)
-
-    def take(self, rows: np.ndarray) -> Qrels:
-        return Qrels.from_codes(
-            self.qids, self.qid_codes[rows], self.docnos.take(pa.array(rows)), self.rels[rows]
-        )
-
-    def to_dict(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-        for code, doc, rel in zip(
-            self.qid_codes.tolist(), self.docno_strings(), self.rels.tolist(), strict=True
-        ):
-            out.setdefault(str(self.qids[code]), {})[doc] = rel
-        return out
-
 
 @dataclass(frozen=True, eq=False)
-class Run(_Rows):
+class Run(_Rows[float]):
     """A ranking: one row per retrieved (query, document) pair with its score.
 
     Rows may be in any order; evaluation orders each query by score descending, then document id
     descending (trec_eval). Like trec_eval, which stores scores as C floats, it compares scores in
     single precision. The rank column of a TREC file is ignored, as trec_eval ignores it.
     """
+
+    _value_field = "scores"
+    _value_type = float
+    _value_dtype = np.float64
 
     scores: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
 
@@ -249,7 +286,7 @@ class Run(_Rows):
         scores: np.ndarray | Sequence[float],
         *,
         on_duplicate: OnDuplicate = "error",
-    ) -> Run:
+    ) -> Self:
         vocab, codes, chunks = _prepare(qids, qid_codes, docnos)
         score = np.asarray(scores, dtype=np.float64)
         if len(score) != len(codes):
@@ -257,42 +294,6 @@ class Run(_Rows):
         if np.isnan(score).any():
             raise ValueError("scores must not be NaN")
         return cls._from_columns(vocab, codes, chunks, score, on_duplicate)
-
-    @classmethod
-    def _from_columns(
-        cls,
-        vocab: np.ndarray,
-        codes: np.ndarray,
-        chunks: pa.ChunkedArray,
-        scores: np.ndarray,
-        on_duplicate: OnDuplicate,
-    ) -> Run:
-        """From validated columns: sorted query ids that every code uses, Arrow binary ids."""
-        run = cls(vocab, codes, chunks, scores=scores)
-        keep = run._check_duplicates(on_duplicate)
-        return run if keep is None else run.take(keep)
-
-    @classmethod
-    def from_dict(cls, rankings: Mapping[str, Mapping[str, float]]) -> Run:
-        """From {qid: {docno: score}}, the shape pytrec_eval takes."""
-        qids = list(rankings)
-        codes = np.repeat(np.arange(len(qids)), [len(rankings[q]) for q in qids])
-        docnos = [str(d) for q in qids for d in rankings[q]]
-        scores = np.array([float(s) for q in qids for s in rankings[q].values()], dtype=np.float64)
-        return cls.from_codes(qids, codes, docnos, scores)
-
-    def take(self, rows: np.ndarray) -> Run:
-        return Run.from_codes(
-            self.qids, self.qid_codes[rows], self.docnos.take(pa.array(rows)), self.scores[rows]
-        )
-
-    def to_dict(self) -> dict[str, dict[str, float]]:
-        out: dict[str, dict[str, float]] = {}
-        for code, doc, score in zip(
-            self.qid_codes.tolist(), self.docno_strings(), self.scores.tolist(), strict=True
-        ):
-            out.setdefault(str(self.qids[code]), {})[doc] = score
-        return out
 
     @cached_property
     def layout(self) -> RunLayout:
