@@ -47,6 +47,7 @@ from annotations.quality import (
     answers_quality,
     project_answers,
     project_overrides,
+    read_snapshot,
 )
 from evalcore.aggregation import DISAGREEMENT, KEPT, TOO_FEW_LABELS, aggregate_labels, agreement_filter
 from evalcore.agreement import LongLabels, agreement_stats
@@ -173,12 +174,11 @@ def qrels_build_run(*, build_id: int, now: datetime | None = None) -> RunOutcome
         return _not_claimed(build_id, now)
     build = QrelsBuild.objects.select_related("project").get(pk=build_id)
     try:
-        result = qrels_compute(
-            project_answers(build.project, with_times=True),
-            pairs=project_pairs(build.project),
-            overrides=project_overrides(build.project),
-            params=build.params,
-        )
+        with read_snapshot():
+            answers = project_answers(build.project, with_times=True)
+            pairs = project_pairs(build.project)
+            overrides = project_overrides(build.project)
+        result = qrels_compute(answers, pairs=pairs, overrides=overrides, params=build.params)
     except Exception as error:
         logger.exception("qrels build %s failed", build_id)
         _finish_failed(build_id, token, str(error) or type(error).__name__)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -27,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
@@ -138,6 +140,21 @@ class ProjectAnswers:
 
     def username(self, user_id: int) -> str:
         return self.usernames.get(int(user_id), str(user_id))
+
+
+@contextmanager
+def read_snapshot() -> Iterator[None]:
+    """Several reads that must see one state of the project, though annotators keep answering.
+
+    On PostgreSQL the outermost block runs at REPEATABLE READ; SQLite's transactions already read one
+    snapshot. Nested in a caller's transaction, it reads at that transaction's level.
+    """
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
 
 
 def project_answers(project: Project, *, with_times: bool = False) -> ProjectAnswers:
@@ -444,10 +461,12 @@ def quality_snapshot_refresh(*, project_id: int, now: datetime | None = None) ->
     if claimed != 1:
         return "busy"
     try:
-        answers = project_answers(project)
+        with read_snapshot():
+            answers = project_answers(project)
+            overrides = project_overrides(project)
         fields = quality_compute(
             answers,
-            overrides=project_overrides(project),
+            overrides=overrides,
             min_accuracy=project.min_gold_accuracy,
             min_gold=project.min_gold_items,
         )

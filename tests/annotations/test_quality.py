@@ -321,3 +321,27 @@ class TestRecomputeInTheWorker:
         rows = {row["username"]: row for row in QualitySnapshot.objects.get(project=project).annotators}
         assert rows["ann0"]["included"] and not rows["ann1"]["included"]
         assert wait_for(lambda: QualityLease.objects.get(project=project).running_until is None)
+
+
+@pytest.mark.django_db(transaction=True)
+class TestReadSnapshot:
+    def test_it_reads_one_state_while_another_connection_writes(self) -> None:
+        import threading
+
+        from django.contrib.auth.models import Group
+        from django.db import connection as db_connection
+
+        from annotations.quality import read_snapshot
+
+        def write_elsewhere() -> None:
+            Group.objects.create(name="written-meanwhile")
+            db_connection.close()
+
+        with read_snapshot():
+            before = Group.objects.count()
+            writer = threading.Thread(target=write_elsewhere)
+            writer.start()
+            writer.join()
+            during = Group.objects.count()
+        assert during == before
+        assert Group.objects.count() == before + 1
