@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from django.core.management.base import CommandError, CommandParser
 from tqdm import tqdm
@@ -20,6 +20,7 @@ from evalcore.retrieval import Qrels, Run
 #: Files above this size get a progress bar when stderr is a terminal.
 PROGRESS_MIN_BYTES = 20 * 1024 * 1024
 FORMATS = ("trec", "tsv", "jsonl")
+T = TypeVar("T")
 
 
 def add_input_options(parser: CommandParser) -> None:
@@ -55,18 +56,20 @@ def require_file(path: str) -> Path:
     return file
 
 
-def read_qrels(path: str, *, fmt: str | None, on_duplicate: str) -> Qrels:
+def _read(reader: Callable[..., T], path: str, *, fmt: str | None, on_duplicate: str) -> T:
+    """Run one of `evalcore.trec`'s readers, turning a malformed file into the command's error."""
     try:
-        return trec.read_qrels(require_file(path), fmt=fmt, on_duplicate=on_duplicate)  # type: ignore[arg-type]
+        return reader(require_file(path), fmt=fmt, on_duplicate=on_duplicate)
     except (EvalCoreError, UnicodeDecodeError) as exc:
         raise CommandError(str(exc)) from exc
+
+
+def read_qrels(path: str, *, fmt: str | None, on_duplicate: str) -> Qrels:
+    return _read(trec.read_qrels, path, fmt=fmt, on_duplicate=on_duplicate)
 
 
 def read_run(path: str, *, fmt: str | None, on_duplicate: str) -> Run:
-    try:
-        return trec.read_run(require_file(path), fmt=fmt, on_duplicate=on_duplicate)  # type: ignore[arg-type]
-    except (EvalCoreError, UnicodeDecodeError) as exc:
-        raise CommandError(str(exc)) from exc
+    return _read(trec.read_run, path, fmt=fmt, on_duplicate=on_duplicate)
 
 
 @contextmanager
