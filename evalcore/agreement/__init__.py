@@ -24,8 +24,10 @@ Undefined values are ``NaN``, never an exception: alpha and kappa when all
 labels are equal or nothing is pairable, agreement rates without an item of
 two labels, kappa of annotators who share no item.
 
-``MEASURES`` is the registry of all-annotator measures (name -> kernel on the
-sums); the report and the bootstrap read it. Every measure is higher-better,
+``MEASURES`` maps each all-annotator measure to its kernel on the sums; the
+report and the bootstrap read it. ``METRIC_SPECS`` declares the named metrics
+(``krippendorff_alpha_ordinal``, ...) in the platform-wide registry
+(``evalcore.metrics``). Every measure is higher-better,
 1 for perfect agreement; the kappas and alpha are 0 at chance level.
 """
 
@@ -46,6 +48,8 @@ from evalcore.agreement._report import AgreementReport, agreement_report
 from evalcore.agreement._stats import (
     LEVELS,
     MEASURES,
+    METRIC_SPECS,
+    AgreementMetric,
     AgreementStats,
     Level,
     agreement_stats,
@@ -61,7 +65,9 @@ __all__ = [
     "KAPPA_WEIGHTS",
     "LEVELS",
     "MEASURES",
+    "METRIC_SPECS",
     "ROUNDINGS",
+    "AgreementMetric",
     "AgreementReport",
     "AgreementStats",
     "AnnotatorQuality",

@@ -27,6 +27,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from evalcore.agreement._labels import LongLabels, dense_is_small
+from evalcore.metrics import MetricSpec
 from evalcore.stats._validation import FloatArray, IntArray, StatsInputError, check_choice
 
 Level: TypeAlias = Literal["nominal", "ordinal", "interval", "ratio"]
@@ -317,9 +318,55 @@ MeasureKernel: TypeAlias = Callable[[Sums, FloatArray, Level], FloatArray]
 MEASURES: dict[str, MeasureKernel] = {
     "exact_agreement": lambda sums, values, level: _exact(sums),
     "pairwise_agreement": lambda sums, values, level: _pairwise(sums, values),
+    "pairwise_agreement_within_1": lambda sums, values, level: _pairwise(sums, values, tolerance=1.0),
     "fleiss_kappa": lambda sums, values, level: _fleiss(sums),
     "krippendorff_alpha": _alpha,
 }
+
+
+@dataclass(frozen=True)
+class AgreementMetric(MetricSpec):
+    """An all-annotator agreement metric: a kernel of `MEASURES` at a Krippendorff level."""
+
+    measure: str = ""
+    level: Level = "ordinal"
+
+    def of(self, stats: AgreementStats) -> float:
+        """The metric's value from the sufficient statistics."""
+        return float(MEASURES[self.measure](stats.sums(), stats.values, self.level))
+
+
+def _agreement_metric(name: str, label: str, definition: str, *, measure: str = "", level: Level = "ordinal",
+                      low: float | None = 0.0) -> AgreementMetric:  # fmt: skip
+    measure = measure or name
+    return AgreementMetric(
+        name=name, label=label, family="agreement", direction="higher", definition=definition,
+        kernel=MEASURES[measure], range=(low, 1.0), measure=measure, level=level,
+    )  # fmt: skip
+
+
+_ALPHA = (
+    "Krippendorff's alpha, 1 - observed / expected disagreement with {} differences; handles missing labels."
+)
+#: The registry's view of the agreement family (`evalcore.metrics.metric_registry`).
+METRIC_SPECS: tuple[AgreementMetric, ...] = (
+    _agreement_metric("exact_agreement", "Exact agreement",
+                      "Share of items with two or more labels on which every label is equal."),
+    _agreement_metric("pairwise_agreement", "Pairwise agreement",
+                      "Share of pairs of labels of the same item that are equal."),
+    _agreement_metric("pairwise_agreement_within_1", "Pairwise agreement within ±1",
+                      "Share of pairs of labels of the same item that differ by at most 1."),
+    _agreement_metric("fleiss_kappa", "Fleiss' kappa", "(P_o - P_e) / (1 - P_e) over items, "
+                      "with chance agreement P_e from the pooled label shares.", low=-1.0),
+    _agreement_metric("krippendorff_alpha_nominal", "Krippendorff's alpha, nominal", _ALPHA.format("equal/unequal"),
+                      measure="krippendorff_alpha", level="nominal", low=None),
+    _agreement_metric("krippendorff_alpha_ordinal", "Krippendorff's alpha, ordinal", _ALPHA.format("rank"),
+                      measure="krippendorff_alpha", level="ordinal", low=None),
+    _agreement_metric("krippendorff_alpha_interval", "Krippendorff's alpha, interval",
+                      _ALPHA.format("squared"), measure="krippendorff_alpha", level="interval", low=None),
+    _agreement_metric("krippendorff_alpha_ratio", "Krippendorff's alpha, ratio", _ALPHA.format("ratio"),
+                      measure="krippendorff_alpha", level="ratio", low=None),
+)  # fmt: skip
 
 
 # --- building the sums ----------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from typing import Literal
 
 import numpy as np
 
+from evalcore.metrics import MetricSpec
 from evalcore.retrieval.ranking import Gain, RankingContext
 
 Kernel = Callable[[RankingContext, float | None, int], np.ndarray]
@@ -483,3 +484,21 @@ def example(name: str) -> float:
     qrels = Qrels.from_dict({"q1": {"d1": 2, "d2": 0, "d3": 1, "d5": 3}})
     run = Run.from_dict({"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.7, "d4": 0.6}})
     return round(next(iter(evaluate(qrels, run, [name]).aggregate.values())), 4)
+
+
+def _metric_spec(measure: Measure) -> MetricSpec:
+    count = measure.integer
+    return MetricSpec(
+        name=measure.name,
+        label=measure.ir_name or measure.name,
+        family="retrieval",
+        direction="neutral" if count else ("higher" if measure.higher_is_better else "lower"),
+        definition=measure.doc.split("\n\n", 1)[0].replace("\n", " "),
+        kernel=measure.kernel,
+        range=(0.0, None) if count else (None, 0.0) if measure.aggregate == "gmean" else (0.0, 1.0),
+        unit="count" if count else "",
+    )
+
+
+#: The registry's view of the retrieval family (`evalcore.metrics.metric_registry`).
+METRIC_SPECS: tuple[MetricSpec, ...] = tuple(_metric_spec(m) for m in _REGISTRY)

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from evalcore.errors import EvalCoreError
+from evalcore.metrics import MetricSpec
 from evalcore.retrieval.measures import MEASURES, Measure
 
 #: trec_eval's default output without -m (its "official" set, less runid).
@@ -180,3 +181,15 @@ def parse_measures(names: list[str] | tuple[str, ...]) -> tuple[MeasureSpec, ...
         for spec in parse_measure(name):
             seen.setdefault(spec.key, spec)
     return tuple(seen.values())
+
+
+def resolve_metric(name: str) -> MetricSpec | None:
+    """The registry spec of a retrieval measure name, parametrised or not (`P_10`, `nDCG@10`)."""
+    from evalcore.retrieval.measures import METRIC_SPECS
+
+    try:
+        specs = parse_measure(name)
+    except UnknownMeasureError:
+        return None
+    base = specs[0].measure.name
+    return next((spec for spec in METRIC_SPECS if spec.name == base), None)

@@ -651,6 +651,7 @@ def brute_force_distribution(
         stats = agreement_stats(LongLabels.from_matrix(pairable[rows]))
         result["exact_agreement"].append(stats.exact_agreement())
         result["pairwise_agreement"].append(stats.pairwise_agreement())
+        result["pairwise_agreement_within_1"].append(stats.pairwise_agreement(tolerance=1))
         result["fleiss_kappa"].append(stats.fleiss_kappa())
         result["krippendorff_alpha"].append(stats.krippendorff_alpha(level))  # type: ignore[arg-type]
     return result
