@@ -31,14 +31,17 @@ DEMO_ACCOUNTS: tuple[DemoAccount, ...] = (
 
 @transaction.atomic
 def demo_accounts_create() -> list[DemoAccount]:
-    """Create or reset the demo accounts. Running it twice leaves the same accounts."""
+    """Create the demo accounts that do not exist yet, with their demo passwords, and refresh their names
+    and roles. An existing account keeps its password: setting it again, even to the same value, changes
+    the hash and so logs out every open session of that user."""
     user_model = get_user_model()
     for account in DEMO_ACCOUNTS:
-        user, _ = user_model.objects.get_or_create(username=account.username)
+        user, created = user_model.objects.get_or_create(username=account.username)
         user.first_name = account.first_name
         user.email = f"{account.username}@example.org"
         user.is_staff = user.is_superuser = account.is_admin
-        user.set_password(account.password)
+        if created:
+            user.set_password(account.password)
         user.save()
         if account.role is not None:
             group, _ = Group.objects.get_or_create(name=account.role.value)

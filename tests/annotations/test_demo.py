@@ -7,6 +7,7 @@ import json
 from io import StringIO
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
@@ -90,3 +91,26 @@ class TestDemoProject:
         again = list(Annotation.objects.filter(project=project).order_by("task_id", "annotator__username")
                      .values_list("annotator__username", "task_id", "grade", "seconds_spent"))  # fmt: skip
         assert again == grades
+
+
+@pytest.mark.django_db
+class TestDemoAccounts:
+    def test_it_keeps_existing_passwords_and_sessions(self, client: Client) -> None:
+        call_command("load_demo", stdout=StringIO())
+        assert client.login(username="alice", password="demo-alice-pass")
+        lead = User.objects.get(username="lead")
+        lead.set_password("lenas-own-password-42")
+        lead.save()
+        call_command("load_demo", stdout=StringIO())
+        assert client.get("/").status_code == 200  # alice is still logged in
+        assert User.objects.get(username="lead").check_password("lenas-own-password-42")
+        assert User.objects.get(username="alice").check_password("demo-alice-pass")
+
+    def test_it_creates_a_missing_account_with_its_demo_password(self) -> None:
+        call_command("load_demo", stdout=StringIO())
+        User.objects.filter(username="bob").delete()
+        call_command("load_demo", stdout=StringIO())
+        bob = User.objects.get(username="bob")
+        assert bob.check_password("demo-bob-pass")
+        assert bob.groups.filter(name="annotator").exists()
+        assert bob.project_memberships.filter(project__slug=DEMO_SLUG).exists()

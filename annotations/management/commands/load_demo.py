@@ -28,7 +28,8 @@ class Command(BaseCommand):
         "Create the demo accounts (admin, a project lead, two annotators, an analyst) and print their logins, "
         "and the demo judging project 'python-help' (Python questions against the standard library's help "
         "texts), with simulated answers from two careful annotators (carol, dave) and two careless ones "
-        "(eve, mallory), its quality figures and a first qrels build. Idempotent."
+        "(eve, mallory), its quality figures and a first qrels build. Idempotent: existing accounts keep "
+        "their passwords, so running it again logs nobody out."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -54,7 +55,9 @@ class Command(BaseCommand):
             ]
             self.stdout.write(json.dumps({"accounts": rows, "project": {"slug": project.slug, **summary}}))
             return
-        self.stdout.write(self.style.SUCCESS("Demo logins (local demo only):"))
+        self.stdout.write(
+            self.style.SUCCESS("Demo logins (local demo only; existing accounts keep their passwords):")
+        )
         for account in accounts:
             role = account.role.label if account.role else "Admin (superuser)"
             self.stdout.write(f"  {account.username:<10} {account.password:<20} {role}")
