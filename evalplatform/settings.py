@@ -219,7 +219,13 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = TIME_ZONE
 # Every periodic schedule is declared here, in one place. Beat's database scheduler syncs it.
 CELERY_BEAT_SCHEDULE = {
-    "worker-heartbeat": {"task": "monitoring.tasks.record_heartbeat", "schedule": 60.0},
+    # /healthz counts a worker as up for three intervals after its last heartbeat. A heartbeat not
+    # picked up within one interval expires, so a stopped worker does not come back to a backlog.
+    "worker-heartbeat": {
+        "task": "evalplatform.tasks.record_heartbeat",
+        "schedule": 60.0,
+        "options": {"expire_seconds": 60},
+    },
 }
 
 LOGGING = {

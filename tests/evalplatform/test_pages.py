@@ -49,14 +49,16 @@ class TestLogin:
 class TestAdmin:
     def test_it_registers_every_model_of_our_apps(self) -> None:
         ours = [
-            model for app in ("annotations", "monitoring") for model in apps.get_app_config(app).get_models()
+            model
+            for app in ("evalplatform", "annotations", "monitoring")
+            for model in apps.get_app_config(app).get_models()
         ]
         missing = [model.__name__ for model in ours if not admin.site.is_registered(model)]
         assert missing == []
 
     def test_it_shows_the_admin_to_superusers(self, admin_client: Client) -> None:
         assert admin_client.get("/admin/").status_code == 200
-        assert admin_client.get("/admin/monitoring/workerheartbeat/").status_code == 200
+        assert admin_client.get("/admin/evalplatform/workerheartbeat/").status_code == 200
         assert admin_client.get("/admin/django_celery_beat/periodictask/").status_code == 200
 
     def test_it_keeps_annotators_out_of_the_admin(self, client: Client, alice: User) -> None:

@@ -1,0 +1,57 @@
+"""Platform-wide models: the worker heartbeat that /healthz reads."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models, transaction
+from django.db.models import F
+from django.utils import timezone
+
+# A worker counts as alive while its last heartbeat is younger than this many beat intervals.
+FRESH_INTERVALS = 3
+
+
+def heartbeat_interval() -> timedelta:
+    """How often beat sends the heartbeat task: the "worker-heartbeat" entry of CELERY_BEAT_SCHEDULE."""
+    schedule = settings.CELERY_BEAT_SCHEDULE.get("worker-heartbeat", {}).get("schedule", 60.0)
+    return schedule if isinstance(schedule, timedelta) else timedelta(seconds=float(schedule))
+
+
+def heartbeat_fresh_for() -> timedelta:
+    return FRESH_INTERVALS * heartbeat_interval()
+
+
+class WorkerHeartbeatQuerySet(models.QuerySet["WorkerHeartbeat"]):
+    def fresh(self) -> WorkerHeartbeatQuerySet:
+        return self.filter(last_seen__gte=timezone.now() - heartbeat_fresh_for())
+
+    def record(self, *, hostname: str) -> WorkerHeartbeat:
+        """Record that ``hostname`` is alive. Safe to run any number of times: one row per worker."""
+        now = timezone.now()
+        with transaction.atomic():
+            beat, created = self.get_or_create(hostname=hostname, defaults={"last_seen": now, "beats": 1})
+            if not created:
+                self.filter(pk=beat.pk).update(last_seen=now, beats=F("beats") + 1)
+                beat.refresh_from_db()
+        return beat
+
+
+class WorkerHeartbeat(models.Model):
+    """The last time each Celery worker ran the scheduled heartbeat task. One row per worker."""
+
+    hostname = models.CharField(max_length=255, unique=True)
+    last_seen = models.DateTimeField()
+    beats = models.PositiveBigIntegerField(default=0)
+
+    objects = WorkerHeartbeatQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-last_seen"]
+
+    def __str__(self) -> str:
+        return f"{self.hostname} @ {self.last_seen:%Y-%m-%d %H:%M:%S}"
+
+    def is_fresh(self) -> bool:
+        return timezone.now() - self.last_seen <= heartbeat_fresh_for()
