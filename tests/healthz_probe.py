@@ -1,13 +1,17 @@
 """Run in a subprocess by the tests: GET /healthz with the Django test client under a given environment.
 
 A separate process lets a test point the database or the broker somewhere else without touching the
-test process's own connections.
+test process's own connections. It prints one JSON line: the last response, and how long each of the
+requests took (`python -m tests.healthz_probe 3` makes three requests; the URLconf is loaded first, so
+only the view is timed).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+import time
 
 
 def main() -> None:
@@ -17,10 +21,17 @@ def main() -> None:
     django.setup()
     from django.test import Client
     from django.test.utils import setup_test_environment
+    from django.urls import resolve
 
     setup_test_environment()
-    response = Client().get("/healthz")
-    print(json.dumps({"status_code": response.status_code, "body": response.json()}))
+    resolve("/healthz")
+    client = Client()
+    seconds = []
+    for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 1):
+        started = time.monotonic()
+        response = client.get("/healthz")
+        seconds.append(time.monotonic() - started)
+    print(json.dumps({"status_code": response.status_code, "body": response.json(), "seconds": seconds}))
 
 
 if __name__ == "__main__":
