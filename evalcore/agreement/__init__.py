@@ -43,7 +43,7 @@ from evalcore.agreement._cohen import (
 )
 from evalcore.agreement._files import read_annotations_csv
 from evalcore.agreement._labels import LongLabels
-from evalcore.agreement._median import ROUNDINGS, Rounding, item_medians, leave_one_out_medians
+from evalcore.agreement._median import ROUNDINGS, Rounding, group_medians, item_medians, leave_one_out_medians
 from evalcore.agreement._report import AgreementReport, agreement_report
 from evalcore.agreement._stats import (
     LEVELS,
@@ -86,6 +86,7 @@ __all__ = [
     "exact_agreement",
     "fleiss_kappa",
     "gold_per_item",
+    "group_medians",
     "item_medians",
     "krippendorff_alpha",
     "krippendorff_alpha_from_coincidence",

@@ -38,14 +38,38 @@ def item_medians(labels: LongLabels, *, rounding: Rounding = "floor") -> FloatAr
     so ``"floor"`` and ``"low"`` agree there.
     """
     check_choice(rounding, name="rounding", choices=ROUNDINGS)
-    m = labels.labels_per_item
-    starts = labels.item_starts[:-1]
-    rated = m > 0
-    ordered = labels.value[labels.by_item]
-    low = np.full(labels.n_items, np.nan)
-    high = np.full(labels.n_items, np.nan)
-    low[rated] = ordered[starts[rated] + (m[rated] - 1) // 2]
-    high[rated] = ordered[starts[rated] + m[rated] // 2]
+    return _sorted_group_medians(
+        labels.value[labels.by_item], labels.item_starts[:-1], labels.labels_per_item, rounding
+    )
+
+
+def group_medians(
+    group: IntArray, values: FloatArray, *, n_groups: int, rounding: Rounding = "none"
+) -> FloatArray:
+    """The median of ``values`` within each group ``0..n_groups-1`` (``NaN`` for an empty group).
+
+    One sort by (group, value); the middle values then sit at fixed offsets from each group's start.
+
+    >>> group_medians(np.array([0, 0, 1, 0]), np.array([3.0, 1.0, 5.0, 2.0]), n_groups=3).tolist()
+    [2.0, 5.0, nan]
+    """
+    check_choice(rounding, name="rounding", choices=ROUNDINGS)
+    group = np.asarray(group, dtype=np.int64)
+    values = np.asarray(values, dtype=np.float64)
+    counts = np.bincount(group, minlength=n_groups)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    return _sorted_group_medians(values[np.lexsort((values, group))], starts, counts, rounding)
+
+
+def _sorted_group_medians(
+    ordered: FloatArray, starts: IntArray, counts: IntArray, rounding: Rounding
+) -> FloatArray:
+    """Medians of consecutive groups of ``ordered`` (sorted within each group), given starts and counts."""
+    low = np.full(counts.size, np.nan)
+    high = np.full(counts.size, np.nan)
+    some = counts > 0
+    low[some] = ordered[starts[some] + (counts[some] - 1) // 2]
+    high[some] = ordered[starts[some] + counts[some] // 2]
     return combine_middle(low, high, rounding)
 
 

@@ -1,0 +1,82 @@
+"""Judging: annotator reliability, quality figures and qrels from the answers of a judging project.
+
+The Django app reads a project's answers into `Answers` (aligned arrays, one entry per answer) and its
+pairs into `Pairs`, then:
+
+- `quality_figures(answers, overrides=..., min_accuracy=..., min_gold=...)`: per annotator, accuracy on
+  gold, speed, too-fast share and agreement with the others' consensus; per project, agreement metrics
+  with bootstrap intervals, Cohen's kappa matrices and the label distribution.
+- `annotator_reliability`: seed 004's rule (accuracy on gold >= 0.7 on >= 10 gold items), then the leads'
+  overrides (`Override`: auto, include, exclude).
+- `qrels_compute(answers, pairs=..., overrides=..., params=QrelsParams(...))`: the judgments of a qrels
+  build with its counts and agreement figures; `qrels_text` writes them as TREC qrels or JSONL.
+"""
+
+from evalcore.judging._answers import Answers, Pairs
+from evalcore.judging._qrels import (
+    AGGREGATIONS,
+    DEFAULT_QRELS_PARAMS,
+    EXPORT_FORMATS,
+    Aggregation,
+    ExportFormat,
+    Judgment,
+    QrelsCounts,
+    QrelsError,
+    QrelsParams,
+    QrelsResult,
+    qrels_compute,
+    qrels_jsonl,
+    qrels_text,
+    qrels_trec,
+)
+from evalcore.judging._quality import (
+    BOOTSTRAP_RESAMPLES,
+    CONFIDENCE,
+    QUALITY_AGREEMENT,
+    agreement_figures,
+    agreement_values,
+    quality_figures,
+)
+from evalcore.judging._reliability import (
+    OVERRIDES,
+    REASONS,
+    TOLERANCE,
+    Override,
+    Reason,
+    Reliability,
+    annotator_reliability,
+    answers_quality,
+)
+
+__all__ = [
+    "AGGREGATIONS",
+    "BOOTSTRAP_RESAMPLES",
+    "CONFIDENCE",
+    "DEFAULT_QRELS_PARAMS",
+    "EXPORT_FORMATS",
+    "OVERRIDES",
+    "QUALITY_AGREEMENT",
+    "REASONS",
+    "TOLERANCE",
+    "Aggregation",
+    "Answers",
+    "ExportFormat",
+    "Judgment",
+    "Override",
+    "Pairs",
+    "QrelsCounts",
+    "QrelsError",
+    "QrelsParams",
+    "QrelsResult",
+    "Reason",
+    "Reliability",
+    "agreement_figures",
+    "agreement_values",
+    "annotator_reliability",
+    "answers_quality",
+    "qrels_compute",
+    "qrels_jsonl",
+    "qrels_text",
+    "qrels_trec",
+    "quality_figures",
+]
