@@ -6,6 +6,7 @@ from typing import Any
 
 from django.contrib import admin
 
+from annotations import services
 from annotations.models import (
     Annotation,
     Assignment,
@@ -16,7 +17,7 @@ from annotations.models import (
     ProjectMembership,
     QrelsBuild,
     QrelsJudgment,
-    QualityLease,
+    QualityRecompute,
     QualitySnapshot,
     Task,
     Topic,
@@ -74,6 +75,10 @@ class ProjectAdmin(admin.ModelAdmin):
         ("Quality", {"fields": ["min_gold_accuracy", "min_gold_items"]}),
     ]
     raw_id_fields = ["created_by"]
+
+    def save_model(self, request: Any, obj: Project, form: Any, change: bool) -> None:
+        # The same rule as the lead's form: new quality thresholds recompute the verdicts.
+        services.project_update(project=obj, changed=form.changed_data if change else [])
 
 
 @admin.register(ProjectMembership)
@@ -178,9 +183,10 @@ class QualitySnapshotAdmin(ReadOnlyAdmin):
     list_select_related = ["project"]
 
 
-@admin.register(QualityLease)
-class QualityLeaseAdmin(ReadOnlyAdmin):
-    list_display = ["project", "pending_until", "running_until", "requested_at"]
+@admin.register(QualityRecompute)
+class QualityRecomputeAdmin(ReadOnlyAdmin):
+    list_display = ["project", "status", "reason", "attempts", "created_at", "started_at", "finished_at"]
+    list_filter = ["status", "reason", "project"]
     list_select_related = ["project"]
 
 

@@ -369,7 +369,7 @@ def end_break(request: Request, slug: str) -> Response:
 @api_view(["POST"])
 @parser_classes([MultiPartParser, FormParser, JSONParser])
 def imports(request: Request, slug: str) -> Response:
-    project = selectors.get_project_for_member(request.user, slug, role=Role.LEAD).project
+    project = selectors.get_lead_project(request.user, slug)
     data = ImportIn(data=request.data)
     data.is_valid(raise_exception=True)
     values = data.validated_data
@@ -391,7 +391,7 @@ def imports(request: Request, slug: str) -> Response:
 )
 @api_view(["GET"])
 def overview(request: Request, slug: str) -> Response:
-    project = selectors.get_project_for_member(request.user, slug, role=Role.LEAD).project
+    project = selectors.get_lead_project(request.user, slug)
     totals = selectors.project_totals(project=project)
     data = {
         "totals": {**totals.__dict__, "percent": totals.percent},

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 
 from annotations.imports import DEFAULT_DEPTH, FORMATS, KINDS
 from annotations.models import MAX_GRADE, Project, ProjectMembership, QrelsBuild
+from evalcore.judging import DEFAULT_QRELS_PARAMS
 
 
 def validate_scale(value: Any) -> list[dict[str, Any]]:
@@ -147,12 +148,16 @@ class QrelsBuildForm(forms.Form):
     """The parameters of a qrels build; the thresholds start at the project's."""
 
     aggregation = forms.ChoiceField(
-        choices=QrelsBuild.Aggregation.choices, initial=QrelsBuild.Aggregation.MEDIAN
+        choices=QrelsBuild.Aggregation.choices, initial=DEFAULT_QRELS_PARAMS.aggregation
     )
     tolerance = forms.FloatField(
-        min_value=0, initial=1, help_text="Keep a pair when its labels differ by at most this (±1: seed 004)."
+        min_value=0,
+        initial=DEFAULT_QRELS_PARAMS.tolerance,
+        help_text="Keep a pair when its labels differ by at most this (±1 by default).",
     )
-    min_labels = forms.IntegerField(min_value=1, max_value=100, initial=2, label="Minimum labels per pair")
+    min_labels = forms.IntegerField(
+        min_value=1, max_value=100, initial=DEFAULT_QRELS_PARAMS.min_labels, label="Minimum labels per pair"
+    )
     min_accuracy = forms.FloatField(min_value=0, max_value=1, label="Minimum accuracy on gold")
     min_gold = forms.IntegerField(min_value=0, max_value=100_000, label="Minimum gold items")
 

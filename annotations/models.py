@@ -5,8 +5,8 @@ goes to `overlap` annotators through an `Assignment`, a reservation that expires
 has exactly one `Annotation`. Gold tasks are ordinary tasks whose pair also has a `GoldLabel`.
 
 Quality (PRODUCT.md §1, Quality and Qrels builds): a `QualitySnapshot` per project holds the figures the
-quality dashboard reads, written by a Celery task under a `QualityLease`; a `QrelsBuild` is one immutable,
-versioned qrels snapshot whose judgments are `QrelsJudgment` rows.
+quality dashboard reads, written by a `QualityRecompute` job; a `QrelsBuild` is one immutable, versioned
+qrels snapshot whose judgments are `QrelsJudgment` rows. Both jobs follow `evalplatform.jobs.Job`.
 
 Write paths live in `annotations/services.py` (judging), `annotations/quality.py` and `annotations/qrels.py`;
 read queries in `annotations/selectors.py`.
@@ -23,6 +23,9 @@ from django.db import models
 from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
+
+from evalcore.judging import AGGREGATIONS, DEFAULT_QRELS_PARAMS, OVERRIDES, QrelsParams
+from evalplatform.jobs import Job
 
 # The largest grade a scale may use: rating keys are single digits.
 MAX_GRADE = 9
@@ -181,10 +184,9 @@ class ProjectMembership(models.Model):
         ANNOTATOR = "annotator", "Annotator"
         LEAD = "lead", "Lead"
 
-    class QualityOverride(models.TextChoices):
-        AUTO = "auto", "Automatic (accuracy on gold)"
-        INCLUDE = "include", "Reinstated by a lead"
-        EXCLUDE = "exclude", "Disqualified by a lead"
+    QualityOverride = models.TextChoices(
+        "QualityOverride", [(name.upper(), (name, label)) for name, label in OVERRIDES.items()]
+    )
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(
@@ -461,6 +463,11 @@ class QualitySnapshot(models.Model):
     computed_at = models.DateTimeField()
     answers = models.PositiveIntegerField(help_text="Answers read, skipped and unclear ones included.")
     latest_answer_at = models.DateTimeField(null=True, blank=True)
+    requested_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the recompute that wrote it was asked for; older ones never overwrite it.",
+    )
     min_gold_accuracy = models.FloatField()
     min_gold_items = models.PositiveIntegerField()
     annotators = models.JSONField(default=list, help_text="One object per annotator.")
@@ -478,73 +485,63 @@ class QualitySnapshot(models.Model):
         return f"quality of {self.project} at {self.computed_at:%Y-%m-%d %H:%M:%S}"
 
 
-class QualityLease(models.Model):
-    """Single-flight and debouncing of a project's quality recompute.
+class QualityRecompute(Job):
+    """One recompute of a project's quality figures (`annotations.quality`), a job on the heavy queue.
 
-    `pending_until`: a recompute is queued and new requests need not queue another until then (a lost
-    message only delays the next one to that time). `running_until` / `token`: the worker computing now,
-    and when its claim lapses if it dies.
+    At most one is pending per project: answers arriving while one waits join it (the debounce), and
+    answers arriving while one runs queue the next. The rows are the history of recomputes.
     """
 
-    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="quality_lease")
-    pending_until = models.DateTimeField(null=True, blank=True)
-    running_until = models.DateTimeField(null=True, blank=True)
-    token = models.UUIDField(null=True, blank=True)
-    requested_at = models.DateTimeField(null=True, blank=True)
+    class Reason(models.TextChoices):
+        ANSWERS = "answers", "New answers"
+        LEAD = "lead", "A lead asked"
+        THRESHOLDS = "thresholds", "The thresholds changed"
+        OVERRIDE = "override", "A lead overrode an annotator"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="quality_recomputes")
+    reason = models.CharField(max_length=16, choices=Reason.choices, default=Reason.ANSWERS)
+
+    task_name = "annotations.tasks.quality_recompute"
 
     class Meta:
-        ordering = ["project"]
+        ordering = ["project", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project"], condition=Q(status="pending"), name="quality_recompute_one_pending"
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "lease_expires_at"], name="quality_recompute_claim")]
 
     def __str__(self) -> str:
-        return f"quality lease of {self.project}"
+        return f"quality recompute of {self.project} ({self.status})"
 
 
-class QrelsBuildQuerySet(models.QuerySet["QrelsBuild"]):
-    def unfinished(self) -> QrelsBuildQuerySet:
-        """The builds that may still change: a finished build is immutable."""
-        return self.filter(status__in=[QrelsBuild.Status.PENDING, QrelsBuild.Status.RUNNING])
-
-    def claimable(self, now: Any = None) -> QrelsBuildQuerySet:
-        """Pending builds, and running ones whose worker's lease has lapsed (it died)."""
-        now = now or timezone.now()
-        return self.filter(
-            Q(status=QrelsBuild.Status.PENDING)
-            | Q(status=QrelsBuild.Status.RUNNING, lease_expires_at__lte=now)
-        )
-
-
-class QrelsBuild(models.Model):
+class QrelsBuild(Job):
     """One version of a project's qrels: its parameters, counts, agreement figures and export hash.
 
-    Built by `annotations.tasks.qrels_build` (see `annotations/qrels.py`). Once `done` (or `failed`) a
-    build never changes: the services only write builds that are `unfinished()`, and the admin is
-    read-only. The same annotations and parameters give a byte-identical export, whose sha256 is
+    Built by the job `annotations.tasks.qrels_build` (see `annotations/qrels.py`). Once `done` (or
+    `failed`) a build never changes: the services only write builds that are `unfinished()`, and the admin
+    is read-only. The same annotations and parameters give a byte-identical export, whose sha256 is
     `content_hash`.
     """
 
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
-
-    class Aggregation(models.TextChoices):
-        MEDIAN = "median", "Median (rounded down)"
-        MEAN = "mean", "Mean (rounded half up)"
-        MAJORITY = "majority", "Majority vote (ties to the lower grade)"
-        DAWID_SKENE = "dawid_skene", "Dawid-Skene (anchored by gold)"
+    Aggregation = models.TextChoices(
+        "Aggregation", [(name.upper(), (name, label)) for name, label in AGGREGATIONS.items()]
+    )
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="qrels_builds")
     version = models.PositiveIntegerField()
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
-    # Parameters.
+    # Parameters (`evalcore.judging.QrelsParams`).
     tolerance = models.FloatField(
-        default=1.0, help_text="Keep a pair if max - min of its labels is at most this."
+        default=DEFAULT_QRELS_PARAMS.tolerance,
+        help_text="Keep a pair if max - min of its labels is at most this.",
     )
-    aggregation = models.CharField(max_length=16, choices=Aggregation.choices, default=Aggregation.MEDIAN)
-    min_accuracy = models.FloatField(default=0.7)
-    min_gold = models.PositiveIntegerField(default=10)
-    min_labels = models.PositiveSmallIntegerField(default=2)
+    aggregation = models.CharField(
+        max_length=16, choices=Aggregation.choices, default=DEFAULT_QRELS_PARAMS.aggregation
+    )
+    min_accuracy = models.FloatField(default=DEFAULT_QRELS_PARAMS.min_accuracy)
+    min_gold = models.PositiveIntegerField(default=DEFAULT_QRELS_PARAMS.min_gold)
+    min_labels = models.PositiveSmallIntegerField(default=DEFAULT_QRELS_PARAMS.min_labels)
     # Results.
     pairs_kept = models.PositiveIntegerField(default=0)
     counts = models.JSONField(
@@ -553,19 +550,12 @@ class QrelsBuild(models.Model):
     agreement = models.JSONField(default=dict, blank=True)
     annotators = models.JSONField(default=dict, blank=True, help_text="Included and excluded annotators.")
     content_hash = models.CharField(max_length=64, blank=True, help_text="sha256 of the TREC qrels export.")
-    error = models.TextField(blank=True)
-    # Bookkeeping.
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    lease_token = models.UUIDField(null=True, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
 
-    objects = QrelsBuildQuerySet.as_manager()
+    task_name = "annotations.tasks.qrels_build"
+    queue_down_hint = "Build again later, or run `python manage.py build_qrels PROJECT --sync`."
 
     class Meta:
         ordering = ["project", "-version"]
@@ -576,7 +566,7 @@ class QrelsBuild(models.Model):
                 name="qrels_build_status_valid",
             ),
             models.CheckConstraint(
-                condition=Q(aggregation__in=["median", "mean", "majority", "dawid_skene"]),
+                condition=Q(aggregation__in=list(AGGREGATIONS)),
                 name="qrels_build_aggregation_valid",
             ),
             models.CheckConstraint(
@@ -592,18 +582,8 @@ class QrelsBuild(models.Model):
         return f"{self.project.slug} qrels v{self.version} ({self.status})"
 
     @property
-    def is_finished(self) -> bool:
-        return self.status in (self.Status.DONE, self.Status.FAILED)
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return {
-            "tolerance": self.tolerance,
-            "aggregation": self.aggregation,
-            "min_accuracy": self.min_accuracy,
-            "min_gold": self.min_gold,
-            "min_labels": self.min_labels,
-        }
+    def params(self) -> QrelsParams:
+        return QrelsParams(**{name: getattr(self, name) for name in QrelsParams.names()})
 
 
 class QrelsJudgment(models.Model):

@@ -23,7 +23,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations import qrels, quality, selectors
-from annotations.models import Project, ProjectMembership, QrelsBuild
+from annotations.models import ProjectMembership, QrelsBuild
+from evalcore.judging import DEFAULT_QRELS_PARAMS, QrelsError
 
 Role = ProjectMembership.Role
 TAGS = ["quality and qrels: leads"]
@@ -121,9 +122,11 @@ class OverrideOut(serializers.Serializer):
 
 
 class QrelsBuildIn(serializers.Serializer):
-    aggregation = serializers.ChoiceField(choices=QrelsBuild.Aggregation.choices, default="median")
-    tolerance = serializers.FloatField(min_value=0, default=1.0)
-    min_labels = serializers.IntegerField(min_value=1, default=2)
+    aggregation = serializers.ChoiceField(
+        choices=QrelsBuild.Aggregation.choices, default=DEFAULT_QRELS_PARAMS.aggregation
+    )
+    tolerance = serializers.FloatField(min_value=0, default=DEFAULT_QRELS_PARAMS.tolerance)
+    min_labels = serializers.IntegerField(min_value=1, default=DEFAULT_QRELS_PARAMS.min_labels)
     min_accuracy = serializers.FloatField(
         min_value=0, max_value=1, required=False, help_text="Default: the project's."
     )
@@ -133,7 +136,7 @@ class QrelsBuildIn(serializers.Serializer):
 class QrelsBuildOut(serializers.Serializer):
     version = serializers.IntegerField()
     status = serializers.ChoiceField(choices=QrelsBuild.Status.choices)
-    parameters = serializers.DictField(source="params")
+    parameters = serializers.SerializerMethodField()
     pairs_kept = serializers.IntegerField()
     counts = serializers.JSONField()
     agreement = serializers.JSONField()
@@ -145,6 +148,9 @@ class QrelsBuildOut(serializers.Serializer):
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     exports = serializers.SerializerMethodField()
+
+    def get_parameters(self, build: QrelsBuild) -> dict[str, Any]:
+        return build.params.as_dict()
 
     def get_exports(self, build: QrelsBuild) -> dict[str, str]:
         if build.status != QrelsBuild.Status.DONE:
@@ -184,10 +190,6 @@ class QualityErrorOut(serializers.Serializer):
 # --- helpers --------------------------------------------------------------------------------------------
 
 
-def _lead_project(request: Request, slug: str) -> Project:
-    return selectors.get_project_for_member(request.user, slug, role=Role.LEAD).project
-
-
 def _error(detail: str, code: int) -> Response:
     return Response(QualityErrorOut({"detail": detail}).data, status=code)
 
@@ -211,7 +213,7 @@ def _version(request: Request, name: str) -> int | None:
 )
 @api_view(["GET"])
 def quality_snapshot(request: Request, slug: str) -> Response:
-    project = _lead_project(request, slug)
+    project = selectors.get_lead_project(request.user, slug)
     snapshot = selectors.quality_snapshot(project=project)
     if snapshot is None:
         return _error("No quality figures yet: POST quality/recompute/ to compute them.", 404)
@@ -241,7 +243,7 @@ def quality_snapshot(request: Request, slug: str) -> Response:
 )
 @api_view(["POST"])
 def quality_recompute(request: Request, slug: str) -> Response:
-    project = _lead_project(request, slug)
+    project = selectors.get_lead_project(request.user, slug)
     if quality.quality_recompute_request(project_id=project.pk, force=True):
         return Response(
             QueuedOut({"queued": True, "detail": "Queued."}).data, status=status.HTTP_202_ACCEPTED
@@ -259,7 +261,7 @@ def quality_recompute(request: Request, slug: str) -> Response:
 )
 @api_view(["POST"])
 def annotator_override(request: Request, slug: str, username: str) -> Response:
-    project = _lead_project(request, slug)
+    project = selectors.get_lead_project(request.user, slug)
     data = OverrideIn(data=request.data)
     data.is_valid(raise_exception=True)
     user = get_user_model().objects.filter(username=username).first()
@@ -297,7 +299,7 @@ def annotator_override(request: Request, slug: str, username: str) -> Response:
 )
 @api_view(["GET", "POST"])
 def qrels_builds(request: Request, slug: str) -> Response:
-    project = _lead_project(request, slug)
+    project = selectors.get_lead_project(request.user, slug)
     if request.method == "GET":
         builds = selectors.qrels_builds(project=project).select_related("project")
         return Response(QrelsBuildOut(builds, many=True).data)
@@ -305,7 +307,7 @@ def qrels_builds(request: Request, slug: str) -> Response:
     data.is_valid(raise_exception=True)
     try:
         build = qrels.qrels_build_create(project=project, created_by=request.user, **data.validated_data)
-    except qrels.QrelsBuildError as exc:
+    except QrelsError as exc:
         return _error(str(exc), 400)
     build.refresh_from_db()
     code = status.HTTP_503_SERVICE_UNAVAILABLE if build.status == QrelsBuild.Status.FAILED else 202
@@ -319,7 +321,7 @@ def qrels_builds(request: Request, slug: str) -> Response:
 )
 @api_view(["GET"])
 def qrels_build(request: Request, slug: str, version: int) -> Response:
-    project = _lead_project(request, slug)
+    project = selectors.get_lead_project(request.user, slug)
     return Response(QrelsBuildOut(selectors.qrels_build_for(project=project, version=version)).data)
 
 
@@ -337,17 +339,13 @@ def qrels_build(request: Request, slug: str, version: int) -> Response:
 )
 @api_view(["GET"])
 def qrels_export(request: Request, slug: str, version: int, fmt: str) -> Response | HttpResponse:
-    project = _lead_project(request, slug)
+    project = selectors.get_lead_project(request.user, slug)
     build = selectors.qrels_build_for(project=project, version=version)
     if fmt not in qrels.EXPORT_FORMATS:
         return _error("Exports are trec or jsonl.", 404)
     if build.status != QrelsBuild.Status.DONE:
         return _error(f"Build v{version} is {build.status}; only a done build can be exported.", 409)
-    content_type = "text/plain" if fmt == "trec" else "application/x-ndjson"
-    response = HttpResponse(qrels.qrels_export(build, fmt=fmt), content_type=f"{content_type}; charset=utf-8")
-    extension = "txt" if fmt == "trec" else "jsonl"
-    response["Content-Disposition"] = f'attachment; filename="{project.slug}-qrels-v{version}.{extension}"'
-    return response
+    return qrels.qrels_export_response(build, fmt=fmt)  # type: ignore[arg-type]
 
 
 @extend_schema(
@@ -361,7 +359,7 @@ def qrels_export(request: Request, slug: str, version: int, fmt: str) -> Respons
 )
 @api_view(["GET"])
 def qrels_diff(request: Request, slug: str) -> Response:
-    project = _lead_project(request, slug)
+    project = selectors.get_lead_project(request.user, slug)
     old_version, new_version = _version(request, "old"), _version(request, "new")
     if old_version is None or new_version is None:
         return _error("Give two build versions: ?old=1&new=2.", 400)

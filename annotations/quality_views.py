@@ -19,22 +19,9 @@ from django.views.decorators.http import require_POST
 from annotations import charts, qrels, quality, selectors
 from annotations.forms import OverrideForm, QrelsBuildForm
 from annotations.models import Project, ProjectMembership, QrelsBuild
+from evalcore.judging import QUALITY_AGREEMENT, REASONS
 
 Role = ProjectMembership.Role
-
-AGREEMENT_LABELS = (
-    ("exact_agreement", "Exact agreement (all labels equal)"),
-    ("pairwise_agreement", "Pairwise agreement"),
-    ("pairwise_agreement_within_1", "Pairwise agreement within ±1"),
-    ("fleiss_kappa", "Fleiss' kappa"),
-    ("krippendorff_alpha_nominal", "Krippendorff's alpha, nominal"),
-    ("krippendorff_alpha_ordinal", "Krippendorff's alpha, ordinal"),
-    ("krippendorff_alpha_interval", "Krippendorff's alpha, interval"),
-)
-
-
-def _lead_project(request: HttpRequest, slug: str) -> Project:
-    return selectors.get_project_for_member(request.user, slug, role=Role.LEAD).project
 
 
 def _agreement_rows(agreement: dict[str, Any]) -> list[dict[str, Any]]:
@@ -44,7 +31,7 @@ def _agreement_rows(agreement: dict[str, Any]) -> list[dict[str, Any]]:
             "label": label,
             **{scope: agreement.get(scope, {}).get("measures", {}).get(name) for scope in scopes},
         }
-        for name, label in AGREEMENT_LABELS
+        for name, label in ((spec.name, spec.label) for spec in QUALITY_AGREEMENT)
     ]
 
 
@@ -73,7 +60,7 @@ def _figures(project: Project, snapshot: Any, rows: list[dict[str, Any]]) -> lis
 
 @login_required
 def quality_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
-    project = _lead_project(request, slug)
+    project = selectors.get_lead_project(request.user, slug)
     snapshot = selectors.quality_snapshot(project=project)
     rows = (
         selectors.quality_rows(
@@ -92,7 +79,7 @@ def quality_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
             "snapshot": snapshot,
             "answers_since": selectors.answers_since(project=project, snapshot=snapshot),
             "rows": rows,
-            "reasons": quality.REASONS,
+            "reasons": REASONS,
             "agreement_rows": _agreement_rows(snapshot.agreement) if snapshot else [],
             "figures": _figures(project, snapshot, rows) if snapshot else [],
             "builds": builds,
@@ -105,7 +92,7 @@ def quality_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def quality_recompute(request: HttpRequest, slug: str) -> HttpResponse:
-    project = _lead_project(request, slug)
+    project = selectors.get_lead_project(request.user, slug)
     if quality.quality_recompute_request(project_id=project.pk, force=True):
         messages.success(request, "Recomputing the quality figures; reload this page in a moment.")
     else:
@@ -118,7 +105,7 @@ def quality_recompute(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def annotator_override(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
-    project = _lead_project(request, slug)
+    project = selectors.get_lead_project(request.user, slug)
     form = OverrideForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Choose include, exclude or auto.")
@@ -140,7 +127,7 @@ def annotator_override(request: HttpRequest, slug: str, user_id: int) -> HttpRes
 @login_required
 @require_POST
 def qrels_build_create(request: HttpRequest, slug: str) -> HttpResponse:
-    project = _lead_project(request, slug)
+    project = selectors.get_lead_project(request.user, slug)
     form = QrelsBuildForm.for_project(project, request.POST)
     if not form.is_valid():
         for field, errors in form.errors.items():
@@ -157,22 +144,18 @@ def qrels_build_create(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 def qrels_download(request: HttpRequest, slug: str, version: int, fmt: str) -> HttpResponse:
-    project = _lead_project(request, slug)
+    project = selectors.get_lead_project(request.user, slug)
     if fmt not in qrels.EXPORT_FORMATS:
         raise Http404("Exports are trec or jsonl.")
     build = selectors.qrels_build_for(project=project, version=version)
     if build.status != QrelsBuild.Status.DONE:
         raise Http404(f"Build v{version} is {build.status}; there is nothing to download yet.")
-    text = qrels.qrels_export(build, fmt=fmt)
-    extension, content_type = {"trec": ("txt", "text/plain"), "jsonl": ("jsonl", "application/x-ndjson")}[fmt]
-    response = HttpResponse(text, content_type=f"{content_type}; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{project.slug}-qrels-v{version}.{extension}"'
-    return response
+    return qrels.qrels_export_response(build, fmt=fmt)  # type: ignore[arg-type]
 
 
 @login_required
 def qrels_diff(request: HttpRequest, slug: str) -> HttpResponse:
-    project = _lead_project(request, slug)
+    project = selectors.get_lead_project(request.user, slug)
     try:
         old_version, new_version = int(request.GET["old"]), int(request.GET["new"])
     except (KeyError, ValueError) as exc:

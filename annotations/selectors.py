@@ -74,6 +74,11 @@ def get_project_for_member(
     return membership
 
 
+def get_lead_project(user: AbstractBaseUser | AnonymousUser, slug: str) -> Project:
+    """The project `slug` if the user leads it: 404 to non-members, 403 to annotators."""
+    return get_project_for_member(user, slug, role=Role.LEAD).project
+
+
 def projects_for_user(user: AbstractBaseUser) -> QuerySet[ProjectMembership]:
     """The user's memberships with per-project counts, in one query."""
     tasks = Task.objects.filter(project=OuterRef("project")).order_by().values("project")

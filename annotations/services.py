@@ -16,6 +16,7 @@ failing the answer when the broker is down; see `annotations.quality.quality_rec
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -114,6 +115,25 @@ def project_create(*, creator: AbstractBaseUser, slug: str, name: str, **setting
     """Create a project; its creator becomes its lead."""
     project = Project.objects.create(slug=slug, name=name, created_by=creator, **settings)
     ProjectMembership.objects.create(project=project, user=creator, role=Role.LEAD)
+    return project
+
+
+#: Changing these re-decides every annotator's reliability, so the quality figures are recomputed.
+QUALITY_THRESHOLDS = frozenset({"min_gold_accuracy", "min_gold_items"})
+
+
+@transaction.atomic
+def project_update(*, project: Project, changed: Iterable[str]) -> Project:
+    """Save a project whose fields `changed` were set on it (by the lead's form or the admin).
+
+    New quality thresholds queue a recompute of the quality figures once the change commits.
+    """
+    project.full_clean()
+    project.save()
+    if QUALITY_THRESHOLDS & set(changed):
+        transaction.on_commit(
+            lambda: quality_recompute_request(project_id=project.pk, force=True, reason="thresholds")
+        )
     return project
 
 

@@ -20,7 +20,6 @@ from annotations.forms import ImportForm, MemberForm, ProjectForm
 from annotations.highlight import query_terms
 from annotations.imports import FORMATS, KINDS, import_upload
 from annotations.models import Annotation, GoldLabel, ProjectMembership
-from annotations.quality import quality_recompute_request
 from evalcore.errors import FormatError
 from evalplatform.roles import Role as PlatformRole
 from evalplatform.roles import user_has_role
@@ -84,12 +83,10 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 def project_edit(request: HttpRequest, slug: str) -> HttpResponse:
-    project = selectors.get_project_for_member(request.user, slug, role=Role.LEAD).project
+    project = selectors.get_lead_project(request.user, slug)
     form = ProjectForm(request.POST or None, instance=project)
     if request.method == "POST" and form.is_valid():
-        form.save()
-        if {"min_gold_accuracy", "min_gold_items"} & set(form.changed_data):
-            quality_recompute_request(project_id=project.pk, force=True)  # new thresholds, new verdicts
+        services.project_update(project=form.save(commit=False), changed=form.changed_data)
         messages.success(request, "Saved the project's settings.")
         return redirect("annotations:project-detail", project.slug)
     return render(request, "annotations/project_form.html", {"form": form, "project": project})
@@ -98,7 +95,7 @@ def project_edit(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def member_add(request: HttpRequest, slug: str) -> HttpResponse:
-    project = selectors.get_project_for_member(request.user, slug, role=Role.LEAD).project
+    project = selectors.get_lead_project(request.user, slug)
     form = MemberForm(request.POST)
     if form.is_valid():
         user, role = form.cleaned_data["username"], form.cleaned_data["role"]
@@ -114,7 +111,7 @@ def member_add(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 def project_import(request: HttpRequest, slug: str) -> HttpResponse:
-    project = selectors.get_project_for_member(request.user, slug, role=Role.LEAD).project
+    project = selectors.get_lead_project(request.user, slug)
     form = ImportForm(request.POST or None, request.FILES or None)
     error: FormatError | None = None
     if request.method == "POST" and form.is_valid():

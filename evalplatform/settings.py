@@ -209,6 +209,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 3600)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 3300)
+# A running job's claim lasts this long unless renewed; its worker renews it every third of it, so a
+# dead worker's job is taken over within this many seconds (`evalplatform.jobs`).
+JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 120)
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "monitoring.tasks.heavy_*": {"queue": "heavy"},

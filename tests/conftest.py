@@ -13,8 +13,9 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,6 +150,47 @@ def celery_worker_process(
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+# --- the queue ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class QueuedTasks:
+    """The Celery messages the code under test sent, as (task name, args, options)."""
+
+    sent: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = field(default_factory=list)
+    broker_down: bool = False
+
+    def names(self) -> list[str]:
+        return [name for name, _, _ in self.sent]
+
+
+@pytest.fixture
+def queued(monkeypatch: pytest.MonkeyPatch) -> QueuedTasks:
+    """Record `apply_async` of the platform's own tasks instead of publishing to the broker (the broker is
+    the network, the one thing tests stub). Set `queued.broker_down = True` to make publishing fail as it
+    does without Redis."""
+    from kombu.exceptions import OperationalError
+
+    from evalplatform.celery import app
+
+    record = QueuedTasks()
+    app.loader.import_default_modules()
+    ours = [
+        task
+        for name, task in app.tasks.items()
+        if name.split(".")[0] in {"annotations", "monitoring", "evalplatform"}
+    ]
+    for task in ours:
+
+        def apply_async(args: tuple[Any, ...] = (), name: str = task.name, **options: Any) -> None:
+            if record.broker_down:
+                raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+            record.sent.append((name, tuple(args), options))
+
+        monkeypatch.setattr(task, "apply_async", apply_async)
+    return record
 
 
 # --- browser --------------------------------------------------------------------------------------

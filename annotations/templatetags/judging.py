@@ -30,6 +30,6 @@ def figure(value: float | None, digits: int = 3) -> str:
 
 @register.filter(name="reason_label")
 def reason_label(reason: str) -> str:
-    from annotations.quality import REASONS
+    from evalcore.judging import REASONS
 
     return REASONS.get(reason, reason)

@@ -1,10 +1,8 @@
-"""Builders for judging tests: a project with topics, documents and tasks, in bulk; answers in bulk; and a
-recorder of the Celery tasks the code queues (the broker is the network, the one thing tests stub)."""
+"""Builders for judging tests: a project with topics, documents and tasks, in bulk; and answers in bulk."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,7 +20,7 @@ from annotations.models import (
     Task,
     Topic,
 )
-from tests.conftest import ALICE, BOB, LENA, Persona, make_user
+from tests.conftest import ALICE, BOB, LENA, Persona, QueuedTasks, make_user
 
 
 def build_project(
@@ -130,39 +128,6 @@ def record_answers(project: Project, answers: Iterable[tuple[Any, ...]]) -> list
     return Annotation.objects.bulk_create(
         [Annotation(assignment=a, **fields) for a, fields in zip(created, annotations, strict=True)]
     )
-
-
-@dataclass
-class QueuedTasks:
-    """The Celery messages the code under test sent, as (task name, args, options)."""
-
-    sent: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = field(default_factory=list)
-    broker_down: bool = False
-
-    def names(self) -> list[str]:
-        return [name for name, _, _ in self.sent]
-
-
-@pytest.fixture
-def queued(monkeypatch: pytest.MonkeyPatch) -> QueuedTasks:
-    """Record `apply_async` of the annotations tasks instead of publishing to the broker.
-
-    Set `queued.broker_down = True` to make publishing fail as it does without Redis.
-    """
-    from kombu.exceptions import OperationalError
-
-    from annotations import tasks
-
-    record = QueuedTasks()
-    for task in (tasks.quality_recompute, tasks.qrels_build):
-
-        def apply_async(args: tuple[Any, ...] = (), name: str = task.name, **options: Any) -> None:
-            if record.broker_down:
-                raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
-            record.sent.append((name, tuple(args), options))
-
-        monkeypatch.setattr(task, "apply_async", apply_async)
-    return record
 
 
 __all__ = ["ALICE", "BOB", "LENA", "QueuedTasks", "build_project", "record_answers"]

@@ -21,6 +21,7 @@ from django.utils import timezone
 from annotations import qrels, quality, services
 from annotations.demo import DEMO_SLUG
 from annotations.models import Project, QrelsBuild, QrelsJudgment, Task, Topic
+from evalcore.judging import QrelsError
 from evalplatform.celery import app
 from tests.annotations.conftest import QueuedTasks, build_project, record_answers
 from tests.conftest import WorkerProcess
@@ -192,7 +193,7 @@ class TestBuilding:
 
     def test_it_refuses_bad_parameters(self, project: Project) -> None:
         for params in ({"aggregation": "mode"}, {"tolerance": -1}, {"min_accuracy": 1.5}, {"min_labels": 0}):
-            with pytest.raises(qrels.QrelsBuildError):
+            with pytest.raises(QrelsError):
                 qrels.qrels_build_create(project=project, created_by=None, enqueue=False, **params)
         assert not QrelsBuild.objects.exists()
 
@@ -264,7 +265,7 @@ class TestBuildTask:
         QrelsBuild.objects.filter(pk=created.pk).update(
             status=Status.RUNNING,
             lease_expires_at=timezone.now() - timedelta(seconds=1),
-            attempts=qrels.MAX_ATTEMPTS,
+            attempts=QrelsBuild.max_attempts,
         )
         assert qrels.qrels_build_run(build_id=created.pk).status == "failed"
         created.refresh_from_db()
@@ -275,7 +276,9 @@ class TestBuildTask:
     ) -> None:
         with django_capture_on_commit_callbacks(execute=True):
             created = qrels.qrels_build_create(project=project, created_by=None)
-        assert queued.sent == [("annotations.tasks.qrels_build", (created.pk,), {"retry": False})]
+        assert queued.sent == [
+            ("annotations.tasks.qrels_build", (created.pk,), {"countdown": 0, "retry": False})
+        ]
         assert app.amqp.router.route({}, "annotations.tasks.qrels_build")["queue"].name == "heavy"
         assert app.amqp.router.route({}, "annotations.tasks.quality_recompute")["queue"].name == "heavy"
 

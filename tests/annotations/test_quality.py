@@ -4,6 +4,7 @@ task's lease and debouncing, and the recompute queued after answers (and through
 from __future__ import annotations
 
 import time
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -14,7 +15,7 @@ from django.utils import timezone
 from sklearn.metrics import cohen_kappa_score
 
 from annotations import quality, selectors, services
-from annotations.models import Project, ProjectMembership, QualityLease, QualitySnapshot, Task
+from annotations.models import Project, ProjectMembership, QualityRecompute, QualitySnapshot, Task
 from tests.annotations.conftest import QueuedTasks, build_project, record_answers
 from tests.conftest import WorkerProcess
 
@@ -208,8 +209,14 @@ class TestProjectAgreement:
         assert snapshot.kappa["annotators"] == []
 
 
+def recomputes(project: Project) -> list[tuple[str, str]]:
+    return list(
+        QualityRecompute.objects.filter(project=project).order_by("pk").values_list("status", "reason")
+    )
+
+
 @pytest.mark.django_db
-class TestRecomputeLease:
+class TestRecomputeJob:
     def test_it_keeps_one_snapshot_per_project(self, project: Project, people: list[User]) -> None:
         answer_gold(project, people)
         snapshot_rows(project)
@@ -217,27 +224,51 @@ class TestRecomputeLease:
         snapshot_rows(project)
         assert QualitySnapshot.objects.filter(project=project).count() == 1
         assert QualitySnapshot.objects.get(project=project).computed_at > first
-        assert QualityLease.objects.get(project=project).running_until is None
+        assert recomputes(project) == [("done", "lead"), ("done", "lead")]
 
-    def test_it_waits_while_another_worker_holds_the_lease_and_takes_over_when_it_lapses(
+    def test_it_waits_while_another_worker_holds_the_job_and_takes_over_when_its_lease_lapses(
         self, project: Project
     ) -> None:
         now = timezone.now()
-        QualityLease.objects.create(project=project, running_until=now + timedelta(minutes=5))
-        assert quality.quality_snapshot_refresh(project_id=project.pk) == "busy"
+        job = QualityRecompute.objects.create(
+            project=project,
+            status="running",
+            lease_token=uuid.uuid4(),
+            lease_expires_at=now + timedelta(minutes=5),
+        )
+        outcome = quality.quality_recompute_run(job_id=job.pk)
+        assert outcome.status == "busy" and outcome.retry_in > 200
         assert not QualitySnapshot.objects.filter(project=project).exists()
-        assert quality.quality_lease_busy_for(project_id=project.pk) > 200
-        QualityLease.objects.filter(project=project).update(running_until=now - timedelta(seconds=1))
-        assert quality.quality_snapshot_refresh(project_id=project.pk) == "done"
+        QualityRecompute.objects.filter(pk=job.pk).update(lease_expires_at=now - timedelta(seconds=1))
+        assert quality.quality_recompute_run(job_id=job.pk).status == "done"
         assert QualitySnapshot.objects.filter(project=project).exists()
+        assert quality.quality_recompute_run(job_id=job.pk).status == "finished"
+
+    def test_it_never_overwrites_fresher_figures_with_an_older_request(
+        self, project: Project, people: list[User]
+    ) -> None:
+        older = QualityRecompute.objects.create(
+            project=project, created_at=timezone.now() - timedelta(minutes=1)
+        )
+        answer_gold(project, people)
+        assert (
+            quality.quality_snapshot_refresh(project_id=project.pk) == "done"
+        )  # runs `older`, the pending one
+        newer = QualityRecompute.objects.create(project=project)
+        assert quality.quality_recompute_run(job_id=newer.pk).status == "done"
+        stored = QualitySnapshot.objects.get(project=project)
+        assert stored.requested_at == newer.created_at and older.pk != newer.pk
 
     def test_it_ignores_a_deleted_project(self) -> None:
         assert quality.quality_snapshot_refresh(project_id=987654) == "missing"
+        assert quality.quality_recompute_run(job_id=987654).status == "missing"
 
 
 @pytest.mark.django_db
 class TestRecomputeRequests:
-    def test_it_queues_one_recompute_per_pending_lease(self, project: Project, queued: QueuedTasks) -> None:
+    def test_it_queues_one_recompute_while_one_is_pending(
+        self, project: Project, queued: QueuedTasks
+    ) -> None:
         now = timezone.now()
         assert quality.quality_recompute_request(project_id=project.pk, now=now) is True
         assert (
@@ -245,14 +276,16 @@ class TestRecomputeRequests:
         )
         assert queued.names() == [RECOMPUTE]
         name, args, options = queued.sent[0]
-        assert args == (project.pk,) and options["countdown"] == quality.DEBOUNCE_SECONDS
-        # Once the worker has claimed it (clearing the pending lease), the next answer queues again.
-        quality.quality_snapshot_refresh(project_id=project.pk)
+        job = QualityRecompute.objects.get(project=project)
+        assert args == (job.pk,) and options["countdown"] == quality.DEBOUNCE_SECONDS
+        # Once the worker has run it, the next answer queues a new one.
+        assert quality.quality_recompute_run(job_id=job.pk).status == "done"
         assert quality.quality_recompute_request(project_id=project.pk) is True
-        # A lost message holds requests back only until the pending lease lapses.
-        later = now + quality.PENDING_LEASE + timedelta(minutes=1)
+        # A lost message holds requests back only until it is PENDING_LEASE old: then it is sent again.
+        later = timezone.now() + quality.PENDING_LEASE + timedelta(minutes=1)
         assert quality.quality_recompute_request(project_id=project.pk, now=later) is True
-        assert len(queued.sent) == 3
+        assert len(queued.sent) == 3 and queued.sent[1][1] == queued.sent[2][1]
+        assert recomputes(project) == [("done", "answers"), ("pending", "answers")]
 
     def test_it_queues_a_leads_recompute_at_once_even_when_one_is_pending(
         self, project: Project, queued: QueuedTasks
@@ -260,6 +293,7 @@ class TestRecomputeRequests:
         quality.quality_recompute_request(project_id=project.pk)
         assert quality.quality_recompute_request(project_id=project.pk, force=True) is True
         assert [options["countdown"] for _, _, options in queued.sent] == [quality.DEBOUNCE_SECONDS, 0]
+        assert len(recomputes(project)) == 1
 
     def test_it_requests_a_recompute_when_an_answer_or_an_undo_commits(
         self,
@@ -273,10 +307,22 @@ class TestRecomputeRequests:
             held = services.task_claim(project=project, annotator=ann0).assignment
             services.annotation_submit(project=project, annotator=ann0, assignment_id=held.pk, grade=2)
         assert queued.names() == [RECOMPUTE]
-        QualityLease.objects.filter(project=project).update(pending_until=None)  # the worker took it
+        quality.quality_recompute_run(job_id=queued.sent[0][1][0])  # the worker took it
         with django_capture_on_commit_callbacks(execute=True):
             services.annotation_undo(project=project, annotator=ann0)
         assert queued.names() == [RECOMPUTE, RECOMPUTE]
+
+    def test_it_recomputes_when_a_lead_changes_the_thresholds_in_the_form_or_the_admin(
+        self, project: Project, lena: User, queued: QueuedTasks, django_capture_on_commit_callbacks: Any
+    ) -> None:
+        with django_capture_on_commit_callbacks(execute=True):
+            project.name = "Renamed"
+            services.project_update(project=project, changed=["name"])
+        assert queued.sent == []
+        with django_capture_on_commit_callbacks(execute=True):
+            project.min_gold_items = 3
+            services.project_update(project=project, changed=["min_gold_items"])
+        assert queued.names() == [RECOMPUTE] and recomputes(project) == [("pending", "thresholds")]
 
     def test_it_keeps_answering_when_the_broker_is_down(
         self,
@@ -293,9 +339,11 @@ class TestRecomputeRequests:
                 project=project, annotator=ann0, assignment_id=held.pk, grade=2
             )
         assert answer.pk and answer.counts
-        lease = QualityLease.objects.get(project=project)
-        assert lease.pending_until - timezone.now() <= quality.BROKER_RETRY  # retried soon, not in 10 minutes
-        assert queued.sent == []
+        job = QualityRecompute.objects.get(project=project)
+        assert job.status == "failed" and "task queue is unreachable" in job.error
+        queued.broker_down = False  # the next answer tries again at once
+        assert quality.quality_recompute_request(project_id=project.pk) is True
+        assert queued.names() == [RECOMPUTE]
 
 
 def wait_for(predicate: Any, timeout: float = 30.0) -> bool:
@@ -320,7 +368,7 @@ class TestRecomputeInTheWorker:
         )
         rows = {row["username"]: row for row in QualitySnapshot.objects.get(project=project).annotators}
         assert rows["ann0"]["included"] and not rows["ann1"]["included"]
-        assert wait_for(lambda: QualityLease.objects.get(project=project).running_until is None)
+        assert wait_for(lambda: recomputes(project) == [("done", "lead")]), celery_worker_process.log()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -9,8 +9,9 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations import qrels, quality
+from annotations import qrels
 from annotations.models import Project, QrelsBuild
+from evalcore.judging import DEFAULT_QRELS_PARAMS, REASONS, QrelsError
 
 
 class Command(BaseCommand):
@@ -26,11 +27,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--tolerance",
             type=float,
-            default=1.0,
-            help="keep pairs whose labels differ by at most this (default 1)",
+            default=DEFAULT_QRELS_PARAMS.tolerance,
+            help="keep pairs whose labels differ by at most this (default %(default)g)",
         )
-        parser.add_argument("--aggregation", choices=QrelsBuild.Aggregation.values, default="median",
-                            help="how a pair's labels become one grade (default median, rounded down)")  # fmt: skip
+        parser.add_argument("--aggregation", choices=QrelsBuild.Aggregation.values,
+                            default=DEFAULT_QRELS_PARAMS.aggregation,
+                            help="how a pair's labels become one grade (default %(default)s)")  # fmt: skip
         parser.add_argument(
             "--min-accuracy",
             type=float,
@@ -40,7 +42,10 @@ class Command(BaseCommand):
             "--min-gold", type=int, help="reliable: on at least this many gold items (default: the project's)"
         )
         parser.add_argument(
-            "--min-labels", type=int, default=2, help="keep pairs with at least this many labels (default 2)"
+            "--min-labels",
+            type=int,
+            default=DEFAULT_QRELS_PARAMS.min_labels,
+            help="keep pairs with at least this many labels (default %(default)d)",
         )
         parser.add_argument("--user", metavar="USERNAME", help="record this account as the build's creator")
         mode = parser.add_mutually_exclusive_group()
@@ -66,7 +71,7 @@ class Command(BaseCommand):
                 aggregation=options["aggregation"], min_accuracy=options["min_accuracy"],
                 min_gold=options["min_gold"], min_labels=options["min_labels"], enqueue=not options["sync"],
             )  # fmt: skip
-        except qrels.QrelsBuildError as error:
+        except QrelsError as error:
             raise CommandError(str(error)) from error
         if options["sync"]:
             qrels.qrels_build_run(build_id=build.pk)
@@ -75,7 +80,7 @@ class Command(BaseCommand):
         build.refresh_from_db()
         if build.status == QrelsBuild.Status.FAILED:
             raise CommandError(f"Build v{build.version} (id {build.pk}) failed: {build.error}")
-        self.stdout.write(json.dumps(as_json(build)) if options["json"] else as_text(build))
+        self.stdout.write(json.dumps(qrels.build_summary(build)) if options["json"] else as_text(build))
 
 
 def _wait(build: QrelsBuild, *, timeout: float) -> None:
@@ -90,21 +95,6 @@ def _wait(build: QrelsBuild, *, timeout: float) -> None:
     )
 
 
-def as_json(build: QrelsBuild) -> dict[str, Any]:
-    return {
-        "build": build.pk,
-        "project": build.project.slug,
-        "version": build.version,
-        "status": build.status,
-        "parameters": build.params,
-        "pairs_kept": build.pairs_kept,
-        "counts": build.counts,
-        "agreement": build.agreement,
-        "annotators": build.annotators,
-        "content_hash": build.content_hash,
-    }
-
-
 def as_text(build: QrelsBuild) -> str:
     head = f"qrels v{build.version} of {build.project.slug} (build id {build.pk})"
     if build.status != QrelsBuild.Status.DONE:
@@ -112,8 +102,7 @@ def as_text(build: QrelsBuild) -> str:
     pairs = build.counts["pairs"]
     dropped = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in pairs["dropped"].items())
     excluded = ", ".join(
-        f"{a['username']} ({quality.REASONS.get(a['reason'], a['reason'])})"
-        for a in build.annotators["excluded"]
+        f"{a['username']} ({REASONS.get(a['reason'], a['reason'])})" for a in build.annotators["excluded"]
     )
     return (
         f"Built {head}: {pairs['kept']} of {pairs['total']} pairs kept (dropped: {dropped}).\n"

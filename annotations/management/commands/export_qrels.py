@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations import qrels
 from annotations.models import QrelsBuild
+from evalcore.judging import QrelsError
 
 
 class Command(BaseCommand):
@@ -30,7 +31,7 @@ class Command(BaseCommand):
         build = find_build(options["build"])
         try:
             text = qrels.qrels_export(build, fmt=options["format"])
-        except qrels.QrelsBuildError as error:
+        except QrelsError as error:
             raise CommandError(str(error)) from error
         if options["output"]:
             Path(options["output"]).write_bytes(text.encode("utf-8"))
