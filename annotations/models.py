@@ -120,6 +120,14 @@ class Project(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     created_at = models.DateTimeField(default=timezone.now)
+    team = models.ForeignKey(
+        "evalplatform.Team",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="judging_projects",
+        help_text="The team whose members may read this project's quality figures and qrels builds.",
+    )
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL,
         through="ProjectMembership",

@@ -55,3 +55,53 @@ class WorkerHeartbeat(models.Model):
 
     def is_fresh(self) -> bool:
         return timezone.now() - self.last_seen <= heartbeat_fresh_for()
+
+
+# --- teams ---------------------------------------------------------------------------------------------
+
+
+class Team(models.Model):
+    """A search, recommendation, fraud or ML team: it owns runs, evaluations, streams and alert rules.
+
+    Members are viewers (read) or editors (upload, start jobs). Judging projects may be linked to a team
+    (`annotations.Project.team`) so its members can read the project's quality figures and qrels.
+    """
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="TeamMembership", related_name="teams")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TeamMembership(models.Model):
+    class Role(models.TextChoices):
+        VIEWER = "viewer", "Viewer"
+        EDITOR = "editor", "Editor"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_memberships"
+    )
+    role = models.CharField(max_length=8, choices=Role.choices, default=Role.VIEWER)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["team", "user__username"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], name="team_membership_unique"),
+            models.CheckConstraint(condition=models.Q(role__in=["viewer", "editor"]), name="team_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.get_role_display()} · {self.team}"
+
+    @property
+    def can_edit(self) -> bool:
+        return self.role == self.Role.EDITOR

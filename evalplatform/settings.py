@@ -136,7 +136,8 @@ STORAGES = {
         )
     },
 }
-MEDIA_ROOT = VAR_DIR / "media"
+MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT") or VAR_DIR / "media")
+MEDIA_URL = "media/"  # uploads are never served as static files; views stream them after a permission check
 UPLOAD_ROOT = VAR_DIR / "uploads"
 
 # Security: secure by default when DEBUG is off; each can be relaxed from the environment (e.g. behind
@@ -214,7 +215,7 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 3300)
 JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 120)
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
-    "monitoring.tasks.heavy_*": {"queue": "heavy"},
+    "monitoring.tasks.*": {"queue": "heavy"},
     "annotations.tasks.*": {"queue": "heavy"},
 }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)

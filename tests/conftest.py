@@ -112,8 +112,22 @@ def _database_url_for(settings_dict: dict[str, object]) -> str:
 
 
 @pytest.fixture(scope="session")
+def media_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where uploads go during the tests: shared by the test process and the worker process."""
+    return tmp_path_factory.mktemp("media")
+
+
+@pytest.fixture(autouse=True)
+def uploads_in_media_root(settings: Any, media_root: Path) -> None:
+    settings.MEDIA_ROOT = media_root
+
+
+@pytest.fixture(scope="session")
 def celery_worker_process(
-    live_services: None, django_db_blocker: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    live_services: None,
+    django_db_blocker: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    media_root: Path,
 ) -> Iterator[WorkerProcess]:
     """A real `celery worker` process on Redis, writing to the test database."""
     from django.db import connection
@@ -127,7 +141,11 @@ def celery_worker_process(
             broker.default_channel.queue_purge(queue)
     hostname = f"pytest-{uuid.uuid4().hex[:8]}@localhost"
     log_path = tmp_path_factory.mktemp("worker") / "worker.log"
-    env = {**os.environ, "DATABASE_URL": _database_url_for(connection.settings_dict)}
+    env = {
+        **os.environ,
+        "DATABASE_URL": _database_url_for(connection.settings_dict),
+        "MEDIA_ROOT": str(media_root),
+    }
     command = [sys.executable, "-m", "celery", "-A", "evalplatform", "worker", "-Q", "default,heavy",
                "--concurrency", "1", "--hostname", hostname, "--without-mingle", "--without-gossip",
                "--loglevel", "info"]  # fmt: skip

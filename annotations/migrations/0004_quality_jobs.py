@@ -6,63 +6,112 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotations', '0003_quality'),
+        ("annotations", "0003_quality"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='qrelsbuild',
-            name='progress',
-            field=models.FloatField(blank=True, help_text='Fraction done (0-1), when known.', null=True),
+            model_name="qrelsbuild",
+            name="progress",
+            field=models.FloatField(blank=True, help_text="Fraction done (0-1), when known.", null=True),
         ),
         migrations.AddField(
-            model_name='qrelsbuild',
-            name='progress_note',
-            field=models.CharField(blank=True, help_text='What the job is doing now.', max_length=200),
+            model_name="qrelsbuild",
+            name="progress_note",
+            field=models.CharField(blank=True, help_text="What the job is doing now.", max_length=200),
         ),
         migrations.AddField(
-            model_name='qrelsbuild',
-            name='queued_at',
+            model_name="qrelsbuild",
+            name="queued_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='qualitysnapshot',
-            name='requested_at',
-            field=models.DateTimeField(blank=True, help_text='When the recompute that wrote it was asked for; older ones never overwrite it.', null=True),
+            model_name="qualitysnapshot",
+            name="requested_at",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="When the recompute that wrote it was asked for; older ones never overwrite it.",
+                null=True,
+            ),
         ),
         migrations.CreateModel(
-            name='QualityRecompute',
+            name="QualityRecompute",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='pending', max_length=8)),
-                ('error', models.TextField(blank=True)),
-                ('progress', models.FloatField(blank=True, help_text='Fraction done (0-1), when known.', null=True)),
-                ('progress_note', models.CharField(blank=True, help_text='What the job is doing now.', max_length=200)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('lease_token', models.UUIDField(blank=True, null=True)),
-                ('lease_expires_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('queued_at', models.DateTimeField(blank=True, null=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('reason', models.CharField(choices=[('answers', 'New answers'), ('lead', 'A lead asked'), ('thresholds', 'The thresholds changed'), ('override', 'A lead overrode an annotator')], default='answers', max_length=16)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='quality_recomputes', to='annotations.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        default="pending",
+                        max_length=8,
+                    ),
+                ),
+                ("error", models.TextField(blank=True)),
+                (
+                    "progress",
+                    models.FloatField(blank=True, help_text="Fraction done (0-1), when known.", null=True),
+                ),
+                (
+                    "progress_note",
+                    models.CharField(blank=True, help_text="What the job is doing now.", max_length=200),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("lease_token", models.UUIDField(blank=True, null=True)),
+                ("lease_expires_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("queued_at", models.DateTimeField(blank=True, null=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "reason",
+                    models.CharField(
+                        choices=[
+                            ("answers", "New answers"),
+                            ("lead", "A lead asked"),
+                            ("thresholds", "The thresholds changed"),
+                            ("override", "A lead overrode an annotator"),
+                        ],
+                        default="answers",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="quality_recomputes",
+                        to="annotations.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['project', '-created_at'],
+                "ordering": ["project", "-created_at"],
             },
         ),
         migrations.DeleteModel(
-            name='QualityLease',
+            name="QualityLease",
         ),
         migrations.AddIndex(
-            model_name='qualityrecompute',
-            index=models.Index(fields=['status', 'lease_expires_at'], name='quality_recompute_claim'),
+            model_name="qualityrecompute",
+            index=models.Index(fields=["status", "lease_expires_at"], name="quality_recompute_claim"),
         ),
         migrations.AddConstraint(
-            model_name='qualityrecompute',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'pending')), fields=('project',), name='quality_recompute_one_pending'),
+            model_name="qualityrecompute",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "pending")),
+                fields=("project",),
+                name="quality_recompute_one_pending",
+            ),
         ),
     ]

@@ -1,0 +1,62 @@
+"""Team access: every lookup of team-owned data goes through `get_team_for_member`.
+
+Non-members get a 404 (a team's existence is not disclosed); viewers may read, editors may also upload
+and start jobs (a viewer asking to write gets a 403). Superusers act as editors of every team.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import QuerySet
+from django.http import Http404
+
+from evalplatform.models import Team, TeamMembership
+
+Role = TeamMembership.Role
+
+
+def get_team_for_member(
+    user: AbstractBaseUser | AnonymousUser, slug: str, *, write: bool = False
+) -> TeamMembership:
+    """The user's membership of team `slug`, with `.team` loaded; 404 to non-members, 403 to a viewer
+    asking to write."""
+    if not user.is_authenticated:
+        raise Http404("No such team.")
+    membership = TeamMembership.objects.select_related("team").filter(team__slug=slug, user=user).first()
+    if membership is None and getattr(user, "is_superuser", False):
+        team = Team.objects.filter(slug=slug).first()
+        if team is not None:
+            membership = TeamMembership(team=team, user=user, role=Role.EDITOR)  # type: ignore[misc]
+    if membership is None:
+        raise Http404("No such team.")
+    if write and not membership.can_edit:
+        raise PermissionDenied("Only the team's editors can upload and start jobs.")
+    return membership
+
+
+def teams_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Team]:
+    """The teams the user belongs to (every team for a superuser)."""
+    if not user.is_authenticated:
+        return Team.objects.none()
+    if getattr(user, "is_superuser", False):
+        return Team.objects.all()
+    return Team.objects.filter(memberships__user=user)
+
+
+@transaction.atomic
+def team_create(
+    *, slug: str, name: str, creator: AbstractBaseUser | None = None, description: str = ""
+) -> Team:
+    """A new team; its creator becomes an editor."""
+    team = Team.objects.create(slug=slug, name=name, description=description)
+    if creator is not None:
+        TeamMembership.objects.create(team=team, user=creator, role=Role.EDITOR)
+    return team
+
+
+def team_member_set(*, team: Team, user: AbstractBaseUser, role: str = Role.VIEWER) -> TeamMembership:
+    """Add a member, or change their role."""
+    membership, _ = TeamMembership.objects.update_or_create(team=team, user=user, defaults={"role": role})
+    return membership

@@ -1,0 +1,341 @@
+"""Evaluation and comparison jobs (PRODUCT.md §2): a run against a qrels source, and several runs compared.
+
+Both are jobs (`evalplatform.jobs`). `evaluation_create` finds or creates the one evaluation of a run
+on a qrels source with given options (the same request finds the same evaluation; a failed one is
+tried again) and queues it on commit. `evaluation_run`, the task's one call, reads both files,
+evaluates with `evalcore.retrieval.evaluate` (trec_eval's semantics), adds a percentile bootstrap CI per
+measure, and writes one `EvaluationResult` row per measure, all in one transaction.
+
+A comparison evaluates each run the same way on the same qrels and compares them with
+`evalcore.comparison.compare_scores` (paired tests, p-values corrected over runs x measures).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from annotations.qrels import qrels_export
+from evalcore import trec
+from evalcore.comparison import align_results, compare_scores
+from evalcore.jsonable import json_number, json_numbers
+from evalcore.retrieval import Qrels, RetrievalResult, evaluate, parse_measures
+from evalcore.retrieval import Run as RunData
+from evalcore.stats import bootstrap_ci
+from evalplatform.jobs import JobError, JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
+from monitoring.models import (
+    DEFAULT_MEASURES,
+    Comparison,
+    ComparisonPair,
+    ComparisonSummary,
+    Evaluation,
+    EvaluationResult,
+    QrelsSource,
+    Run,
+    options_key,
+)
+
+#: Bootstrap resamples of each measure's confidence interval.
+N_RESAMPLES = 2_000
+#: The jobs' hard time limit on the worker.
+TIME_LIMIT = 30 * 60
+
+
+# --- reading the inputs -------------------------------------------------------------------------------
+
+
+@contextmanager
+def qrels_path(source: QrelsSource) -> Iterator[str]:
+    """A path to the source's qrels in TREC form (a build is exported to a temporary file)."""
+    if source.kind == QrelsSource.Kind.UPLOAD:
+        yield source.file.path
+        return
+    assert source.build is not None
+    with tempfile.NamedTemporaryFile("w", suffix=".qrels", encoding="utf-8") as handle:
+        handle.write(qrels_export(source.build, fmt="trec"))
+        handle.flush()
+        yield handle.name
+
+
+def read_qrels(source: QrelsSource) -> Qrels:
+    with qrels_path(source) as path:
+        return _named(trec.read_qrels, path, source.name, fmt=source.format or None)
+
+
+def read_run(run: Run) -> RunData:
+    return _named(trec.read_run, run.file.path, run.original_name or run.name, fmt=run.format or None)
+
+
+def _named(reader: Any, path: str, name: str, **options: Any) -> Any:
+    """Run a reader; its errors name the file as the user knows it, not its storage path."""
+    if not Path(path).is_file():
+        raise JobError(f"{name}: the stored file is missing")
+    try:
+        return reader(path, **options)
+    except Exception as error:  # the readers' messages start with the path
+        message = str(error).replace(str(path), name)
+        raise JobError(message) from None
+
+
+def check_measures(measures: Sequence[str]) -> list[str]:
+    """The measure names, checked against the registry (an unknown one suggests the closest names)."""
+    names = [name.strip() for name in measures if name.strip()]
+    if not names:
+        raise JobError("Choose at least one measure.")
+    try:
+        parse_measures(names)
+    except Exception as error:
+        raise JobError(str(error)) from None
+    return names
+
+
+# --- evaluations --------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def evaluation_create(
+    *,
+    run: Run,
+    qrels: QrelsSource,
+    measures: Sequence[str] = DEFAULT_MEASURES,
+    rel_level: int = 1,
+    complete: bool = False,
+    created_by: AbstractBaseUser | None = None,
+    enqueue: bool = True,
+) -> Evaluation:
+    """The evaluation of `run` on `qrels` with these options, queued on commit.
+
+    The same request finds the same evaluation: a done one is returned as it is, a failed one is reset
+    and queued again. Raises `JobError` for unknown measures or a run and qrels of different teams.
+    """
+    if run.team_id != qrels.team_id:
+        raise JobError("The run and the qrels belong to different teams.")
+    names = check_measures(measures)
+    key = options_key(measures=names, rel_level=rel_level, complete=complete)
+    evaluation, created = Evaluation.objects.select_for_update().get_or_create(
+        run=run,
+        qrels=qrels,
+        options_key=key,
+        defaults={
+            "team_id": run.team_id,
+            "measures": names,
+            "rel_level": rel_level,
+            "complete": complete,
+            "created_by": created_by,
+        },
+    )
+    if not created and evaluation.status == JobStatus.FAILED:
+        Evaluation.objects.filter(pk=evaluation.pk).update(status=JobStatus.PENDING, attempts=0, error="")
+        evaluation.refresh_from_db()
+        created = True
+    if created and enqueue:
+        job_enqueue_on_commit(evaluation)
+    return evaluation
+
+
+@dataclass(frozen=True)
+class MeasureRow:
+    measure: str
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    per_query: list[float | None]
+
+
+@dataclass(frozen=True)
+class EvaluationOutput:
+    qids: list[str]
+    num_queries: int
+    num_missing: int
+    rows: list[MeasureRow]
+    run_size: tuple[int, int] | None = None  # (queries, rows) of the run file, as read in full
+    qrels_size: tuple[int, int] | None = None
+
+
+def evaluation_run(*, evaluation_id: int) -> JobOutcome:
+    """Claim, compute and store an evaluation (the task's one call). Idempotent."""
+    return job_run(Evaluation, pk=evaluation_id, compute=_evaluate, store=_store_evaluation)
+
+
+def _evaluate(evaluation: Evaluation, progress: ProgressFn) -> EvaluationOutput:
+    progress(0.05, "reading the qrels")
+    qrels = read_qrels(evaluation.qrels)
+    progress(0.25, "reading the run")
+    run = read_run(evaluation.run)
+    progress(0.6, "evaluating")
+    result = _evaluate_data(qrels, run, evaluation.measures, evaluation.rel_level, evaluation.complete)
+    progress(0.8, "bootstrapping confidence intervals")
+    output = evaluation_output(result, confidence=evaluation.confidence)
+    return replace(output, run_size=(len(run.qids), len(run)), qrels_size=(len(qrels.qids), len(qrels)))
+
+
+def _evaluate_data(
+    qrels: Qrels, run: RunData, measures: list[str], level: int, complete: bool
+) -> RetrievalResult:
+    try:
+        return evaluate(qrels, run, measures, rel_level=level, complete=complete)
+    except Exception as error:
+        raise JobError(str(error)) from None
+
+
+def evaluation_output(result: RetrievalResult, *, confidence: float = 0.95) -> EvaluationOutput:
+    """One row per measure: the aggregate, a bootstrap CI of the mean, and the per-query values aligned
+    with the evaluated queries (and, under -c, the qrels queries the run lacks, at 0)."""
+    rows = []
+    qids: list[str] = []
+    for spec in result.specs:
+        query_ids, values = result.per_query_array(spec.key)
+        qids = [str(qid) for qid in query_ids]
+        low = high = None
+        finite = values[np.isfinite(values)]
+        if spec.measure.aggregate == "mean" and finite.size >= 2:
+            interval = bootstrap_ci(finite, n_resamples=N_RESAMPLES, confidence=confidence, seed=0)
+            low, high = json_number(interval.low), json_number(interval.high)
+        rows.append(
+            MeasureRow(
+                measure=spec.key,
+                value=json_number(result.aggregate[spec.key]),
+                ci_low=low,
+                ci_high=high,
+                per_query=json_numbers(values),
+            )
+        )
+    return EvaluationOutput(
+        qids=qids, num_queries=len(result.qids), num_missing=len(result.missing_qids), rows=rows
+    )
+
+
+def _store_evaluation(evaluation: Evaluation, output: EvaluationOutput) -> None:
+    for model, pk, size in (
+        (Run, evaluation.run_id, output.run_size),
+        (QrelsSource, evaluation.qrels_id, output.qrels_size),
+    ):
+        if size is not None:  # counts the upload could not know from its first lines
+            model.objects.filter(pk=pk, num_rows__isnull=True).update(num_queries=size[0], num_rows=size[1])
+    evaluation.qids = output.qids
+    evaluation.num_queries = output.num_queries
+    evaluation.num_missing = output.num_missing
+    EvaluationResult.objects.filter(evaluation=evaluation).exclude(
+        measure__in=[row.measure for row in output.rows]
+    ).delete()
+    EvaluationResult.objects.bulk_create(
+        [
+            EvaluationResult(
+                evaluation=evaluation, measure=row.measure, position=position, value=row.value,
+                ci_low=row.ci_low, ci_high=row.ci_high, per_query=row.per_query,
+            )
+            for position, row in enumerate(output.rows)
+        ],
+        update_conflicts=True,
+        unique_fields=["evaluation", "measure"],
+        update_fields=["position", "value", "ci_low", "ci_high", "per_query"],
+    )  # fmt: skip
+
+
+# --- comparisons --------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def comparison_create(
+    *,
+    qrels: QrelsSource,
+    runs: Sequence[Run],
+    measures: Sequence[str] = ("map", "ndcg_cut_10"),
+    rel_level: int = 1,
+    complete: bool = False,
+    test: str = Comparison.Test.T,
+    correction: str = Comparison.Correction.HOLM,
+    alpha: float = 0.05,
+    created_by: AbstractBaseUser | None = None,
+    enqueue: bool = True,
+) -> Comparison:
+    """A comparison of at least two of the team's runs on `qrels`, queued on commit."""
+    distinct = list({run.pk: run for run in runs}.values())
+    if len(distinct) < 2:
+        raise JobError("Choose at least two different runs to compare.")
+    if any(run.team_id != qrels.team_id for run in distinct):
+        raise JobError("Every run must belong to the qrels' team.")
+    if test not in Comparison.Test.values:
+        raise JobError(f"Unknown test {test!r}; choose {', '.join(Comparison.Test.values)}.")
+    if correction not in Comparison.Correction.values:
+        raise JobError(
+            f"Unknown correction {correction!r}; choose {', '.join(Comparison.Correction.values)}."
+        )
+    if not 0 < alpha < 1:
+        raise JobError("alpha must lie strictly between 0 and 1.")
+    comparison = Comparison.objects.create(
+        team_id=qrels.team_id, qrels=qrels, measures=check_measures(measures), rel_level=rel_level,
+        complete=complete, test=test, correction=correction, alpha=alpha, created_by=created_by,
+    )  # fmt: skip
+    comparison.runs.set(distinct)
+    if enqueue:
+        job_enqueue_on_commit(comparison)
+    return comparison
+
+
+@dataclass(frozen=True)
+class ComparisonOutput:
+    qids: list[str]
+    summaries: list[dict[str, Any]]
+    pairs: list[dict[str, Any]]
+
+
+def comparison_run(*, comparison_id: int) -> JobOutcome:
+    """Claim, compute and store a comparison (the task's one call). Idempotent."""
+    return job_run(Comparison, pk=comparison_id, compute=_compare, store=_store_comparison)
+
+
+def _compare(comparison: Comparison, progress: ProgressFn) -> ComparisonOutput:
+    runs = list(comparison.runs.order_by("pk"))
+    progress(0.0, "reading the qrels")
+    qrels = read_qrels(comparison.qrels)
+    results: dict[str, RetrievalResult] = {}
+    for index, run in enumerate(runs):
+        progress(0.05 + 0.8 * index / len(runs), f"evaluating {run.name}")
+        # complete=True: every run covers every qrels query, so the per-query arrays line up.
+        results[str(run.pk)] = _evaluate_data(
+            qrels, read_run(run), comparison.measures, comparison.rel_level, True
+        )
+    progress(0.9, "testing")
+    keys = [spec.key for spec in next(iter(results.values())).specs]
+    try:
+        qids, scores = align_results(results, keys, complete=comparison.complete)
+        compared = compare_scores(
+            scores, test=comparison.test, correction=comparison.correction,
+            alpha=comparison.alpha, confidence=comparison.confidence, n_resamples=N_RESAMPLES, seed=0,
+        )  # fmt: skip
+    except Exception as error:
+        raise JobError(str(error)) from None
+    summaries = [
+        {"run_id": int(run_id), "measure": measure, "mean": summary.mean, "ci_low": json_number(summary.ci_low),
+         "ci_high": json_number(summary.ci_high), "per_query": json_numbers(scores[run_id][measure])}
+        for run_id, measures in compared.runs.items()
+        for measure, summary in measures.items()
+    ]  # fmt: skip
+    pairs = []
+    for pair in compared.pairs:
+        a, b = scores[pair.a][pair.measure], scores[pair.b][pair.measure]
+        pairs.append(
+            {"run_a_id": int(pair.a), "run_b_id": int(pair.b), "measure": pair.measure, "diff": pair.diff,
+             "p_value": pair.p_value, "p_adjusted": pair.p_adjusted, "significant": pair.significant,
+             "wins": int(np.sum(a > b)), "ties": int(np.sum(a == b)), "losses": int(np.sum(a < b))}
+        )  # fmt: skip
+    return ComparisonOutput(qids=[str(q) for q in qids], summaries=summaries, pairs=pairs)
+
+
+def _store_comparison(comparison: Comparison, output: ComparisonOutput) -> None:
+    comparison.qids = output.qids
+    ComparisonSummary.objects.filter(comparison=comparison).delete()
+    ComparisonPair.objects.filter(comparison=comparison).delete()
+    ComparisonSummary.objects.bulk_create(
+        [ComparisonSummary(comparison=comparison, **row) for row in output.summaries]
+    )
+    ComparisonPair.objects.bulk_create([ComparisonPair(comparison=comparison, **row) for row in output.pairs])

@@ -1,0 +1,25 @@
+"""Models of the monitoring app: what teams upload (`runs`), and the evaluation and comparison jobs with
+their results (`evaluations`). Monitors and alerts come next. See PRODUCT.md §2-4."""
+
+from monitoring.models.evaluations import (
+    DEFAULT_MEASURES,
+    Comparison,
+    ComparisonPair,
+    ComparisonSummary,
+    Evaluation,
+    EvaluationResult,
+    options_key,
+)
+from monitoring.models.runs import QrelsSource, Run
+
+__all__ = [
+    "DEFAULT_MEASURES",
+    "Comparison",
+    "ComparisonPair",
+    "ComparisonSummary",
+    "Evaluation",
+    "EvaluationResult",
+    "QrelsSource",
+    "Run",
+    "options_key",
+]

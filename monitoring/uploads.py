@@ -1,0 +1,227 @@
+"""Uploading runs and qrels, and picking a judging project's qrels build as a team's qrels source.
+
+An upload is stored as a file under MEDIA_ROOT. Before it is kept, its first `SNIFF_LINES` lines are
+read with the same readers the evaluation uses, so a file in the wrong format is refused at once with
+the file, the line and the reason, and nothing is stored. Deeper problems (a bad line further down, a
+document listed twice) fail the evaluation job with the same kind of message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.files import File
+from django.db import transaction
+
+from annotations.models import QrelsBuild
+from evalcore import trec
+from evalcore.errors import EvalCoreError, FormatError
+from evalplatform.jobs import JobStatus
+from evalplatform.models import Team
+from monitoring.models import QrelsSource, Run
+
+#: How many leading lines an upload is checked on before it is stored.
+SNIFF_LINES = 2_000
+#: The largest file accepted (bytes).
+MAX_UPLOAD_BYTES = 2 * 1024**3
+SUFFIXES = (".trec", ".txt", ".run", ".qrels", ".tsv", ".jsonl", ".json", "")
+
+
+class UploadError(EvalCoreError, ValueError):
+    """An upload refused; the message names the file and, where it can, the line."""
+
+
+@dataclass(frozen=True)
+class Sniffed:
+    """What the first lines said; the counts are the whole file's only when it fit in those lines."""
+
+    format: str
+    num_queries: int | None
+    num_rows: int | None
+    run_tag: str
+    size: int
+    sha256: str
+
+
+def _chunks(upload: Any) -> Iterator[bytes]:
+    if hasattr(upload, "chunks"):
+        yield from upload.chunks()
+        return
+    upload.seek(0)
+    while chunk := upload.read(1 << 20):
+        yield chunk
+
+
+def _display_name(upload: Any) -> str:
+    return Path(getattr(upload, "name", None) or "upload").name
+
+
+def sniff(upload: Any, *, kind: str, fmt: str | None = None) -> Sniffed:
+    """Read the upload's first lines as a run or qrels file; hash and measure the whole file.
+
+    Raises `UploadError` naming the uploaded file's name, the line and the reason.
+    """
+    name = _display_name(upload)
+    digest = hashlib.sha256()
+    size = 0
+    head: list[bytes] = []
+    pending = b""
+    truncated = False
+    for chunk in _chunks(upload):
+        digest.update(chunk)
+        size += len(chunk)
+        if len(head) < SNIFF_LINES:
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            truncated = truncated or len(lines) > SNIFF_LINES - len(head)
+            head.extend(lines[: SNIFF_LINES - len(head)])
+        else:
+            truncated = True
+    if len(head) < SNIFF_LINES and pending:
+        head.append(pending)
+    elif pending:
+        truncated = True
+    if size == 0 or not any(line.strip() for line in head):
+        raise UploadError(f"{name}: the file is empty")
+    if size > MAX_UPLOAD_BYTES:
+        raise UploadError(
+            f"{name}: {size / 1e9:.1f} GB is more than the {MAX_UPLOAD_BYTES / 1e9:.0f} GB accepted"
+        )
+    suffix = Path(name).suffix.lower() if Path(name).suffix.lower() in SUFFIXES else ""
+    with tempfile.NamedTemporaryFile(suffix=suffix or ".txt") as handle:
+        handle.write(b"\n".join(head) + b"\n")
+        handle.flush()
+        try:
+            detected = fmt or trec.detect_format(handle.name, kind)  # type: ignore[arg-type]
+            reader = trec.read_run if kind == "run" else trec.read_qrels
+            data = reader(handle.name, fmt=detected)  # type: ignore[arg-type]
+        except FormatError as error:
+            raise UploadError(
+                f"{name}:{error.line}: {error.reason}" if error.line else f"{name}: {error.reason}"
+            ) from None
+        except (EvalCoreError, UnicodeDecodeError, ValueError) as error:
+            raise UploadError(f"{name}: {error}") from None
+    tag = _run_tag(head) if kind == "run" and detected == "trec" else ""
+    return Sniffed(
+        format=str(detected),
+        num_queries=None if truncated else len(data.qids),
+        num_rows=None if truncated else len(data),
+        run_tag=tag,
+        size=size,
+        sha256=digest.hexdigest(),
+    )
+
+
+def _run_tag(head: Iterable[bytes]) -> str:
+    for line in head:
+        fields = line.split()
+        if len(fields) >= 6:
+            return fields[5].decode("utf-8", errors="replace")[:200]
+    return ""
+
+
+def _stored(upload: Any) -> File[Any]:
+    if hasattr(upload, "chunks"):
+        return upload  # type: ignore[no-any-return]
+    upload.seek(0)
+    return File(upload, name=_display_name(upload))
+
+
+@transaction.atomic
+def run_upload(
+    *,
+    team: Team,
+    upload: IO[bytes] | Any,
+    name: str = "",
+    description: str = "",
+    tags: Iterable[str] = (),
+    fmt: str | None = None,
+    uploaded_by: AbstractBaseUser | None = None,
+) -> Run:
+    """Store an uploaded run file for the team after checking its first lines."""
+    sniffed = sniff(upload, kind="run", fmt=fmt)
+    original = _display_name(upload)
+    run = Run(
+        team=team,
+        name=(name or sniffed.run_tag or Path(original).stem)[:200],
+        description=description,
+        original_name=original,
+        size=sniffed.size,
+        sha256=sniffed.sha256,
+        format=sniffed.format,
+        run_tag=sniffed.run_tag,
+        num_queries=sniffed.num_queries,
+        num_rows=sniffed.num_rows,
+        tags=sorted({tag.strip() for tag in tags if tag.strip()}),
+        uploaded_by=uploaded_by,
+    )
+    run.file.save(original, _stored(upload), save=False)
+    run.save()
+    return run
+
+
+@transaction.atomic
+def qrels_upload(
+    *,
+    team: Team,
+    upload: IO[bytes] | Any,
+    name: str = "",
+    description: str = "",
+    fmt: str | None = None,
+    uploaded_by: AbstractBaseUser | None = None,
+) -> QrelsSource:
+    """Store an uploaded qrels file for the team after checking its first lines."""
+    sniffed = sniff(upload, kind="qrels", fmt=fmt)
+    original = _display_name(upload)
+    source = QrelsSource(
+        team=team,
+        kind=QrelsSource.Kind.UPLOAD,
+        name=(name or Path(original).stem)[:200],
+        description=description,
+        original_name=original,
+        size=sniffed.size,
+        sha256=sniffed.sha256,
+        format=sniffed.format,
+        num_queries=sniffed.num_queries,
+        num_rows=sniffed.num_rows,
+        uploaded_by=uploaded_by,
+    )
+    source.file.save(original, _stored(upload), save=False)
+    source.save()
+    return source
+
+
+def qrels_source_for_build(
+    *, team: Team, build: QrelsBuild, by: AbstractBaseUser | None = None
+) -> QrelsSource:
+    """The team's qrels source for a finished qrels build, created on first use.
+
+    The build's project must be linked to the team (`Project.team`).
+    """
+    if build.project.team_id != team.pk:
+        raise UploadError(f"{build.project.slug} is not a judging project of the team {team.slug}")
+    if build.status != JobStatus.DONE:
+        raise UploadError(
+            f"{build.project.slug} v{build.version} is {build.status}; only a done build can be used"
+        )
+    source, _ = QrelsSource.objects.get_or_create(
+        team=team,
+        build=build,
+        defaults={
+            "kind": QrelsSource.Kind.BUILD,
+            "name": f"{build.project.slug} v{build.version}",
+            "description": f"Qrels build v{build.version} of the judging project {build.project.name}.",
+            "size": 0,
+            "sha256": build.content_hash,
+            "format": "trec",
+            "num_rows": build.pairs_kept,
+            "uploaded_by": by,
+        },
+    )
+    return source

@@ -1,0 +1,203 @@
+"""The evaluation service: uploads, evaluation and comparison jobs, their stored results."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from django.contrib.auth.models import User
+
+from evalcore import trec
+from evalcore.comparison import align_results, compare_scores
+from evalcore.retrieval import evaluate
+from evalplatform.jobs import JobError
+from evalplatform.models import Team
+from monitoring import evaluations, uploads
+from monitoring.models import ComparisonPair, ComparisonSummary, Evaluation, EvaluationResult
+from tests.conftest import QueuedTasks, WorkerProcess
+from tests.monitoring.conftest import synthetic_collection, upload
+
+QRELS, RUN = synthetic_collection()
+
+
+@pytest.fixture
+def sources(team: Team, theo: User) -> tuple[Any, Any, Any]:
+    qrels = uploads.qrels_upload(team=team, upload=upload("judged.qrels", QRELS), uploaded_by=theo)
+    good = uploads.run_upload(team=team, upload=upload("bm25.run", RUN(1, 1.5, "bm25")), uploaded_by=theo)
+    weak = uploads.run_upload(team=team, upload=upload("dense.run", RUN(2, 0.3, "dense")), uploaded_by=theo)
+    return qrels, good, weak
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.django_db
+class TestUploads:
+    def test_it_keeps_a_run_with_what_its_first_lines_say(self, team: Team, theo: User) -> None:
+        run = uploads.run_upload(
+            team=team,
+            upload=upload("bm25.run", RUN(1, 1.0, "bm25")),
+            tags=["bm25", " ", "v1"],
+            uploaded_by=theo,
+        )
+        assert (run.name, run.run_tag, run.format, run.tags) == ("bm25", "bm25", "trec", ["bm25", "v1"])
+        assert run.num_queries == 20 and run.num_rows == 600 and len(run.sha256) == 64
+        assert Path(run.file.path).read_text() == RUN(1, 1.0, "bm25")
+
+    def test_it_refuses_a_malformed_file_naming_the_line_and_stores_nothing(self, team: Team) -> None:
+        text = "q1 Q0 d1 1 2.0 tag\nq1 Q0 d2 2 high tag\n"
+        with pytest.raises(uploads.UploadError, match=r"^broken.run:2: "):
+            uploads.run_upload(team=team, upload=upload("broken.run", text))
+        with pytest.raises(uploads.UploadError, match="empty"):
+            uploads.qrels_upload(team=team, upload=upload("empty.qrels", ""))
+        assert not team.runs.exists() and not team.qrels_sources.exists()
+
+
+@pytest.mark.django_db
+class TestEvaluation:
+    def test_it_stores_what_eval_retrieval_computes(self, sources: Any, tmp_path: Path) -> None:
+        qrels, run, _ = sources
+        measures = ["map", "P_10", "ndcg_cut_10", "recip_rank", "num_ret"]
+        evaluation = evaluations.evaluation_create(run=run, qrels=qrels, measures=measures, enqueue=False)
+        assert evaluations.evaluation_run(evaluation_id=evaluation.pk).status == "done"
+        expected = evaluate(
+            trec.read_qrels(write(tmp_path, "q", QRELS)), trec.read_run(write(tmp_path, "r", RUN(1, 1.5, "bm25"))),
+            measures,
+        )  # fmt: skip
+        rows = {row.measure: row for row in EvaluationResult.objects.filter(evaluation=evaluation)}
+        assert list(rows) == measures
+        for key in measures:
+            assert rows[key].value == pytest.approx(expected.aggregate[key], abs=1e-12)
+            np.testing.assert_allclose(rows[key].per_query, expected.values[key], atol=1e-12)
+        assert rows["map"].ci_low < rows["map"].value < rows["map"].ci_high
+        assert rows["num_ret"].ci_low is None  # a sum has no bootstrap interval here
+        evaluation.refresh_from_db()
+        assert evaluation.qids == [str(q) for q in expected.qids] and evaluation.num_queries == 20
+
+    def test_it_finds_the_same_evaluation_for_the_same_request_and_never_duplicates_rows(
+        self, sources: Any
+    ) -> None:
+        qrels, run, _ = sources
+        first = evaluations.evaluation_create(run=run, qrels=qrels, measures=["map", "P_5"], enqueue=False)
+        evaluations.evaluation_run(evaluation_id=first.pk)
+        again = evaluations.evaluation_create(run=run, qrels=qrels, measures=["P_5", "map"], enqueue=False)
+        assert again.pk == first.pk and again.status == "done"
+        # A worker that runs the job again (a re-delivered message) finds it finished and writes nothing.
+        assert evaluations.evaluation_run(evaluation_id=first.pk).status == "finished"
+        assert EvaluationResult.objects.filter(evaluation=first).count() == 2
+        other = evaluations.evaluation_create(
+            run=run, qrels=qrels, measures=["map"], rel_level=2, enqueue=False
+        )
+        assert other.pk != first.pk
+
+    def test_it_fails_with_a_readable_error_when_the_run_does_not_match_the_qrels(
+        self, team: Team, sources: Any
+    ) -> None:
+        qrels, _, _ = sources
+        stranger = uploads.run_upload(team=team, upload=upload("other.run", "x1 Q0 d1 1 1.0 t\n"))
+        evaluation = evaluations.evaluation_create(run=stranger, qrels=qrels, enqueue=False)
+        assert evaluations.evaluation_run(evaluation_id=evaluation.pk).status == "failed"
+        evaluation.refresh_from_db()
+        assert "no query" in evaluation.error and not evaluation.results.exists()
+        # Asking again resets the failed evaluation and queues it once more.
+        again = evaluations.evaluation_create(run=stranger, qrels=qrels, enqueue=False)
+        assert again.pk == evaluation.pk and again.status == "pending" and again.error == ""
+
+    def test_it_names_the_uploaded_file_when_a_later_line_is_bad(self, team: Team, sources: Any) -> None:
+        qrels, _, _ = sources
+        _, big_run = synthetic_collection(queries=100, shuffle=False)
+        lines = big_run(3, 1.0).splitlines()
+        lines.insert(2500, "q1 Q0 d1-1 0 1.0 sys")  # a docno twice, beyond the lines checked on upload
+        run = uploads.run_upload(team=team, upload=upload("late.run", "\n".join(lines) + "\n"))
+        evaluation = evaluations.evaluation_create(run=run, qrels=qrels, enqueue=False)
+        assert evaluations.evaluation_run(evaluation_id=evaluation.pk).status == "failed"
+        evaluation.refresh_from_db()
+        assert evaluation.error.startswith("late.run:") and "media" not in evaluation.error
+
+    def test_it_refuses_unknown_measures_and_other_teams_runs(self, sources: Any, other_team: Team) -> None:
+        qrels, run, _ = sources
+        with pytest.raises(JobError, match="unknown measure"):
+            evaluations.evaluation_create(run=run, qrels=qrels, measures=["mpa"], enqueue=False)
+        foreign = uploads.run_upload(team=other_team, upload=upload("f.run", RUN(4, 1.0)))
+        with pytest.raises(JobError, match="different teams"):
+            evaluations.evaluation_create(run=foreign, qrels=qrels, enqueue=False)
+
+    def test_it_queues_the_job_on_the_heavy_queue_after_commit(
+        self, sources: Any, queued: QueuedTasks, django_capture_on_commit_callbacks: Any
+    ) -> None:
+        from evalplatform.celery import app
+
+        qrels, run, _ = sources
+        with django_capture_on_commit_callbacks(execute=True):
+            evaluation = evaluations.evaluation_create(run=run, qrels=qrels)
+        assert queued.sent == [
+            ("monitoring.tasks.evaluation_run", (evaluation.pk,), {"countdown": 0, "retry": False})
+        ]
+        assert app.amqp.router.route({}, "monitoring.tasks.evaluation_run")["queue"].name == "heavy"
+
+
+@pytest.mark.django_db
+class TestComparison:
+    def test_it_compares_runs_as_compare_runs_does(self, sources: Any, tmp_path: Path) -> None:
+        qrels, good, weak = sources
+        comparison = evaluations.comparison_create(
+            qrels=qrels,
+            runs=[good, weak],
+            measures=["map", "ndcg_cut_10"],
+            test="randomization",
+            enqueue=False,
+        )
+        assert evaluations.comparison_run(comparison_id=comparison.pk).status == "done"
+        judged = trec.read_qrels(write(tmp_path, "q", QRELS))
+        results = {
+            str(run.pk): evaluate(judged, trec.read_run(run.file.path), ["map", "ndcg_cut_10"], complete=True)
+            for run in (good, weak)
+        }
+        _, scores = align_results(results, ["map", "ndcg_cut_10"], complete=False)
+        expected = compare_scores(scores, test="randomization", correction="holm", n_resamples=2000)
+        pairs = {pair.measure: pair for pair in ComparisonPair.objects.filter(comparison=comparison)}
+        for want in expected.pairs:
+            got = pairs[want.measure]
+            assert (got.run_a_id, got.run_b_id) == (int(want.a), int(want.b))
+            assert got.p_adjusted == pytest.approx(want.p_adjusted) and got.diff == pytest.approx(want.diff)
+            assert got.wins + got.ties + got.losses == 20
+        assert pairs["map"].significant and pairs["map"].diff > 0  # the good run beats the weak one
+        assert ComparisonSummary.objects.filter(comparison=comparison).count() == 4
+
+    def test_it_needs_two_runs(self, sources: Any) -> None:
+        qrels, good, _ = sources
+        with pytest.raises(JobError, match="two different runs"):
+            evaluations.comparison_create(qrels=qrels, runs=[good, good], enqueue=False)
+
+
+def wait_for(predicate: Any, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_it_evaluates_in_a_real_worker_and_stores_the_results_once(
+    celery_worker_process: WorkerProcess, sources: Any, tmp_path: Path
+) -> None:
+    qrels, run, _ = sources
+    evaluation = evaluations.evaluation_create(run=run, qrels=qrels, measures=["map", "ndcg_cut_10"])
+    assert wait_for(lambda: Evaluation.objects.get(pk=evaluation.pk).status == "done"), (
+        celery_worker_process.log()
+    )
+    expected = evaluate(
+        trec.read_qrels(write(tmp_path, "q", QRELS)), trec.read_run(run.file.path), ["map", "ndcg_cut_10"]
+    )
+    rows = dict(EvaluationResult.objects.filter(evaluation=evaluation).values_list("measure", "value"))
+    assert rows == pytest.approx(expected.aggregate)
+    assert EvaluationResult.objects.filter(evaluation=evaluation).count() == 2
