@@ -1,8 +1,16 @@
-"""Celery tasks of the platform. Each takes ids or plain values and calls one function."""
+"""Celery tasks of the platform. Each takes ids or plain values and calls one function.
+
+The worker heartbeat is also written when a worker becomes ready and removed when it stops cleanly, so
+/healthz sees a worker from its first second rather than after beat's first heartbeat, and sees a stopped
+worker as down at once rather than when its last heartbeat goes stale.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import Task, shared_task
+from celery.signals import worker_ready, worker_shutdown
 
 from evalplatform.models import WorkerHeartbeat
 
@@ -12,3 +20,13 @@ def record_heartbeat(self: Task) -> str:
     hostname = self.request.hostname or "unknown"
     WorkerHeartbeat.objects.record(hostname=hostname)
     return hostname
+
+
+@worker_ready.connect
+def record_heartbeat_when_ready(sender: Any, **kwargs: Any) -> None:
+    WorkerHeartbeat.objects.record(hostname=sender.hostname)
+
+
+@worker_shutdown.connect
+def forget_heartbeat_on_shutdown(sender: Any, **kwargs: Any) -> None:
+    WorkerHeartbeat.objects.filter(hostname=sender.hostname).delete()

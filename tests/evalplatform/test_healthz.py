@@ -75,9 +75,25 @@ class TestHealthz:
         assert body["checks"]["worker"]["workers"] == [celery_worker_process.hostname]
         assert seconds < WELL_UNDER_A_SECOND
 
+    def test_it_pings_a_worker_without_a_fresh_heartbeat_and_stops_at_its_answer(
+        self, client: Client, celery_worker_process: WorkerProcess
+    ) -> None:
+        WorkerHeartbeat.objects.all().delete()
+        seconds, body = timed_get(client)
+        worker = body["checks"]["worker"]
+        assert worker == {
+            "status": "ok",
+            "latency_ms": worker["latency_ms"],
+            "detail": "no fresh heartbeat, a worker answered a ping",
+            "workers": [celery_worker_process.hostname],
+        }
+        assert worker["latency_ms"] < 400  # the ping's timeout is 500 ms: it did not wait for it
+        assert seconds < WELL_UNDER_A_SECOND
+
     def test_it_reads_the_heartbeat_of_a_real_worker(
         self, client: Client, celery_worker_process: WorkerProcess
     ) -> None:
+        WorkerHeartbeat.objects.all().delete()
         record_heartbeat.delay()
         assert wait_for(lambda: WorkerHeartbeat.objects.exists()), celery_worker_process.log()
         seconds, body = timed_get(client)
