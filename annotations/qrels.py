@@ -1,4 +1,4 @@
-"""Qrels builds: versioned, immutable qrels from the reliable annotators' labels (PRODUCT.md §1, seed 004 §21.3.2).
+"""Qrels builds: versioned, immutable qrels from the reliable annotators' labels (seed 004 §21.3.2, see docs/sources.md).
 
 A build is a job (`evalplatform.jobs`):
 

@@ -1,4 +1,4 @@
-"""Annotator quality and project agreement, precomputed into a `QualitySnapshot` (PRODUCT.md §1, Quality).
+"""Annotator quality and project agreement, precomputed into a `QualitySnapshot`.
 
 - Reading: `project_answers` reads every answer of a project with one `values_list` query into
   `evalcore.judging.Answers` (aligned arrays, no model instances), with the gold labels, the attention

@@ -213,7 +213,7 @@ def _version(request: Request, name: str) -> int | None:
 )
 @api_view(["GET"])
 def quality_snapshot(request: Request, slug: str) -> Response:
-    project = selectors.get_lead_project(request.user, slug)
+    project = selectors.get_project_for_reader(request.user, slug).project
     snapshot = selectors.quality_snapshot(project=project)
     if snapshot is None:
         return _error("No quality figures yet: POST quality/recompute/ to compute them.", 404)
@@ -299,10 +299,11 @@ def annotator_override(request: Request, slug: str, username: str) -> Response:
 )
 @api_view(["GET", "POST"])
 def qrels_builds(request: Request, slug: str) -> Response:
-    project = selectors.get_lead_project(request.user, slug)
     if request.method == "GET":
+        project = selectors.get_project_for_reader(request.user, slug).project
         builds = selectors.qrels_builds(project=project).select_related("project")
         return Response(QrelsBuildOut(builds, many=True).data)
+    project = selectors.get_lead_project(request.user, slug)
     data = QrelsBuildIn(data=request.data)
     data.is_valid(raise_exception=True)
     try:
@@ -321,7 +322,7 @@ def qrels_builds(request: Request, slug: str) -> Response:
 )
 @api_view(["GET"])
 def qrels_build(request: Request, slug: str, version: int) -> Response:
-    project = selectors.get_lead_project(request.user, slug)
+    project = selectors.get_project_for_reader(request.user, slug).project
     return Response(QrelsBuildOut(selectors.qrels_build_for(project=project, version=version)).data)
 
 
@@ -339,7 +340,7 @@ def qrels_build(request: Request, slug: str, version: int) -> Response:
 )
 @api_view(["GET"])
 def qrels_export(request: Request, slug: str, version: int, fmt: str) -> Response | HttpResponse:
-    project = selectors.get_lead_project(request.user, slug)
+    project = selectors.get_project_for_reader(request.user, slug).project
     build = selectors.qrels_build_for(project=project, version=version)
     if fmt not in qrels.EXPORT_FORMATS:
         return _error("Exports are trec or jsonl.", 404)
@@ -359,7 +360,7 @@ def qrels_export(request: Request, slug: str, version: int, fmt: str) -> Respons
 )
 @api_view(["GET"])
 def qrels_diff(request: Request, slug: str) -> Response:
-    project = selectors.get_lead_project(request.user, slug)
+    project = selectors.get_project_for_reader(request.user, slug).project
     old_version, new_version = _version(request, "old"), _version(request, "new")
     if old_version is None or new_version is None:
         return _error("Give two build versions: ?old=1&new=2.", 400)

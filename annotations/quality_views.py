@@ -60,7 +60,8 @@ def _figures(project: Project, snapshot: Any, rows: list[dict[str, Any]]) -> lis
 
 @login_required
 def quality_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
-    project = selectors.get_lead_project(request.user, slug)
+    access = selectors.get_project_for_reader(request.user, slug)
+    project = access.project
     snapshot = selectors.quality_snapshot(project=project)
     rows = (
         selectors.quality_rows(
@@ -85,6 +86,7 @@ def quality_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
             "builds": builds,
             "done_builds": done,
             "build_form": QrelsBuildForm.for_project(project),
+            "is_lead": access.is_lead,
         },
     )
 
@@ -144,7 +146,7 @@ def qrels_build_create(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 def qrels_download(request: HttpRequest, slug: str, version: int, fmt: str) -> HttpResponse:
-    project = selectors.get_lead_project(request.user, slug)
+    project = selectors.get_project_for_reader(request.user, slug).project
     if fmt not in qrels.EXPORT_FORMATS:
         raise Http404("Exports are trec or jsonl.")
     build = selectors.qrels_build_for(project=project, version=version)
@@ -155,7 +157,7 @@ def qrels_download(request: HttpRequest, slug: str, version: int, fmt: str) -> H
 
 @login_required
 def qrels_diff(request: HttpRequest, slug: str) -> HttpResponse:
-    project = selectors.get_lead_project(request.user, slug)
+    project = selectors.get_project_for_reader(request.user, slug).project
     try:
         old_version, new_version = int(request.GET["old"]), int(request.GET["new"])
     except (KeyError, ValueError) as exc:

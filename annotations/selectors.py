@@ -79,6 +79,34 @@ def get_lead_project(user: AbstractBaseUser | AnonymousUser, slug: str) -> Proje
     return get_project_for_member(user, slug, role=Role.LEAD).project
 
 
+@dataclass(frozen=True)
+class ProjectAccess:
+    """How a user may see a project's quality figures and qrels: as its lead, or read-only as a member of
+    the team the project is linked to."""
+
+    project: Project
+    is_lead: bool
+
+
+def get_project_for_reader(user: AbstractBaseUser | AnonymousUser, slug: str) -> ProjectAccess:
+    """The project `slug` for its quality and qrels pages: leads, and members of the project's team.
+
+    An annotator of the project never reads them, even as a team member (the qrels' provenance holds
+    every annotator's labels): 403. Anyone else gets a 404.
+    """
+    if not user.is_authenticated:
+        raise Http404("No such project.")
+    membership = (
+        ProjectMembership.objects.filter(project__slug=slug, user=user).select_related("project").first()
+    )
+    if membership is not None or getattr(user, "is_superuser", False):
+        return ProjectAccess(get_lead_project(user, slug), is_lead=True)
+    project = Project.objects.filter(slug=slug, team__memberships__user=user).first()
+    if project is None:
+        raise Http404("No such project.")
+    return ProjectAccess(project, is_lead=False)
+
+
 def projects_for_user(user: AbstractBaseUser) -> QuerySet[ProjectMembership]:
     """The user's memberships with per-project counts, in one query."""
     tasks = Task.objects.filter(project=OuterRef("project")).order_by().values("project")

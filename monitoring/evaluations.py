@@ -1,4 +1,4 @@
-"""Evaluation and comparison jobs (PRODUCT.md §2): a run against a qrels source, and several runs compared.
+"""Evaluation and comparison jobs: a run against a qrels source, and several runs compared.
 
 Both are jobs (`evalplatform.jobs`). `evaluation_create` finds or creates the one evaluation of a run
 on a qrels source with given options (the same request finds the same evaluation; a failed one is

@@ -5,16 +5,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotations', '0004_quality_jobs'),
-        ('evalplatform', '0002_teams'),
+        ("annotations", "0004_quality_jobs"),
+        ("evalplatform", "0002_teams"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='project',
-            name='team',
-            field=models.ForeignKey(blank=True, help_text="The team whose members may read this project's quality figures and qrels builds.", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='judging_projects', to='evalplatform.team'),
+            model_name="project",
+            name="team",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="The team whose members may read this project's quality figures and qrels builds.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="judging_projects",
+                to="evalplatform.team",
+            ),
         ),
     ]

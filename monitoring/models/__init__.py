@@ -1,5 +1,5 @@
 """Models of the monitoring app: what teams upload (`runs`), and the evaluation and comparison jobs with
-their results (`evaluations`). Monitors and alerts come next. See PRODUCT.md §2-4."""
+their results (`evaluations`). Monitors and alerts come next."""
 
 from monitoring.models.evaluations import (
     DEFAULT_MEASURES,

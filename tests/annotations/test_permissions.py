@@ -165,3 +165,60 @@ class TestApiDenials:
                 "seconds_spent",
                 "created_at",
             }
+
+
+@pytest.mark.django_db
+class TestTeamReaders:
+    """Members of the team a project is linked to read its quality and qrels; they change nothing."""
+
+    @pytest.fixture
+    def linked(self, project: Project, theo: User, alice: User) -> Project:
+        from annotations import qrels
+        from evalplatform.teams import team_create, team_member_set
+
+        team = team_create(slug="search", name="Search", creator=theo)
+        team_member_set(team=team, user=alice, role="viewer")  # also an annotator of the project
+        project.team = team
+        project.save(update_fields=["team"])
+        build = qrels.qrels_build_create(project=project, created_by=None, enqueue=False)
+        qrels.qrels_build_run(build_id=build.pk)
+        return project
+
+    def test_it_lets_team_members_read_quality_and_qrels(
+        self, client: Client, theo: User, linked: Project
+    ) -> None:
+        client.force_login(theo)
+        page = client.get(f"/projects/{linked.slug}/quality/")
+        assert page.status_code == 200
+        assert b"Build qrels</button>" not in page.content and b"Recompute quality" not in page.content
+        assert client.get(f"/projects/{linked.slug}/qrels/1/trec/").status_code == 200
+        assert client.get(f"/api/projects/{linked.slug}/qrels/").status_code == 200
+        assert client.get(f"/api/projects/{linked.slug}/qrels/1/export/jsonl/").status_code == 200
+
+    def test_it_keeps_team_members_from_changing_anything(
+        self, client: Client, theo: User, linked: Project
+    ) -> None:
+        client.force_login(theo)
+        assert client.post(f"/projects/{linked.slug}/quality/recompute/").status_code == 404
+        assert client.post(f"/projects/{linked.slug}/qrels/", {"aggregation": "median"}).status_code == 404
+        assert (
+            client.post(
+                f"/api/projects/{linked.slug}/qrels/", {}, content_type="application/json"
+            ).status_code
+            == 404
+        )
+        assert client.get(f"/projects/{linked.slug}/settings/").status_code == 404
+
+    def test_it_never_shows_an_annotator_the_qrels_provenance_through_a_team(
+        self, client: Client, alice: User, linked: Project
+    ) -> None:
+        client.force_login(alice)
+        assert client.get(f"/projects/{linked.slug}/quality/").status_code == 403
+        assert client.get(f"/api/projects/{linked.slug}/qrels/1/export/jsonl/").status_code == 403
+
+    def test_it_answers_404_to_other_teams(self, client: Client, bob: User, linked: Project) -> None:
+        from evalplatform.teams import team_create
+
+        team_create(slug="fraud", name="Fraud", creator=bob)
+        client.force_login(bob)  # an annotator of the project, but no member of its team
+        assert client.get(f"/projects/{linked.slug}/quality/").status_code == 403
