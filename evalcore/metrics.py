@@ -174,12 +174,6 @@ _FAMILY_MODULES: dict[Family, tuple[str, str | None]] = {
 }
 
 
-def register_family(family: Family, specs: str, resolver: str | None = None) -> None:
-    """Declare where a family's specs live (`module:attribute`), before the registry is first read."""
-    _FAMILY_MODULES[family] = (specs, resolver)
-    metric_registry.cache_clear()
-
-
 def _load(reference: str) -> Any:
     module, _, attribute = reference.partition(":")
     return getattr(import_module(module), attribute)

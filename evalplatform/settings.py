@@ -138,7 +138,6 @@ STORAGES = {
 }
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT") or VAR_DIR / "media")
 MEDIA_URL = "media/"  # uploads are never served as static files; views stream them after a permission check
-UPLOAD_ROOT = VAR_DIR / "uploads"
 
 # Security: secure by default when DEBUG is off; each can be relaxed from the environment (e.g. behind
 # a TLS-terminating proxy that already redirects, set SECURE_SSL_REDIRECT=false).

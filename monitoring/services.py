@@ -1,1 +1,0 @@
-"""Write-side operations of the monitoring app."""
