@@ -229,6 +229,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"expire_seconds": 60},
     },
+    # The safety net of every job (`evalplatform.jobs`): queue again a pending job whose message was lost
+    # and a running job whose worker died (its lease lapsed).
+    "requeue-stale-jobs": {
+        "task": "evalplatform.tasks.requeue_stale_jobs",
+        "schedule": 300.0,
+        "options": {"expire_seconds": 300},
+    },
 }
 
 LOGGING = {

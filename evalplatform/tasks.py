@@ -12,6 +12,7 @@ from typing import Any
 from celery import Task, shared_task
 from celery.signals import worker_ready, worker_shutdown
 
+from evalplatform.jobs import jobs_requeue_stale
 from evalplatform.models import WorkerHeartbeat
 
 
@@ -30,3 +31,8 @@ def record_heartbeat_when_ready(sender: Any, **kwargs: Any) -> None:
 @worker_shutdown.connect
 def forget_heartbeat_on_shutdown(sender: Any, **kwargs: Any) -> None:
     WorkerHeartbeat.objects.filter(hostname=sender.hostname).delete()
+
+
+@shared_task(name="evalplatform.tasks.requeue_stale_jobs", time_limit=120, soft_time_limit=100)
+def requeue_stale_jobs() -> int:
+    return jobs_requeue_stale()

@@ -192,3 +192,11 @@ class TestQueueing:
     def test_it_describes_a_job_for_polling(self, job: QualityRecompute) -> None:
         state = job.state()
         assert state["status"] == "pending" and state["percent"] is None and state["seconds"] is None
+
+
+def test_it_declares_the_stale_job_sweep_in_the_beat_schedule(settings: Any) -> None:
+    from evalplatform.celery import app
+
+    entry = settings.CELERY_BEAT_SCHEDULE["requeue-stale-jobs"]
+    app.loader.import_default_modules()
+    assert entry["task"] in app.tasks and entry["schedule"] <= 600
