@@ -23,9 +23,7 @@ $(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(VENV)/bin/pyth
 	touch $(VENV)/.runtime-installed $@
 
 demo: $(VENV)/.runtime-installed
-	DEBUG=true $(PY) manage.py migrate --noinput
-	DEBUG=true $(PY) manage.py load_demo
-	DEBUG=true PY=$(PY) bin/demo
+	DEBUG=true PY=$(PY) bin/demo --setup
 
 lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .
