@@ -1,7 +1,9 @@
-"""Load the demo data for `make demo`: accounts with known passwords (printed) and a judging project.
+"""Load the demo data for `make demo`: accounts with known passwords (printed), a judging project and a
+search team that evaluates two systems on the project's qrels.
 
 The project gets simulated answers from two careful and two careless annotators, its quality snapshot,
-and a first qrels build (computed here, in-process, so the demo needs no worker for it).
+and a first qrels build; the team gets two runs (BM25 and LSA), their evaluations and a comparison. All
+of it is computed here, in-process, so the demo needs no worker for it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from annotations.demo import (
 )
 from annotations.models import QrelsBuild
 from evalplatform.demo import demo_accounts_create
+from monitoring.demo import DEMO_EDITOR, DemoSearchTeam, demo_search_team_load, demo_team_summary
 
 
 class Command(BaseCommand):
@@ -28,8 +31,10 @@ class Command(BaseCommand):
         "Create the demo accounts (admin, a project lead, two annotators, an analyst) and print their logins, "
         "and the demo judging project 'python-help' (Python questions against the standard library's help "
         "texts), with simulated answers from two careful annotators (carol, dave) and two careless ones "
-        "(eve, mallory), its quality figures and a first qrels build. Idempotent: existing accounts keep "
-        "their passwords, so running it again logs nobody out."
+        "(eve, mallory), its quality figures and a first qrels build; and the search team 'search' (analyst "
+        "edits, lead views) with two runs over that project (BM25, and LSA as a stand-in for a dense "
+        "retriever) evaluated on qrels v1 and compared. Idempotent: existing accounts keep their passwords, "
+        "so running it again logs nobody out, and nothing is created twice."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -47,13 +52,16 @@ class Command(BaseCommand):
                 enqueue=False,
             )
             qrels.qrels_build_run(build_id=build.pk)
+        search = demo_search_team_load()
         summary = demo_summary(project)
         if options["json"]:
             rows = [
                 {"username": a.username, "password": a.password, "role": a.role.value if a.role else "admin"}
                 for a in accounts
             ]
-            self.stdout.write(json.dumps({"accounts": rows, "project": {"slug": project.slug, **summary}}))
+            data = {"accounts": rows, "project": {"slug": project.slug, **summary}}
+            data["team"] = demo_team_summary(search) if search else None
+            self.stdout.write(json.dumps(data))
             return
         self.stdout.write(
             self.style.SUCCESS("Demo logins (local demo only; existing accounts keep their passwords):")
@@ -68,3 +76,22 @@ class Command(BaseCommand):
             f"{', '.join(a.username for a in SIMULATED_ANNOTATORS)}. Log in as alice or bob and open "
             f"/projects/{project.slug}/judge/; as lead, /projects/{project.slug}/quality/."
         )
+        if search is not None:
+            self.stdout.write(
+                self.style.SUCCESS(f"Demo search team {search.team.slug!r}: ") + _team_line(search)
+            )
+
+
+def _team_line(search: DemoSearchTeam) -> str:
+    scores = ", ".join(
+        f"{evaluation.run.name} map {_map_of(evaluation):.3f}" for evaluation in search.evaluations
+    )
+    return (
+        f"runs {scores} on {search.qrels.name}, and their comparison (randomization test, Holm). "
+        f"Log in as {DEMO_EDITOR} to see the leaderboard and upload runs."
+    )
+
+
+def _map_of(evaluation: object) -> float:
+    row = evaluation.results.filter(measure="map").first()  # type: ignore[attr-defined]
+    return row.value if row is not None and row.value is not None else float("nan")

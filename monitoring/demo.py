@@ -1,0 +1,354 @@
+"""The demo's search team: two retrieval systems over the demo judging project, evaluated and compared.
+
+`demo_search_team_load` (called by `load_demo`) makes the team `search` with `analyst` as an editor and
+`lead` as a viewer, links the judging project `python-help` to it and picks its qrels build v1 as the
+team's qrels source. It then ranks the project's documents (the standard library's help texts) for its
+topics with two small systems computed here for real, uploads both rankings as TREC run files, evaluates
+them in this process with the default measures and compares them (randomization test, Holm), so the
+leaderboard and the comparison are not empty on first start.
+
+- **BM25** (k1 = 0.9, b = 0.4, Lucene's idf) over lower-cased word tokens with a few stop words removed
+  and Harman's S-stemmer.
+- **LSA**, the demo's stand-in for a dense retriever (no embedding model can be downloaded here): the
+  same tokens weighted by TF-IDF (sublinear tf), reduced by a truncated SVD to `LSA_DIMENSIONS`
+  dimensions with numpy, queries folded into that space, documents ranked by cosine.
+
+Everything is idempotent: a second load finds the team, the runs (by name), the evaluations (one per
+run, qrels and options) and the comparison, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from annotations.models import Document, Project, QrelsBuild
+from evalplatform.jobs import JobStatus
+from evalplatform.models import Team
+from evalplatform.teams import Role, team_member_set
+from monitoring import evaluations, uploads
+from monitoring.models import Comparison, Evaluation, QrelsSource, Run
+
+DEMO_TEAM_SLUG = "search"
+DEMO_TEAM_NAME = "Search team"
+DEMO_TEAM_DESCRIPTION = (
+    "Ranks the pages of Python's built-in help for programmers' questions. Judged by the python-help "
+    "project; its qrels build v1 is the team's test collection."
+)
+DEMO_EDITOR = "analyst"
+DEMO_VIEWER = "lead"
+DEMO_PROJECT = "python-help"
+DEMO_QRELS_VERSION = 1
+
+BM25_K1 = 0.9
+BM25_B = 0.4
+LSA_DIMENSIONS = 32
+#: Documents retrieved per query (every document, at most: the demo has 79).
+RUN_DEPTH = 100
+COMPARISON_MEASURES = ("map", "ndcg_cut_10", "P_10", "recip_rank")
+COMPARISON_TEST = Comparison.Test.RANDOMIZATION
+COMPARISON_CORRECTION = Comparison.Correction.HOLM
+
+STOP_WORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how", "i", "in",
+    "is", "it", "my", "of", "on", "or", "the", "this", "to", "what", "when", "where", "which", "with", "why",
+    "you",
+})  # fmt: skip
+_TOKEN = re.compile(r"[a-z0-9_]+")
+
+
+# --- ranking (pure numpy: documents and queries in, a queries x documents score matrix out) ------------
+
+
+def s_stem(word: str) -> str:
+    """Harman's S-stemmer (1991): plural endings only, so `exceptions` meets `exception`."""
+    if len(word) <= 3:
+        return word
+    if word.endswith("ies") and not word.endswith(("eies", "aies")):
+        return word[:-3] + "y"
+    if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
+        return word[:-1]
+    if word.endswith("s") and not word.endswith(("us", "ss")):
+        return word[:-1]
+    return word
+
+
+def tokenize(text: str) -> list[str]:
+    return [s_stem(token) for token in _TOKEN.findall(text.lower()) if token not in STOP_WORDS]
+
+
+def term_counts(texts: Sequence[str], vocabulary: dict[str, int]) -> np.ndarray:
+    """A texts x vocabulary matrix of term counts; tokens outside the vocabulary are dropped."""
+    rows: list[int] = []
+    columns: list[int] = []
+    for row, text in enumerate(texts):
+        ids = [vocabulary[token] for token in tokenize(text) if token in vocabulary]
+        rows.extend([row] * len(ids))
+        columns.extend(ids)
+    flat = np.asarray(rows, dtype=np.int64) * len(vocabulary) + np.asarray(columns, dtype=np.int64)
+    counts = np.bincount(flat, minlength=len(texts) * len(vocabulary))
+    return counts.reshape(len(texts), len(vocabulary)).astype(np.float64)
+
+
+def vocabulary_of(texts: Sequence[str]) -> dict[str, int]:
+    terms = sorted({token for text in texts for token in tokenize(text)})
+    return {term: index for index, term in enumerate(terms)}
+
+
+def bm25_scores(
+    docs: np.ndarray, queries: np.ndarray, *, k1: float = BM25_K1, b: float = BM25_B
+) -> np.ndarray:
+    """BM25 of every query against every document, from term-count matrices (queries x documents).
+
+    score(q, d) = sum_t qtf(t) * idf(t) * tf(t, d) * (k1 + 1) / (tf(t, d) + k1 * (1 - b + b * |d| / avgdl)),
+    idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5)) (Lucene's, never negative).
+
+    >>> docs = np.array([[2.0, 0.0], [0.0, 1.0]])
+    >>> bm25_scores(docs, np.array([[1.0, 0.0]])).round(4).tolist()
+    [[0.8755, 0.0]]
+    """
+    n_docs = docs.shape[0]
+    lengths = docs.sum(axis=1)
+    df = np.count_nonzero(docs, axis=0)
+    idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
+    norm = k1 * (1 - b + b * lengths / max(lengths.mean(), 1e-12))
+    weights = idf * docs * (k1 + 1) / (docs + norm[:, None])
+    return np.asarray(queries @ weights.T)
+
+
+def lsa_scores(docs: np.ndarray, queries: np.ndarray, *, dimensions: int = LSA_DIMENSIONS) -> np.ndarray:
+    """Cosine similarity of queries and documents in a latent semantic space (queries x documents).
+
+    TF-IDF weights (1 + ln tf) * ln(N / df), rows L2-normalised; a truncated SVD X = U S V^T keeps the
+    first `dimensions` singular vectors; documents are the rows of U S, a query q is folded in as q V.
+    """
+    n_docs = docs.shape[0]
+    idf = np.log(n_docs / np.maximum(np.count_nonzero(docs, axis=0), 1))
+
+    def weighted(counts: np.ndarray) -> np.ndarray:
+        tf = np.zeros_like(counts)
+        np.log(counts, out=tf, where=counts > 0)
+        matrix = np.where(counts > 0, 1.0 + tf, 0.0) * idf
+        return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+
+    _, singular, vt = np.linalg.svd(weighted(docs), full_matrices=False)
+    k = min(dimensions, int(np.count_nonzero(singular > 1e-10)))
+    basis = vt[:k].T
+    doc_vectors = weighted(docs) @ basis  # equals U S
+    query_vectors = weighted(queries) @ basis
+    doc_vectors /= np.maximum(np.linalg.norm(doc_vectors, axis=1, keepdims=True), 1e-12)
+    query_vectors /= np.maximum(np.linalg.norm(query_vectors, axis=1, keepdims=True), 1e-12)
+    return np.asarray(query_vectors @ doc_vectors.T)
+
+
+def run_text(
+    qids: Sequence[str],
+    doc_ids: Sequence[str],
+    scores: np.ndarray,
+    *,
+    tag: str,
+    depth: int = RUN_DEPTH,
+    positive_only: bool = False,
+) -> str:
+    """A TREC run (`qid Q0 docno rank score tag`): each query's top `depth` documents, best first, ties
+    broken by docno descending as trec_eval does."""
+    names = np.asarray(doc_ids, dtype=object)
+    name_rank = np.argsort(np.argsort(names.astype(str)))
+    rounded = np.round(scores, 6)
+    lines = []
+    for row, qid in enumerate(qids):
+        values = rounded[row]
+        order = np.lexsort((-name_rank, -values))  # score descending, then docno descending
+        if positive_only:
+            order = order[values[order] > 0]
+        lines += [
+            f"{qid} Q0 {names[i]} {rank} {values[i]:.6f} {tag}" for rank, i in enumerate(order[:depth], 1)
+        ]
+    return "\n".join(lines) + "\n"
+
+
+# --- the demo team ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DemoSystem:
+    name: str
+    tag: str
+    description: str
+    tags: tuple[str, ...]
+    rank: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    positive_only: bool = False
+
+
+DEMO_SYSTEMS: tuple[DemoSystem, ...] = (
+    DemoSystem(
+        name="bm25",
+        tag="bm25",
+        description=(
+            f"BM25 (k1 = {BM25_K1}, b = {BM25_B}) over the help pages' titles and texts: lower-cased words, "
+            "a few stop words removed, Harman's S-stemmer. Computed by the demo loader with numpy."
+        ),
+        tags=("bm25", "lexical", "demo"),
+        rank=bm25_scores,
+        positive_only=True,
+    ),
+    DemoSystem(
+        name="dense-lsa",
+        tag="lsa32",
+        description=(
+            "Latent semantic analysis, the demo's stand-in for a dense retriever (no embedding model is "
+            f"downloaded): TF-IDF, a truncated SVD to {LSA_DIMENSIONS} dimensions with numpy, queries folded "
+            "in, documents ranked by cosine. Not a neural model."
+        ),
+        tags=("dense", "lsa", "demo"),
+        rank=lsa_scores,
+    ),
+)
+
+
+@dataclass
+class DemoSearchTeam:
+    team: Team
+    qrels: QrelsSource
+    runs: list[Run] = field(default_factory=list)
+    evaluations: list[Evaluation] = field(default_factory=list)
+    comparison: Comparison | None = None
+
+
+def demo_search_team_load() -> DemoSearchTeam | None:
+    """Create or find the demo search team with its runs, evaluations and comparison (see the module
+    docstring). None when the demo project has no done qrels build v1 to evaluate against."""
+    project = Project.objects.filter(slug=DEMO_PROJECT).first()
+    build = QrelsBuild.objects.filter(
+        project=project, version=DEMO_QRELS_VERSION, status=JobStatus.DONE
+    ).first()
+    if project is None or build is None:
+        return None
+    team, qrels = demo_team_create(project=project, build=build)
+    analyst = get_user_model().objects.get(username=DEMO_EDITOR)
+    demo = DemoSearchTeam(team=team, qrels=qrels)
+    demo.runs = demo_runs_upload(team=team, project=project, uploaded_by=analyst)
+    for run in demo.runs:
+        evaluation = evaluations.evaluation_create(run=run, qrels=qrels, created_by=analyst, enqueue=False)
+        if not evaluation.is_finished:
+            evaluations.evaluation_run(evaluation_id=evaluation.pk)
+            evaluation.refresh_from_db()
+        demo.evaluations.append(evaluation)
+    demo.comparison = _demo_comparison(qrels=qrels, runs=demo.runs, created_by=analyst)
+    return demo
+
+
+@transaction.atomic
+def demo_team_create(*, project: Project, build: QrelsBuild) -> tuple[Team, QrelsSource]:
+    """The team, its two members, the project linked to it and the build as its qrels source."""
+    users = get_user_model().objects.in_bulk([DEMO_EDITOR, DEMO_VIEWER], field_name="username")
+    team, _ = Team.objects.get_or_create(
+        slug=DEMO_TEAM_SLUG, defaults={"name": DEMO_TEAM_NAME, "description": DEMO_TEAM_DESCRIPTION}
+    )
+    team_member_set(team=team, user=users[DEMO_EDITOR], role=Role.EDITOR)
+    team_member_set(team=team, user=users[DEMO_VIEWER], role=Role.VIEWER)
+    if project.team_id != team.pk:
+        project.team = team
+        project.save(update_fields=["team"])
+    qrels = uploads.qrels_source_for_build(team=team, build=build, by=users[DEMO_EDITOR])
+    return team, qrels
+
+
+def demo_runs_upload(*, team: Team, project: Project, uploaded_by: AbstractBaseUser) -> list[Run]:
+    """The demo systems' runs over the project's topics and documents, uploaded once (found by name)."""
+    existing = {
+        run.name: run for run in Run.objects.filter(team=team, name__in=[s.name for s in DEMO_SYSTEMS])
+    }
+    missing = [system for system in DEMO_SYSTEMS if system.name not in existing]
+    if missing:
+        texts = demo_run_texts(project, systems=missing)
+        for system in missing:
+            handle = io.BytesIO(texts[system.name].encode())
+            handle.name = f"{system.name}.run"
+            existing[system.name] = uploads.run_upload(
+                team=team, upload=handle, name=system.name, description=system.description,
+                tags=system.tags, fmt="trec", uploaded_by=uploaded_by,
+            )  # fmt: skip
+    return [existing[system.name] for system in DEMO_SYSTEMS]
+
+
+def demo_run_texts(project: Project, *, systems: Sequence[DemoSystem] = DEMO_SYSTEMS) -> dict[str, str]:
+    """Each system's run over the project's topics and documents (attention checks left out), as text."""
+    topics = list(project.topics.order_by("qid").values_list("qid", "title"))
+    documents = list(
+        Document.objects.filter(project=project)
+        .exclude(tasks__attention_check__isnull=False)
+        .order_by("doc_id")
+        .values_list("doc_id", "title", "text")
+    )
+    doc_texts = [f"{title}\n{text}" for _, title, text in documents]
+    vocabulary = vocabulary_of(doc_texts)
+    docs = term_counts(doc_texts, vocabulary)
+    queries = term_counts([title for _, title in topics], vocabulary)
+    qids = [qid for qid, _ in topics]
+    doc_ids = [doc_id for doc_id, _, _ in documents]
+    return {
+        system.name: run_text(
+            qids, doc_ids, system.rank(docs, queries), tag=system.tag, positive_only=system.positive_only
+        )
+        for system in systems
+    }
+
+
+def _demo_comparison(*, qrels: QrelsSource, runs: list[Run], created_by: AbstractBaseUser) -> Comparison:
+    wanted = {run.pk for run in runs}
+    candidates = (
+        Comparison.objects.filter(
+            team=qrels.team, qrels=qrels, test=COMPARISON_TEST, correction=COMPARISON_CORRECTION
+        )
+        .exclude(status=JobStatus.FAILED)
+        .prefetch_related("runs")
+    )
+    comparison = next(
+        (
+            found
+            for found in candidates.order_by("pk")
+            if {run.pk for run in found.runs.all()} == wanted and found.measures == list(COMPARISON_MEASURES)
+        ),
+        None,
+    )
+    if comparison is None:
+        comparison = evaluations.comparison_create(
+            qrels=qrels, runs=runs, measures=COMPARISON_MEASURES, test=COMPARISON_TEST,
+            correction=COMPARISON_CORRECTION, created_by=created_by, enqueue=False,
+        )  # fmt: skip
+    if comparison.status != JobStatus.DONE:
+        evaluations.comparison_run(comparison_id=comparison.pk)
+        comparison.refresh_from_db()
+    return comparison
+
+
+def demo_team_summary(demo: DemoSearchTeam) -> dict[str, object]:
+    """What `load_demo --json` prints about the team."""
+    return {
+        "slug": demo.team.slug,
+        "qrels": demo.qrels.name,
+        "runs": [
+            {
+                "name": evaluation.run.name,
+                "status": evaluation.status,
+                "aggregate": {row.measure: row.value for row in evaluation.results.order_by("position")},
+            }
+            for evaluation in demo.evaluations
+        ],
+        "comparison": {
+            "status": demo.comparison.status if demo.comparison else None,
+            "significant": sorted(
+                demo.comparison.pairs.filter(significant=True).values_list("measure", flat=True)
+            )
+            if demo.comparison
+            else [],
+        },
+    }

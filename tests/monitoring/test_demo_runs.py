@@ -1,0 +1,159 @@
+"""The demo's search team (`monitoring.demo`, loaded by `load_demo`): its members, its two real runs (BM25 and
+LSA) evaluated on the demo project's qrels v1, their comparison, and a second load that changes nothing."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from annotations.models import Project
+from annotations.qrels import qrels_export
+from evalcore import trec
+from evalcore.retrieval import evaluate
+from evalplatform.models import Team, TeamMembership
+from monitoring import demo
+from monitoring.models import (
+    DEFAULT_MEASURES,
+    Comparison,
+    ComparisonPair,
+    ComparisonSummary,
+    Evaluation,
+    EvaluationResult,
+    QrelsSource,
+    Run,
+)
+
+
+@pytest.fixture
+def loaded(db: None) -> dict[str, Any]:
+    out = StringIO()
+    call_command("load_demo", "--json", stdout=out)
+    return json.loads(out.getvalue())  # type: ignore[no-any-return]
+
+
+@pytest.mark.django_db
+class TestDemoSearchTeam:
+    def test_it_gives_the_analyst_a_team_with_the_demo_projects_qrels(self, loaded: dict[str, Any]) -> None:
+        team = Team.objects.get(slug="search")
+        assert team.name == "Search team"
+        roles = dict(TeamMembership.objects.filter(team=team).values_list("user__username", "role"))
+        assert roles == {"analyst": "editor", "lead": "viewer"}
+        assert Project.objects.get(slug="python-help").team == team
+        source = QrelsSource.objects.get(team=team)
+        assert (source.kind, source.build.version, source.name) == ("build", 1, "python-help v1")
+        assert loaded["team"]["slug"] == "search" and loaded["team"]["qrels"] == "python-help v1"
+
+    def test_it_ships_two_runs_evaluated_as_evalcore_evaluates_them(self, tmp_path: Path) -> None:
+        call_command("load_demo", stdout=StringIO())
+        source = QrelsSource.objects.get(team__slug="search")
+        qrels_file = tmp_path / "v1.qrels"
+        qrels_file.write_text(qrels_export(source.build, fmt="trec"))
+        runs = {run.name: run for run in Run.objects.filter(team__slug="search")}
+        assert sorted(runs) == ["bm25", "dense-lsa"]
+        assert "Latent semantic analysis" in runs["dense-lsa"].description
+        assert "Not a neural model" in runs["dense-lsa"].description
+        assert "k1 = 0.9, b = 0.4" in runs["bm25"].description
+        for run in runs.values():
+            assert run.uploaded_by.username == "analyst" and run.num_queries == 10
+            evaluation = Evaluation.objects.get(run=run)
+            assert (evaluation.status, evaluation.qrels, evaluation.measures) == (
+                "done", source, list(DEFAULT_MEASURES)
+            )  # fmt: skip
+            want = evaluate(trec.read_qrels(qrels_file), trec.read_run(run.file.path), list(DEFAULT_MEASURES))
+            got = dict(evaluation.results.values_list("measure", "value"))
+            assert got == pytest.approx(want.aggregate, abs=1e-12)
+            assert 0.2 < got["map"] < 0.9  # real rankings, far from random and from perfect
+
+    def test_it_compares_the_two_runs_with_a_randomization_test_and_holm(
+        self, loaded: dict[str, Any]
+    ) -> None:
+        comparison = Comparison.objects.get(team__slug="search")
+        assert (comparison.status, comparison.test, comparison.correction) == (
+            "done",
+            "randomization",
+            "holm",
+        )
+        assert sorted(comparison.runs.values_list("name", flat=True)) == ["bm25", "dense-lsa"]
+        measures = list(demo.COMPARISON_MEASURES)
+        assert sorted(
+            ComparisonPair.objects.filter(comparison=comparison).values_list("measure", flat=True)
+        ) == (sorted(measures))
+        assert ComparisonSummary.objects.filter(comparison=comparison).count() == 2 * len(measures)
+        assert loaded["team"]["comparison"]["status"] == "done"
+
+    def test_it_changes_nothing_when_loaded_again(self, loaded: dict[str, Any]) -> None:
+        def snapshot() -> dict[str, list[Any]]:
+            return {
+                "teams": list(Team.objects.values_list("pk", "slug", "name")),
+                "members": list(TeamMembership.objects.order_by("pk").values_list("pk", "user_id", "role")),
+                "sources": list(QrelsSource.objects.values_list("pk", "build_id")),
+                "runs": list(Run.objects.order_by("pk").values_list("pk", "name", "sha256", "file")),
+                "evaluations": list(
+                    Evaluation.objects.order_by("pk").values_list("pk", "status", "attempts", "finished_at")
+                ),
+                "results": list(EvaluationResult.objects.order_by("pk").values_list("pk", "value", "ci_low")),
+                "comparisons": list(Comparison.objects.values_list("pk", "status", "finished_at")),
+                "pairs": list(ComparisonPair.objects.order_by("pk").values_list("pk", "p_adjusted")),
+            }
+
+        before = snapshot()
+        out = StringIO()
+        call_command("load_demo", "--json", stdout=out)
+        assert snapshot() == before
+        assert json.loads(out.getvalue())["team"] == loaded["team"]
+
+    def test_it_says_what_the_analyst_finds(self) -> None:
+        out = StringIO()
+        call_command("load_demo", stdout=out)
+        line = out.getvalue().splitlines()[-1]
+        assert line.startswith("Demo search team 'search': runs bm25 map 0.")
+        assert "dense-lsa map 0." in line and "Log in as analyst" in line
+
+
+class TestRanking:
+    def test_it_scores_bm25_as_the_formula_written_out_does(self) -> None:
+        rng = np.random.default_rng(0)
+        docs = rng.poisson(0.7, size=(12, 30)).astype(float)
+        queries = rng.poisson(0.2, size=(4, 30)).astype(float)
+        k1, b = 0.9, 0.4
+        n, avgdl = docs.shape[0], docs.sum(axis=1).mean()
+        expected = np.zeros((4, 12))
+        for q in range(4):
+            for d in range(12):
+                for t in range(30):
+                    df = np.count_nonzero(docs[:, t])
+                    idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
+                    tf, dl = docs[d, t], docs[d].sum()
+                    expected[q, d] += (
+                        queries[q, t] * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+                    )
+        np.testing.assert_allclose(demo.bm25_scores(docs, queries, k1=k1, b=b), expected, rtol=1e-12)
+
+    def test_it_ranks_by_cosine_in_the_latent_space(self) -> None:
+        rng = np.random.default_rng(1)
+        docs = rng.poisson(0.8, size=(10, 40)).astype(float)
+        # Keeping every dimension, the latent space preserves the documents' cosines: each is nearest to itself.
+        full = demo.lsa_scores(docs, docs, dimensions=100)
+        np.testing.assert_allclose(np.diag(full), 1.0, atol=1e-9)
+        np.testing.assert_allclose(full, full.T, atol=1e-9)
+        reduced = demo.lsa_scores(docs, docs[:3], dimensions=3)
+        assert reduced.shape == (3, 10) and np.all(np.abs(reduced) <= 1 + 1e-9)
+
+    def test_it_tokenizes_with_stop_words_and_the_s_stemmer(self) -> None:
+        assert demo.tokenize("How do I catch multiple Exceptions?") == ["catch", "multiple", "exception"]
+        assert [demo.s_stem(w) for w in ("queries", "classes", "class", "status", "goes", "is")] == [
+            "query", "classe", "class", "status", "goe", "is"
+        ]  # fmt: skip
+
+    def test_it_writes_a_trec_run_breaking_ties_by_docno_descending(self) -> None:
+        scores = np.array([[0.5, 0.9, 0.5, 0.0]])
+        text = demo.run_text(["q1"], ["a", "b", "c", "d"], scores, tag="t", positive_only=True)
+        assert text == "q1 Q0 b 1 0.900000 t\nq1 Q0 c 2 0.500000 t\nq1 Q0 a 3 0.500000 t\n"
+        deep = demo.run_text(["q1"], ["a", "b", "c", "d"], scores, tag="t", depth=2)
+        assert deep.count("\n") == 2
