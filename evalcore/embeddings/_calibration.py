@@ -20,11 +20,7 @@ import numpy as np
 import torch
 
 from evalcore.embeddings._device import Device, as_matrix, resolve_device
-from evalcore.embeddings._drift import (
-    DimensionTest,
-    ks_p_values,
-    psi_statistics,
-)
+from evalcore.embeddings._drift import DimensionTest, ks_from_sorted, ks_p_values, psi_statistics
 from evalcore.embeddings._mmd import kernel_sums, median_bandwidth, unbiased_mmd2
 from evalcore.embeddings._params import SplitKind
 from evalcore.embeddings._validation import EmbeddingInputError, check_count
@@ -170,16 +166,14 @@ def _split_dimension_share(
 def _split_ks_statistics(x: torch.Tensor, indicators: torch.Tensor) -> np.ndarray:
     """KS D of every split (rows) and dimension (columns), sorting each dimension once."""
     m = x.shape[0]
-    sizes = indicators.sum(dim=0)
-    result = torch.empty((indicators.shape[1], x.shape[1]), dtype=torch.float64)
+    sizes = indicators.sum(dim=0).to(torch.int64).tolist()
+    members = indicators.to(torch.bool)
+    result = np.empty((indicators.shape[1], x.shape[1]))
     columns = max(1, _DIM_BLOCK_ELEMENTS // m)
-    counts = torch.arange(1, m + 1, dtype=torch.float64, device=x.device)[:, None]
     for lo in range(0, x.shape[1], columns):
         values, order = torch.sort(x[:, lo : lo + columns], dim=0)
-        ties = values[1:] == values[:-1]
-        for split in range(indicators.shape[1]):
-            first = indicators[:, split][order].cumsum(dim=0)
-            gap = (first / sizes[split] - (counts - first) / (m - sizes[split])).abs()
-            gap[:-1][ties] = 0.0
-            result[split, lo : lo + columns] = gap.max(dim=0).values.cpu()
-    return result.numpy()
+        for split, size in enumerate(sizes):
+            result[split, lo : lo + columns] = ks_from_sorted(
+                values, members[:, split][order], size, m - size
+            )
+    return result

@@ -210,9 +210,7 @@ def _scan(
     for block in source.chunks(start, stop, chunk_rows):
         hi = lo + block.shape[0]
         x = to_tensor(block, device, torch.float64, copy=True)  # centred in place below
-        if not bool(torch.isfinite(x).all()):
-            bad = int(torch.nonzero(~torch.isfinite(x).all(dim=1))[0, 0])
-            raise EmbeddingInputError(f"row {lo + bad} contains NaN or infinite values")
+        _check_finite(x, lo)
         first, last = np.searchsorted(rows_sorted, [lo, hi])
         if last > first:
             sample[by_row[first:last]] = to_numpy(block[rows_sorted[first:last] - lo], sample.dtype)
@@ -222,6 +220,16 @@ def _scan(
             progress(hi - lo)
         lo = hi
     return moments, sample
+
+
+def _check_finite(x: torch.Tensor, first_row: int) -> None:
+    # A NaN or an infinity anywhere makes the sum non-finite: one reduction instead of a mask pass.
+    if bool(torch.isfinite(x.sum())):
+        return
+    bad = torch.nonzero(~torch.isfinite(x).all(dim=1))
+    if bad.numel():
+        raise EmbeddingInputError(f"row {first_row + int(bad[0, 0])} contains NaN or infinite values")
+    raise EmbeddingInputError(f"rows from {first_row} on are too large to sum in float64")
 
 
 def merge_summaries(summaries: Sequence[EmbeddingSummary]) -> EmbeddingSummary:
