@@ -59,3 +59,18 @@ bench-agreement: $(VENV)/.dev-installed
 
 clean:
 	rm -rf var staticfiles .pytest_cache .mypy_cache .ruff_cache
+
+# Embedding monitors against alibi-detect's MMDDrift. alibi-detect is under the Business Source
+# License: it lives only in this benchmark's own environment, never in requirements*.txt, with the
+# platform's torch pin (the CPU wheel where that is what pip finds).
+ALIBI_VENV ?= benchmarks/.venv-alibi
+.PHONY: bench-embeddings
+bench: bench-embeddings
+
+$(ALIBI_VENV)/.installed:
+	$(PYTHON) -m venv $(ALIBI_VENV)
+	$(ALIBI_VENV)/bin/pip install --quiet "$$(grep '^torch==' requirements.txt)" "alibi-detect[torch]==0.13.0"
+	touch $@
+
+bench-embeddings: $(VENV)/.dev-installed $(ALIBI_VENV)/.installed
+	$(PY) -m benchmarks.embeddings --alibi-python $(ALIBI_VENV)/bin/python
