@@ -1,0 +1,288 @@
+"""CSV files with a header row, read column by column, with errors that name the file and the line.
+
+The recommendation and fraud readers describe their files as a `CsvSchema` (the columns a file may
+have, which of them it must have, and the kind of value in each). `read_csv` checks the header, then
+parses the whole file with Arrow's multi-threaded CSV reader into typed columns, never a Python
+object per line. When Arrow rejects the file, a line-by-line scan finds the first bad line and
+raises `FormatError(path, line, reason)`; checks that need the parsed columns (an empty id, a NaN
+score, a repeated row) report their row through `CsvTable.fail`, which finds its line the same way.
+
+Fields follow RFC 4180: comma-separated, optionally double-quoted (a quoted field may hold a comma,
+not a line break). Blank lines are skipped. Columns may come in any order; a column the schema does
+not know is an error, so that a misspelt optional column is not silently ignored.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, NoReturn
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from evalcore.errors import FormatError
+
+#: text: any string (ids, kept as bytes: no UTF-8 check on millions of ids); integer: int64;
+#: number: float64; flag: 0 or 1 (also true/false).
+Kind = Literal["text", "integer", "number", "flag"]
+_ARROW_TYPES: dict[str, pa.DataType] = {
+    "text": pa.binary(),
+    "integer": pa.int64(),
+    "number": pa.float64(),
+    "flag": pa.bool_(),
+}
+_TRUE = ["1", "true", "True", "TRUE"]
+_FALSE = ["0", "false", "False", "FALSE"]
+_BLOCK = 1 << 22
+
+
+@dataclass(frozen=True)
+class CsvSchema:
+    """The columns a CSV file may have (in their documented order), which are required, and their kinds."""
+
+    columns: Mapping[str, Kind]
+    required: tuple[str, ...]
+    ignored: tuple[str, ...] = ()  # checked in the header, never converted (an id nobody reads)
+
+    @property
+    def header(self) -> str:
+        optional = [name for name in self.columns if name not in self.required]
+        return ",".join(self.required) + "".join(f"[,{name}]" for name in optional)
+
+
+@dataclass(frozen=True, eq=False)
+class CsvTable:
+    """The parsed columns of one file, and the way back from a row to its line."""
+
+    path: str
+    table: pa.Table
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.table.num_rows)
+
+    def has(self, name: str) -> bool:
+        return name in self.table.column_names
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        return self.table.column(name)
+
+    def line_numbers(self, rows: Sequence[int]) -> list[int]:
+        """The 1-based line of each 0-based data row (the header and blank lines skipped)."""
+        return _line_numbers(self.path, [int(r) for r in rows])
+
+    def fail(self, row: int, reason: str) -> NoReturn:
+        raise FormatError(self.path, self.line_numbers([row])[0], reason)
+
+    def text(self, name: str, row: int) -> str:
+        """The value of text column `name` at `row`, for a message."""
+        value = self.column(name)[row].as_py()
+        return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+
+    def encode(self, name: str) -> tuple[pa.Array, np.ndarray]:
+        """A text column as integer codes: the distinct values in order of first appearance, and each
+        row's code. An empty value is an error (found in the distinct values, not by a pass over rows)."""
+        values, codes = encode_column(self.column(name))
+        # pc.index would do, but imports pandas (half a second) on first use.
+        empty = np.flatnonzero(to_numpy(pc.binary_length(values)) == 0)
+        if empty.size:
+            self.fail(int(np.argmax(codes == empty[0])), f"empty {name}")
+        return values, codes
+
+
+def read_csv(path: str | Path, schema: CsvSchema) -> CsvTable:
+    """Read a CSV file with a header row into typed Arrow columns, or raise `FormatError`."""
+    name = str(path)
+    header = _read_header(name, schema)
+    options = (
+        pacsv.ReadOptions(column_names=header, skip_rows=1, block_size=_BLOCK),
+        pacsv.ParseOptions(
+            delimiter=",",
+            quote_char='"',
+            double_quote=True,
+            newlines_in_values=False,
+            ignore_empty_lines=True,
+        ),
+        pacsv.ConvertOptions(
+            column_types={column: _ARROW_TYPES[schema.columns[column]] for column in header},
+            include_columns=[column for column in header if column not in schema.ignored],
+            null_values=[],
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+            true_values=_TRUE,
+            false_values=_FALSE,
+            check_utf8=False,
+        ),
+    )
+    try:
+        table = pacsv.read_csv(name, *options)
+    except pa.ArrowInvalid as exc:
+        _scan(name, schema, header)
+        raise FormatError(name, None, f"malformed CSV: {exc}") from exc
+    return CsvTable(name, table)
+
+
+# --- the header ------------------------------------------------------------------------------------
+
+
+def _read_header(path: str, schema: CsvSchema) -> list[str]:
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            first = handle.readline()
+    except UnicodeDecodeError as exc:
+        raise FormatError(path, 1, f"not UTF-8 text ({exc.reason})") from exc
+    expected = f"expected the header {schema.header}"
+    if not first.strip():
+        raise FormatError(path, 1, f"empty first line; {expected}")
+    names = [cell.strip() for cell in next(csv.reader([first]))]
+    for number, column in enumerate(names):
+        if column not in schema.columns:
+            raise FormatError(path, 1, f"unknown column {column!r}; {expected}")
+        if column in names[:number]:
+            raise FormatError(path, 1, f"column {column!r} appears twice")
+    missing = [column for column in schema.required if column not in names]
+    if missing:
+        raise FormatError(path, 1, f"missing column {missing[0]!r}; {expected}")
+    return names
+
+
+# --- the slow path: find the first bad line --------------------------------------------------------
+
+
+def _data_lines(path: str) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of every non-blank line after the header."""
+    with open(path, "rb") as handle:
+        handle.readline()
+        for number, line in enumerate(handle, start=2):
+            if line.strip(b"\r\n"):
+                yield number, line
+
+
+def _value_problem(text: str, kind: Kind, column: str) -> str | None:
+    if kind == "text":
+        return None
+    if text != text.strip() or not text:
+        return f"{column} {text!r} is not {'a number' if kind == 'number' else 'an integer'}"
+    if kind == "flag":
+        return None if text in _TRUE or text in _FALSE else f"{column} {text!r} is not 0 or 1"
+    try:
+        int(text) if kind == "integer" else float(text)
+    except ValueError:
+        return f"{column} {text!r} is not {'a number' if kind == 'number' else 'an integer'}"
+    return None
+
+
+def _scan(path: str, schema: CsvSchema, header: list[str]) -> None:
+    """Raise a FormatError at the first line Arrow could not have parsed, if there is one."""
+    kinds = [schema.columns[column] for column in header]
+    for number, raw in _data_lines(path):
+        text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        try:
+            cells = next(csv.reader([text], strict=True))
+        except csv.Error as exc:
+            raise FormatError(path, number, f"malformed CSV: {exc}") from exc
+        if len(cells) != len(header):
+            reason = f"expected {len(header)} columns ({','.join(header)}), found {len(cells)}"
+            raise FormatError(path, number, reason)
+        for cell, kind, column in zip(cells, kinds, header, strict=True):
+            problem = _value_problem(cell, kind, column)
+            if problem:
+                raise FormatError(path, number, problem)
+
+
+def _line_numbers(path: str, rows: list[int]) -> list[int]:
+    if not rows:
+        return []
+    wanted = np.asarray(rows)
+    found = np.zeros(len(rows), dtype=np.int64)
+    last = int(wanted.max())
+    for row, (number, _) in enumerate(_data_lines(path)):
+        found[wanted == row] = number
+        if row >= last:
+            break
+    return found.tolist()
+
+
+# --- Arrow columns as numpy ----------------------------------------------------------------------
+
+
+_NUMPY_TYPES: dict[pa.DataType, np.dtype[Any]] = {
+    pa.int8(): np.dtype(np.int8),
+    pa.int16(): np.dtype(np.int16),
+    pa.int32(): np.dtype(np.int32),
+    pa.int64(): np.dtype(np.int64),
+    pa.uint8(): np.dtype(np.uint8),
+    pa.uint32(): np.dtype(np.uint32),
+    pa.uint64(): np.dtype(np.uint64),
+    pa.float32(): np.dtype(np.float32),
+    pa.float64(): np.dtype(np.float64),
+}
+
+
+def encode_column(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
+    """Distinct values in order of first appearance, and each row's int64 code (Arrow's hash table)."""
+    encoded = pc.dictionary_encode(column)
+    chunks = [c for c in encoded.chunks if len(c)]
+    if not chunks:
+        return pa.array([], column.type), np.zeros(0, dtype=np.int64)
+    # Arrow encodes a chunked array with one memo table, so every chunk carries the same dictionary;
+    # if a version ever did otherwise, unifying the dictionaries keeps the codes right.
+    dictionary = chunks[-1].dictionary
+    if any(len(c.dictionary) != len(dictionary) for c in chunks):
+        chunks = list(pa.chunked_array(chunks).unify_dictionaries().chunks)
+        dictionary = chunks[-1].dictionary
+    return dictionary, to_numpy(pa.chunked_array([c.indices for c in chunks])).astype(np.int64)
+
+
+def to_numpy(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A numeric Arrow column without nulls as one numpy array, read from its buffers.
+
+    `Array.to_numpy` imports pandas on first use, and `ChunkedArray.to_numpy` is slow on many chunks.
+    Booleans come out as numpy booleans.
+    """
+    chunks = list(column.chunks) if isinstance(column, pa.ChunkedArray) else [column]
+    if pa.types.is_boolean(column.type):
+        return to_numpy(pa.chunked_array([pc.cast(c, pa.uint8()) for c in chunks], pa.uint8())).astype(bool)
+    dtype = _NUMPY_TYPES.get(column.type)
+    if dtype is None:
+        raise TypeError(f"no numpy type for {column.type}")
+    out = np.empty(sum(len(c) for c in chunks), dtype=dtype)
+    at = 0
+    for chunk in chunks:
+        if chunk.null_count:
+            raise ValueError("unexpected null values")
+        if len(chunk):
+            values = np.frombuffer(chunk.buffers()[1], dtype=dtype)
+            out[at : at + len(chunk)] = values[chunk.offset : chunk.offset + len(chunk)]
+        at += len(chunk)
+    return out
+
+
+def _hugepage_switch() -> object:
+    core = getattr(np, "_core", None) or getattr(np, "core", None)
+    return getattr(getattr(core, "multiarray", None), "_set_madvise_hugepage", None)
+
+
+@contextmanager
+def small_pages() -> Iterator[None]:
+    """Allocate numpy arrays on ordinary pages while inside.
+
+    numpy asks for transparent huge pages for every array over 4 MB; where THP defrag is "madvise"
+    such an allocation can stall in direct compaction, a cost the short-lived arrays of a file read
+    do not repay (the retrieval readers found the same).
+    """
+    switch = _hugepage_switch()
+    if not callable(switch):
+        yield
+        return
+    previous = switch(False)
+    try:
+        yield
+    finally:
+        switch(previous)

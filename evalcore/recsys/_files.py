@@ -1,0 +1,211 @@
+"""Read recommendation lists, interactions and an item table from CSV files into one `RecsysData`.
+
+| file         | header               | what                                                   |
+|--------------|----------------------|--------------------------------------------------------|
+| recs         | `user,item,rank`     | each user's list; rank 1 is the top                    |
+| interactions | `user,item`          | held-out interactions: the relevant items              |
+| history      | `user,item`          | earlier interactions: popularity and expectations      |
+| items        | `item[,category]`    | the catalog, one row per item, with its category       |
+
+User and item ids are strings, encoded to integer codes once, by Arrow's hash tables (no Python
+object per row). With an items file the catalog is that file, and an item outside it is an error
+wherever it appears; without one, the catalog is every item seen in any file (so catalog coverage is
+then an upper bound). Popularity counts the history's rows when a history is given, else the
+interactions' rows, every row counting, including those of users without a list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from evalcore.csvfiles import CsvSchema, CsvTable, encode_column, read_csv, small_pages, to_numpy
+from evalcore.recsys._data import (
+    IntArray,
+    Interactions,
+    RecommendationLists,
+    RepeatedEntryError,
+    first_repeat,
+)
+from evalcore.recsys._popularity import most_popular_items
+from evalcore.recsys._registry import RecsysData
+
+PathLike = str | Path
+
+RECS = CsvSchema({"user": "text", "item": "text", "rank": "integer"}, ("user", "item", "rank"))
+INTERACTIONS = CsvSchema({"user": "text", "item": "text"}, ("user", "item"))
+ITEMS = CsvSchema({"item": "text", "category": "text"}, ("item",))
+
+
+@dataclass(frozen=True)
+class RecsysFiles:
+    """The data read, and what the reader decided on the way (for the command's report)."""
+
+    data: RecsysData
+    n_interaction_rows: int
+    n_users_without_list: int  # users with interactions but no list (scored 0 with `complete`)
+    popularity_source: str  # "history", "interactions" or "" (none)
+    explicit_catalog: bool
+    user_ids: pa.Array  # row u of the lists is user_ids[u]
+    item_ids: pa.Array  # item code i is item_ids[i]
+
+
+def read_recsys_files(
+    recs: PathLike,
+    interactions: PathLike | None = None,
+    *,
+    items: PathLike | None = None,
+    history: PathLike | None = None,
+    k: int | None = None,
+    complete: bool = False,
+) -> RecsysFiles:
+    """Read and encode the files. `k` keeps each list's first k items (all when None); with
+    `complete`, users who have interactions but no list get an empty one (they score 0 on accuracy).
+    The baseline of `serendipity_baseline` is the k most popular items (ties by first appearance)."""
+    with small_pages():
+        return _read(recs, interactions, items, history, k, complete)
+
+
+def _read(
+    recs_path: PathLike,
+    interactions_path: PathLike | None,
+    items_path: PathLike | None,
+    history_path: PathLike | None,
+    k: int | None,
+    complete: bool,
+) -> RecsysFiles:
+    catalog = _read_catalog(items_path) if items_path is not None else None
+    recs = _read_rows(recs_path, RECS)
+    interactions = _read_rows(interactions_path, INTERACTIONS) if interactions_path is not None else None
+    history = _read_rows(history_path, INTERACTIONS) if history_path is not None else None
+
+    item_ids = catalog.ids if catalog is not None else _union((recs, interactions, history))
+    user_ids = recs.ids("user")
+    relevant_users = interactions.codes_in("user", user_ids) if interactions is not None else None
+    without_list = 0
+    if interactions is not None and relevant_users is not None and (strangers := relevant_users < 0).any():
+        # Users with held-out interactions but no list: counted, and with `complete` given an empty one.
+        extra_ids, extra_codes = encode_column(interactions.table.column("user").filter(pa.array(strangers)))
+        without_list = len(extra_ids)
+        if complete:
+            relevant_users[strangers] = len(user_ids) + extra_codes
+            user_ids = pa.concat_arrays([user_ids, extra_ids])
+    n_users, n_items = len(user_ids), len(item_ids)
+    lists = _lists(recs, item_ids, n_users, k)
+
+    relevant = past = None
+    popularity = None
+    if interactions is not None:
+        assert relevant_users is not None
+        items = interactions.item_codes(item_ids)
+        relevant = _pairs(relevant_users, items, n_users, n_items)
+        popularity = np.bincount(items, minlength=n_items).astype(np.float64)
+    if history is not None:
+        items = history.item_codes(item_ids)
+        past = _pairs(history.codes_in("user", user_ids), items, n_users, n_items)
+        popularity = np.bincount(items, minlength=n_items).astype(np.float64)
+    data = RecsysData(
+        lists,
+        relevant=relevant,
+        history=past,
+        popularity=popularity,
+        categories=None if catalog is None else catalog.categories,
+        baseline=None if popularity is None else most_popular_items(popularity, lists.depth),
+    )
+    source = "history" if history is not None else "interactions" if interactions is not None else ""
+    rows = interactions.table.num_rows if interactions is not None else 0
+    return RecsysFiles(data, rows, without_list, source, catalog is not None, user_ids, item_ids)
+
+
+@dataclass(frozen=True)
+class _Catalog:
+    ids: pa.Array
+    categories: IntArray | None
+
+
+def _read_catalog(path: PathLike) -> _Catalog:
+    table = read_csv(path, ITEMS)
+    ids, codes = table.encode("item")
+    if len(ids) < table.num_rows:
+        later, earlier = first_repeat(codes)
+        first = table.line_numbers([earlier])[0]
+        table.fail(later, f"item {table.text('item', later)!r} appears twice (first on line {first})")
+    categories = table.encode("category")[1] if table.has("category") else None
+    return _Catalog(ids, categories)
+
+
+class _Rows:
+    """One file of (user, item) rows, each id column encoded once, on first use."""
+
+    def __init__(self, table: CsvTable) -> None:
+        self.table = table
+        self._encoded: dict[str, tuple[pa.Array, IntArray]] = {}
+
+    def encoded(self, name: str) -> tuple[pa.Array, IntArray]:
+        if name not in self._encoded:
+            self._encoded[name] = self.table.encode(name)
+        return self._encoded[name]
+
+    def ids(self, name: str) -> pa.Array:
+        return self.encoded(name)[0]
+
+    def codes_in(self, name: str, vocabulary: pa.Array) -> IntArray:
+        """Each row's index in `vocabulary`, -1 where its value is not there; one hash lookup per
+        distinct value, not per row."""
+        values, codes = self.encoded(name)
+        if not len(values):
+            return codes
+        # Encoding the vocabulary followed by the values in one hash table numbers the vocabulary
+        # 0 .. V - 1 (its ids are distinct), so a value's code is its index there when it is below V.
+        # (`pc.index_in` does the same but imports pandas, half a second, for its options.)
+        both = encode_column(pa.chunked_array([vocabulary, values.cast(vocabulary.type)]))[1]
+        position = both[len(vocabulary) :]
+        position[position >= len(vocabulary)] = -1
+        return position[codes]
+
+    def item_codes(self, catalog: pa.Array) -> IntArray:
+        codes = self.codes_in("item", catalog)
+        unknown = np.flatnonzero(codes < 0)
+        if unknown.size:
+            row = int(unknown[0])
+            self.table.fail(row, f"item {self.table.text('item', row)!r} is not in the catalog")
+        return codes
+
+
+def _read_rows(path: PathLike, schema: CsvSchema) -> _Rows:
+    return _Rows(read_csv(path, schema))
+
+
+def _union(files: tuple[_Rows | None, ...]) -> pa.Array:
+    """Without a catalog file, the catalog is every item of every file, in order of first appearance."""
+    ids = [f.ids("item") for f in files if f is not None]
+    return encode_column(pa.chunked_array(ids, ids[0].type))[0]
+
+
+def _lists(recs: _Rows, catalog: pa.Array, n_users: int, k: int | None) -> RecommendationLists:
+    table = recs.table
+    ranks = to_numpy(table.column("rank"))
+    try:
+        return RecommendationLists.from_ranked(
+            recs.encoded("user")[1],
+            recs.item_codes(catalog),
+            ranks,
+            n_users=n_users,
+            n_items=len(catalog),
+            k=k,
+        )
+    except RepeatedEntryError as exc:
+        first = table.line_numbers([exc.first_row])[0]
+        what = f"item {table.text('item', exc.row)!r}" if exc.kind == "item" else f"rank {ranks[exc.row]}"
+        table.fail(
+            exc.row,
+            f"{what} appears twice in the list of user {table.text('user', exc.row)!r} (first on line {first})",
+        )
+
+
+def _pairs(users: IntArray, items: IntArray, n_users: int, n_items: int) -> Interactions:
+    known = users >= 0
+    return Interactions.from_codes(users[known], items[known], n_users=n_users, n_items=n_items)
