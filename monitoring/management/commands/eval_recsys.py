@@ -1,0 +1,124 @@
+"""`eval_recsys`: accuracy and beyond-accuracy metrics of recommendation lists, from CSV files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+
+def _positive_int(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+class Command(BaseCommand):
+    help = (
+        "Evaluate recommendation lists: hit rate, precision, recall and nDCG at k against held-out "
+        "interactions; catalog and category coverage, the Gini coefficient of exposure (over the whole "
+        "catalog, and over recommended items as seed 004), popularity bias (ARP ratio), ARP, APLT, novelty, "
+        "intra-list diversity and serendipity. Popularity counts the history's rows when --history is "
+        "given, else the interactions' rows. Without --items the catalog is every item seen in any file."
+    )
+    # Reads files, prints results: neither the database nor the settings are involved.
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--recs", required=True, metavar="FILE", help="CSV user,item,rank (rank 1 is the top)"
+        )
+        parser.add_argument(
+            "--interactions", required=True, metavar="FILE", help="CSV user,item: held-out relevant items"
+        )
+        parser.add_argument(
+            "--items", metavar="FILE", help="CSV item,category: the catalog (one row per item)"
+        )
+        parser.add_argument(
+            "--history",
+            metavar="FILE",
+            help="CSV user,item: earlier interactions, for popularity, unexpectedness and serendipity_history",
+        )
+        parser.add_argument(
+            "-k", type=_positive_int, metavar="K", help="cutoff: each list's first K items (default: all)"
+        )
+        parser.add_argument(
+            "-c",
+            "--complete",
+            action="store_true",
+            help="users with interactions but no list count as 0 in the accuracy metrics",
+        )
+        parser.add_argument(
+            "--head-share",
+            type=float,
+            default=0.8,
+            metavar="S",
+            help="the short head holds this share of interactions; APLT counts the rest (default 0.8)",
+        )
+        parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from dataclasses import replace
+
+        from evalcore.errors import EvalCoreError
+        from evalcore.recsys import evaluate_recommendations, read_recsys_files
+        from monitoring import cli
+
+        paths = [options[name] for name in ("recs", "interactions", "items", "history") if options[name]]
+        for path in paths:
+            cli.require_file(path)
+        if not 0.0 < options["head_share"] <= 1.0:
+            raise CommandError(f"--head-share must lie in (0, 1], got {options['head_share']}")
+        try:
+            with cli.progress(paths, stages=2) as bar:
+                bar.set_description("reading")
+                files = read_recsys_files(
+                    options["recs"],
+                    options["interactions"],
+                    items=options["items"],
+                    history=options["history"],
+                    k=options["k"],
+                    complete=options["complete"],
+                )
+                bar.update()
+                bar.set_description("evaluating")
+                data = replace(files.data, head_share=options["head_share"])
+                metrics = evaluate_recommendations(data)
+                bar.update()
+        except (EvalCoreError, OSError) as exc:
+            raise CommandError(str(exc)) from exc
+        lists = data.lists
+        summary: dict[str, object] = {
+            "k": options["k"] or lists.depth,
+            "n_users": lists.n_users,
+            "n_users_with_relevant": int((data.relevant.per_user() > 0).sum()) if data.relevant else 0,
+            "n_users_without_list": files.n_users_without_list,
+            "n_items": lists.n_items,
+            "catalog": "items file" if files.explicit_catalog else "every item seen",
+            "popularity_from": files.popularity_source,
+        }
+        integer = {"unique_items_recommended"}
+        if options["json"]:
+            values = {
+                name: cli.json_number(value, integer=name in integer) for name, value in metrics.items()
+            }
+            self.stdout.write(cli.dump_json({**summary, **values}))
+            return
+        width = max(map(len, [*summary, *metrics]))
+        lines = [f"{name:<{width}}  {value}" for name, value in summary.items()]
+        lines += [
+            f"{name:<{width}}  {_text(value, integer=name in integer)}" for name, value in metrics.items()
+        ]
+        self.stdout.write("\n".join(lines))
+
+
+def _text(value: float, *, integer: bool) -> str:
+    if value != value:
+        return "-"
+    return str(int(value)) if integer else f"{value:.4f}"
