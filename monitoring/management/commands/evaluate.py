@@ -26,6 +26,7 @@ from evalcore.retrieval import parse_measures
 from evalplatform.jobs import JobError, JobStatus, job_enqueue
 from evalplatform.models import Team
 from monitoring import evaluations, selectors, uploads
+from monitoring import tasks as _tasks  # noqa: F401  registers the evaluation task in this process
 from monitoring.management.commands.upload_run import (
     FORMATS,
     add_user_option,
@@ -226,8 +227,8 @@ class Command(BaseCommand):
         hinted = False
         stream = getattr(self.stderr, "_out", sys.stderr)  # the bar writes raw; OutputWrapper adds newlines
         bar = tqdm(
-            total=100, file=stream, disable=self.verbosity < 1, leave=False, dynamic_ncols=True,
-            bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}",
+            total=100, desc=describe(evaluation), file=stream, disable=self.verbosity < 1, leave=False,
+            dynamic_ncols=True, bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}",
         )  # fmt: skip
         try:
             while True:
@@ -286,11 +287,15 @@ class Command(BaseCommand):
             return
         self.note(
             f"Evaluation {evaluation.pk}: run {evaluation.run_id} {evaluation.run.name!r} on qrels "
-            f"{evaluation.qrels_id} {evaluation.qrels.name!r}, {evaluation.num_queries} queries"
+            f"{evaluation.qrels_id} {evaluation.qrels.name!r}, {_queries(evaluation.num_queries or 0)}"
             + (f" ({evaluation.num_missing} missing, counted as 0)" if evaluation.complete else "")
             + f"; {round(100 * evaluation.confidence)}% bootstrap intervals."
         )
         self.stdout.write(as_text(evaluation), ending="")
+
+
+def _queries(count: int) -> str:
+    return f"{count} query" if count == 1 else f"{count} queries"
 
 
 def describe(evaluation: Evaluation) -> str:
