@@ -305,3 +305,12 @@ class TestRetries:
         assert len(countdowns) == 1 and 30 <= countdowns[0] <= 32  # once the lease would have lapsed
         evaluation.refresh_from_db()
         assert (evaluation.status, evaluation.attempts) == ("done", 2)
+
+
+def test_it_acknowledges_evaluation_messages_only_when_the_task_ends() -> None:
+    from evalplatform.celery import app
+
+    for task in (tasks.evaluation_run, tasks.comparison_run):
+        assert task.acks_late and task.reject_on_worker_lost  # a lost worker's message is delivered again
+        assert task.max_retries == 20 and task.retry_backoff and task.retry_jitter
+        assert app.amqp.router.route({}, task.name)["queue"].name == "heavy"
