@@ -374,6 +374,8 @@ def job_enqueue(job: Job, *, countdown: float = 0) -> bool:
     """Send the job's task. An unreachable broker fails a pending job with a message that says so."""
     from celery import current_app
 
+    if job.task_name not in current_app.tasks:  # a web process has not imported the apps' tasks modules
+        current_app.loader.import_default_modules()
     try:
         current_app.tasks[job.task_name].apply_async((job.pk,), countdown=countdown, retry=False)
     except (BrokerError, OSError) as error:
