@@ -186,6 +186,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Choice sets several components share get one name each (else spectacular names them by a hash).
+    "ENUM_NAME_OVERRIDES": {
+        "JobStatusEnum": "evalplatform.jobs.JobStatus",
+        "TeamRoleEnum": "evalplatform.models.TeamMembership.Role",
+    },
 }
 
 # Celery. Metric jobs go to the "heavy" queue; everything else to "default".
