@@ -17,6 +17,7 @@ urlpatterns = [
     path("api/me/", api.me, name="api-me"),
     path("", include("annotations.urls")),
     path("api/", include("annotations.api_urls")),
+    path("api/", include("monitoring.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),

@@ -1,0 +1,30 @@
+"""REST URLs of the evaluation service, included under /api/ (see `monitoring.api`)."""
+
+from django.urls import path
+
+from monitoring.api import comparisons, evaluations, files, metrics, teams
+
+app_name = "monitoring-api"
+
+urlpatterns = [
+    path("teams/", teams.team_list, name="teams"),
+    path("teams/<slug:team>/", teams.team_detail, name="team"),
+    path("teams/<slug:team>/runs/", files.run_list, name="runs"),
+    path("teams/<slug:team>/runs/<int:pk>/", files.run_detail, name="run"),
+    path("teams/<slug:team>/runs/<int:pk>/download/", files.run_download, name="run-download"),
+    path("teams/<slug:team>/qrels/", files.qrels_list, name="qrels"),
+    path("teams/<slug:team>/qrels/<int:pk>/", files.qrels_detail, name="qrels-detail"),
+    path("teams/<slug:team>/qrels/<int:pk>/download/", files.qrels_download, name="qrels-download"),
+    path("teams/<slug:team>/leaderboard/<int:pk>/", evaluations.leaderboard, name="leaderboard"),
+    path("teams/<slug:team>/evaluations/", evaluations.evaluation_list, name="evaluations"),
+    path("teams/<slug:team>/evaluations/<int:pk>/", evaluations.evaluation_detail, name="evaluation"),
+    path(
+        "teams/<slug:team>/evaluations/<int:pk>/per-query/",
+        evaluations.evaluation_per_query,
+        name="evaluation-per-query",
+    ),
+    path("teams/<slug:team>/comparisons/", comparisons.comparison_list, name="comparisons"),
+    path("teams/<slug:team>/comparisons/<int:pk>/", comparisons.comparison_detail, name="comparison"),
+    path("metrics/", metrics.metric_list, name="metrics"),
+    path("metrics/<str:name>/", metrics.metric_detail, name="metric"),
+]
