@@ -7,16 +7,27 @@ a metric.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 
+from annotations.models import QrelsBuild
 from evalcore.metrics import MetricSpec, metric_registry
 from evalplatform.jobs import JobStatus
-from evalplatform.models import Team
-from monitoring.models import Comparison, Evaluation, EvaluationResult, QrelsSource, Run
+from evalplatform.models import Team, TeamMembership
+from monitoring.models import (
+    Comparison,
+    ComparisonPair,
+    ComparisonSummary,
+    Evaluation,
+    EvaluationResult,
+    QrelsSource,
+    Run,
+)
 
 
 def _one(queryset: QuerySet[Any], pk: Any, what: str) -> Any:
@@ -47,6 +58,21 @@ def get_evaluation(*, team: Team, pk: Any) -> Evaluation:
 def get_comparison(*, team: Team, pk: Any) -> Comparison:
     queryset = Comparison.objects.filter(team=team).select_related("team", "qrels", "created_by")
     return _one(queryset.prefetch_related("runs", "summaries", "pairs"), pk, "comparison")  # type: ignore[no-any-return]
+
+
+#: The jobs a page can poll, by the name in its URL.
+JOB_MODELS: dict[str, type[Evaluation] | type[Comparison]] = {
+    "evaluation": Evaluation,
+    "comparison": Comparison,
+}
+
+
+def get_job(*, team: Team, kind: str, pk: Any) -> Evaluation | Comparison:
+    """One of the team's evaluations or comparisons, for its state only (no results are read)."""
+    model = JOB_MODELS.get(kind)
+    if model is None:
+        raise Http404("Jobs are evaluations or comparisons.")
+    return _one(model.objects.filter(team=team), pk, kind)  # type: ignore[no-any-return]
 
 
 def team_runs(*, team: Team) -> QuerySet[Run]:
@@ -129,7 +155,7 @@ def leaderboard(*, qrels: QrelsSource) -> Leaderboard:
     evaluations = (
         Evaluation.objects.filter(qrels=qrels, status=JobStatus.DONE)
         .select_related("run")
-        .prefetch_related("results")
+        .prefetch_related(Prefetch("results", queryset=EvaluationResult.objects.defer("per_query")))
         .order_by("run_id", "-finished_at", "-pk")
     )
     rows: dict[int, LeaderboardRow] = {}
@@ -144,3 +170,204 @@ def leaderboard(*, qrels: QrelsSource) -> Leaderboard:
             if result.measure not in measures:
                 measures.append(result.measure)
     return Leaderboard(qrels=qrels, measures=measures, rows=list(rows.values()))
+
+
+# --- the pages' read side -----------------------------------------------------------------------------
+# What the HTML pages show beyond the lookups above: measure columns labelled from the registry, a run's
+# evaluations, per-query distributions and differences. Everything is laid out from stored rows (binned,
+# sorted, subtracted per query); no measure is computed here.
+
+
+@dataclass(frozen=True)
+class MeasureColumn:
+    """A measure key as a column: its registry label, direction and definition (blank when unknown)."""
+
+    key: str
+    label: str
+    direction: str
+    definition: str
+    range: tuple[float | None, float | None] | None
+
+    @property
+    def descending(self) -> bool:
+        """Best first: descending unless lower is better."""
+        return self.direction != "lower"
+
+    @property
+    def title(self) -> str:
+        """The column's name on a chart axis: the registry label and the key as given."""
+        return self.key if self.label in ("", self.key) else f"{self.label} ({self.key})"
+
+
+def measure_column(key: str) -> MeasureColumn:
+    spec = metric_spec(key)
+    if spec is None:
+        return MeasureColumn(key, key, "neutral", "", None)
+    return MeasureColumn(key, spec.label, spec.direction, spec.definition, spec.range)
+
+
+def team_memberships(*, user: Any) -> list[TeamMembership]:
+    """The user's memberships with their teams; a superuser stands as an editor of every team."""
+    if not user.is_authenticated:
+        return []
+    mine = list(TeamMembership.objects.filter(user=user).select_related("team").order_by("team__name"))
+    if not getattr(user, "is_superuser", False):
+        return mine
+    known = {membership.team_id for membership in mine}
+    extra = [
+        TeamMembership(team=team, user=user, role=TeamMembership.Role.EDITOR)
+        for team in Team.objects.exclude(pk__in=known)
+    ]
+    return sorted(mine + extra, key=lambda membership: membership.team.name)
+
+
+def linked_qrels_builds(*, team: Team) -> QuerySet[QrelsBuild]:
+    """The finished qrels builds of the judging projects linked to the team (`Project.team`)."""
+    return (
+        QrelsBuild.objects.filter(project__team=team, status=JobStatus.DONE)
+        .select_related("project")
+        .order_by("project__name", "-version")
+    )
+
+
+def run_evaluations(*, run: Run) -> list[Evaluation]:
+    """The run's evaluations, newest first, with their qrels and their results' aggregates only."""
+    return list(
+        Evaluation.objects.filter(run=run)
+        .select_related("qrels")
+        .prefetch_related(Prefetch("results", queryset=EvaluationResult.objects.defer("per_query")))
+        .order_by("-created_at", "-pk")
+    )
+
+
+def chosen_evaluation(*, run: Run, evaluations: list[Evaluation], pk: Any) -> Evaluation | None:
+    """The evaluation asked for (`?evaluation=`), with its per-query values; else the newest done one, else
+    the newest of any status (so a running or failed job shows at the top); None without evaluations."""
+    if pk not in (None, ""):
+        return get_evaluation(team=run.team, pk=pk) if _is_of_run(evaluations, pk) else _missing("evaluation")
+    done = [evaluation for evaluation in evaluations if evaluation.status == JobStatus.DONE]
+    newest = (done or evaluations or [None])[0]
+    return None if newest is None else get_evaluation(team=run.team, pk=newest.pk)
+
+
+def _is_of_run(evaluations: list[Evaluation], pk: Any) -> bool:
+    return any(str(evaluation.pk) == str(pk) for evaluation in evaluations)
+
+
+def _missing(what: str) -> Any:
+    raise Http404(f"No such {what}.")
+
+
+@dataclass(frozen=True)
+class HistogramBin:
+    low: float
+    high: float
+    count: int
+
+
+def histogram(values: list[float | None], *, column: MeasureColumn, bins: int = 10) -> list[HistogramBin]:
+    """Per-query values counted in equal bins over the measure's range (the data's, where it is open)."""
+    finite = np.array([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if finite.size == 0:
+        return []
+    low, high = column.range if column.range is not None else (None, None)
+    low = float(finite.min()) if low is None else float(low)
+    high = float(finite.max()) if high is None else float(high)
+    if high <= low:
+        return [HistogramBin(low, low, int(finite.size))]
+    counts, edges = np.histogram(finite, bins=bins, range=(low, high))
+    return [HistogramBin(float(edges[i]), float(edges[i + 1]), int(counts[i])) for i in range(bins)]
+
+
+@dataclass(frozen=True)
+class QueryValue:
+    qid: str
+    value: float
+
+
+def worst_queries(
+    qids: list[str], values: list[float | None], *, column: MeasureColumn, limit: int = 20
+) -> list[QueryValue]:
+    """The queries where the run did worst on the measure (lowest first unless lower is better)."""
+    rows = [QueryValue(str(qid), v) for qid, v in zip(qids, values, strict=False) if v is not None]
+    sign = -1.0 if column.direction == "lower" else 1.0
+    return sorted(rows, key=lambda row: (sign * row.value, row.qid))[:limit]
+
+
+def per_query_rows(evaluation: Evaluation) -> tuple[list[str], list[list[Any]]]:
+    """The evaluation's per-query values as (measures, rows of [qid, value per measure])."""
+    results = sorted(evaluation.results.all(), key=lambda result: result.position)
+    measures = [result.measure for result in results]
+    rows = [
+        [qid, *(result.per_query[i] if i < len(result.per_query) else None for result in results)]
+        for i, qid in enumerate(evaluation.qids)
+    ]
+    return measures, rows
+
+
+# --- comparisons --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueryDifference:
+    qid: str
+    a: float
+    b: float
+
+    @property
+    def diff(self) -> float:
+        return self.a - self.b
+
+
+@dataclass
+class ComparisonView:
+    """A finished comparison laid out for its page: runs by id, measures, summaries and pairs."""
+
+    comparison: Comparison
+    runs: dict[int, Run]
+    measures: list[str]
+    summaries: dict[tuple[int, str], ComparisonSummary]
+    pairs: list[ComparisonPair]
+
+    def pairs_of(self, measure: str) -> list[ComparisonPair]:
+        return [pair for pair in self.pairs if pair.measure == measure]
+
+    def pair(self, pk: Any) -> ComparisonPair:
+        """The pair asked for (`?pair=`), else the first pair of the first measure."""
+        if pk in (None, ""):
+            first = self.pairs_of(self.measures[0]) if self.measures else []
+            return first[0] if first else _missing("pair")
+        found = next((pair for pair in self.pairs if str(pair.pk) == str(pk)), None)
+        return found if found is not None else _missing("pair")
+
+    def differences(self, pair: ComparisonPair) -> list[QueryDifference]:
+        """Per query, run a's and run b's value of the pair's measure, largest gain of a first."""
+        a = self.summaries[(pair.run_a_id, pair.measure)].per_query
+        b = self.summaries[(pair.run_b_id, pair.measure)].per_query
+        rows = [
+            QueryDifference(str(qid), x, y)
+            for qid, x, y in zip(self.comparison.qids, a, b, strict=False)
+            if x is not None and y is not None
+        ]
+        return sorted(rows, key=lambda row: (-row.diff, row.qid))
+
+
+def comparison_view(*, comparison: Comparison) -> ComparisonView:
+    """The comparison's rows from its prefetched runs, summaries and pairs (no further query)."""
+    summaries = {(summary.run_id, summary.measure): summary for summary in comparison.summaries.all()}
+    measures = [m for m in comparison.measures if any(key[1] == m for key in summaries)]
+    measures += sorted({key[1] for key in summaries} - set(measures))
+    order = {measure: i for i, measure in enumerate(measures)}
+    pairs = sorted(
+        comparison.pairs.all(), key=lambda pair: (order.get(pair.measure, 0), pair.p_adjusted, pair.pk)
+    )
+    runs = {run.pk: run for run in comparison.runs.all()}
+    for pair in pairs:  # the runs are loaded already: no query per pair
+        pair.run_a, pair.run_b = runs[pair.run_a_id], runs[pair.run_b_id]
+    return ComparisonView(
+        comparison=comparison,
+        runs=runs,
+        measures=measures,
+        summaries=summaries,
+        pairs=pairs,
+    )
