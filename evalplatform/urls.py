@@ -16,6 +16,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/me/", api.me, name="api-me"),
     path("", include("annotations.urls")),
+    path("", include("monitoring.urls")),
     path("api/", include("annotations.api_urls")),
     path("api/", include("monitoring.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -1,4 +1,5 @@
-"""Project-wide pages: the home page and the health endpoint."""
+"""Project-wide pages: the home page (with a team member's teams and latest evaluations) and the health
+endpoint."""
 
 from __future__ import annotations
 
@@ -10,11 +11,17 @@ from django.views.decorators.http import require_GET
 
 from evalplatform.health import health_report
 from evalplatform.roles import Role, user_roles
+from monitoring.selectors import latest_evaluations, team_memberships
+
+#: How many of their teams' newest evaluations a team member's home lists.
+HOME_EVALUATIONS = 10
 
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     roles = user_roles(request.user)
+    memberships = team_memberships(user=request.user)
+    teams = [membership.team for membership in memberships]
     return render(
         request,
         "evalplatform/home.html",
@@ -22,7 +29,9 @@ def home(request: HttpRequest) -> HttpResponse:
             "roles": sorted(role.label for role in roles),
             "is_annotator": Role.ANNOTATOR in roles,
             "is_lead": Role.PROJECT_LEAD in roles or request.user.is_superuser,
-            "is_team_member": Role.TEAM_MEMBER in roles or request.user.is_superuser,
+            "is_team_member": Role.TEAM_MEMBER in roles or request.user.is_superuser or bool(teams),
+            "memberships": memberships,
+            "evaluations": latest_evaluations(teams=teams, limit=HOME_EVALUATIONS) if teams else [],
         },
     )
 

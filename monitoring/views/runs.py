@@ -1,0 +1,66 @@
+"""A run's page: its evaluations, and for one of them the per-query distribution of a measure and the
+worst queries; the per-query values as CSV."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from evalplatform.jobs import JobStatus
+from evalplatform.teams import get_team_for_member
+from monitoring import charts, selectors
+from monitoring.models import Evaluation
+from monitoring.views.exports import csv_response
+
+#: How many of the worst queries the page lists.
+WORST_QUERIES = 20
+
+
+@login_required
+def run_detail(request: HttpRequest, team: str, pk: int) -> HttpResponse:
+    membership = get_team_for_member(request.user, team)
+    run = selectors.get_run(team=membership.team, pk=pk)
+    evaluations = selectors.run_evaluations(run=run)
+    chosen = selectors.chosen_evaluation(run=run, evaluations=evaluations, pk=request.GET.get("evaluation"))
+    context: dict[str, Any] = {
+        "team": membership.team,
+        "membership": membership,
+        "run": run,
+        "evaluations": evaluations,
+        "chosen": chosen,
+    }
+    if chosen is not None and chosen.status == JobStatus.DONE:
+        context.update(_distribution(chosen, request.GET.get("measure", "")))
+    return render(request, "monitoring/run_detail.html", context)
+
+
+def _distribution(evaluation: Evaluation, measure: str) -> dict[str, Any]:
+    results = sorted(evaluation.results.all(), key=lambda result: result.position)
+    if not results:
+        return {}
+    result = next((r for r in results if r.measure == measure), results[0])
+    column = selectors.measure_column(result.measure)
+    bins = selectors.histogram(result.per_query, column=column)
+    return {
+        "results": results,
+        "result": result,
+        "column": column,
+        "bins": bins,
+        "worst": selectors.worst_queries(
+            evaluation.qids, result.per_query, column=column, limit=WORST_QUERIES
+        ),
+        "figure": charts.histogram_figure(bins, column=column, run=evaluation.run) if bins else None,
+    }
+
+
+@login_required
+def evaluation_csv(request: HttpRequest, team: str, pk: int) -> HttpResponse:
+    """Every per-query value of a finished evaluation: one row per query, one column per measure."""
+    membership = get_team_for_member(request.user, team)
+    evaluation = selectors.get_evaluation(team=membership.team, pk=pk)
+    measures, rows = selectors.per_query_rows(evaluation)
+    filename = f"{membership.team.slug}-evaluation{evaluation.pk}-per-query.csv"
+    return csv_response(filename, ["qid", *measures], rows)

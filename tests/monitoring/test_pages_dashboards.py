@@ -1,0 +1,326 @@
+"""The dashboards: the leaderboard, a run's page and a comparison's page. Each shows stored rows (charts
+with the vendored plotly.js, the numbers beside them) and downloads them as CSV, equal to those rows."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.utils.html import escape
+
+from evalplatform.charts import plotly_js_version
+from evalplatform.models import Team
+from monitoring import evaluations, uploads
+from monitoring.models import ComparisonPair, ComparisonSummary, EvaluationResult, QrelsSource, Run
+from tests.monitoring.conftest import upload
+from tests.monitoring.test_pages import (
+    add_sources,
+    compare_now,
+    evaluate_now,
+    figure,
+    logged_in,
+    many_runs,
+)
+
+
+@pytest.fixture
+def viewer(client: Client, team: Team, vera: User) -> Client:
+    return logged_in(client, vera)
+
+
+@pytest.fixture
+def sources(team: Team, theo: User) -> tuple[QrelsSource, Run, Run]:
+    return add_sources(team, theo)
+
+
+def rows_of(response: Any) -> list[dict[str, str]]:
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    return list(csv.DictReader(io.StringIO(response.content.decode())))
+
+
+def number(text: str) -> float | None:
+    return None if text == "" else float(text)
+
+
+@pytest.mark.django_db
+class TestLeaderboard:
+    @pytest.fixture
+    def board(self, sources: Any) -> tuple[QrelsSource, Run, Run]:
+        qrels, good, weak = sources
+        evaluate_now(good, qrels, ("map", "P_10", "ndcg_cut_10", "num_ret"))
+        evaluate_now(weak, qrels, ("map", "P_10", "ndcg_cut_10", "num_ret"))
+        return qrels, good, weak
+
+    def test_it_charts_the_sorted_measure_with_its_confidence_intervals(
+        self, viewer: Client, board: Any
+    ) -> None:
+        qrels, good, weak = board
+        page = viewer.get(f"/teams/search/leaderboard/{qrels.pk}/?sort=P_10").content.decode()
+        bars = figure(page, "figure-leaderboard")["data"][0]
+        stored = {
+            r.evaluation.run.name: r
+            for r in EvaluationResult.objects.filter(measure="P_10").select_related("evaluation__run")
+        }
+        assert bars["type"] == "bar" and bars["x"] == ["bm25", "dense"]  # higher is better: best first
+        assert bars["y"] == [stored["bm25"].value, stored["dense"].value]
+        assert bars["error_y"]["array"][0] == pytest.approx(stored["bm25"].ci_high - stored["bm25"].value)
+        assert bars["error_y"]["arrayminus"][1] == pytest.approx(
+            stored["dense"].value - stored["dense"].ci_low
+        )
+        layout = figure(page, "figure-leaderboard")["layout"]
+        assert layout["yaxis"]["range"] == pytest.approx([-0.04, 1.04])  # the registry's range, padded
+        assert f'<script src="/vendor/plotly-{plotly_js_version()}.min.js" defer></script>' in page
+        assert "cdn" not in page.lower() and "https://" not in page
+        assert 'id="chart-numbers"' in page and f"{stored['bm25'].value:.4f}" in page
+
+    def test_it_sorts_by_a_column_in_the_registrys_direction_or_by_name(
+        self, viewer: Client, board: Any
+    ) -> None:
+        qrels, good, weak = board
+        base = f"/teams/search/leaderboard/{qrels.pk}/"
+        page = viewer.get(base + "?sort=map").content.decode()
+        assert page.index(">bm25</a>") < page.index(">dense</a>")
+        assert 'aria-sort="descending"' in page and "?sort=ndcg_cut_10&amp;measures=" in page
+        by_name = viewer.get(base + "?sort=run").content.decode()
+        assert by_name.index(">bm25</a>") < by_name.index(">dense</a>") and 'aria-sort="ascending"' in by_name
+        # An unknown sort key falls back to the first measure.
+        assert viewer.get(base + "?sort=nonsense").status_code == 200
+
+    def test_it_shows_the_chosen_measures_only(self, viewer: Client, board: Any) -> None:
+        qrels = board[0]
+        page = viewer.get(
+            f"/teams/search/leaderboard/{qrels.pk}/?measures=P_10,map&sort=map"
+        ).content.decode()
+        head = page[
+            page.index('id="leaderboard-table"') : page.index(
+                "</thead>", page.index('id="leaderboard-table"')
+            )
+        ]
+        assert '<span class="key">P_10</span>' in head and '<span class="key">map</span>' in head
+        assert "ndcg_cut_10" not in head and head.index("P_10") < head.index(">map<")
+        assert 'name="measures" value="ndcg_cut_10">' in page  # offered, unchecked
+
+    def test_its_csv_equals_the_stored_rows(self, viewer: Client, board: Any) -> None:
+        qrels = board[0]
+        rows = rows_of(viewer.get(f"/teams/search/leaderboard/{qrels.pk}/leaderboard.csv?sort=map"))
+        assert [row["run"] for row in rows] == ["bm25", "dense"] and [row["rank"] for row in rows] == [
+            "1",
+            "2",
+        ]
+        for row in rows:
+            for result in EvaluationResult.objects.filter(evaluation_id=int(row["evaluation_id"])):
+                assert number(row[result.measure]) == result.value  # exactly: repr round-trips a float
+                assert number(row[f"{result.measure}_ci_low"]) == result.ci_low
+                assert number(row[f"{result.measure}_ci_high"]) == result.ci_high
+        assert rows[0]["num_ret_ci_low"] == ""  # a sum has no bootstrap interval
+        chosen = rows_of(viewer.get(f"/teams/search/leaderboard/{qrels.pk}/leaderboard.csv?measures=P_10"))
+        assert list(chosen[0]) == [
+            "rank",
+            "run_id",
+            "run",
+            "evaluation_id",
+            "P_10",
+            "P_10_ci_low",
+            "P_10_ci_high",
+        ]
+
+    def test_it_says_when_nothing_is_evaluated_yet(self, viewer: Client, sources: Any) -> None:
+        page = viewer.get(f"/teams/search/leaderboard/{sources[0].pk}/").content.decode()
+        assert "No finished evaluation on these qrels yet." in page and "plotly" not in page
+
+    def test_it_reads_many_runs_in_a_fixed_number_of_queries(
+        self, viewer: Client, team: Team, sources: Any, django_assert_max_num_queries: Any
+    ) -> None:
+        qrels = sources[0]
+        many_runs(team, qrels, 3)
+        url = f"/teams/search/leaderboard/{qrels.pk}/"
+        with django_assert_max_num_queries(9) as few:
+            viewer.get(url)
+        many_runs(team, qrels, 60, start=3)
+        with django_assert_max_num_queries(len(few.captured_queries)):
+            page = viewer.get(url).content.decode()
+        assert page.count('<td class="num">') >= 63 and "run62" in page
+        with django_assert_max_num_queries(len(few.captured_queries)):
+            assert len(rows_of(viewer.get(url + "leaderboard.csv"))) == 63
+
+
+@pytest.mark.django_db
+class TestRunPage:
+    def test_it_shows_the_distribution_and_the_worst_queries(self, viewer: Client, sources: Any) -> None:
+        qrels, good, _ = sources
+        evaluation = evaluate_now(good, qrels)
+        page = viewer.get(f"/teams/search/runs/{good.pk}/?measure=P_10").content.decode()
+        result = evaluation.results.get(measure="P_10")
+        bars = figure(page, "figure-histogram")["data"][0]
+        assert sum(bars["y"]) == evaluation.num_queries == 20 and len(bars["y"]) == 10
+        assert figure(page, "figure-histogram")["layout"]["xaxis"]["range"] == pytest.approx([-0.04, 1.04])
+        worst = sorted(zip(result.per_query, evaluation.qids, strict=True))[:20]
+        table = page[page.index('id="worst-table"') :]
+        positions = [table.index(f'<th scope="row">{qid}</th>') for _, qid in worst]
+        assert positions == sorted(positions)
+        assert f"{result.value:.4f}" in page and 'id="histogram-table"' in page
+
+    def test_it_switches_measure_and_evaluation(self, viewer: Client, sources: Any) -> None:
+        qrels, good, _ = sources
+        first = evaluate_now(good, qrels, ("map",))
+        second = evaluate_now(good, qrels, ("recip_rank",))
+        page = viewer.get(f"/teams/search/runs/{good.pk}/").content.decode()
+        assert "Per-query" in page and f"?evaluation={first.pk}" in page
+        newest = figure(page, "figure-histogram")["layout"]["title"]["text"]
+        assert "recip_rank" in newest  # the newest done evaluation by default
+        older = viewer.get(f"/teams/search/runs/{good.pk}/?evaluation={first.pk}").content.decode()
+        assert "(map)" in figure(older, "figure-histogram")["layout"]["title"]["text"]
+        assert second.pk != first.pk
+
+    def test_it_follows_an_unfinished_evaluation_and_shows_a_failed_ones_error(
+        self, viewer: Client, team: Team, sources: Any
+    ) -> None:
+        qrels, good, _ = sources
+        pending = evaluations.evaluation_create(run=good, qrels=qrels, enqueue=False)
+        page = viewer.get(f"/teams/search/runs/{good.pk}/?evaluation={pending.pk}").content.decode()
+        assert f'data-job-url="/teams/search/jobs/evaluation/{pending.pk}.json" data-reload-when-done' in page
+        assert "plotly" not in page
+        evaluations.evaluation_run(evaluation_id=pending.pk)  # fine: this run matches the qrels
+        stranger = uploads.run_upload(team=team, upload=upload("other.run", "x1 Q0 d1 1 1.0 t\n"))
+        failed = evaluations.evaluation_create(run=stranger, qrels=qrels, enqueue=False)
+        evaluations.evaluation_run(evaluation_id=failed.pk)
+        failed.refresh_from_db()
+        page = viewer.get(f"/teams/search/runs/{stranger.pk}/").content.decode()  # the failed one, by default
+        assert failed.status == "failed" and 'status-failed">Failed' in page and "no query" in failed.error
+        assert escape(failed.error) in page
+
+    def test_it_refuses_another_runs_evaluation(self, viewer: Client, sources: Any) -> None:
+        qrels, good, weak = sources
+        other = evaluate_now(weak, qrels, ("map",))
+        assert viewer.get(f"/teams/search/runs/{good.pk}/?evaluation={other.pk}").status_code == 404
+        assert viewer.get(f"/teams/search/runs/{good.pk}/?evaluation=x").status_code == 404
+
+    def test_its_csv_equals_the_stored_per_query_values(self, viewer: Client, sources: Any) -> None:
+        qrels, good, _ = sources
+        evaluation = evaluate_now(good, qrels, ("map", "P_10", "num_ret"))
+        rows = rows_of(viewer.get(f"/teams/search/evaluations/{evaluation.pk}/per-query.csv"))
+        assert [row["qid"] for row in rows] == evaluation.qids
+        for result in evaluation.results.all():
+            assert [number(row[result.measure]) for row in rows] == result.per_query
+
+    def test_it_reads_a_run_with_many_evaluations_in_a_fixed_number_of_queries(
+        self, viewer: Client, sources: Any, django_assert_max_num_queries: Any
+    ) -> None:
+        qrels, good, _ = sources
+        evaluate_now(good, qrels, ("map",))
+        with django_assert_max_num_queries(12) as few:
+            viewer.get(f"/teams/search/runs/{good.pk}/")
+        for level in range(2, 8):
+            evaluations.evaluation_create(
+                run=good, qrels=qrels, measures=["map"], rel_level=level, enqueue=False
+            )
+        with django_assert_max_num_queries(len(few.captured_queries)):
+            viewer.get(f"/teams/search/runs/{good.pk}/")
+
+
+@pytest.mark.django_db
+class TestComparisonPage:
+    def test_it_shows_two_runs_differences_counts_and_test_result(self, viewer: Client, sources: Any) -> None:
+        qrels, good, weak = sources
+        comparison = compare_now(qrels, [good, weak], test="randomization")
+        pair = ComparisonPair.objects.get(comparison=comparison, measure="map")
+        page = viewer.get(f"/teams/search/comparisons/{comparison.pk}/?pair={pair.pk}").content.decode()
+        a, b = Run.objects.get(pk=pair.run_a_id), Run.objects.get(pk=pair.run_b_id)
+        assert f'id="wins">{pair.wins}<' in page and f'id="ties">{pair.ties}<' in page
+        assert f'id="losses">{pair.losses}<' in page
+        verdict = "Significant" if pair.significant else "Not significant"
+        assert f"{verdict} at α = 0.05" in page and f"p = {pair.p_adjusted:.3g}" in page
+        bars = figure(page, "figure-differences")["data"][0]
+        assert bars["y"] == sorted(bars["y"], reverse=True) and len(bars["y"]) == 20
+        a_values = ComparisonSummary.objects.get(comparison=comparison, run=a, measure="map").per_query
+        b_values = ComparisonSummary.objects.get(comparison=comparison, run=b, measure="map").per_query
+        assert sorted(bars["y"]) == sorted(x - y for x, y in zip(a_values, b_values, strict=True))
+        assert sum(y > 0 for y in bars["y"]) == pair.wins and sum(y < 0 for y in bars["y"]) == pair.losses
+        assert 'id="difference-table"' in page and "figure-pairs" not in page  # one pair: no pairs chart
+
+    def test_its_csvs_equal_the_stored_rows(self, viewer: Client, sources: Any) -> None:
+        qrels, good, weak = sources
+        comparison = compare_now(qrels, [good, weak], correction="bh")
+        rows = rows_of(viewer.get(f"/teams/search/comparisons/{comparison.pk}/significance.csv"))
+        stored = {(p.measure, p.run_a_id, p.run_b_id): p for p in comparison.pairs.all()}
+        assert len(rows) == len(stored) == 2
+        for row in rows:
+            pair = stored[(row["measure"], int(row["run_a_id"]), int(row["run_b_id"]))]
+            assert (number(row["diff"]), number(row["p_value"]), number(row["p_adjusted"])) == (
+                pair.diff, pair.p_value, pair.p_adjusted,
+            )  # fmt: skip
+            assert row["significant"] == str(pair.significant).lower() and row["correction"] == "bh"
+            assert (int(row["wins"]), int(row["ties"]), int(row["losses"])) == (
+                pair.wins,
+                pair.ties,
+                pair.losses,
+            )
+        pair = comparison.pairs.get(measure="ndcg_cut_10")
+        per_query = rows_of(viewer.get(f"/teams/search/comparisons/{comparison.pk}/pairs/{pair.pk}.csv"))
+        a = dict(
+            zip(
+                comparison.qids,
+                comparison.summaries.get(run_id=pair.run_a_id, measure="ndcg_cut_10").per_query,
+                strict=True,
+            )
+        )
+        b = dict(
+            zip(
+                comparison.qids,
+                comparison.summaries.get(run_id=pair.run_b_id, measure="ndcg_cut_10").per_query,
+                strict=True,
+            )
+        )
+        assert len(per_query) == 20
+        for row in per_query:
+            values = list(row.values())
+            assert (number(values[1]), number(values[2])) == (a[row["qid"]], b[row["qid"]])
+            assert number(row["diff"]) == a[row["qid"]] - b[row["qid"]]
+
+    def test_it_tables_every_pair_of_three_runs(self, viewer: Client, team: Team, sources: Any) -> None:
+        qrels, good, weak = sources
+        third = add_sources(team)[1]
+        comparison = compare_now(qrels, [good, weak, third], measures=("map", "P_10"))
+        page = viewer.get(f"/teams/search/comparisons/{comparison.pk}/").content.decode()
+        table = page[
+            page.index('id="significance-table"') : page.index(
+                "</table>", page.index('id="significance-table"')
+            )
+        ]
+        assert table.count("<tr") == 1 + 6  # the header, and 3 pairs x 2 measures
+        for pair in comparison.pairs.all():
+            assert f"{pair.p_adjusted:.3g}" in table
+        pairs = figure(page, "figure-pairs")["data"][0]
+        assert len(pairs["x"]) == 3 and "significant: %{customdata[2]}" in pairs["hovertemplate"]
+
+    def test_it_follows_an_unfinished_comparison(self, viewer: Client, sources: Any) -> None:
+        qrels, good, weak = sources
+        comparison = evaluations.comparison_create(qrels=qrels, runs=[good, weak], enqueue=False)
+        page = viewer.get(f"/teams/search/comparisons/{comparison.pk}/").content.decode()
+        assert (
+            f'data-job-url="/teams/search/jobs/comparison/{comparison.pk}.json" data-reload-when-done' in page
+        )
+        assert viewer.get(f"/teams/search/comparisons/{comparison.pk}/significance.csv").status_code == 404
+        assert viewer.get(f"/teams/search/comparisons/{comparison.pk}/?pair=1").status_code == 200
+
+    def test_it_404s_an_unknown_pair(self, viewer: Client, sources: Any) -> None:
+        qrels, good, weak = sources
+        comparison = compare_now(qrels, [good, weak])
+        assert viewer.get(f"/teams/search/comparisons/{comparison.pk}/?pair=9999").status_code == 404
+        assert viewer.get(f"/teams/search/comparisons/{comparison.pk}/pairs/9999.csv").status_code == 404
+
+    def test_it_reads_the_page_in_a_fixed_number_of_queries(
+        self, viewer: Client, team: Team, sources: Any, django_assert_max_num_queries: Any
+    ) -> None:
+        qrels, good, weak = sources
+        small = compare_now(qrels, [good, weak], measures=("map",))
+        with django_assert_max_num_queries(12) as few:
+            viewer.get(f"/teams/search/comparisons/{small.pk}/")
+        extra = [add_sources(team)[1] for _ in range(2)]
+        large = compare_now(qrels, [good, weak, *extra], measures=("map", "P_10", "ndcg_cut_10"))
+        with django_assert_max_num_queries(len(few.captured_queries)):
+            viewer.get(f"/teams/search/comparisons/{large.pk}/")
