@@ -126,8 +126,10 @@ def bm25_scores(
 def lsa_scores(docs: np.ndarray, queries: np.ndarray, *, dimensions: int = LSA_DIMENSIONS) -> np.ndarray:
     """Cosine similarity of queries and documents in a latent semantic space (queries x documents).
 
-    TF-IDF weights (1 + ln tf) * ln(N / df), rows L2-normalised; a truncated SVD X = U S V^T keeps the
-    first `dimensions` singular vectors; documents are the rows of U S, a query q is folded in as q V.
+    TF-IDF weights (1 + ln tf) * ln(N / df), rows L2-normalised into X; a truncated SVD X = U S V^T keeps
+    the first `dimensions` singular vectors; documents are the rows of U S and a query q is folded in as
+    q V = (q X^T) U / S. With far fewer documents than terms, U and S come from the eigendecomposition of
+    the small Gram matrix X X^T = U S^2 U^T (79 x 79 in the demo) rather than an SVD of X itself.
     """
     n_docs = docs.shape[0]
     idf = np.log(n_docs / np.maximum(np.count_nonzero(docs, axis=0), 1))
@@ -138,11 +140,14 @@ def lsa_scores(docs: np.ndarray, queries: np.ndarray, *, dimensions: int = LSA_D
         matrix = np.where(counts > 0, 1.0 + tf, 0.0) * idf
         return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
 
-    _, singular, vt = np.linalg.svd(weighted(docs), full_matrices=False)
-    k = min(dimensions, int(np.count_nonzero(singular > 1e-10)))
-    basis = vt[:k].T
-    doc_vectors = weighted(docs) @ basis  # equals U S
-    query_vectors = weighted(queries) @ basis
+    matrix = weighted(docs)
+    eigenvalues, eigenvectors = np.linalg.eigh(matrix @ matrix.T)
+    order = np.argsort(eigenvalues)[::-1]
+    singular = np.sqrt(np.clip(eigenvalues[order], 0.0, None))
+    k = min(dimensions, int(np.count_nonzero(singular > singular[0] * 1e-8)))
+    u, s = eigenvectors[:, order[:k]], singular[:k]
+    doc_vectors = u * s
+    query_vectors = (weighted(queries) @ matrix.T) @ u / s
     doc_vectors /= np.maximum(np.linalg.norm(doc_vectors, axis=1, keepdims=True), 1e-12)
     query_vectors /= np.maximum(np.linalg.norm(query_vectors, axis=1, keepdims=True), 1e-12)
     return np.asarray(query_vectors @ doc_vectors.T)
