@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.test import Client
 from django.utils.html import escape
 
@@ -16,6 +18,7 @@ from evalplatform.charts import plotly_js_version
 from evalplatform.models import Team
 from monitoring import evaluations, uploads
 from monitoring.models import ComparisonPair, ComparisonSummary, EvaluationResult, QrelsSource, Run
+from tests.conftest import QueuedTasks
 from tests.monitoring.conftest import upload
 from tests.monitoring.test_pages import (
     add_sources,
@@ -324,3 +327,45 @@ class TestComparisonPage:
         large = compare_now(qrels, [good, weak, *extra], measures=("map", "P_10", "ndcg_cut_10"))
         with django_assert_max_num_queries(len(few.captured_queries)):
             viewer.get(f"/teams/search/comparisons/{large.pk}/")
+
+
+@pytest.mark.django_db
+def test_the_demo_analyst_uploads_two_runs_and_sees_the_leaderboard_and_the_comparison(
+    client: Client, queued: QueuedTasks, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The README's walk through `make demo`, with the worker's calls made here: the analyst downloads the
+    demo's two runs from their pages, uploads them again through the form, evaluated on the team's qrels,
+    then compares them."""
+    call_command("load_demo", stdout=io.StringIO())
+    logged_in(client, User.objects.get(username="analyst"))
+    assert 'href="/teams/search/"' in client.get("/").content.decode()
+    qrels = QrelsSource.objects.get(team__slug="search")
+    uploaded = []
+    for demo_run in Run.objects.filter(team__slug="search").order_by("pk"):
+        page = client.get(f"/teams/search/runs/{demo_run.pk}/").content.decode()
+        download = client.get(re.search(r'href="([^"]+)" id="run-download"', page)[1])
+        text = b"".join(download.streaming_content) if download.streaming else download.content
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(
+                "/teams/search/runs/new/",
+                {"file": upload(f"{demo_run.name}-again.run", text.decode()), "name": f"{demo_run.name} again",
+                 "tags": "re-upload", "evaluate_on": qrels.pk},
+            )  # fmt: skip
+        assert response.status_code == 302, response.content.decode()[-2000:]
+        evaluation_id = queued.sent[-1][1][0]
+        assert (
+            evaluations.evaluation_run(evaluation_id=evaluation_id).status == "done"
+        )  # what the worker does
+        uploaded.append(Run.objects.get(name=f"{demo_run.name} again"))
+    board = client.get(f"/teams/search/leaderboard/{qrels.pk}/").content.decode()
+    assert all(f">{run.name}</a>" in board for run in uploaded) and board.count('<td class="num">') >= 4
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            "/teams/search/comparisons/new/",
+            {"qrels": qrels.pk, "runs": [run.pk for run in uploaded], "measures": ["map", "ndcg_cut_10"],
+             "test": "randomization", "correction": "holm", "alpha": "0.05", "rel_level": "1"},
+        )  # fmt: skip
+    comparison_id = queued.sent[-1][1][0]
+    assert evaluations.comparison_run(comparison_id=comparison_id).status == "done"
+    page = client.get(response["Location"]).content.decode()
+    assert "significant at α = 0.05" in page.lower() and 'id="significance-table"' in page
