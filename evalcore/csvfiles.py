@@ -85,10 +85,13 @@ class CsvTable:
         value = self.column(name)[row].as_py()
         return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
 
-    def encode(self, name: str) -> tuple[pa.Array, np.ndarray]:
-        """A text column as integer codes: the distinct values in order of first appearance, and each
-        row's code. An empty value is an error (found in the distinct values, not by a pass over rows)."""
-        values, codes = encode_column(self.column(name))
+    def encode(self, name: str, *, grouped: bool = False) -> tuple[pa.Array, np.ndarray]:
+        """A text column as int32 codes: the distinct values in order of first appearance, and each
+        row's code. An empty value is an error (found in the distinct values, not by a pass over rows).
+
+        `grouped`: the column usually comes in runs of equal values (a user's rows), so only the
+        first value of each run is hashed."""
+        values, codes = encode_runs(self.column(name)) if grouped else encode_column(self.column(name))
         # pc.index would do, but imports pandas (half a second) on first use.
         empty = np.flatnonzero(to_numpy(pc.binary_length(values)) == 0)
         if empty.size:
@@ -226,18 +229,34 @@ _NUMPY_TYPES: dict[pa.DataType, np.dtype[Any]] = {
 
 
 def encode_column(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
-    """Distinct values in order of first appearance, and each row's int64 code (Arrow's hash table)."""
+    """Distinct values in order of first appearance, and each row's int32 code (Arrow's hash table)."""
     encoded = pc.dictionary_encode(column)
     chunks = [c for c in encoded.chunks if len(c)]
     if not chunks:
-        return pa.array([], column.type), np.zeros(0, dtype=np.int64)
+        return pa.array([], column.type), np.zeros(0, dtype=np.int32)
     # Arrow encodes a chunked array with one memo table, so every chunk carries the same dictionary;
     # if a version ever did otherwise, unifying the dictionaries keeps the codes right.
     dictionary = chunks[-1].dictionary
     if any(len(c.dictionary) != len(dictionary) for c in chunks):
         chunks = list(pa.chunked_array(chunks).unify_dictionaries().chunks)
         dictionary = chunks[-1].dictionary
-    return dictionary, to_numpy(pa.chunked_array([c.indices for c in chunks])).astype(np.int64)
+    return dictionary, to_numpy(pa.chunked_array([c.indices for c in chunks]))
+
+
+def encode_runs(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
+    """`encode_column` for a column of runs of equal values: the first value of each run is hashed,
+    and its code repeated over the run. A comparison of neighbours is cheaper than a hash lookup;
+    when runs turn out short the column is hashed row by row after all."""
+    n = len(column)
+    if n < 2:
+        return encode_column(column)
+    starts = np.ones(n, dtype=bool)
+    starts[1:] = ~to_numpy(pc.equal(column.slice(1), column.slice(0, n - 1)))
+    heads = np.flatnonzero(starts)
+    if heads.size > n // 2:
+        return encode_column(column)
+    values, codes = encode_column(column.filter(from_numpy(starts)))
+    return values, np.repeat(codes, np.diff(np.append(heads, n)))
 
 
 def to_numpy(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -262,6 +281,27 @@ def to_numpy(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
             out[at : at + len(chunk)] = values[chunk.offset : chunk.offset + len(chunk)]
         at += len(chunk)
     return out
+
+
+_ARROW_OF_NUMPY = {
+    np.dtype(np.int32): pa.int32(),
+    np.dtype(np.int64): pa.int64(),
+    np.dtype(np.float64): pa.float64(),
+}
+
+
+def from_numpy(array: np.ndarray) -> pa.Array:
+    """A numpy bool, int32, int64 or float64 array as an Arrow array over the same bytes.
+
+    `pa.array` would do, but imports pandas (half a second) the first time it sees a numpy array.
+    """
+    if array.dtype == np.bool_:
+        bits = np.packbits(array, bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), array.size, [None, pa.py_buffer(bits)])
+    contiguous = np.ascontiguousarray(array)
+    return pa.Array.from_buffers(
+        _ARROW_OF_NUMPY[contiguous.dtype], contiguous.size, [None, pa.py_buffer(contiguous)]
+    )
 
 
 def _hugepage_switch() -> object:

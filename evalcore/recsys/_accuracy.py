@@ -86,7 +86,9 @@ def _discounts(k: int) -> FloatArray:
 
 def per_user_ndcg(stats: RelevanceHits) -> FloatArray:
     discounts = _discounts(stats.k)
-    dcg = stats.hits @ discounts[: stats.hits.shape[1]]
+    dcg = np.zeros(stats.hits.shape[0])
+    for rank in range(stats.hits.shape[1]):  # a pass per rank: no users x k float temporary
+        dcg[stats.hits[:, rank]] += discounts[rank]
     ideal = np.concatenate([[0.0], np.cumsum(discounts)])[np.minimum(stats.n_relevant, stats.k)]
     with np.errstate(divide="ignore", invalid="ignore"):
         return dcg / ideal

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from evalcore.csvfiles import CsvSchema, CsvTable, encode_column, read_csv, small_pages, to_numpy
+from evalcore.csvfiles import CsvSchema, CsvTable, encode_column, from_numpy, read_csv, small_pages, to_numpy
 from evalcore.recsys._data import (
     IntArray,
     Interactions,
@@ -30,7 +31,6 @@ from evalcore.recsys._data import (
     RepeatedEntryError,
     first_repeat,
 )
-from evalcore.recsys._popularity import most_popular_items
 from evalcore.recsys._registry import RecsysData
 
 PathLike = str | Path
@@ -64,7 +64,8 @@ def read_recsys_files(
 ) -> RecsysFiles:
     """Read and encode the files. `k` keeps each list's first k items (all when None); with
     `complete`, users who have interactions but no list get an empty one (they score 0 on accuracy).
-    The baseline of `serendipity_baseline` is the k most popular items (ties by first appearance)."""
+    The baseline of `serendipity_baseline` is the k most popular items (ties by item id), k being
+    the lists' depth after the cutoff."""
     with small_pages():
         return _read(recs, interactions, items, history, k, complete)
 
@@ -88,7 +89,9 @@ def _read(
     without_list = 0
     if interactions is not None and relevant_users is not None and (strangers := relevant_users < 0).any():
         # Users with held-out interactions but no list: counted, and with `complete` given an empty one.
-        extra_ids, extra_codes = encode_column(interactions.table.column("user").filter(pa.array(strangers)))
+        extra_ids, extra_codes = encode_column(
+            interactions.table.column("user").filter(from_numpy(strangers))
+        )
         without_list = len(extra_ids)
         if complete:
             relevant_users[strangers] = len(user_ids) + extra_codes
@@ -113,7 +116,7 @@ def _read(
         history=past,
         popularity=popularity,
         categories=None if catalog is None else catalog.categories,
-        baseline=None if popularity is None else most_popular_items(popularity, lists.depth),
+        baseline=None if popularity is None else _most_popular(popularity, lists.depth, item_ids),
     )
     source = "history" if history is not None else "interactions" if interactions is not None else ""
     rows = interactions.table.num_rows if interactions is not None else 0
@@ -146,7 +149,7 @@ class _Rows:
 
     def encoded(self, name: str) -> tuple[pa.Array, IntArray]:
         if name not in self._encoded:
-            self._encoded[name] = self.table.encode(name)
+            self._encoded[name] = self.table.encode(name, grouped=name == "user")
         return self._encoded[name]
 
     def ids(self, name: str) -> pa.Array:
@@ -204,6 +207,20 @@ def _lists(recs: _Rows, catalog: pa.Array, n_users: int, k: int | None) -> Recom
             exc.row,
             f"{what} appears twice in the list of user {table.text('user', exc.row)!r} (first on line {first})",
         )
+
+
+def _most_popular(popularity: np.ndarray, k: int, item_ids: pa.Array) -> IntArray:
+    """The codes of the k most popular items, ties broken by item id: codes follow the files' row
+    order, ids do not, so the baseline (and serendipity_baseline) cannot depend on that order."""
+    k = min(k, popularity.size)
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    kth = np.partition(popularity, popularity.size - k)[popularity.size - k]
+    candidates = np.flatnonzero(popularity >= kth)
+    ids = item_ids.take(from_numpy(candidates))
+    table = pa.Table.from_arrays([from_numpy(popularity[candidates]), ids], names=["popularity", "id"])
+    order = pc.sort_indices(table, sort_keys=[("popularity", "descending"), ("id", "ascending")])
+    return candidates[to_numpy(order)[:k]]
 
 
 def _pairs(users: IntArray, items: IntArray, n_users: int, n_items: int) -> Interactions:

@@ -216,9 +216,12 @@ def assert_close(actual: object, expected: object, atol: float = 1e-9, name: str
 
 
 def test_it_never_imports_django_or_pandas() -> None:
+    """Not even pyarrow's lazy pandas import (half a second on every command)."""
     code = (
-        "import sys, evalcore.recsys; from evalcore.recsys import read_recsys_files; "
-        "assert 'django' not in sys.modules and 'pandas' not in sys.modules"
+        "import sys; from evalcore.recsys import read_recsys_files, evaluate_recommendations; "
+        f"f = read_recsys_files(*{[str(FIXTURES / n) for n in ('seed004_recs.csv', 'seed004_interactions.csv')]}); "
+        "evaluate_recommendations(f.data); "
+        "assert 'django' not in sys.modules and 'pandas' not in sys.modules, sorted(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -572,7 +575,9 @@ def test_it_names_the_rows_of_a_repeated_item_or_rank() -> None:
         patch.setattr(_data, "_DENSE_PER_ROW", 0)
         patch.setattr(_data, "_DENSE_MIN_CELLS", 0)
         with pytest.raises(RepeatedEntryError) as caught:
-            RecommendationLists.from_ranked([0] * 4, [1, 2, 3, 1], [1, 2, 3, 4], n_users=1, n_items=5, k=2)
+            RecommendationLists.from_ranked(
+                [0, 0, 0, 0, 1], [1, 2, 3, 1, 4], [1, 2, 3, 4, 1], n_users=2, n_items=5, k=2
+            )
         assert (caught.value.row, caught.value.first_row) == (3, 0)
         lists = RecommendationLists.from_ranked([0, 0, 1], [1, 2, 3], [1, 2, 1], n_users=2, n_items=5, k=1)
         assert lists.items.tolist() == [[1], [3]]
@@ -670,6 +675,40 @@ def test_it_reports_malformed_files_by_file_and_line(
         read_recsys_files(recs_path, interactions, items=items_path)
     path = items_path if items is not None and "catalog" not in reason else recs_path
     assert str(caught.value).startswith(f"{path}:{line}: {reason}")
+
+
+def test_it_reads_the_same_lists_from_rows_in_any_order(tmp_path: Path) -> None:
+    """Users' rows need not be grouped, nor ranks sorted: the codes and lists do not change."""
+    rng = np.random.default_rng(5)
+    rows = [
+        (f"u{u}", f"i{i}", r + 1)
+        for u in range(40)
+        for r, i in enumerate(rng.permutation(30)[: rng.integers(1, 8)])
+    ]
+    interactions = write(
+        tmp_path / "inter.csv", "user,item\n" + "".join(f"u{u},i{rng.integers(30)}\n" for u in range(40))
+    )
+    ordered = write(
+        tmp_path / "ordered.csv", "user,item,rank\n" + "".join(f"{u},{i},{r}\n" for u, i, r in rows)
+    )
+    shuffled_rows = [rows[j] for j in rng.permutation(len(rows))]
+    shuffled = write(
+        tmp_path / "shuffled.csv", "user,item,rank\n" + "".join(f"{u},{i},{r}\n" for u, i, r in shuffled_rows)
+    )
+    first, second = read_recsys_files(ordered, interactions), read_recsys_files(shuffled, interactions)
+
+    def by_id(files: object) -> dict[bytes, list[bytes]]:
+        lists = files.data.lists  # type: ignore[attr-defined]
+        items = files.item_ids.to_pylist()  # type: ignore[attr-defined]
+        return {
+            u: [items[i] for i in row if i >= 0]
+            for u, row in zip(files.user_ids.to_pylist(), lists.items, strict=True)
+        }  # type: ignore[attr-defined]
+
+    assert by_id(first) == by_id(second)
+    one, two = evaluate_recommendations(first.data), evaluate_recommendations(second.data)
+    for name in one:
+        assert_close(two[name], one[name], atol=1e-12, name=name)
 
 
 def test_it_rejects_an_interaction_outside_the_catalog(tmp_path: Path) -> None:
