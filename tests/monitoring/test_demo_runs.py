@@ -4,13 +4,16 @@ LSA) evaluated on the demo project's qrels v1, their comparison, and a second lo
 from __future__ import annotations
 
 import json
+import time
 from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
+from django.test import Client
 
 from annotations.models import Project
 from annotations.qrels import qrels_export
@@ -28,6 +31,7 @@ from monitoring.models import (
     QrelsSource,
     Run,
 )
+from tests.conftest import WorkerProcess
 
 
 @pytest.fixture
@@ -112,8 +116,72 @@ class TestDemoSearchTeam:
         out = StringIO()
         call_command("load_demo", stdout=out)
         line = out.getvalue().splitlines()[-1]
-        assert line.startswith("Demo search team 'search': runs bm25 map 0.")
-        assert "dense-lsa map 0." in line and "Log in as analyst" in line
+        source, comparison = QrelsSource.objects.get(), Comparison.objects.get()
+        assert line.startswith("Demo search team 'search': runs bm25 (map 0.")
+        assert (
+            "dense-lsa (map 0." in line
+            and f"Holm's correction at /teams/search/comparisons/{comparison.pk}/" in line
+        )
+        assert line.endswith(
+            f"Log in as analyst and open /teams/search/ (leaderboard: {source.get_absolute_url()})."
+        )
+
+
+def wait_for(predicate: Any, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_it_lets_the_analyst_upload_two_runs_through_the_web_and_compare_them(
+    celery_worker_process: WorkerProcess, client: Client
+) -> None:
+    """From a fresh demo: the analyst uploads two runs on the web, sees them on the leaderboard beside the
+    demo's own, and compares all four with a randomization test, the significance table on the page."""
+    call_command("load_demo", stdout=StringIO())
+    assert client.login(username="analyst", password="demo-analyst-pass")
+    team_page = client.get("/teams/search/").content.decode()
+    assert "bm25" in team_page and "dense-lsa" in team_page
+    project = Project.objects.get(slug="python-help")
+    source = QrelsSource.objects.get(team__slug="search")
+    tuned = {
+        "bm25-tuned": lambda docs, queries: demo.bm25_scores(docs, queries, k1=1.2, b=0.75),
+        "lsa-64": lambda docs, queries: demo.lsa_scores(docs, queries, dimensions=64),
+    }
+    systems = [demo.DemoSystem(name, name, "", (), rank) for name, rank in tuned.items()]
+    for name, text in demo.demo_run_texts(project, systems=systems).items():
+        response = client.post(
+            "/teams/search/runs/new/",
+            {"file": SimpleUploadedFile(f"{name}.run", text.encode()), "name": name, "description": "",
+             "tags": "mine", "evaluate_on": source.pk},
+        )  # fmt: skip
+        assert response.status_code == 302, response.content.decode()[:2000]
+    evaluations = Evaluation.objects.filter(team__slug="search")
+    assert wait_for(lambda: evaluations.filter(status="done").count() == 4), celery_worker_process.log()
+
+    leaderboard = client.get(source.get_absolute_url())
+    assert leaderboard.status_code == 200
+    assert all(name in leaderboard.content.decode() for name in ("bm25", "dense-lsa", "bm25-tuned", "lsa-64"))
+
+    runs = list(Run.objects.filter(team__slug="search").values_list("pk", flat=True))
+    response = client.post(
+        "/teams/search/comparisons/new/",
+        {"qrels": source.pk, "runs": runs, "measures": ["map", "ndcg_cut_10"], "more_measures": "",
+         "test": "randomization", "correction": "holm", "alpha": "0.05", "rel_level": "1"},
+    )  # fmt: skip
+    assert response.status_code == 302, response.content.decode()[:2000]
+    comparison = Comparison.objects.filter(team__slug="search").latest("pk")
+    assert wait_for(lambda: Comparison.objects.get(pk=comparison.pk).status == "done"), (
+        celery_worker_process.log()
+    )
+    assert ComparisonPair.objects.filter(comparison=comparison).count() == 6 * 2  # every pair, both measures
+    page = client.get(response["Location"]).content.decode()
+    assert 'id="significance-table"' in page and "Holm" in page
 
 
 class TestRanking:

@@ -83,12 +83,17 @@ class Command(BaseCommand):
 
 
 def _team_line(search: DemoSearchTeam) -> str:
-    scores = ", ".join(
-        f"{evaluation.run.name} map {_map_of(evaluation):.3f}" for evaluation in search.evaluations
+    runs = " and ".join(
+        f"{evaluation.run.name} (map {_map_of(evaluation):.3f})" for evaluation in search.evaluations
+    )
+    compared = (
+        f", compared with a randomization test and Holm's correction at {search.comparison.get_absolute_url()}"
+        if search.comparison
+        else ""
     )
     return (
-        f"runs {scores} on {search.qrels.name}, and their comparison (randomization test, Holm). "
-        f"Log in as {DEMO_EDITOR} to see the leaderboard and upload runs."
+        f"runs {runs} on {search.qrels.name}{compared}. Log in as {DEMO_EDITOR} and open "
+        f"/teams/{search.team.slug}/ (leaderboard: {search.qrels.get_absolute_url()})."
     )
 
 

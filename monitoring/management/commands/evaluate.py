@@ -26,7 +26,6 @@ from evalcore.retrieval import parse_measures
 from evalplatform.jobs import JobError, JobStatus, job_enqueue
 from evalplatform.models import Team
 from monitoring import evaluations, selectors, uploads
-from monitoring import tasks as _tasks  # noqa: F401  registers the evaluation task in this process
 from monitoring.management.commands.upload_run import (
     FORMATS,
     add_user_option,
