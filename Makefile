@@ -74,3 +74,11 @@ $(ALIBI_VENV)/.installed:
 
 bench-embeddings: $(VENV)/.dev-installed $(ALIBI_VENV)/.installed
 	$(PY) -m benchmarks.embeddings --alibi-python $(ALIBI_VENV)/bin/python
+
+# Recommendation and fraud metrics from CSV files (1M users x top-20 over a 1M-item catalog, 10M
+# scores) against pandas and scikit-learn, each a whole process, with a scaling check.
+.PHONY: bench-recsys-fraud
+bench: bench-recsys-fraud
+
+bench-recsys-fraud: $(VENV)/.dev-installed
+	$(PY) -m benchmarks.recsys_fraud
