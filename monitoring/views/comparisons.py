@@ -44,6 +44,7 @@ def _pair_context(view: ComparisonView, pair: Any) -> dict[str, Any]:
     differences = view.differences(pair)
     return {
         "pair": pair,
+        "gap": abs(pair.diff),
         "run_a": a,
         "run_b": b,
         "column": column,

@@ -267,6 +267,11 @@ class TestHome:
             assert evaluation.get_absolute_url().replace("&", "&amp;") in page
         assert "Open alerts" in page and "alerts come with monitors" in page
         assert 'href="/teams/"' in page  # the navigation's Teams link
+        pending = evaluations.evaluation_create(
+            run=done["good"], qrels=done["qrels"], rel_level=2, enqueue=False
+        )
+        page = client.get("/").content.decode()
+        assert f'data-job-url="/teams/search/jobs/evaluation/{pending.pk}.json"' in page and "jobs.js" in page
 
     def test_it_keeps_the_annotator_and_lead_parts(self, client: Client, alice: User) -> None:
         page = logged_in(client, alice).get("/").content.decode()

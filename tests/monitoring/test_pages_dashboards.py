@@ -237,6 +237,7 @@ class TestComparisonPage:
         assert f'id="losses">{pair.losses}<' in page
         verdict = "Significant" if pair.significant else "Not significant"
         assert f"{verdict} at α = 0.05" in page and f"p = {pair.p_adjusted:.3g}" in page
+        assert f"by {abs(pair.diff):.4f} in mean map" in page
         bars = figure(page, "figure-differences")["data"][0]
         assert bars["y"] == sorted(bars["y"], reverse=True) and len(bars["y"]) == 20
         a_values = ComparisonSummary.objects.get(comparison=comparison, run=a, measure="map").per_query
