@@ -12,7 +12,7 @@ Measures live in one registry (`MEASURES`); `parse_measure` reads trec_eval and 
 from evalcore.retrieval.classification import f1_weighted, topk_accuracy
 from evalcore.retrieval.data import DuplicateRowError, Qrels, Run
 from evalcore.retrieval.evaluation import NoCommonQueriesError, RetrievalResult, evaluate, format_trec
-from evalcore.retrieval.measures import DEFAULT_CUTOFFS, MEASURES, Measure
+from evalcore.retrieval.measures import DEFAULT_CUTOFFS, MEASURES, NICKNAMES, Measure
 from evalcore.retrieval.names import (
     DEFAULT_MEASURES,
     MeasureSpec,
@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_CUTOFFS",
     "DEFAULT_MEASURES",
     "MEASURES",
+    "NICKNAMES",
     "DuplicateRowError",
     "Measure",
     "MeasureSpec",

@@ -25,6 +25,7 @@ from evalcore.retrieval.keys import (
     key_words,
     query_salts,
 )
+from evalcore.retrieval.layout import GroupedLayout, KeyedLayout, layout_of
 
 OnDuplicate = Literal["error", "first"]
 V = TypeVar("V", int, float)
@@ -276,6 +277,8 @@ class Run(_Rows[float]):
     _value_dtype = np.float64
 
     scores: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    #: The run's name, trec_eval's `runid`: the tag of a TREC file's last line (None when unknown).
+    run_id: str | None = None
 
     @classmethod
     def from_codes(
@@ -296,81 +299,6 @@ class Run(_Rows[float]):
         return cls._from_columns(vocab, codes, chunks, score, on_duplicate)
 
     @cached_property
-    def layout(self) -> RunLayout:
-        # trec_eval keeps scores as C floats, so scores equal in single precision tie.
-        return RunLayout.of(self.qid_codes, self.scores.astype(np.float32), len(self.qids))
-
-
-@dataclass(frozen=True)
-class RunLayout:
-    """Rows grouped by query and sorted by score descending, with the runs of tied scores marked.
-
-    `perm` is None when the rows already come in that order (the usual case for a TREC file), which
-    spares a sort of millions of rows. Ties are left for the evaluation to settle, and only where they
-    touch a judged document: there, trec_eval orders by document id descending.
-    """
-
-    perm: np.ndarray | None
-    inverse: np.ndarray | None
-    new_tie: np.ndarray  # per sorted position: does a new (query, score) group start here?
-    query_start: np.ndarray  # position of the first row of each query code
-    counts: np.ndarray  # rows of each query code
-    num_rows: int
-
-    @classmethod
-    def of(cls, codes: np.ndarray, scores: np.ndarray, num_queries: int) -> RunLayout:
-        n = len(codes)
-        perm = inverse = None
-        new_tie = np.ones(n, dtype=bool)
-        if n > 1:
-            changes = np.not_equal(codes[1:], codes[:-1], out=new_tie[1:])
-            grouped = int(np.count_nonzero(changes)) == num_queries - 1
-            rising = scores[1:] > scores[:-1]
-            rising &= ~changes
-            if not grouped or rising.any():
-                perm = np.lexsort((-scores, codes))
-                inverse = np.empty(n, dtype=np.int64)
-                inverse[perm] = np.arange(n)
-                codes, scores = codes[perm], scores[perm]
-                np.not_equal(codes[1:], codes[:-1], out=new_tie[1:])
-        query_starts = np.flatnonzero(new_tie)
-        query_start = np.zeros(num_queries, dtype=np.int64)
-        query_start[codes[query_starts]] = query_starts
-        counts = np.zeros(num_queries, dtype=np.int64)
-        counts[codes[query_starts]] = np.diff(np.append(query_starts, n))
-        if n > 1:
-            new_tie[1:] |= scores[1:] != scores[:-1]
-        return cls(perm, inverse, new_tie, query_start, counts, n)
-
-    @cached_property
-    def tie_starts(self) -> np.ndarray:
-        return np.flatnonzero(self.new_tie)
-
-    def tie_group(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """[begin, end) of the tie group holding each sorted position.
-
-        Walks a few steps from each position, which settles the usual short ties cheaply, and looks
-        the long ones up among all group starts.
-        """
-        n = self.num_rows
-        begin, end = positions.copy(), positions + 1
-        open_begin, open_end = np.arange(len(positions)), np.arange(len(positions))
-        for _ in range(8):
-            open_begin = open_begin[~self.new_tie[begin[open_begin]]]
-            begin[open_begin] -= 1
-            at = end[open_end]
-            open_end = open_end[(at < n) & ~self.new_tie[np.minimum(at, n - 1)]]
-            end[open_end] += 1
-            if not len(open_begin) and not len(open_end):
-                return begin, end
-        starts = self.tie_starts
-        begin[open_begin] = starts[np.searchsorted(starts, begin[open_begin], side="right") - 1]
-        following = np.searchsorted(starts, end[open_end], side="left")
-        end[open_end] = np.where(following < len(starts), starts[np.minimum(following, len(starts) - 1)], n)
-        return begin, end
-
-    def positions(self, rows: np.ndarray) -> np.ndarray:
-        return rows if self.inverse is None else self.inverse[rows]
-
-    def rows(self, positions: np.ndarray) -> np.ndarray:
-        return positions if self.perm is None else self.perm[positions]
+    def layout(self) -> GroupedLayout | KeyedLayout:
+        """Where each row stands in trec_eval's order (scores compared as C floats, as trec_eval does)."""
+        return layout_of(self.qid_codes, self.scores.astype(np.float32), len(self.qids))

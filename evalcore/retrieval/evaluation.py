@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
 from evalcore.errors import EvalCoreError
+from evalcore.retrieval.average_precision import MIN_GEO_MEAN
 from evalcore.retrieval.data import Qrels, Run
 from evalcore.retrieval.keys import small_pages
+from evalcore.retrieval.measures import ORDER
 from evalcore.retrieval.names import DEFAULT_MEASURES, MeasureSpec, parse_measures
 from evalcore.retrieval.ranking import RankingContext, build_context
 
@@ -25,6 +28,8 @@ class RetrievalResult:
 
     `qids` are the evaluated queries: those in both the run and the qrels, sorted. With
     `complete=True` the aggregates also count `missing_qids` (qrels queries the run lacks) as 0.
+    `specs` are the numeric measures; `text_specs` the text ones (runid, relstring), whose per-query
+    values are in `text` and which have no aggregate.
     """
 
     qids: np.ndarray
@@ -33,11 +38,15 @@ class RetrievalResult:
     specs: tuple[MeasureSpec, ...]
     missing_qids: np.ndarray
     complete: bool
+    text: dict[str, np.ndarray] = field(default_factory=dict)
+    text_specs: tuple[MeasureSpec, ...] = ()
+    run_id: str | None = None
 
     @cached_property
-    def per_query(self) -> dict[str, dict[str, float]]:
+    def per_query(self) -> dict[str, dict[str, float | str]]:
         """{qid: {measure: value}} for the evaluated queries (built on first use)."""
-        columns = {key: values.tolist() for key, values in self.values.items()}
+        columns: dict[str, list[float | str]] = {key: values.tolist() for key, values in self.values.items()}
+        columns.update({key: values.tolist() for key, values in self.text.items()})
         return {
             str(qid): {key: column[i] for key, column in columns.items()} for i, qid in enumerate(self.qids)
         }
@@ -60,24 +69,39 @@ class RetrievalResult:
         return qids[order], np.concatenate([values, filler])[order]
 
 
-def _aggregate(spec: MeasureSpec, values: np.ndarray, missing: int, complete: bool) -> float:
-    measure = spec.measure
-    if measure.aggregate == "sum":
-        return float(values.sum())
-    total = float(values.sum())
-    count = len(values)
-    if complete:
-        total += missing * measure.missing_value
-        count += missing
-    if measure.aggregate == "gmean":
-        return float(np.exp(total / count)) if count else 0.0
+def _sequential_sum(values: np.ndarray) -> float:
+    """The sum in query order, one term at a time, as trec_eval accumulates it.
+
+    numpy's sum adds pairwise, which rounds differently in the last bits; on values such as a mean of
+    P@10 that can move the printed fourth decimal.
+    """
+    return float(np.cumsum(values)[-1]) if len(values) else 0.0
+
+
+def _aggregate(spec: MeasureSpec, values: np.ndarray, ctx: RankingContext, complete: bool) -> float:
+    how = spec.measure.aggregate
+    missing = len(ctx.missing_qids) if complete else 0
+    count = len(values) + missing
+    if how == "queries":
+        return float(count)
+    if how == "relevant" and complete:
+        # trec_eval 9.0.8 (m_num_rel.c) counts every judgment with rel > 0 in the qrels under -c,
+        # whatever -l; an explicit level (`num_rel_min_rel_2`) counts rel >= that level.
+        rels = ctx.qrels_rels
+        return float(np.count_nonzero(rels > 0 if spec.rel_level is None else rels >= spec.rel_level))
+    total = _sequential_sum(values)
+    if how in ("sum", "relevant"):
+        return total
+    if how == "gmean":
+        total += missing * math.log(MIN_GEO_MEAN)  # a missing query's AP counts as the floor
+        return math.exp(total / count) if count else 0.0
     return total / count if count else 0.0
 
 
 def evaluate(
     qrels: Qrels,
     run: Run,
-    measures: Sequence[str] | None = None,
+    measures: Sequence[str] | str | None = None,
     *,
     rel_level: int = 1,
     complete: bool = False,
@@ -102,43 +126,68 @@ def evaluate(
         ctx = build_context(qrels, run)
     if ctx.num_queries == 0:
         raise NoCommonQueriesError("no query has both results and relevance judgments")
-    values = compute(ctx, specs, rel_level)
-    missing = len(ctx.missing_qids)
-    aggregate = {s.key: _aggregate(s, values[s.key], missing, complete) for s in specs}
-    return RetrievalResult(ctx.qids, values, aggregate, specs, ctx.missing_qids, complete)
+    numeric = tuple(s for s in specs if not s.measure.text)
+    text_specs = tuple(s for s in specs if s.measure.text)
+    values = compute(ctx, numeric, rel_level)
+    text = compute(ctx, tuple(s for s in text_specs if s.measure.per_query), rel_level)
+    aggregate = {s.key: _aggregate(s, values[s.key], ctx, complete) for s in numeric}
+    return RetrievalResult(
+        ctx.qids, values, aggregate, numeric, ctx.missing_qids, complete, text, text_specs, run.run_id
+    )
 
 
 def compute(ctx: RankingContext, specs: Sequence[MeasureSpec], rel_level: int) -> dict[str, np.ndarray]:
     """Per-query values of every spec, computing each distinct (measure, param, level) once."""
-    done: dict[tuple[str, float | None, int], np.ndarray] = {}
+    done: dict[tuple[str, object, int], np.ndarray] = {}
     out: dict[str, np.ndarray] = {}
     for spec in specs:
         level = spec.level(rel_level) if spec.measure.uses_rel_level else rel_level
         key = (spec.measure.name, spec.param, level)
         if key not in done:
+            assert spec.measure.kernel is not None
             done[key] = spec.measure.kernel(ctx, spec.param, level)
         out[spec.key] = done[key]
     return out
 
 
-def _format_value(spec: MeasureSpec, value: float) -> str:
-    return str(int(round(value))) if spec.measure.integer else f"{value:.4f}"
+# --- trec_eval's text ----------------------------------------------------------------------------
+
+
+def _trec_order(spec: MeasureSpec) -> int:
+    return ORDER[spec.measure.name]
+
+
+def _formatted(spec: MeasureSpec, values: np.ndarray) -> list[str]:
+    if spec.measure.text:
+        return [f"'{value}'" for value in values.tolist()]
+    if spec.measure.integer:
+        return [str(int(round(value))) for value in values.tolist()]
+    return [f"{value:6.4f}" for value in values.tolist()]
 
 
 def format_trec(result: RetrievalResult, *, per_query: bool = False) -> str:
     """trec_eval's text output: `measure<TAB>qid|all<TAB>value`, with the measure padded to 22.
 
-    With `per_query` (trec_eval -q) each query's lines come first; gm_map and num_q are printed only
-    for "all", as trec_eval does.
+    Lines follow trec_eval's order of measures, whatever order they were asked in. With `per_query`
+    (trec_eval -q) each query's lines come first; runid, num_q, gm_map and gm_bpref are printed only
+    for "all", and relstring only per query, as trec_eval does.
     """
+    specs = sorted((*result.specs, *result.text_specs), key=_trec_order)
     lines: list[str] = []
     if per_query:
-        for i, qid in enumerate(result.qids):
-            for spec in result.specs:
-                if spec.measure.name in ("gm_map", "num_q"):
-                    continue
-                value = _format_value(spec, float(result.values[spec.key][i]))
-                lines.append(f"{spec.key:<22s}\t{qid}\t{value}")
-    for spec in result.specs:
-        lines.append(f"{spec.key:<22s}\tall\t{_format_value(spec, result.aggregate[spec.key])}")
+        columns = [
+            (spec, _formatted(spec, result.text[spec.key] if spec.measure.text else result.values[spec.key]))
+            for spec in specs
+            if spec.measure.per_query
+        ]
+        for i, qid in enumerate(result.qids.tolist()):
+            lines.extend(f"{spec.label:<22s}\t{qid}\t{column[i]}" for spec, column in columns)
+    for spec in specs:
+        if not spec.measure.summary:
+            continue
+        if spec.measure.text:  # runid
+            value = result.run_id or ""
+        else:
+            value = _formatted(spec, np.array([result.aggregate[spec.key]]))[0]
+        lines.append(f"{spec.label:<22s}\tall\t{value}")
     return "\n".join(lines) + "\n"

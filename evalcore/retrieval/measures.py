@@ -1,12 +1,15 @@
-"""The registry of retrieval measures: each defined once, with its names, formula and kernel.
+"""The registry of retrieval measures: each declared once, as a `MetricSpec` with its names, formula,
+parameters and kernel.
 
 Notation, per query: rank r = 1, 2, ... in trec_eval's order (score descending, then document id
 descending); rel(r) the judged grade at rank r (unjudged documents count as non-relevant); "relevant"
 means rel >= l, the relevance level (trec_eval -l, default 1); R the number of relevant judged
-documents; N the number of judged documents below the level; n the number retrieved.
+documents; N the number of judged documents below the level; n the number retrieved, r of them
+relevant.
 
-A kernel takes the ranking context, the measure's parameter (a cutoff k, or a recall level) and the
-relevance level, and returns one value per evaluated query.
+The registry lists trec_eval 9.0.8's measures in trec_eval's own order (the order of its output
+lines), then the measures it lacks. A kernel takes the ranking context, the measure's parameter and
+the relevance level, and returns one value per evaluated query.
 
 The examples use one query judged {d1: 2, d2: 0, d3: 1, d5: 3} and ranked d1, d2, d3, d4:
 
@@ -17,39 +20,59 @@ The examples use one query judged {d1: 2, d2: 0, d3: 1, d5: 3} and ranked d1, d2
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 import numpy as np
 
-from evalcore.metrics import MetricSpec
-from evalcore.retrieval.ranking import Gain, RankingContext
+from evalcore.metrics import Direction, MetricSpec
+from evalcore.retrieval import average_precision as ap
+from evalcore.retrieval import gain, precision
+from evalcore.retrieval.average_precision import MIN_GEO_MEAN
+from evalcore.retrieval.precision import MeasureParam
+from evalcore.retrieval.ranking import RankingContext
 
-Kernel = Callable[[RankingContext, float | None, int], np.ndarray]
-Param = Literal["none", "cutoff", "recall"]
-Aggregate = Literal["mean", "sum", "gmean"]
+Kernel = Callable[[RankingContext, MeasureParam, int], np.ndarray]
+#: How a measure takes parameters: none; cutoffs k (one output each, `P_10`); fractions (one output
+#: each, printed with two decimals, `iprec_at_recall_0.50`); a list of values (one output,
+#: `utility.1,-1,0,0`); or gain overrides (one output, `ndcg.1=3,2=9`).
+Param = Literal["none", "cutoff", "fraction", "values", "gains"]
+#: How per-query values combine: the mean; the sum (counts); the geometric mean (gm_map); the number
+#: of queries (num_q); the sum of relevant documents (num_rel, which -c takes from the whole qrels);
+#: nothing (text printed per query, and runid).
+Aggregate = Literal["mean", "sum", "gmean", "queries", "relevant", "none"]
 
-#: trec_eval's floor for a query's AP inside the geometric mean (MIN_GEO_MEAN).
-MIN_GEO_MEAN = 0.00001
 DEFAULT_CUTOFFS: tuple[int, ...] = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 DEFAULT_RECALL_LEVELS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
 @dataclass(frozen=True)
-class Measure:
-    """One retrieval measure. `doc` holds its formula and an example."""
+class Measure(MetricSpec):
+    """One retrieval measure. `doc` holds its formula and an example; `definition` is its first line.
 
-    name: str  # trec_eval-style name; parametrised ones are written name_k (P_10, ndcg_cut_10)
-    ir_name: str | None  # ir-measures-style name; parametrised ones are written name@k (P@10)
-    kernel: Kernel
-    doc: str
+    `name` is trec_eval's name where trec_eval has the measure (parametrised ones are written
+    `name_k`: `P_10`, `ndcg_cut_10`), and `trec_name` what trec_eval prints when the two differ
+    (`11pt_avg`, which is no identifier). `ir_name` is the ir-measures name, written `name@k` with a
+    parameter (`P@10`).
+    """
+
+    ir_name: str | None = None
+    doc: str = ""
     param: Param = "none"
     aggregate: Aggregate = "mean"
-    higher_is_better: bool = True
     integer: bool = False  # printed as an integer (trec_eval's num_* measures)
+    text: bool = False  # its values are text (runid, relstring)
     uses_rel_level: bool = True
-    trec_eval: bool = False  # trec_eval (and pytrec_eval) computes it under `name`
+    trec_eval: bool = False  # trec_eval 9.0.8 (and pytrec_eval) computes it under `trec_name`
+    trec_style: bool = True  # also read as `name_k` / `name.params`
+    printed_name: str = ""
+    per_query: bool = True  # trec_eval prints it for each query with -q
+    summary: bool = True  # trec_eval prints it for "all"
     defaults: tuple[float, ...] | None = None  # parameters of the bare name, when not the usual ones
+
+    @property
+    def trec_name(self) -> str:
+        return self.printed_name or self.name
 
     @property
     def missing_value(self) -> float:
@@ -62,443 +85,497 @@ class Measure:
             return self.defaults
         if self.param == "cutoff":
             return DEFAULT_CUTOFFS
-        if self.param == "recall":
+        if self.param == "fraction":
             return DEFAULT_RECALL_LEVELS
         return ()
 
 
-def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    out = np.zeros_like(num, dtype=np.float64)
-    np.divide(num, den, out=out, where=den > 0)
-    return out
-
-
-def _k(param: float | None) -> int:
-    assert param is not None
-    return int(param)
-
-
-# --- counts ----------------------------------------------------------------------------------------
-
-
-def num_q(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    return np.ones(ctx.num_queries)
-
-
-def num_ret(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    return ctx.num_ret.copy()
-
-
-def num_rel(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    return ctx.num_rel(level).copy()
-
-
-def num_rel_ret(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    return ctx.relevant(level).per_query.astype(np.float64)
-
-
-# --- precision and recall --------------------------------------------------------------------------
-
-
-def _relevant_within(ctx: RankingContext, k: int, level: int) -> np.ndarray:
-    rel = ctx.relevant(level)
-    return ctx.count(rel.query[rel.rank <= k])
-
-
-def precision(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    k = _k(param)
-    return _relevant_within(ctx, k, level) / k
-
-
-def recall(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    return _safe_div(_relevant_within(ctx, _k(param), level), ctx.num_rel(level))
-
-
-def recall_capped(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    k = _k(param)
-    return _safe_div(_relevant_within(ctx, k, level), np.minimum(ctx.num_rel(level), k))
-
-
-def success(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    return (_relevant_within(ctx, _k(param), level) > 0).astype(np.float64)
-
-
-def r_precision(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    rel, big_r = ctx.relevant(level), ctx.num_rel(level)
-    within = ctx.count(rel.query[rel.rank <= big_r[rel.query]])
-    return _safe_div(within, big_r)
-
-
-def judged(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    k = _k(param)
-    return ctx.count(ctx.hit_query[ctx.hit_rank <= k]) / k
-
-
-# --- average precision -----------------------------------------------------------------------------
-
-
-def _precision_sum(ctx: RankingContext, k: float, level: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per query: the sum of precision at each relevant rank <= k, and how many there are."""
-    rel = ctx.relevant(level)
-    within = rel.rank <= k
-    sums = ctx.count(rel.query[within], rel.count_so_far[within] / rel.rank[within])
-    return sums, ctx.count(rel.query[within])
-
-
-def average_precision(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    sums, _ = _precision_sum(ctx, np.inf, level)
-    return _safe_div(sums, ctx.num_rel(level))
-
-
-def average_precision_cut(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    sums, _ = _precision_sum(ctx, _k(param), level)
-    return _safe_div(sums, ctx.num_rel(level))
-
-
-def average_precision_retrieved(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    sums, found = _precision_sum(ctx, _k(param), level)
-    return _safe_div(sums, found)
-
-
-def log_average_precision(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    return np.log(np.maximum(average_precision(ctx, None, level), MIN_GEO_MEAN))
-
-
-# --- reciprocal rank -------------------------------------------------------------------------------
-
-
-def _reciprocal_rank(ctx: RankingContext, k: float, level: int) -> np.ndarray:
-    rel = ctx.relevant(level)
-    has = rel.per_query > 0
-    out = np.zeros(ctx.num_queries)
-    first_rank = rel.rank[rel.first[has]]
-    out[has] = np.where(first_rank <= k, 1.0 / first_rank, 0.0)
-    return out
-
-
-def reciprocal_rank(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    return _reciprocal_rank(ctx, np.inf, level)
-
-
-def reciprocal_rank_cut(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    return _reciprocal_rank(ctx, _k(param), level)
-
-
-# --- bpref -----------------------------------------------------------------------------------------
-
-
-def bpref(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    judged_hit = ctx.hit_rel >= 0
-    query, rel = ctx.hit_query[judged_hit], ctx.hit_rel[judged_hit]
-    nonrel = (rel < level).astype(np.int64)
-    # Non-relevant judged documents above each hit: a cumulative sum restarted at each query.
-    running = np.cumsum(nonrel) - nonrel
-    first = np.searchsorted(query, np.arange(ctx.num_queries))
-    start = running[np.minimum(first, max(len(running) - 1, 0))] if len(running) else running
-    above = running - start[query] if len(running) else running
-    big_r, big_n = ctx.num_rel(level), ctx.num_nonrel(level)
-    is_rel = rel >= level
-    q = query[is_rel]
-    cap_above = np.minimum(above[is_rel], big_r[q])
-    denom = np.minimum(big_n, big_r)[q]
-    penalty = np.zeros(len(q))
-    np.divide(cap_above, denom, out=penalty, where=above[is_rel] > 0)
-    return _safe_div(ctx.count(q, 1.0 - penalty), big_r)
-
-
-# --- nDCG ------------------------------------------------------------------------------------------
-
-
-def _gain(grade: np.ndarray, gain: Gain) -> np.ndarray:
-    g = grade.astype(np.float64)
-    return g if gain == "linear" else np.exp2(g) - 1.0
-
-
-def _dcg(ctx: RankingContext, k: float, gain: Gain) -> np.ndarray:
-    keep = (ctx.hit_rel > 0) & (ctx.hit_rank <= k)
-    rank = ctx.hit_rank[keep]
-    return ctx.count(ctx.hit_query[keep], _gain(ctx.hit_rel[keep], gain) / np.log2(rank + 1.0))
-
-
-def _ideal_dcg(ctx: RankingContext, k: float, gain: Gain) -> np.ndarray:
-    ideal = ctx.ideal()
-    keep = ideal.position < k
-    discount = np.log2(ideal.position[keep] + 2.0)
-    return ctx.count(ideal.query[keep], _gain(ideal.grade[keep], gain) / discount)
-
-
-def _ndcg(ctx: RankingContext, k: float, gain: Gain) -> np.ndarray:
-    dcg = _dcg(ctx, k, gain)
-    ideal = _ideal_dcg(ctx, k, gain)
-    # trec_eval leaves the DCG (which is 0) when the ideal DCG is 0.
-    return np.where(ideal > 0, _safe_div(dcg, ideal), dcg)
-
-
-def ndcg(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    return _ndcg(ctx, np.inf, "linear")
-
-
-def ndcg_cut(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    return _ndcg(ctx, _k(param), "linear")
-
-
-def ndcg_exp(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    return _ndcg(ctx, np.inf, "exp")
-
-
-def ndcg_exp_cut(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    return _ndcg(ctx, _k(param), "exp")
-
-
-# --- interpolated precision ------------------------------------------------------------------------
-
-
-def iprec_at_recall(ctx: RankingContext, param: float | None, level: int) -> np.ndarray:
-    assert param is not None
-    rel = ctx.relevant(level)
-    interpolated = ctx.interpolated_precision(level)
-    found = rel.per_query
-    # trec_eval 9: the number of relevant documents at this recall, rounded up from x.1.
-    needed = (float(param) * ctx.num_rel(level) + 0.9).astype(np.int64)
-    out = np.zeros(ctx.num_queries)
-    at = (needed >= 1) & (needed <= found)
-    out[at] = interpolated[rel.first[at] + needed[at] - 1]
-    zero = (needed == 0) & (found > 0)
-    out[zero] = interpolated[rel.first[zero]]
-    none = (needed == 0) & (found == 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out[none] = 0.0 / ctx.num_ret[none]  # NaN for an empty ranking, as trec_eval prints
-    return out
-
-
-# --- the registry ----------------------------------------------------------------------------------
+def _measure(
+    name: str,
+    label: str,
+    kernel: Kernel,
+    doc: str,
+    *,
+    direction: Direction = "higher",
+    range: tuple[float | None, float | None] | None = (0.0, 1.0),
+    unit: str = "",
+    aliases: tuple[str, ...] = (),
+    **options: Any,
+) -> Measure:
+    definition = doc.split("\n\n", 1)[0].replace("\n", " ")
+    return Measure(
+        name=name,
+        label=label,
+        family="retrieval",
+        direction=direction,
+        definition=definition,
+        kernel=kernel,
+        range=range,
+        unit=unit,
+        aliases=aliases,
+        doc=doc,
+        **options,
+    )
+
+
+def _count(
+    name: str, label: str, kernel: Kernel, doc: str, *, unit: str = "documents", **options: Any
+) -> Measure:
+    options.setdefault("aggregate", "sum")
+    return _measure(
+        name, label, kernel, doc, direction="neutral", range=(0.0, None), unit=unit, integer=True, **options
+    )
+
+
+def _run_id(ctx: RankingContext, param: MeasureParam, level: int) -> np.ndarray:
+    return np.full(ctx.num_queries, ctx.run_id or "", dtype=object)
+
+
+# --- the registry: trec_eval 9.0.8's measures in its output order, then the others -----------------
 
 _REGISTRY: tuple[Measure, ...] = (
-    Measure(
+    _measure(
+        "runid",
+        "Run id",
+        _run_id,
+        "The run's name: the last field of a TREC run's last line, where trec_eval reads it.\n\n"
+        ">>> example('runid')\n'example'",
+        direction="neutral",
+        range=None,
+        aggregate="none",
+        text=True,
+        uses_rel_level=False,
+        trec_eval=True,
+        per_query=False,
+    ),
+    _count(
         "num_q",
-        "NumQ",
-        num_q,
-        "Number of evaluated queries: 1 per query, summed.\n\n>>> example('num_q')\n1.0",
-        aggregate="sum",
-        integer=True,
+        "Queries",
+        precision.num_q,
+        "Number of evaluated queries; with -c, every query of the qrels.\n\n>>> example('num_q')\n1.0",
+        unit="queries",
+        ir_name="NumQ",
+        aggregate="queries",
         uses_rel_level=False,
         trec_eval=True,
+        per_query=False,
     ),
-    Measure(
+    _count(
         "num_ret",
-        "NumRet",
-        num_ret,
+        "Documents retrieved",
+        precision.num_ret,
         "n, the number of documents retrieved, summed over queries.\n\n>>> example('num_ret')\n4.0",
-        aggregate="sum",
-        integer=True,
+        ir_name="NumRet",
         uses_rel_level=False,
         trec_eval=True,
     ),
-    Measure(
+    _count(
         "num_rel",
-        "NumRel",
-        num_rel,
-        "R, the number of judged documents with rel >= l, summed.\n\n>>> example('num_rel')\n3.0",
-        aggregate="sum",
-        integer=True,
+        "Relevant documents",
+        precision.num_rel,
+        "R, the number of judged documents with rel >= l, summed over queries; with -c, every\n"
+        "judgment with rel > 0 in the qrels, whatever l (trec_eval 9.0.8).\n\n>>> example('num_rel')\n3.0",
+        ir_name="NumRel",
+        aggregate="relevant",
         trec_eval=True,
     ),
-    Measure(
+    _count(
         "num_rel_ret",
-        "NumRelRet",
-        num_rel_ret,
-        "Relevant documents retrieved, summed.\n\n>>> example('num_rel_ret')\n2.0",
-        aggregate="sum",
-        integer=True,
+        "Relevant documents retrieved",
+        precision.num_rel_ret,
+        "r, the relevant documents retrieved, summed over queries.\n\n>>> example('num_rel_ret')\n2.0",
+        ir_name="NumRelRet",
         trec_eval=True,
     ),
-    Measure(
+    _measure(
+        "map",
+        "Mean average precision",
+        ap.average_precision,
+        "AP = (1/R) * sum over relevant ranks r of P@r; MAP is its mean over queries.\n\n"
+        ">>> example('AP')\n0.5556",
+        ir_name="AP",
+        trec_eval=True,
+    ),
+    _measure(
+        "gm_map",
+        "Geometric mean average precision",
+        ap.log_average_precision,
+        "Geometric mean of AP: per query log(max(AP, 0.00001)), the summary exp(mean of those).\n"
+        "Per-query values are the logs, as pytrec_eval reports them; trec_eval prints only the summary.\n\n"
+        ">>> example('gm_map')\n0.5556",
+        ir_name="GMAP",
+        aggregate="gmean",
+        trec_eval=True,
+        per_query=False,
+    ),
+    _measure(
+        "Rprec",
+        "R-precision",
+        precision.r_precision,
+        "R-precision = |relevant in the top R| / R.\n\n>>> example('Rprec')\n0.6667",
+        ir_name="Rprec",
+        trec_eval=True,
+    ),
+    _measure(
+        "bpref",
+        "Binary preference",
+        ap.bpref,
+        "bpref = (1/R) * sum over relevant retrieved r of (1 - min(n_r, R) / min(N, R)), n_r the judged\n"
+        "non-relevant documents above r (the term is 1 when n_r = 0); unjudged documents are skipped.\n\n"
+        ">>> example('bpref')\n0.3333",
+        ir_name="Bpref",
+        trec_eval=True,
+    ),
+    _measure(
+        "recip_rank",
+        "Mean reciprocal rank",
+        ap.reciprocal_rank,
+        "RR = 1 / (rank of the first relevant document), 0 if none is retrieved; MRR is its mean.\n"
+        "RR(rel=g) counts only grades >= g (seed 003's MRR uses g = 2).\n\n"
+        ">>> example('RR(rel=3)')\n0.0",
+        ir_name="RR",
+        trec_eval=True,
+    ),
+    _measure(
+        "iprec_at_recall",
+        "Interpolated precision at recall x",
+        precision.iprec_at_recall,
+        "Interpolated precision at recall x: the best P@r over ranks r at or after the point where\n"
+        "floor(x * R + 0.9) relevant documents have been seen (trec_eval 9's rounding).\n\n"
+        ">>> example('iprec_at_recall_0.50')\n0.6667",
+        ir_name="IPrec",
+        param="fraction",
+        trec_eval=True,
+    ),
+    _measure(
         "P",
-        "P",
-        precision,
+        "Precision at k",
+        precision.precision,
         "P@k = |relevant in the top k| / k, dividing by k even when fewer are retrieved.\n\n"
         ">>> example('P@2')\n0.5",
+        ir_name="P",
         param="cutoff",
         trec_eval=True,
     ),
-    Measure(
+    _measure(
+        "relstring",
+        "Relevance string",
+        precision.relstring,
+        "The grades of the top N documents (default 10) as text: the digit, '>' above 9, '-' for a\n"
+        "document outside the qrels, '.' for one judged with a negative grade; printed per query only.\n\n"
+        ">>> example('relstring')\n'201-'",
+        direction="neutral",
+        range=None,
+        param="values",
+        aggregate="none",
+        text=True,
+        uses_rel_level=False,
+        trec_eval=True,
+        summary=False,
+        defaults=(10.0,),
+    ),
+    _measure(
         "recall",
-        "R",
-        recall,
+        "Recall at k",
+        precision.recall,
         "R@k = |relevant in the top k| / R (0 when R = 0).\n\n>>> example('R@3')\n0.6667",
+        ir_name="R",
         param="cutoff",
         trec_eval=True,
     ),
-    Measure(
-        "recall_capped",
-        "R(cap)",
-        recall_capped,
-        "Seed 000's recall: |relevant in the top k| / min(k, R) (0 when R = 0).\n\n"
-        ">>> example('R(cap)@2')\n0.5",
-        param="cutoff",
+    _measure(
+        "infAP",
+        "Inferred average precision",
+        ap.inferred_average_precision,
+        "infAP (Yilmaz and Aslam): AP estimated from a sampled pool; at each relevant rank k > 1,\n"
+        "1/k + ((k-1)/k) * (pooled above / (k-1)) * ((rel above + e) / (judged above + 2e)), e = 0.00001,\n"
+        "where documents judged with a negative grade are pooled but unjudged; summed, divided by R.\n\n"
+        ">>> example('infAP')\n0.5556",
+        ir_name="infAP",
+        trec_eval=True,
     ),
-    Measure(
+    _measure(
+        "gm_bpref",
+        "Geometric mean bpref",
+        ap.log_bpref,
+        "Geometric mean of bpref: per query log(max(bpref, 0.00001)), the summary exp(mean of those);\n"
+        "trec_eval prints only the summary.\n\n>>> example('gm_bpref')\n0.3333",
+        aggregate="gmean",
+        trec_eval=True,
+        per_query=False,
+    ),
+    _measure(
+        "Rprec_mult",
+        "Precision at x times R",
+        precision.r_precision_multiple,
+        "P at x * R: precision at cutoff floor(x * R + 0.9) (0 when that is 0); x = 1 is R-precision.\n\n"
+        ">>> example('Rprec_mult_2.00')\n0.3333",
+        param="fraction",
+        trec_eval=True,
+        defaults=(0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0),
+    ),
+    _measure(
+        "utility",
+        "Set utility",
+        precision.utility,
+        "Utility = a * r + b * (n - r) + c * (R - r) + d * (-r - (n - r) - (R - r)), with coefficients\n"
+        "`utility.a,b,c,d` (default 1,-1,0,0); the last term would count the collection, taken as 0.\n\n"
+        ">>> example('utility')\n0.0",
+        range=None,
+        unit="documents",
+        param="values",
+        trec_eval=True,
+        defaults=(1.0, -1.0, 0.0, 0.0),
+    ),
+    _measure(
+        "eleven_pt_avg",
+        "11-point interpolated average precision",
+        precision.eleven_point_average,
+        "Mean interpolated precision at recall 0.0, 0.1, ..., 1.0 (or the levels of `11pt_avg.x,y`).\n\n"
+        ">>> example('11pt_avg')\n0.6061",
+        aliases=("11pt_avg",),
+        printed_name="11pt_avg",
+        param="values",
+        trec_eval=True,
+        defaults=DEFAULT_RECALL_LEVELS,
+    ),
+    _measure(
+        "binG",
+        "Binary G",
+        gain.binary_g,
+        "binG = (1/R) * sum over relevant retrieved documents of 1 / log2(2 + non-relevant above).\n\n"
+        ">>> example('binG')\n0.5436",
+        trec_eval=True,
+    ),
+    _measure(
+        "G",
+        "Normalized gain G",
+        gain.g_measure,
+        "G = sum over ranks r of gain(r) / log2(2 + cost(r) - gain so far), cost(r) the sum over ranks\n"
+        "<= r of max(ideal gain, 1), divided by the ideal total gain (trec_eval's `G`, gains `G.1=3`).\n\n"
+        ">>> example('G')\n0.2821",
+        param="gains",
+        trec_eval=True,
+        uses_rel_level=False,
+    ),
+    _measure(
+        "ndcg",
+        "nDCG",
+        gain.ndcg,
+        "nDCG = DCG / IDCG with linear gain: DCG = sum over ranks r of gain(r) / log2(r + 1), gain the\n"
+        "grade (or `ndcg.1=3,2=9` overrides); IDCG sorts all judged documents by gain. l does not apply.\n\n"
+        ">>> example('nDCG')\n0.525",
+        ir_name="nDCG",
+        param="gains",
+        uses_rel_level=False,
+        trec_eval=True,
+    ),
+    _measure(
+        "ndcg_rel",
+        "nDCG averaged over relevant documents",
+        gain.ndcg_rel,
+        "nDCG averaged over the documents of positive gain: DCG@r / IDCG@r at each one retrieved (rank\n"
+        "r), the final DCG / IDCG for each one missed.\n\n>>> example('ndcg_rel')\n0.5722",
+        param="gains",
+        uses_rel_level=False,
+        trec_eval=True,
+    ),
+    _measure(
+        "Rndcg",
+        "nDCG averaged at R-levels",
+        gain.r_ndcg,
+        "nDCG averaged at the R-levels: after the last ideal document of each gain level, and at the\n"
+        "end of the ranking when it goes further (0 when R = 0).\n\n>>> example('Rndcg')\n0.5537",
+        param="gains",
+        trec_eval=True,
+    ),
+    _measure(
+        "ndcg_cut",
+        "nDCG at k",
+        gain.ndcg_cut,
+        "nDCG@k = DCG@k / IDCG@k with linear gain; IDCG@k takes the k best judged documents.\n\n"
+        ">>> example('nDCG@2')\n0.4693",
+        ir_name="nDCG",
+        param="cutoff",
+        uses_rel_level=False,
+        trec_eval=True,
+    ),
+    _measure(
+        "map_cut",
+        "Average precision at k",
+        ap.average_precision_cut,
+        "AP@k = (1/R) * sum over relevant ranks r <= k of P@r.\n\n>>> example('AP@2')\n0.3333",
+        ir_name="AP",
+        param="cutoff",
+        trec_eval=True,
+    ),
+    _measure(
+        "relative_P",
+        "Relative precision at k",
+        precision.relative_precision,
+        "relative_P@k = |relevant in the top k| / min(k, R) (0 when R = 0): precision up to R, recall\n"
+        "after; seed 000's recall, also named `recall_capped_k` and `R(cap)@k`.\n\n"
+        ">>> example('R(cap)@2')\n0.5",
+        aliases=("recall_capped",),
+        ir_name="R(cap)",
+        param="cutoff",
+        trec_eval=True,
+    ),
+    _measure(
         "success",
-        "Success",
-        success,
+        "Success at k",
+        precision.success,
         "Success@k = 1 if a relevant document is in the top k, else 0 (hit rate).\n\n"
         ">>> example('Success@1')\n1.0",
+        ir_name="Success",
         param="cutoff",
         trec_eval=True,
         defaults=(1, 5, 10),
     ),
-    Measure(
-        "Rprec",
-        "Rprec",
-        r_precision,
-        "R-precision = |relevant in the top R| / R.\n\n>>> example('Rprec')\n0.6667",
+    _measure(
+        "set_P",
+        "Set precision",
+        precision.set_precision,
+        "Set precision = r / n.\n\n>>> example('set_P')\n0.5",
+        ir_name="SetP",
         trec_eval=True,
     ),
-    Measure(
-        "map",
-        "AP",
-        average_precision,
-        "AP = (1/R) * sum over relevant ranks r of P@r; MAP is its mean over queries.\n\n"
-        ">>> example('AP')\n0.5556",
+    _measure(
+        "set_relative_P",
+        "Set relative precision",
+        precision.set_relative_precision,
+        "Set relative precision = r / min(n, R) (0 when either is 0).\n\n>>> example('set_relative_P')\n0.6667",
         trec_eval=True,
     ),
-    Measure(
-        "map_cut",
-        "AP",
-        average_precision_cut,
-        "AP@k = (1/R) * sum over relevant ranks r <= k of P@r.\n\n>>> example('AP@2')\n0.3333",
-        param="cutoff",
+    _measure(
+        "set_recall",
+        "Set recall",
+        precision.set_recall,
+        "Set recall = r / R (0 when R = 0).\n\n>>> example('set_recall')\n0.6667",
+        ir_name="SetR",
         trec_eval=True,
     ),
-    Measure(
-        "ap_retrieved",
-        "AP(ret)",
-        average_precision_retrieved,
-        "Seed 000's AP: sum over relevant ranks r <= k of P@r, divided by the number of relevant\n"
-        "documents in the top k instead of R (0 when there are none).\n\n>>> example('AP(ret)@3')\n0.8333",
-        param="cutoff",
-    ),
-    Measure(
-        "gm_map",
-        "GMAP",
-        log_average_precision,
-        "Geometric mean AP: per query log(max(AP, 0.00001)); the aggregate is exp(mean).\n"
-        "Per-query values are the logs, as pytrec_eval reports them.\n\n"
-        ">>> example('gm_map')\n0.5556",
-        aggregate="gmean",
+    _measure(
+        "set_map",
+        "Set MAP",
+        precision.set_map,
+        "Set MAP = r^2 / (n * R): set precision times set recall.\n\n>>> example('set_map')\n0.3333",
+        ir_name="SetAP",
         trec_eval=True,
     ),
-    Measure(
-        "recip_rank",
-        "RR",
-        reciprocal_rank,
-        "RR = 1 / (rank of the first relevant document), 0 if none is retrieved; MRR is its mean.\n"
-        "RR(rel=g) counts only grades >= g (seed 003's MRR uses g = 2).\n\n"
-        ">>> example('RR(rel=3)')\n0.0",
+    _measure(
+        "set_F",
+        "Set F-measure",
+        precision.set_f,
+        "Set F = (b + 1) * P * R / (b * P + R) of set precision P and set recall R, b from `set_F.b`\n"
+        "(default 1), 0 when r = 0.\n\n>>> example('set_F')\n0.5714",
+        ir_name="SetF",
+        param="values",
+        trec_eval=True,
+        defaults=(1.0,),
+    ),
+    _count(
+        "num_nonrel_judged_ret",
+        "Judged non-relevant documents retrieved",
+        precision.num_nonrel_judged_ret,
+        "Judged documents retrieved below the level (rel >= 0 and < l), summed over queries.\n\n"
+        ">>> example('num_nonrel_judged_ret')\n1.0",
         trec_eval=True,
     ),
-    Measure(
+    # --- not in trec_eval 9.0.8 ------------------------------------------------------------------
+    _measure(
         "recip_rank_cut",
-        "RR",
-        reciprocal_rank_cut,
+        "Reciprocal rank at k",
+        ap.reciprocal_rank_cut,
         "RR@k = 1 / (rank of the first relevant document) if that rank is <= k, else 0.\n\n"
         ">>> example('RR(rel=1)@1')\n1.0",
+        ir_name="RR",
         param="cutoff",
     ),
-    Measure(
-        "bpref",
-        "Bpref",
-        bpref,
-        "bpref = (1/R) * sum over relevant retrieved r of (1 - min(n_r, R) / min(N, R)), where n_r is\n"
-        "the number of judged non-relevant documents above r (the term is 1 when n_r = 0).\n"
-        "Unjudged documents, and judged ones with a negative grade, are skipped.\n\n"
-        ">>> example('bpref')\n0.3333",
-        trec_eval=True,
-    ),
-    Measure(
-        "ndcg",
-        "nDCG",
-        ndcg,
-        "nDCG = DCG / IDCG with linear gain: DCG = sum over ranks r of max(rel(r), 0) / log2(r + 1);\n"
-        "IDCG is the DCG of all judged documents sorted by grade. The level l does not apply.\n\n"
-        ">>> example('nDCG')\n0.525",
-        uses_rel_level=False,
-        trec_eval=True,
-    ),
-    Measure(
-        "ndcg_cut",
-        "nDCG",
-        ndcg_cut,
-        "nDCG@k = DCG@k / IDCG@k with linear gain; IDCG@k takes the k best judged documents.\n\n"
-        ">>> example('nDCG@2')\n0.4693",
+    _measure(
+        "ap_retrieved",
+        "Average precision over the relevant retrieved, at k",
+        ap.average_precision_retrieved,
+        "Seed 000's AP: sum over relevant ranks r <= k of P@r, divided by the number of relevant\n"
+        "documents in the top k instead of R (0 when there are none).\n\n>>> example('AP(ret)@3')\n0.8333",
+        ir_name="AP(ret)",
         param="cutoff",
-        uses_rel_level=False,
-        trec_eval=True,
     ),
-    Measure(
+    _measure(
         "ndcg_exp",
-        "nDCG(gain=exp)",
-        ndcg_exp,
+        "nDCG, exponential gain",
+        gain.ndcg_exp,
         "nDCG with exponential gain 2^rel - 1 (the seeds' formula), over the whole ranking.\n\n"
         ">>> example('nDCG(gain=exp)')\n0.3726",
+        ir_name="nDCG(gain=exp)",
         uses_rel_level=False,
     ),
-    Measure(
+    _measure(
         "ndcg_exp_cut",
-        "nDCG(gain=exp)",
-        ndcg_exp_cut,
+        "nDCG at k, exponential gain",
+        gain.ndcg_exp_cut,
         "nDCG@k with exponential gain: sum over r <= k of (2^rel(r) - 1) / log2(r + 1), divided by the\n"
         "same sum over the k best judged documents.\n\n>>> example('nDCG(gain=exp)@2')\n0.3374",
+        ir_name="nDCG(gain=exp)",
         param="cutoff",
         uses_rel_level=False,
     ),
-    Measure(
+    _measure(
         "judged",
-        "Judged",
-        judged,
-        "Judged@k = |documents in the top k that have any judgment| / k (ir-measures' definition).\n\n"
-        ">>> example('Judged@4')\n0.75",
+        "Judged share of the top k",
+        precision.judged,
+        "judged_k = |documents in the top k that have any judgment| / k, dividing by k even when\n"
+        "fewer are retrieved (as trec_eval's later unj_k does).\n\n>>> example('judged_10')\n0.3",
         param="cutoff",
         uses_rel_level=False,
     ),
-    Measure(
-        "iprec_at_recall",
-        "IPrec",
-        iprec_at_recall,
-        "Interpolated precision at recall x: the best P@r over ranks r at or after the point where\n"
-        "floor(x * R + 0.9) relevant documents have been seen (trec_eval 9's rounding).\n\n"
-        ">>> example('iprec_at_recall_0.50')\n0.6667",
-        param="recall",
-        trec_eval=True,
+    _measure(
+        "Judged",
+        "Judged share of the top k retrieved",
+        precision.judged_of_retrieved,
+        "Judged@k = |documents in the top k that have any judgment| / min(k, n) (ir-measures'\n"
+        "definition).\n\n>>> example('Judged@10')\n0.75",
+        ir_name="Judged",
+        param="cutoff",
+        uses_rel_level=False,
+        trec_style=False,
     ),
 )
 
 MEASURES: dict[str, Measure] = {m.name: m for m in _REGISTRY}
+#: Every trec_eval-style name (names, printed names and aliases) -> its measure.
+TREC_NAMES: dict[str, Measure] = {
+    name: m for m in _REGISTRY if m.trec_style for name in dict.fromkeys((m.name, m.trec_name, *m.aliases))
+}
+#: Each measure's place in trec_eval's output order.
+ORDER: dict[str, int] = {m.name: i for i, m in enumerate(_REGISTRY)}
+
+#: trec_eval's measure sets (`-m official`, `-m all_trec`, `-m set`).
+NICKNAMES: dict[str, tuple[str, ...]] = {
+    "official": (
+        "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+        "recip_rank", "iprec_at_recall", "P",
+    ),
+    "all_trec": tuple(m.trec_name for m in _REGISTRY if m.trec_eval),
+    "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall",
+            "set_relative_P", "set_map", "set_F"),
+}  # fmt: skip
 
 
-def example(name: str) -> float:
+def example(name: str) -> float | str:
     """Evaluate one measure on the module's example (for the doctests), rounded to 4 decimals."""
     from evalcore.retrieval.data import Qrels, Run
     from evalcore.retrieval.evaluation import evaluate
 
     qrels = Qrels.from_dict({"q1": {"d1": 2, "d2": 0, "d3": 1, "d5": 3}})
-    run = Run.from_dict({"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.7, "d4": 0.6}})
-    return round(next(iter(evaluate(qrels, run, [name]).aggregate.values())), 4)
-
-
-def _metric_spec(measure: Measure) -> MetricSpec:
-    count = measure.integer
-    return MetricSpec(
-        name=measure.name,
-        label=measure.ir_name or measure.name,
-        family="retrieval",
-        direction="neutral" if count else ("higher" if measure.higher_is_better else "lower"),
-        definition=measure.doc.split("\n\n", 1)[0].replace("\n", " "),
-        kernel=measure.kernel,
-        range=(0.0, None) if count else (None, 0.0) if measure.aggregate == "gmean" else (0.0, 1.0),
-        unit="count" if count else "",
-    )
+    run = replace(Run.from_dict({"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.7, "d4": 0.6}}), run_id="example")
+    result = evaluate(qrels, run, [name])
+    if result.text:
+        return str(next(iter(result.text.values()))[0])
+    if not result.aggregate:  # runid
+        return result.run_id or ""
+    return round(next(iter(result.aggregate.values())), 4)
 
 
 #: The registry's view of the retrieval family (`evalcore.metrics.metric_registry`).
-METRIC_SPECS: tuple[MetricSpec, ...] = tuple(_metric_spec(m) for m in _REGISTRY)
+METRIC_SPECS: tuple[Measure, ...] = _REGISTRY

@@ -1,59 +1,220 @@
-"""Measure names: trec_eval's (`P_10`, `ndcg_cut_10`, `P.5,10`, bare `P`) and ir-measures' (`P@10`,
-`nDCG@10`, `RR(rel=2)`, `AP(rel=2)@100`).
+"""Measure names: trec_eval's, ir-measures', and trec_eval's measure sets.
 
-A bare parametrised trec_eval name means every default parameter, as `trec_eval -m P` does, and
-expands to one output key per parameter (`P_5`, ..., `P_1000`). A trec_eval-style name may end with
-`_min_rel_<g>` to set that measure's relevance level, the counterpart of ir-measures' `(rel=g)`.
+trec_eval's forms, read as trec_eval 9.0.8 reads `-m`:
+
+- a bare name: the measure with its default parameters (`P` is P_5 ... P_1000, one output each);
+- `name.params`, everything after the first dot being the parameters: cutoffs `P.5,10` (each read
+  as C's `atol` reads it, so `ndcg_cut.10,20,23.4` gives ndcg_cut_23; sorted; a duplicate or a cutoff
+  below 1 is refused), fractions `iprec_at_recall..10,.5` (C's `atof`; sorted; printed `_0.10`),
+  values `utility.2,-1,0,0` and gains `ndcg.1=3,2=9` (one output, printed `utility_2,-1,0,0`);
+- `name_k`, the output name of one parameter (`P_10`, `iprec_at_recall_0.50`), as pytrec_eval takes it;
+- a measure set: `official` (trec_eval's default output), `all_trec`, `set`.
+
+A trec_eval-style name may end with `_min_rel_<g>` to set that measure's relevance level, the
+counterpart of ir-measures' `(rel=g)`. ir-measures' forms: `P@10`, `nDCG@10`, `RR(rel=2)`,
+`AP(rel=2)@100`, `NumRet(rel=1)` (relevant retrieved, trec_eval's num_rel_ret), `SetF(beta=0.5)`.
+
+Each output column is a `MeasureSpec` keyed by the name as given (a name that expands to several
+columns keys each by its trec_eval name) and labelled with what trec_eval prints.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from evalcore.errors import EvalCoreError
-from evalcore.metrics import MetricSpec
-from evalcore.retrieval.measures import MEASURES, Measure
+from evalcore.metrics import MetricSpec, unknown_name_message
+from evalcore.retrieval.measures import MEASURES, NICKNAMES, TREC_NAMES, Measure
+from evalcore.retrieval.precision import MeasureParam
+from evalcore.retrieval.ranking import Gains
 
-#: trec_eval's default output without -m (its "official" set, less runid).
-DEFAULT_MEASURES: tuple[str, ...] = (
-    "num_q",
-    "num_ret",
-    "num_rel",
-    "num_rel_ret",
-    "map",
-    "gm_map",
-    "Rprec",
-    "bpref",
-    "recip_rank",
-    "iprec_at_recall",
-    "P",
-)
+#: evaluate()'s default: trec_eval's default output (`official`) less runid, which is text.
+DEFAULT_MEASURES: tuple[str, ...] = tuple(n for n in NICKNAMES["official"] if n != "runid")
 
 _IR_STYLE = re.compile(r"^(?P<base>[A-Za-z][A-Za-z0-9_]*)(?:\((?P<opts>[^()]*)\))?(?:@(?P<param>[0-9.]+))?$")
 _MIN_REL = re.compile(r"^(?P<base>.+)_min_rel_(?P<rel>-?[0-9]+)$")
-_TREC_PARAM = re.compile(r"^(?P<base>[A-Za-z][A-Za-z0-9_]*?)[_.](?P<param>[0-9.]+(?:,[0-9.]+)*)$")
+_OUTPUT_NAME = re.compile(r"^(?P<base>[A-Za-z0-9_]+?)_(?P<param>[0-9]+(?:\.[0-9]*)?)$")
+_ATOL = re.compile(r"^\s*[+-]?[0-9]+")
+_ATOF = re.compile(r"^\s*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_PARAM_TAIL = re.compile(r"(?:[_.@][0-9.,=+-]*|\([^()]*\)(?:@[0-9.]*)?)$")
 
 
 @dataclass(frozen=True)
 class MeasureSpec:
-    """One output column: a measure, its parameter, its relevance level override and its key."""
+    """One output column: a measure, its parameter, its relevance level override, its key and the
+    name trec_eval prints for it."""
 
     measure: Measure
-    param: float | None
+    param: MeasureParam
     rel_level: int | None  # None: use evaluate()'s rel_level
     key: str
+    label: str = ""
+    from_set: bool = False  # came from a measure set (`all_trec`), with the measure's defaults
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            object.__setattr__(self, "label", self.key)
 
     def level(self, default: int) -> int:
         return default if self.rel_level is None else self.rel_level
 
 
+class UnknownMeasureError(EvalCoreError, ValueError):
+    """A name the registry does not know, or a parameter the measure does not take."""
+
+
+# --- C's number parsing, as trec_eval applies it to parameters ------------------------------------
+
+
+def _atol(text: str) -> int:
+    """C's atol: the leading integer, 0 when there is none."""
+    match = _ATOL.match(text)
+    return int(match.group()) if match else 0
+
+
+def _atof(text: str) -> float:
+    """C's atof: the longest leading number, 0.0 when there is none."""
+    match = _ATOF.match(text)
+    return float(match.group()) if match else 0.0
+
+
+def _cutoffs(texts: list[str], name: str) -> list[float]:
+    values = sorted(_atol(t) for t in texts)
+    if values[0] < 1:
+        raise UnknownMeasureError(f"{name!r}: a cutoff must be a positive integer")
+    if len(set(values)) < len(values):
+        raise UnknownMeasureError(f"{name!r}: a cutoff is given twice")
+    return [float(v) for v in values]
+
+
+def _fractions(texts: list[str], measure: Measure, name: str) -> list[float]:
+    values = sorted(_atof(t) for t in texts)
+    if values[0] < 0 or (measure.name == "iprec_at_recall" and values[-1] > 1):
+        raise UnknownMeasureError(f"{name!r}: a recall level lies in [0, 1]")
+    if len(set(values)) < len(values):
+        raise UnknownMeasureError(f"{name!r}: a level is given twice")
+    return values
+
+
+def _values(text: str, measure: Measure, name: str) -> tuple[float, ...]:
+    values = tuple(_atof(t) for t in text.split(","))
+    if measure.name == "utility" and len(values) != 4:
+        raise UnknownMeasureError(f"{name!r}: utility takes four coefficients a,b,c,d")
+    return values
+
+
+def _gains(text: str, name: str) -> Gains:
+    pairs = []
+    for item in text.split(","):
+        level, equals, gain = item.partition("=")
+        if not equals or not level.strip() or not gain.strip():
+            raise UnknownMeasureError(f"{name!r}: gains are written level=gain, as in ndcg.1=3,2=9")
+        if _atol(level) < 0:
+            raise UnknownMeasureError(f"{name!r}: a relevance level is 0 or more")
+        pairs.append((_atol(level), _atof(gain)))
+    return Gains("linear", tuple(pairs))
+
+
+def _param_label(measure: Measure, value: float) -> str:
+    return f"{value:3.2f}" if measure.param == "fraction" else str(int(value))
+
+
+# --- trec_eval-style names -----------------------------------------------------------------------
+
+
+def _defaults(
+    measure: Measure, rel: int | None, stem: str, suffix: str, sep: str = "_"
+) -> tuple[MeasureSpec, ...]:
+    """The bare name: one column per default parameter (P_5, ...), or one with the default values.
+
+    Keys start with `stem`, the name as the caller wrote it; labels with trec_eval's name.
+    """
+    if measure.param in ("cutoff", "fraction"):
+        return tuple(
+            MeasureSpec(
+                measure,
+                float(v),
+                rel,
+                f"{stem}{sep}{_param_label(measure, v)}{suffix}",
+                f"{measure.trec_name}_{_param_label(measure, v)}{suffix}",
+            )
+            for v in measure.default_params
+        )
+    param: MeasureParam = None
+    if measure.param == "values":
+        param = measure.default_params
+    elif measure.param == "gains":
+        param = Gains()
+    return (MeasureSpec(measure, param, rel, f"{stem}{suffix}", f"{measure.trec_name}{suffix}"),)
+
+
+def _with_params(
+    measure: Measure, stem: str, text: str, rel: int | None, name: str, suffix: str
+) -> tuple[MeasureSpec, ...]:
+    """`name.params`: trec_eval's parameter list."""
+    base = measure.trec_name
+    if measure.param == "none":
+        raise UnknownMeasureError(f"{name!r}: {base} takes no parameter")
+    if measure.param in ("cutoff", "fraction"):
+        texts = text.split(",")
+        numbers = _cutoffs(texts, name) if measure.param == "cutoff" else _fractions(texts, measure, name)
+        tails = [f"_{_param_label(measure, v)}{suffix}" for v in numbers]
+        if len(numbers) == 1:
+            return (MeasureSpec(measure, numbers[0], rel, name, base + tails[0]),)
+        return tuple(
+            MeasureSpec(measure, v, rel, stem + t, base + t) for v, t in zip(numbers, tails, strict=True)
+        )
+    param = _values(text, measure, name) if measure.param == "values" else _gains(text, name)
+    return (MeasureSpec(measure, param, rel, name, f"{base}_{text}{suffix}"),)
+
+
+def _output_name(measure: Measure, text: str, rel: int | None, name: str, suffix: str) -> MeasureSpec:
+    """`name_k`: one parameter, written as trec_eval prints it."""
+    value = float(text)
+    if measure.param == "cutoff":
+        if value != int(value) or value < 1:
+            raise UnknownMeasureError(f"{name!r}: a cutoff must be a positive integer")
+    else:
+        _fractions([text], measure, name)
+    label = f"{measure.trec_name}_{_param_label(measure, value)}{suffix}"
+    return MeasureSpec(measure, value, rel, name, label)
+
+
+def _parse_trec(name: str) -> tuple[MeasureSpec, ...] | None:
+    rel: int | None = None
+    suffix = ""
+    base = name
+    m = _MIN_REL.match(name)
+    if m:
+        base, rel, suffix = m["base"], int(m["rel"]), name[len(m["base"]) :]
+    specs = _parse_trec_base(base, rel, name, suffix)
+    if specs and rel is not None and not specs[0].measure.uses_rel_level:
+        raise UnknownMeasureError(f"{name!r}: {specs[0].measure.trec_name} does not use a relevance level")
+    return specs
+
+
+def _parse_trec_base(base: str, rel: int | None, name: str, suffix: str) -> tuple[MeasureSpec, ...] | None:
+    if base in TREC_NAMES:
+        return _defaults(TREC_NAMES[base], rel, base, suffix)
+    stem, dot, text = base.partition(".")
+    if dot and stem in TREC_NAMES:
+        return _with_params(TREC_NAMES[stem], stem, text, rel, name, suffix)
+    m = _OUTPUT_NAME.match(base)
+    if m and m["base"] in TREC_NAMES and TREC_NAMES[m["base"]].param in ("cutoff", "fraction"):
+        return (_output_name(TREC_NAMES[m["base"]], m["param"], rel, name, suffix),)
+    return None
+
+
+# --- ir-measures-style names ---------------------------------------------------------------------
+
+
 def _ir_aliases() -> dict[tuple[str, bool], Measure]:
-    """(ir-measures name, has a parameter) -> measure."""
+    """(lower-case ir-measures name, has a parameter) -> measure."""
     table: dict[tuple[str, bool], Measure] = {}
     for m in MEASURES.values():
         if m.ir_name:
-            table[(m.ir_name.lower(), m.param != "none")] = m
+            table[(m.ir_name.lower(), m.param in ("cutoff", "fraction"))] = m
     table[("ndcg(gain=linear)", False)] = MEASURES["ndcg"]
     table[("ndcg(gain=linear)", True)] = MEASURES["ndcg_cut"]
     table[("map", False)] = MEASURES["map"]
@@ -65,79 +226,10 @@ def _ir_aliases() -> dict[tuple[str, bool], Measure]:
 _IR_ALIASES = _ir_aliases()
 
 
-class UnknownMeasureError(EvalCoreError, ValueError):
-    """A name the registry does not know, or a parameter the measure does not take."""
-
-
-def _number(text: str, measure: Measure, name: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise UnknownMeasureError(f"{name!r}: {text!r} is not a number") from None
-    if measure.param == "cutoff":
-        if value != int(value) or value < 1:
-            raise UnknownMeasureError(f"{name!r}: a cutoff must be a positive integer")
-        return float(int(value))
-    if not 0.0 <= value <= 1.0:
-        raise UnknownMeasureError(f"{name!r}: a recall level lies in [0, 1]")
-    return value
-
-
-def _param_label(measure: Measure, value: float) -> str:
-    return f"{value:.2f}" if measure.param == "recall" else str(int(value))
-
-
-def _specs(
-    measure: Measure, params: list[str] | None, rel: int | None, name: str, key_of: KeyFormat
-) -> tuple[MeasureSpec, ...]:
-    if rel is not None and not measure.uses_rel_level:
-        raise UnknownMeasureError(f"{name!r}: {measure.name} does not use a relevance level")
-    if measure.param == "none":
-        if params:
-            raise UnknownMeasureError(f"{name!r}: {measure.name} takes no parameter")
-        return (MeasureSpec(measure, None, rel, name),)
-    if params is None:
-        values = [float(v) for v in measure.default_params]
-        return tuple(MeasureSpec(measure, v, rel, key_of(_param_label(measure, v))) for v in values)
-    values = [_number(p, measure, name) for p in params]
-    if len(values) == 1:
-        return (MeasureSpec(measure, values[0], rel, name),)
-    return tuple(MeasureSpec(measure, v, rel, key_of(_param_label(measure, v))) for v in values)
-
-
-class KeyFormat:
-    """Builds the output key of one expanded parameter from the name the caller gave."""
-
-    def __init__(self, prefix: str, suffix: str) -> None:
-        self.prefix, self.suffix = prefix, suffix
-
-    def __call__(self, label: str) -> str:
-        return f"{self.prefix}{label}{self.suffix}"
-
-
-def _parse_trec(name: str) -> tuple[MeasureSpec, ...] | None:
+def _ir_options(name: str, text: str | None) -> tuple[int | None, dict[str, str]]:
     rel: int | None = None
-    suffix = ""
-    base = name
-    m = _MIN_REL.match(name)
-    if m:
-        base, rel, suffix = m["base"], int(m["rel"]), name[len(m["base"]) :]
-    if base in MEASURES:
-        return _specs(MEASURES[base], None, rel, name, KeyFormat(f"{base}_", suffix))
-    m = _TREC_PARAM.match(base)
-    if m and m["base"] in MEASURES and MEASURES[m["base"]].param != "none":
-        measure = MEASURES[m["base"]]
-        return _specs(measure, m["param"].split(","), rel, name, KeyFormat(f"{m['base']}_", suffix))
-    return None
-
-
-def _parse_ir(name: str) -> tuple[MeasureSpec, ...] | None:
-    m = _IR_STYLE.match(name)
-    if not m:
-        return None
-    rel: int | None = None
-    options: list[str] = []
-    for opt in filter(None, (o.strip() for o in (m["opts"] or "").split(","))):
+    options: dict[str, str] = {}
+    for opt in filter(None, (o.strip() for o in (text or "").split(","))):
         key, _, value = opt.partition("=")
         if key.strip() == "rel":
             try:
@@ -145,16 +237,49 @@ def _parse_ir(name: str) -> tuple[MeasureSpec, ...] | None:
             except ValueError:
                 raise UnknownMeasureError(f"{name!r}: rel must be an integer") from None
         else:
-            options.append(f"{key.strip()}={value.strip()}" if value else key.strip())
-    base = m["base"] + (f"({','.join(sorted(options))})" if options else "")
+            options[key.strip()] = value.strip()
+    return rel, options
+
+
+def _options_text(options: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" if v else k for k, v in sorted(options.items()))
+
+
+def _parse_ir(name: str) -> tuple[MeasureSpec, ...] | None:
+    specs = _parse_ir_columns(name)
+    # trec_eval has no such names to print: the text output shows them as the caller wrote them.
+    return None if specs is None else tuple(replace(spec, label=spec.key) for spec in specs)
+
+
+def _parse_ir_columns(name: str) -> tuple[MeasureSpec, ...] | None:
+    m = _IR_STYLE.match(name)
+    if not m:
+        return None
+    rel, options = _ir_options(name, m["opts"])
+    param: MeasureParam = None
+    if m["base"].lower() == "setf" and "beta" in options:
+        param = (_atof(options.pop("beta")),)
+    base = m["base"] + (f"({_options_text(options)})" if options else "")
     has_param = m["param"] is not None
+    if base.lower() == "numret" and rel is not None and not has_param:
+        # ir-measures' NumRet(rel=g): the retrieved documents with rel >= g.
+        return (MeasureSpec(MEASURES["num_rel_ret"], None, rel, name),)
     measure = _IR_ALIASES.get((base.lower(), has_param))
     if measure is None and not has_param:
         measure = _IR_ALIASES.get((base.lower(), True))  # bare cutoff measure: default cutoffs
     if measure is None:
         return None
-    stem = name.split("@", 1)[0]
-    return _specs(measure, [m["param"]] if has_param else None, rel, name, KeyFormat(f"{stem}@", ""))
+    if rel is not None and not measure.uses_rel_level:
+        raise UnknownMeasureError(f"{name!r}: {measure.trec_name} does not use a relevance level")
+    if has_param:
+        return (_output_name(measure, m["param"], rel, name, ""),)
+    defaults = _defaults(measure, rel, name, "", sep="@")
+    if param is None or len(defaults) > 1:
+        return defaults
+    return (MeasureSpec(measure, param, rel, name, defaults[0].label),)
+
+
+# --- the facade ----------------------------------------------------------------------------------
 
 
 def parse_measure(name: str) -> tuple[MeasureSpec, ...]:
@@ -164,32 +289,68 @@ def parse_measure(name: str) -> tuple[MeasureSpec, ...]:
     (['P_10'], ['nDCG@10'])
     >>> [s.key for s in parse_measure("P.5,10")]
     ['P_5', 'P_10']
+    >>> [(s.key, s.label) for s in parse_measure("ndcg_cut.10,20,23.4")][-1]
+    ('ndcg_cut_23', 'ndcg_cut_23')
     >>> parse_measure("RR(rel=2)")[0].rel_level
     2
     """
     name = name.strip()
+    if name in NICKNAMES:
+        return tuple(replace(spec, from_set=True) for spec in parse_measures(NICKNAMES[name]))
     specs = _parse_trec(name) or _parse_ir(name)
     if specs is None:
-        raise UnknownMeasureError(f"unknown measure {name!r}")
+        raise UnknownMeasureError(_unknown(name))
     return specs
 
 
 def parse_measures(names: list[str] | tuple[str, ...]) -> tuple[MeasureSpec, ...]:
-    """Every output column of `names`, in order, without repeating a key."""
+    """Every output column of `names`, in order, without repeating a key.
+
+    As in trec_eval, parameters given for a measure replace its defaults in a measure set:
+    `-m all_trec -m relstring.20` prints relstring_20, not relstring as well.
+    """
     seen: dict[str, MeasureSpec] = {}
     for name in names:
         for spec in parse_measure(name):
             seen.setdefault(spec.key, spec)
-    return tuple(seen.values())
+    explicit = {spec.measure.name for spec in seen.values() if not spec.from_set}
+    return tuple(s for s in seen.values() if not (s.from_set and s.measure.name in explicit))
+
+
+def known_names() -> list[str]:
+    """Every measure name without parameters: trec_eval's, ir-measures' and the measure sets."""
+    names = dict.fromkeys([*TREC_NAMES, *NICKNAMES, "MRR", "MAP"])
+    names.update(dict.fromkeys(m.ir_name for m in MEASURES.values() if m.ir_name))
+    return list(names)
+
+
+def _unknown(name: str) -> str:
+    """`unknown measure 'ndcg_cutt_10'; did you mean 'ndcg_cut_10'?`: close names, with the parameter
+    the caller wrote put back."""
+    known = known_names()
+    tail = _PARAM_TAIL.search(name)
+    if tail and tail.start() and tail.group() not in ("_", ".", "@"):
+        stem_message = unknown_name_message("measure", name[: tail.start()], known)
+        if "did you mean" in stem_message:
+            close = re.findall(r"'([^']*)'", stem_message.split("did you mean", 1)[1])
+            valid = [c + tail.group() for c in close if _parses(c + tail.group())]
+            if valid:
+                return f"unknown measure {name!r}; did you mean {' or '.join(map(repr, valid))}?"
+    return unknown_name_message("measure", name, known)
+
+
+def _parses(name: str) -> bool:
+    try:
+        return bool(_parse_trec(name) or _parse_ir(name))
+    except UnknownMeasureError:
+        return False
 
 
 def resolve_metric(name: str) -> MetricSpec | None:
     """The registry spec of a retrieval measure name, parametrised or not (`P_10`, `nDCG@10`)."""
-    from evalcore.retrieval.measures import METRIC_SPECS
-
     try:
         specs = parse_measure(name)
     except UnknownMeasureError:
         return None
-    base = specs[0].measure.name
-    return next((spec for spec in METRIC_SPECS if spec.name == base), None)
+    measures = {spec.measure.name for spec in specs}
+    return specs[0].measure if len(measures) == 1 else None

@@ -12,20 +12,20 @@ document id descending only where a tie touches a judged document.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalcore.errors import EvalCoreError
-from evalcore.retrieval.data import Qrels, Run, RunLayout, lookup
+from evalcore.retrieval.data import Qrels, Run, lookup
 from evalcore.retrieval.keys import iter_pair_hashes, ordered_keys, query_salts, to_numpy
 
-Gain = Literal["linear", "exp"]
-
 _SEEDS = 8
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -40,12 +40,67 @@ class RelevantHits:
 
 
 @dataclass(frozen=True)
+class Gains:
+    """How a grade becomes a gain: the grade itself (trec_eval), or 2^grade - 1 (the seeds' nDCG).
+
+    `overrides` are trec_eval's `level=gain` parameters (`ndcg.1=3,2=9`): those grades get that gain
+    instead. A document that is unjudged, or judged with a negative grade, gains 0.
+    """
+
+    kind: Literal["linear", "exp"] = "linear"
+    overrides: tuple[tuple[int, float], ...] = ()
+
+    def of(self, grade: np.ndarray) -> np.ndarray:
+        value = grade.astype(np.float64)
+        gain = value if self.kind == "linear" else np.exp2(value) - 1.0
+        for level, override in self.overrides:
+            gain = np.where(grade == level, override, gain)
+        return np.where(grade < 0, 0.0, gain)
+
+
+@dataclass(frozen=True)
 class IdealGains:
-    """Each query's positive judgments, best first: position 0 is the ideal ranking's first document."""
+    """Each query's judged documents of positive gain, best first: position 0 is the ideal ranking's first."""
 
     query: np.ndarray
     position: np.ndarray
-    grade: np.ndarray
+    gain: np.ndarray
+    first: np.ndarray  # index of each query's first entry
+    per_query: np.ndarray  # entries of each query
+
+
+def segmented_cumsum(query: np.ndarray, values: np.ndarray, num_queries: int) -> np.ndarray:
+    """Running sum of `values` within each query (entries sorted by query), added in order.
+
+    Queries are laid out as rows of a padded matrix, a block at a time, so that each query's sum
+    restarts at zero and adds its terms one by one, as trec_eval's loops do (a global cumulative sum
+    would carry every earlier query's rounding).
+    """
+    return _scan(query, values, num_queries, "sum")
+
+
+def _scan(
+    query: np.ndarray, values: np.ndarray, num_queries: int, how: Literal["sum", "max_after"]
+) -> np.ndarray:
+    out = np.empty(len(values), dtype=np.float64)
+    if not len(values):
+        return out
+    first = np.searchsorted(query, np.arange(num_queries))
+    slot = np.arange(len(query)) - first[query]
+    width = int(slot.max()) + 1
+    step = max(1, 8_000_000 // width)
+    for lo in range(0, num_queries, step):
+        # Queries in blocks so the padded matrix stays small even for deep judgments.
+        a, b = np.searchsorted(query, [lo, lo + step])
+        fill = 0.0 if how == "sum" else -np.inf
+        grid = np.full((min(step, num_queries - lo), width), fill)
+        grid[query[a:b] - lo, slot[a:b]] = values[a:b]
+        if how == "sum":
+            np.cumsum(grid, axis=1, out=grid)
+        else:
+            grid = np.maximum.accumulate(grid[:, ::-1], axis=1)[:, ::-1]
+        out[a:b] = grid[query[a:b] - lo, slot[a:b]]
+    return out
 
 
 @dataclass(eq=False)
@@ -61,6 +116,8 @@ class RankingContext:
     judged_rel: np.ndarray
     missing_qids: np.ndarray  # qrels queries that the run lacks
     num_qrels_queries: int
+    qrels_rels: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # every judgment
+    run_id: str | None = None
     _cache: dict[object, object] = field(default_factory=dict, repr=False)
 
     @property
@@ -71,59 +128,57 @@ class RankingContext:
         """Per-query sum of `weights` (or count) over entries tagged with `query`."""
         return np.bincount(query, weights=weights, minlength=self.num_queries).astype(np.float64)
 
-    def num_rel(self, level: int) -> np.ndarray:
-        key = ("num_rel", level)
+    def _cached(self, key: object, build: Callable[[], T]) -> T:
         if key not in self._cache:
-            self._cache[key] = self.count(self.judged_query[self.judged_rel >= level])
+            self._cache[key] = build()
         return self._cache[key]  # type: ignore[return-value]
+
+    def num_rel(self, level: int) -> np.ndarray:
+        return self._cached(
+            ("num_rel", level), lambda: self.count(self.judged_query[self.judged_rel >= level])
+        )
 
     def num_nonrel(self, level: int) -> np.ndarray:
         """Judged documents below the level; negative grades (unjudged) do not count."""
         nonrel = (self.judged_rel >= 0) & (self.judged_rel < level)
         return self.count(self.judged_query[nonrel])
 
-    def relevant(self, level: int) -> RelevantHits:
-        key = ("relevant", level)
-        if key not in self._cache:
-            keep = self.hit_rel >= level
-            query, rank = self.hit_query[keep], self.hit_rank[keep]
-            first = np.searchsorted(query, np.arange(self.num_queries))
-            so_far = np.arange(1, len(query) + 1) - first[query] if len(query) else query.copy()
-            per_query = np.bincount(query, minlength=self.num_queries)
-            self._cache[key] = RelevantHits(query, rank, so_far, first, per_query)
-        return self._cache[key]  # type: ignore[return-value]
+    @property
+    def hit_first(self) -> np.ndarray:
+        """Index of each query's first hit (== the next query's when it has none)."""
+        return self._cached("hit_first", lambda: np.searchsorted(self.hit_query, np.arange(self.num_queries)))
 
-    def ideal(self) -> IdealGains:
-        if "ideal" not in self._cache:
-            positive = self.judged_rel > 0
-            query, grade = self.judged_query[positive], self.judged_rel[positive]
-            order = np.lexsort((-grade, query))
-            query, grade = query[order], grade[order]
-            first = np.searchsorted(query, np.arange(self.num_queries))
-            position = np.arange(len(query)) - first[query] if len(query) else query.copy()
-            self._cache["ideal"] = IdealGains(query, position, grade)
-        return self._cache["ideal"]  # type: ignore[return-value]
+    def relevant(self, level: int) -> RelevantHits:
+        return self._cached(("relevant", level), lambda: self._relevant(level))
+
+    def _relevant(self, level: int) -> RelevantHits:
+        keep = self.hit_rel >= level
+        query, rank = self.hit_query[keep], self.hit_rank[keep]
+        first = np.searchsorted(query, np.arange(self.num_queries))
+        so_far = np.arange(1, len(query) + 1) - first[query] if len(query) else query.copy()
+        per_query = np.bincount(query, minlength=self.num_queries)
+        return RelevantHits(query, rank, so_far, first, per_query)
+
+    def ideal(self, gains: Gains = Gains()) -> IdealGains:
+        return self._cached(("ideal", gains), lambda: self._ideal(gains))
+
+    def _ideal(self, gains: Gains) -> IdealGains:
+        gain = gains.of(self.judged_rel)
+        positive = gain > 0
+        query, gain = self.judged_query[positive], gain[positive]
+        order = np.lexsort((-gain, query))
+        query, gain = query[order], gain[order]
+        first = np.searchsorted(query, np.arange(self.num_queries))
+        position = np.arange(len(query)) - first[query] if len(query) else query.copy()
+        return IdealGains(query, position, gain, first, np.bincount(query, minlength=self.num_queries))
 
     def interpolated_precision(self, level: int) -> np.ndarray:
         """For each relevant hit, the best precision at its rank or any later rank (trec_eval)."""
-        key = ("iprec", level)
-        if key not in self._cache:
-            rel = self.relevant(level)
-            precision = rel.count_so_far / rel.rank
-            out = np.empty_like(precision)
-            if len(precision):
-                slot = rel.count_so_far - 1
-                width = int(slot.max()) + 1
-                step = max(1, 8_000_000 // width)
-                for lo in range(0, self.num_queries, step):
-                    # Queries in blocks so the padded matrix stays small even for deep judgments.
-                    a, b = np.searchsorted(rel.query, [lo, lo + step])
-                    grid = np.full((min(step, self.num_queries - lo), width), -np.inf)
-                    grid[rel.query[a:b] - lo, slot[a:b]] = precision[a:b]
-                    grid = np.maximum.accumulate(grid[:, ::-1], axis=1)[:, ::-1]
-                    out[a:b] = grid[rel.query[a:b] - lo, slot[a:b]]
-            self._cache[key] = out
-        return self._cache[key]  # type: ignore[return-value]
+        rel = self.relevant(level)
+        return self._cached(
+            ("iprec", level),
+            lambda: _scan(rel.query, rel.count_so_far / rel.rank, self.num_queries, "max_after"),
+        )
 
 
 def _evaluated_queries(qrels: Qrels, run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -200,9 +255,8 @@ def _join(
 
 def _ranks(run: Run, rows: np.ndarray) -> np.ndarray:
     """1-based rank of each of `rows` within its query: score descending, then document id descending."""
-    layout: RunLayout = run.layout
-    pos = layout.positions(rows)
-    begin, end = layout.tie_group(pos)
+    layout = run.layout
+    begin, end = layout.tie_groups(rows)
     rank = begin - layout.query_start[run.qid_codes[rows]] + 1
     tied = np.flatnonzero(end - begin > 1)
     if not len(tied):
@@ -211,17 +265,18 @@ def _ranks(run: Run, rows: np.ndarray) -> np.ndarray:
     which = which.reshape(-1)
     g_size = end[tied][first] - g_begin
     g_offset = np.concatenate([[0], np.cumsum(g_size)[:-1]])
-    total = int(g_size.sum())
-    members = layout.rows(np.repeat(g_begin - g_offset, g_size) + np.arange(total))
-    member_group = np.repeat(np.arange(len(g_begin)), g_size)
+    members, member_group = layout.tie_members(g_begin, g_begin + g_size)
     if run.key_words == 1:
         order = np.lexsort((ordered_keys(run.doc_keys[members]), member_group))
     else:
         table = pa.table({"g": member_group, "d": run.docnos.take(pa.array(members))})
         order = to_numpy(pc.sort_indices(table, sort_keys=[("g", "ascending"), ("d", "ascending")]))
-    ascending = np.empty(total, dtype=np.int64)
-    ascending[order] = np.arange(total) - np.repeat(g_offset, g_size)
-    member = g_offset[which] + (pos[tied] - g_begin[which])
+    # Each member's place in its group by document id ascending; a tied row ranks after the members
+    # with a greater id (trec_eval's tie-break).
+    ascending = np.empty(len(members), dtype=np.int64)
+    ascending[order] = np.arange(len(members)) - g_offset[member_group[order]]
+    by_row = np.argsort(members)
+    member = by_row[np.searchsorted(members, rows[tied], sorter=by_row)]
     rank[tied] += g_size[which] - 1 - ascending[member]
     return rank
 
@@ -246,4 +301,6 @@ def build_context(qrels: Qrels, run: Run) -> RankingContext:
         judged_rel=qrels.rels[in_eval],
         missing_qids=qrels.qids[lookup(run.qids, qrels.qids) < 0],
         num_qrels_queries=len(qrels.qids),
+        qrels_rels=qrels.rels,
+        run_id=run.run_id,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import doctest
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ import evalcore.retrieval.classification
 import evalcore.retrieval.evaluation
 import evalcore.retrieval.measures
 import evalcore.retrieval.names
+from evalcore.metrics import MetricSpec, metric_registry
 from evalcore.retrieval import (
     DEFAULT_MEASURES,
     MEASURES,
@@ -29,12 +31,16 @@ from evalcore.retrieval import (
     f1_weighted,
     format_trec,
     parse_measure,
+    parse_measures,
     topk_accuracy,
 )
-from evalcore.retrieval.measures import MIN_GEO_MEAN
+from evalcore.retrieval.layout import KeyedLayout
+from evalcore.retrieval.measures import DEFAULT_RECALL_LEVELS, MIN_GEO_MEAN
+from evalcore.retrieval.ranking import Gains
 
-# Measures pytrec_eval computes, as pytrec_eval spells them. Cutoffs stay single-digit because
-# pytrec_eval sorts them as strings; the bare names add trec_eval's default cutoffs.
+# Measures pytrec_eval computes, as pytrec_eval spells them: every measure of trec_eval's all_trec but
+# runid and relstring (text, which pytrec_eval reports as 0). Cutoffs stay single-digit because
+# pytrec_eval sorts them as strings; the bare names add trec_eval's default parameters.
 PYTREC_MEASURES = [
     "num_q",
     "num_ret",
@@ -45,19 +51,45 @@ PYTREC_MEASURES = [
     "Rprec",
     "bpref",
     "recip_rank",
-    "ndcg",
     "iprec_at_recall",
     "P",
     "recall",
-    "success",
-    "map_cut",
+    "infAP",
+    "gm_bpref",
+    "Rprec_mult",
+    "utility",
+    "11pt_avg",
+    "binG",
+    "G",
+    "ndcg",
+    "ndcg_rel",
+    "Rndcg",
     "ndcg_cut",
+    "map_cut",
+    "relative_P",
+    "success",
+    "set_P",
+    "set_relative_P",
+    "set_recall",
+    "set_map",
+    "set_F",
+    "num_nonrel_judged_ret",
+]
+# Other parameters. pytrec_eval (like trec_eval) takes one parameter list per measure, so these go to a
+# second evaluator.
+PYTREC_PARAMETERS = [
     "P.1,2,3,4",
     "recall.1,2,3",
     "success.2,3",
     "map_cut.1,2,3",
     "ndcg_cut.1,2,3,4",
+    "relative_P.1,2,3",
+    "Rprec_mult.0.5",
+    "iprec_at_recall.0.35",
 ]
+ALL_MEASURES = PYTREC_MEASURES + PYTREC_PARAMETERS
+#: trec_eval prints these only for "all", not per query.
+SUMMARY_ONLY = {"num_q", "gm_map", "gm_bpref"}
 
 DOCNOS = ["d1", "d2", "d3", "d10", "D2", "a", "B", "9", "10", "zz", "d1x", "é", "doc-000000000001"]
 QIDS = ["q1", "q2", "q3", "10", "9"]
@@ -89,12 +121,62 @@ def cases(draw: st.DrawFn) -> tuple[dict[str, dict[str, int]], dict[str, dict[st
 
 
 def pytrec(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], level: int) -> dict:
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, PYTREC_MEASURES, relevance_level=level)
-    return evaluator.evaluate(run)
+    merged: dict[str, dict[str, float]] = {}
+    for measures in (PYTREC_MEASURES, PYTREC_PARAMETERS):
+        evaluator = pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=level)
+        for qid, values in evaluator.evaluate(run).items():
+            merged.setdefault(qid, {}).update(values)
+    return merged
 
 
-def pytrec_aggregate(name: str, values: list[float]) -> float:
-    return pytrec_eval.compute_aggregated_measure(name, values)
+def sequential_sum(values: list[float]) -> float:
+    """Term by term, as trec_eval adds per-query values (Python 3.12's sum() compensates)."""
+    total = 0.0
+    for value in values:
+        total += value
+    return total
+
+
+def trec_eval_aggregate(
+    key: str, values: list[float], *, complete: bool, missing: int, qrels: dict[str, dict[str, int]]
+) -> float:
+    """trec_eval 9.0.8's summary of per-query values given in query order; under -c (`complete`) the
+    `missing` qrels queries the run lacks count too."""
+    count = len(values) + missing
+    if key == "num_q":
+        return count
+    if key == "num_rel" and complete:  # m_num_rel.c under -c: every judgment with rel > 0
+        return sum(1 for docs in qrels.values() for rel in docs.values() if rel > 0)
+    if key.startswith("num_"):
+        return sequential_sum(values)
+    if key.startswith("gm_"):
+        return math.exp((sequential_sum(values) + missing * math.log(MIN_GEO_MEAN)) / count)
+    return sequential_sum(values) / count
+
+
+def printed(key: str, value: float) -> str:
+    return str(int(round(value))) if key.startswith("num_") else f"{value:6.4f}"
+
+
+def reference_lines(
+    qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], level: int, complete: bool
+) -> dict[tuple[str, str], str]:
+    """trec_eval -q's lines {(measure, qid or all): value} built from pytrec_eval's per-query values."""
+    per_query = pytrec(qrels, run, level)
+    qids = sorted(per_query)  # trec_eval's order: strcmp
+    missing = len(set(qrels) - set(per_query)) if complete else 0
+    lines = {(key, qid): printed(key, value) for qid in qids for key, value in per_query[qid].items()}
+    lines = {k: v for k, v in lines.items() if k[0] not in SUMMARY_ONLY}
+    for key in per_query[qids[0]]:
+        values = [per_query[q][key] for q in qids]
+        total = trec_eval_aggregate(key, values, complete=complete, missing=missing, qrels=qrels)
+        lines[(key, "all")] = printed(key, total)
+    return lines
+
+
+def our_lines(text: str) -> dict[tuple[str, str], str]:
+    fields = [line.split("\t") for line in text.splitlines()]
+    return {(name.strip(), qid): value for name, qid, value in fields}
 
 
 class TestAgainstPytrecEval:
@@ -105,52 +187,44 @@ class TestAgainstPytrecEval:
         reference = pytrec(qrels, run, level)
         if not reference:
             with pytest.raises(NoCommonQueriesError):
-                evaluate(Qrels.from_dict(qrels), Run.from_dict(run), PYTREC_MEASURES, rel_level=level)
+                evaluate(Qrels.from_dict(qrels), Run.from_dict(run), ALL_MEASURES, rel_level=level)
             return
-        result = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), PYTREC_MEASURES, rel_level=level)
+        result = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), ALL_MEASURES, rel_level=level)
         assert sorted(result.per_query) == sorted(reference)
+        labels = {spec.label: spec.key for spec in result.specs}
         for qid, values in reference.items():
             ours = result.per_query[qid]
             for key, value in values.items():
-                assert ours[key] == pytest.approx(value, abs=1e-9, nan_ok=True), (qid, key)
-        for key in reference[next(iter(reference))]:
-            expected = pytrec_aggregate(key, [v[key] for v in reference.values()])
-            assert result.aggregate[key] == pytest.approx(expected, abs=1e-9), key
+                assert ours[labels[key]] == pytest.approx(value, abs=1e-9, nan_ok=True), (qid, key)
 
-    @settings(max_examples=100, deadline=None)
-    @given(cases())
-    def test_it_averages_over_every_qrels_query_in_complete_mode(self, case) -> None:
+    @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(cases(), st.booleans())
+    def test_it_prints_what_trec_eval_prints(self, case, complete: bool) -> None:
         qrels, run, level = case
-        reference = pytrec(qrels, run, level)
-        if not reference:
+        if not pytrec(qrels, run, level):
             return
         result = evaluate(
-            Qrels.from_dict(qrels), Run.from_dict(run), PYTREC_MEASURES, rel_level=level, complete=True
+            Qrels.from_dict(qrels), Run.from_dict(run), ALL_MEASURES, rel_level=level, complete=complete
         )
-        n_qrels = len(qrels)
-        for key in reference[next(iter(reference))]:
-            values = [v[key] for v in reference.values()]
-            if key.startswith("num_"):
-                expected = sum(values)
-            elif key == "gm_map":
-                missing = n_qrels - len(values)
-                expected = math.exp((sum(values) + missing * math.log(MIN_GEO_MEAN)) / n_qrels)
-            else:
-                expected = sum(values) / n_qrels
-            assert result.aggregate[key] == pytest.approx(expected, abs=1e-9), key
-            qids, array = result.per_query_array(key)
-            assert len(qids) == n_qrels
-            if not key.startswith(("num_", "gm_")):
-                assert array.mean() == pytest.approx(result.aggregate[key], abs=1e-9)
+        ours = our_lines(format_trec(result, per_query=True))
+        reference = reference_lines(qrels, run, level, complete)
+        assert {k: ours[k] for k in reference} == reference
+        assert set(ours) == set(reference)
+
+    def test_it_sums_the_queries_in_trec_eval_order(self) -> None:
+        rng = np.random.default_rng(11)
+        qids = [f"q{i:04d}" for i in range(2000)]
+        qrels = Qrels.from_dict({q: {f"d{j}": int(rng.integers(0, 2)) for j in range(12)} for q in qids})
+        run = Run.from_dict({q: {f"d{j}": float(rng.random()) for j in range(12)} for q in qids})
+        values = evaluate(qrels, run, ["map"]).values["map"].tolist()
+        assert float(np.sum(values)) != sequential_sum(values)  # numpy adds pairwise: other last bits
+        assert evaluate(qrels, run, ["map"]).aggregate["map"] == sequential_sum(values) / len(values)
 
     def test_it_covers_every_measure_pytrec_eval_supports(self) -> None:
-        covered = {parse_measure(name)[0].measure.name for name in PYTREC_MEASURES}
-        assert covered == {m.name for m in MEASURES.values() if m.trec_eval}
-        assert all(
-            m.name.split("_cut")[0] in pytrec_eval.supported_measures
-            for m in MEASURES.values()
-            if m.trec_eval
-        )
+        covered = {spec.measure.trec_name for name in ALL_MEASURES for spec in parse_measure(name)}
+        text_only = {"runid", "relstring"}
+        assert covered | text_only == set(pytrec_eval.supported_measures)
+        assert covered | text_only == {m.trec_name for m in MEASURES.values() if m.trec_eval}
 
     def test_it_breaks_ties_by_docno_descending_bytewise(self) -> None:
         qrels = {"q": {"B": 1, "a": 0, "10": 0, "9": 1}}
@@ -188,27 +262,31 @@ class TestAgainstPytrecEval:
             [rows[i][1] for i in order],
             [rows[i][2] for i in order],
         )
-        assert shuffled.layout.perm is not None
+        assert isinstance(shuffled.layout, KeyedLayout)
         reference = pytrec(qrels, run, 1)
-        result = evaluate(Qrels.from_dict(qrels), shuffled, PYTREC_MEASURES)
+        result = evaluate(Qrels.from_dict(qrels), shuffled, ALL_MEASURES)
+        labels = {spec.label: spec.key for spec in result.specs}
         for qid, values in reference.items():
             for key, value in values.items():
-                assert result.per_query[qid][key] == pytest.approx(value, abs=1e-9)
+                assert result.per_query[qid][labels[key]] == pytest.approx(value, abs=1e-9)
 
     def test_it_matches_judged_ids_longer_than_any_retrieved_one(self) -> None:
         qrels = {"q": {"a": 1, "b": 2, "clueweb09-en0000-00-00001": 1, "c": 0}}
         run = {"q": {"b": 1.0, "a": 1.0, "x": 1.0, "c": 0.5}}
         reference = pytrec(qrels, run, 1)["q"]
-        result = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), PYTREC_MEASURES).per_query["q"]
+        result = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), ALL_MEASURES)
+        labels = {spec.label: spec.key for spec in result.specs}
         for key, value in reference.items():
-            assert result[key] == pytest.approx(value, abs=1e-9), key
+            assert result.per_query["q"][labels[key]] == pytest.approx(value, abs=1e-9), key
 
     def test_it_scores_a_query_judged_only_as_unjudged_as_having_no_relevant_document(self) -> None:
         # pytrec_eval cannot be the reference here (see `judgments`).
         qrels = Qrels.from_dict({"q1": {"a": 1}, "q2": {"b": -1, "c": -2}})
         run = Run.from_dict({"q1": {"a": 1.0}, "q2": {"b": 2.0, "x": 1.0}})
         result = evaluate(
-            qrels, run, ["num_rel", "map", "ndcg", "bpref", "P@1", "Judged@2", "iprec_at_recall_0.00"]
+            qrels,
+            run,
+            ["num_rel", "map", "ndcg", "bpref", "P@1", "Judged@2", "iprec_at_recall_0.00", "infAP"],
         )
         assert result.per_query["q2"] == {
             "num_rel": 0.0,
@@ -218,6 +296,7 @@ class TestAgainstPytrecEval:
             "P@1": 0.0,
             "Judged@2": 0.5,
             "iprec_at_recall_0.00": 0.0,
+            "infAP": 0.0,
         }
 
     def test_it_ties_scores_that_are_equal_in_single_precision(self) -> None:
@@ -365,7 +444,7 @@ class TestMeasureNames:
             ("P.10", "P", 10, None),
             ("nDCG@10", "ndcg_cut", 10, None),
             ("ndcg_cut_10", "ndcg_cut", 10, None),
-            ("nDCG", "ndcg", None, None),
+            ("nDCG", "ndcg", Gains(), None),
             ("AP", "map", None, None),
             ("AP@100", "map_cut", 100, None),
             ("AP(rel=2)@100", "map_cut", 100, 2),
@@ -379,22 +458,57 @@ class TestMeasureNames:
             ("recip_rank_min_rel_2", "recip_rank", None, 2),
             ("P_10_min_rel_3", "P", 10, 3),
             ("Success@1", "success", 1, None),
-            ("Judged@10", "judged", 10, None),
+            ("Judged@10", "Judged", 10, None),
             ("judged_10", "judged", 10, None),
             ("nDCG(gain=exp)@10", "ndcg_exp_cut", 10, None),
             ("ndcg_exp", "ndcg_exp", None, None),
-            ("R(cap)@10", "recall_capped", 10, None),
+            ("R(cap)@10", "relative_P", 10, None),
+            ("recall_capped_10", "relative_P", 10, None),
+            ("relative_P_10", "relative_P", 10, None),
             ("AP(ret)@10", "ap_retrieved", 10, None),
             ("iprec_at_recall_0.50", "iprec_at_recall", 0.5, None),
             ("IPrec@0.5", "iprec_at_recall", 0.5, None),
             ("bpref", "bpref", None, None),
             ("Rprec", "Rprec", None, None),
             ("num_rel_ret", "num_rel_ret", None, None),
+            ("NumRet(rel=1)", "num_rel_ret", None, 1),
+            ("NumRet", "num_ret", None, None),
+            ("infAP", "infAP", None, None),
+            ("SetF(beta=0.5)", "set_F", (0.5,), None),
+            ("set_F.0.5", "set_F", (0.5,), None),
+            ("utility.2,-1,0,0", "utility", (2.0, -1.0, 0.0, 0.0), None),
+            ("11pt_avg", "eleven_pt_avg", DEFAULT_RECALL_LEVELS, None),
+            ("Rprec_mult_0.20", "Rprec_mult", 0.2, None),
+            ("ndcg.1=3,2=9,4=4.5", "ndcg", Gains("linear", ((1, 3.0), (2, 9.0), (4, 4.5))), None),
+            ("relstring.20", "relstring", (20.0,), None),
+            ("gm_bpref", "gm_bpref", None, None),
         ],
     )
     def test_it_parses_trec_eval_and_ir_measures_names(self, name, base, param, rel) -> None:
         (spec,) = parse_measure(name)
         assert (spec.measure.name, spec.param, spec.rel_level, spec.key) == (base, param, rel, name)
+
+    @pytest.mark.parametrize(
+        ("name", "labels"),
+        [
+            ("P.5,10", ["P_5", "P_10"]),
+            ("P.10", ["P_10"]),
+            ("ndcg_cut.10,20,23.4", ["ndcg_cut_10", "ndcg_cut_20", "ndcg_cut_23"]),  # C's atol
+            (
+                "iprec_at_recall..10,.20,.25,.75,.50",
+                [f"iprec_at_recall_{x}" for x in ("0.10", "0.20", "0.25", "0.50", "0.75")],
+            ),
+            ("Rprec_mult.5.0,0.2,0.35", ["Rprec_mult_0.20", "Rprec_mult_0.35", "Rprec_mult_5.00"]),
+            ("utility.2,-1,0,0", ["utility_2,-1,0,0"]),
+            ("11pt_avg..25,.5,.75", ["11pt_avg_.25,.5,.75"]),
+            ("ndcg.1=3,2=9,4=4.5", ["ndcg_1=3,2=9,4=4.5"]),
+            ("relstring.20", ["relstring_20"]),
+            ("recall_capped_10", ["relative_P_10"]),
+            ("nDCG@10", ["nDCG@10"]),
+        ],
+    )
+    def test_it_labels_columns_as_trec_eval_prints_them(self, name, labels) -> None:
+        assert [spec.label for spec in parse_measure(name)] == labels
 
     def test_it_expands_bare_names_to_trec_eval_default_cutoffs(self) -> None:
         assert [s.key for s in parse_measure("P")] == [
@@ -403,12 +517,43 @@ class TestMeasureNames:
         assert [s.key for s in parse_measure("success")] == ["success_1", "success_5", "success_10"]
         assert parse_measure("iprec_at_recall")[0].key == "iprec_at_recall_0.00"
         assert [s.key for s in parse_measure("P.5,10")] == ["P_5", "P_10"]
+        assert [s.key for s in parse_measure("Rprec_mult")][-1] == "Rprec_mult_2.00"
+
+    def test_it_expands_trec_eval_measure_sets(self) -> None:
+        official = [s.label for s in parse_measure("official")]
+        assert official[:7] == ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map"]
+        assert len(official) == 10 + 11 + 9
+        all_trec = {s.measure.trec_name for s in parse_measure("all_trec")}
+        assert all_trec == set(pytrec_eval.supported_measures)
+        assert {s.measure.name for s in parse_measure("set")} >= {"utility", "set_F"}
+
+    def test_it_lets_parameters_replace_a_sets_defaults(self) -> None:
+        labels = [s.label for s in parse_measures(["all_trec", "relstring.20", "P.7"])]
+        assert "relstring_20" in labels and "relstring" not in labels
+        assert "P_7" in labels and "P_5" not in labels and "recall_5" in labels
 
     @pytest.mark.parametrize(
-        "name", ["nonsense", "P_0", "P@x", "nDCG(rel=2)", "map_7", "iprec_at_recall_2", "RR(rel=x)"]
-    )
+        "name",
+        ["nonsense", "P_0", "P@x", "nDCG(rel=2)", "map_7", "iprec_at_recall_2", "RR(rel=x)", "P.5,5",
+         "utility.1,2", "ndcg.1", "ndcg.-1=2", "num_q_min_rel_2"],
+    )  # fmt: skip
     def test_it_rejects_unknown_names(self, name) -> None:
         with pytest.raises(UnknownMeasureError):
+            parse_measure(name)
+
+    @pytest.mark.parametrize(
+        ("name", "suggestion"),
+        [
+            ("mapp", "'map'"),
+            ("ndcg_cutt_10", "'ndcg_cut_10'"),
+            ("nDGC@10", "'nDCG@10'"),
+            ("Rprek", "'Rprec'"),
+        ],
+    )
+    def test_it_suggests_the_closest_names(self, name, suggestion) -> None:
+        with pytest.raises(
+            UnknownMeasureError, match=f"unknown measure '{name}'; did you mean .*{suggestion}"
+        ):
             parse_measure(name)
 
     def test_it_keys_the_output_by_the_names_given(self) -> None:
@@ -450,6 +595,16 @@ class TestRegistry:
         assert runner.failures == 0
 
     @pytest.mark.parametrize("name", sorted(MEASURES))
+    def test_it_declares_every_measure_once_in_the_metric_registry(self, name) -> None:
+        measure = MEASURES[name]
+        assert isinstance(measure, MetricSpec) and measure.family == "retrieval"
+        assert metric_registry().resolve(name) is measure
+        assert measure.definition and "\n" not in measure.definition
+        assert measure.unit == (
+            "queries" if name == "num_q" else "documents" if measure.integer else measure.unit
+        )
+
+    @pytest.mark.parametrize("name", sorted(m for m in MEASURES if not MEASURES[m].text))
     def test_it_computes_every_measure_within_its_range(self, name) -> None:
         measure = MEASURES[name]
         qrels = Qrels.from_dict({"q1": {"a": 2, "b": 0, "c": -1}, "q2": {"x": 1}, "q3": {"y": 0}})
@@ -457,11 +612,11 @@ class TestRegistry:
             {"q1": {"a": 1.0, "b": 1.0, "c": 0.5, "d": 0.1}, "q2": {"z": 2.0}, "q3": {"y": 1.0}}
         )
         for spec in parse_measure(name):
-            values = evaluate(qrels, run, [spec.key]).values[spec.key]
-            assert values.shape == (3,)
+            result = evaluate(qrels, run, [spec.key])
+            assert result.values[spec.key].shape == (3,)
+            assert measure.in_range(result.aggregate[spec.key]), spec.key
             if measure.aggregate == "mean":
-                assert np.all((values >= 0) & (values <= 1)), spec.key
-            assert measure.higher_is_better
+                assert all(measure.in_range(v) for v in result.values[spec.key]), spec.key
 
     @pytest.mark.parametrize(
         "module",
@@ -469,6 +624,86 @@ class TestRegistry:
     )
     def test_it_runs_the_module_doctests(self, module) -> None:
         assert doctest.testmod(module).failed == 0
+
+
+def trec_eval_gain_loops(ranking: list[int], judged: list[int], gains: dict[int, float]) -> dict[str, float]:
+    """trec_eval's ndcg, ndcg_rel, Rndcg and G for one query, written as its loops run (the reference
+    for gain overrides, which pytrec_eval cannot take). `ranking` holds the grades in rank order (-1:
+    not judged), `judged` every judged grade of the query, relevance level 1."""
+
+    def gain(grade: int) -> float:
+        return 0.0 if grade < 0 else gains.get(grade, float(grade))
+
+    ideal = sorted((gain(g) for g in judged if g >= 0 and gain(g) > 0), reverse=True)
+    n, big_p, r = len(ranking), len(ideal), sum(1 for g in judged if g >= 1)
+    dcg = [0.0]
+    for i, grade in enumerate(ranking):
+        dcg.append(dcg[-1] + (gain(grade) / math.log2(i + 2) if gain(grade) != 0 else 0.0))
+    idcg = [0.0]
+    for i, value in enumerate(ideal):
+        idcg.append(idcg[-1] + value / math.log2(i + 2))
+    out = {"ndcg": dcg[n] / idcg[big_p] if big_p else 0.0}
+    total, found = 0.0, 0
+    for i, grade in enumerate(ranking):
+        if gain(grade) > 0:
+            total += dcg[i + 1] / idcg[min(i + 1, big_p)]
+            found += 1
+    if big_p:
+        total += (big_p - found) * dcg[n] / idcg[big_p]
+    out["ndcg_rel"] = total / big_p if total > 0 else 0.0
+    points = [dcg[min(k, n)] / idcg[k] for k in range(1, big_p + 1) if k == big_p or ideal[k] != ideal[k - 1]]
+    if big_p and n > big_p + 1:
+        points.append(dcg[n] / idcg[big_p])
+    out["Rndcg"] = (sum(points) / len(points) if points else math.nan) if r else 0.0
+    cost = gained = g_total = 0.0
+    for i, grade in enumerate(ranking):
+        cost += max(ideal[i] if i < big_p else 0.0, 1.0)
+        gained += gain(grade)
+        if gain(grade) != 0:
+            g_total += gain(grade) / math.log2(2 + cost - gained)
+    out["G"] = g_total / sum(ideal) if ideal else 0.0
+    return out
+
+
+class TestGainMeasures:
+    @settings(max_examples=200, deadline=None)
+    @given(
+        st.lists(st.integers(-1, 3), min_size=1, max_size=12),
+        st.lists(st.integers(-1, 3), max_size=6),
+        st.dictionaries(st.integers(0, 3), st.sampled_from([0.0, 0.5, 2.0, 5.0, -1.0]), max_size=3),
+    )
+    def test_it_applies_gain_overrides_as_trec_eval_does(self, ranking, unretrieved, gains) -> None:
+        docs = {f"d{i}": grade for i, grade in enumerate(ranking) if grade >= 0}
+        docs.update({f"u{i}": grade for i, grade in enumerate(unretrieved)})
+        if not docs or max(docs.values()) < 0:
+            return
+        qrels = Qrels.from_dict({"q": docs})
+        run = Run.from_dict({"q": {f"d{i}": float(len(ranking) - i) for i in range(len(ranking))}})
+        text = ",".join(f"{level}={value}" for level, value in sorted(gains.items()))
+        names = [f"{m}.{text}" if gains else m for m in ("ndcg", "ndcg_rel", "Rndcg", "G")]
+        ours = evaluate(qrels, run, names).per_query["q"]
+        reference = trec_eval_gain_loops(ranking, list(docs.values()), gains)
+        for name, key in zip(names, ("ndcg", "ndcg_rel", "Rndcg", "G"), strict=True):
+            assert ours[name] == pytest.approx(reference[key], abs=1e-12, nan_ok=True), name
+
+
+class TestTextMeasures:
+    def test_it_writes_the_relevance_string(self) -> None:
+        qrels = Qrels.from_dict({"q": {"a": 12, "b": 0, "c": -1, "d": 3}})
+        run = Run.from_dict({"q": {"a": 5.0, "x": 4.0, "b": 3.0, "c": 2.0, "d": 1.0, "y": 0.5}})
+        result = evaluate(qrels, run, ["relstring", "relstring.3"])
+        assert result.per_query["q"] == {"relstring": ">-0.3-", "relstring.3": ">-0"}
+        assert not result.aggregate
+
+    def test_it_takes_the_run_id_and_prints_it_for_all_only(self, tmp_path) -> None:
+        qrels = Qrels.from_dict({"q": {"a": 1}})
+        run = replace(Run.from_dict({"q": {"a": 1.0}}), run_id="bm25")
+        text = format_trec(evaluate(qrels, run, ["runid", "map"]), per_query=True)
+        assert text.splitlines() == [
+            "map                   \tq\t1.0000",
+            "runid                 \tall\tbm25",
+            "map                   \tall\t1.0000",
+        ]
 
 
 class TestEvaluate:
@@ -497,6 +732,16 @@ class TestEvaluate:
         assert result.aggregate["RR(rel=1)"] == 1.0
         assert result.aggregate["ndcg"] == evaluate(qrels, run, ["ndcg"]).aggregate["ndcg"]
 
+    def test_it_counts_every_qrels_query_and_judgment_in_complete_mode(self) -> None:
+        # trec_eval 9.0.8 under -c: num_q counts the qrels queries and num_rel every judgment with
+        # rel > 0, whatever the level (m_num_q.c, m_num_rel.c).
+        qrels = Qrels.from_dict({"q1": {"a": 1, "b": 2}, "q2": {"c": 1, "d": 3}, "q3": {"e": 0}})
+        run = Run.from_dict({"q1": {"a": 1.0, "b": 0.5}})
+        complete = evaluate(qrels, run, ["num_q", "num_rel", "num_rel_min_rel_2"], rel_level=2, complete=True)
+        assert complete.aggregate == {"num_q": 3.0, "num_rel": 4.0, "num_rel_min_rel_2": 2.0}
+        plain = evaluate(qrels, run, ["num_q", "num_rel"], rel_level=2)
+        assert plain.aggregate == {"num_q": 1.0, "num_rel": 1.0}
+
     def test_it_fills_missing_queries_for_paired_statistics(self) -> None:
         qrels = Qrels.from_dict({"q1": {"a": 1}, "q2": {"b": 1}, "q0": {"c": 1}})
         run = Run.from_dict({"q1": {"a": 1.0}})
@@ -507,10 +752,10 @@ class TestEvaluate:
         assert result.per_query_array("gm_map")[1][0] == pytest.approx(math.log(MIN_GEO_MEAN))
         assert list(evaluate(qrels, run, ["map"]).per_query_array("map")[0]) == ["q1"]
 
-    def test_it_prints_trec_eval_text(self) -> None:
+    def test_it_prints_trec_eval_text_in_trec_eval_order(self) -> None:
         qrels = Qrels.from_dict({"q1": {"a": 1, "b": 0}, "q2": {"c": 2}})
         run = Run.from_dict({"q1": {"a": 1.0, "b": 2.0}, "q2": {"c": 1.0}})
-        text = format_trec(evaluate(qrels, run, ["num_q", "num_ret", "map", "gm_map", "P_5"]), per_query=True)
+        text = format_trec(evaluate(qrels, run, ["P_5", "gm_map", "map", "num_ret", "num_q"]), per_query=True)
         assert text.splitlines() == [
             "num_ret               \tq1\t2",
             "map                   \tq1\t0.5000",
@@ -537,7 +782,13 @@ class TestEvaluate:
         second = evaluate(Qrels.from_dict({"q": {"b": 1}}), run, ["map"]).aggregate["map"]
         assert (first, second) == (1.0, 0.5)
 
-    def test_it_counts_judged_documents_including_unjudged_pool_entries(self) -> None:
+    def test_it_divides_judged_by_k_and_ir_measures_judged_by_the_documents_retrieved(self) -> None:
         qrels = Qrels.from_dict({"q": {"a": 0, "b": -1}})
         run = Run.from_dict({"q": {"a": 3.0, "b": 2.0, "c": 1.0}})
-        assert evaluate(qrels, run, ["Judged@2", "Judged@4"]).aggregate == {"Judged@2": 1.0, "Judged@4": 0.5}
+        result = evaluate(qrels, run, ["Judged@2", "Judged@4", "judged_2", "judged_4"])
+        assert result.aggregate == {
+            "Judged@2": 1.0,
+            "Judged@4": pytest.approx(2 / 3),  # ir-measures: over min(k, retrieved)
+            "judged_2": 1.0,
+            "judged_4": 0.5,
+        }
