@@ -20,9 +20,10 @@ from __future__ import annotations
 import io
 import json
 import math
+import mmap
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -80,9 +81,10 @@ _JSON_FIELDS = {
 
 
 def _first_line(path: PathLike) -> str:
+    """The first line that is neither blank nor a comment."""
     with open(path, encoding="utf-8", errors="replace") as handle:
         for line in handle:
-            if line.strip():
+            if _is_content(line):
                 return line
     return ""
 
@@ -108,10 +110,16 @@ def detect_format(path: PathLike, kind: Literal["qrels", "run", "topics"]) -> Fo
 # --- line-level validation (the slow path) ---------------------------------------------------------
 
 
+def _is_content(line: str) -> bool:
+    """Not blank and not a comment: trec_eval (from 9.0.9) skips lines that start with '#'."""
+    stripped = line.lstrip()
+    return bool(stripped) and not stripped.startswith("#")
+
+
 def _lines(path: PathLike) -> Iterator[tuple[int, str]]:
     with open(path, encoding="utf-8", errors="surrogateescape", newline="") as handle:
         for number, line in enumerate(handle, start=1):
-            if line.strip():
+            if _is_content(line):
                 yield number, line
 
 
@@ -121,12 +129,13 @@ def _split(line: str, fmt: Format) -> list[str]:
     return line.split()
 
 
-def _value_problem(text: str, integer: bool) -> str | None:
+def _value_problem(text: str, integer: bool, strict: bool) -> str | None:
     if integer:
-        try:
-            int(text)
-        except ValueError:
-            return f"relevance {text!r} is not an integer"
+        if strict or _leading_integer(text) is None:
+            try:
+                int(text)
+            except ValueError:
+                return f"relevance {text!r} is not an integer"
         return None
     try:
         value = float(text)
@@ -135,10 +144,28 @@ def _value_problem(text: str, integer: bool) -> str | None:
     return f"score {text!r} is not a number" if math.isnan(value) else None
 
 
-def _row_problem(fields: list[str], cols: _Columns) -> str | None:
-    if len(fields) != len(cols.names):
-        return f"expected {len(cols.names)} columns ({cols.describe}), found {len(fields)}"
-    return _value_problem(fields[cols.names.index(cols.value)], cols.integer)
+def _leading_integer(text: str) -> int | None:
+    """The relevance as trec_eval reads it (C's atol): the leading integer, so `1.0` and `1.5` are 1.
+
+    None when the text does not start with an integer, which trec_eval would read as 0: a grade such as
+    `high` is refused rather than taken for 0.
+    """
+    match = _LEADING_INTEGER.match(text)
+    return int(match.group()) if match else None
+
+
+_LEADING_INTEGER = re.compile(r"^\s*[+-]?[0-9]+")
+
+
+def _row_problem(fields: list[str], cols: _Columns, strict: bool) -> str | None:
+    width = len(cols.names)
+    extra_ok = cols.kind == "run" and not strict  # trec_eval ignores a run's columns after the sixth
+    if len(fields) < width or (len(fields) > width and not extra_ok):
+        problem = f"expected {width} columns ({cols.describe}), found {len(fields)}"
+        if len(fields) > width and cols.kind == "run":
+            problem += "; trec_eval ignores the columns after the sixth, as this reader does without --strict"
+        return problem
+    return _value_problem(fields[cols.names.index(cols.value)], cols.integer, strict)
 
 
 def _has_header(path: PathLike, cols: _Columns) -> bool:
@@ -155,18 +182,18 @@ def _has_header(path: PathLike, cols: _Columns) -> bool:
     return False
 
 
-def _scan(path: PathLike, cols: _Columns, fmt: Format, skip_header: bool) -> None:
+def _scan(path: PathLike, cols: _Columns, fmt: Format, skip_header: bool, strict: bool) -> None:
     """Raise a FormatError at the first malformed line, if any."""
     for number, line in _lines(path):
         if skip_header and number == 1:
             continue
-        problem = _row_problem(_split(line, fmt), cols)
+        problem = _row_problem(_split(line, fmt), cols, strict)
         if problem:
             raise FormatError(str(path), number, problem)
 
 
 def _line_numbers(path: PathLike, rows: list[int], skip_header: bool) -> list[int]:
-    """1-based line numbers of the given 0-based data rows (blank lines and a header skipped)."""
+    """1-based line numbers of the given 0-based data rows (blank lines, comments and a header skipped)."""
     wanted = {r: i for i, r in enumerate(rows)}
     found = [0] * len(rows)
     row = 0
@@ -181,22 +208,34 @@ def _line_numbers(path: PathLike, rows: list[int], skip_header: bool) -> list[in
     return found
 
 
+def _has_comments(path: PathLike) -> bool:
+    """Does a line start with '#'? (A comment can parse as a row, so the fast path must not see it.)"""
+    with open(path, "rb") as handle:
+        if handle.read(1) == b"#":
+            return True
+        handle.seek(0)
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return data.find(b"\n#") >= 0
+
+
 # --- fast columnar parsing -------------------------------------------------------------------------
 
 
 def _csv_options(
-    cols: _Columns, delimiter: str, skip_rows: int
+    cols: _Columns, delimiter: str, skip_rows: int, strict: bool
 ) -> tuple[pacsv.ReadOptions, pacsv.ParseOptions, pacsv.ConvertOptions]:
     read = pacsv.ReadOptions(column_names=list(cols.names), block_size=_BLOCK, skip_rows=skip_rows)
     parse = pacsv.ParseOptions(
         delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False, ignore_empty_lines=True
     )
+    # Relevance is read as text unless strict, and then as trec_eval reads it (`_relevance`).
+    value_type = (pa.int64() if strict else pa.binary()) if cols.integer else pa.float64()
     convert = pacsv.ConvertOptions(
         include_columns=["qid", "docno", cols.value],
         column_types={
             "qid": pa.dictionary(pa.int32(), pa.binary()),
             "docno": pa.binary(),
-            cols.value: pa.int64() if cols.integer else pa.float64(),
+            cols.value: value_type,
         },
         null_values=[],
         strings_can_be_null=False,
@@ -205,34 +244,45 @@ def _csv_options(
     return read, parse, convert
 
 
-def _normalised_whitespace(path: PathLike) -> io.BytesIO:
+def _normalised_whitespace(path: PathLike, cols: _Columns) -> io.BytesIO:
+    """The file with comments dropped, whitespace made single spaces, and a run's columns cut to six."""
     data = Path(path).read_bytes()
+    data = re.sub(rb"(?m)^[ \t\r\f\v]*#[^\n]*(\n|$)", b"", data)
     data = re.sub(rb"[ \t\r\f\v]+", b" ", data)
     data = re.sub(rb" ?\n ?", b"\n", data)
-    return io.BytesIO(data.lstrip(b" "))
+    data = data.lstrip(b" ")
+    if cols.kind == "run":
+        data = re.sub(rb"(?m)^((?:[^ \n]+ ){5}[^ \n]+) [^\n]*", rb"\1", data)
+    return io.BytesIO(data)
 
 
-def _normalised_tsv(path: PathLike, skip_header: bool) -> io.BytesIO:
+def _normalised_tsv(path: PathLike, cols: _Columns, skip_header: bool) -> io.BytesIO:
+    width = len(cols.names)
     out = [
-        "\t".join(_split(line, "tsv")) for number, line in _lines(path) if not (skip_header and number == 1)
+        "\t".join(_split(line, "tsv")[:width])
+        for number, line in _lines(path)
+        if not (skip_header and number == 1)
     ]
     return io.BytesIO(("\n".join(out) + "\n").encode("utf-8", errors="surrogateescape"))
 
 
-def _read_delimited(path: PathLike, cols: _Columns, fmt: Format) -> tuple[pa.Table, bool]:
+def _read_delimited(path: PathLike, cols: _Columns, fmt: Format, strict: bool) -> tuple[pa.Table, bool]:
     skip_header = fmt == "tsv" and _has_header(path, cols)
     delimiters = [" ", "\t"] if fmt == "trec" else ["\t"]
     if fmt == "trec" and "\t" in _first_line(path) and " " not in _first_line(path).strip():
         delimiters.reverse()  # a tab-separated TREC file parses as fast as a space-separated one
-    for delimiter in delimiters:
-        try:
-            return pacsv.read_csv(str(path), *_csv_options(cols, delimiter, int(skip_header))), skip_header
-        except pa.ArrowException:
-            pass
-    _scan(path, cols, fmt, skip_header)
-    # No bad line: tabs, repeated spaces or whitespace-only lines threw the fast path off.
-    source = _normalised_whitespace(path) if fmt == "trec" else _normalised_tsv(path, skip_header)
-    read, parse, convert = _csv_options(cols, " " if fmt == "trec" else "\t", 0)
+    if not _has_comments(path):
+        for delimiter in delimiters:
+            try:
+                options = _csv_options(cols, delimiter, int(skip_header), strict)
+                return pacsv.read_csv(str(path), *options), skip_header
+            except pa.ArrowException:
+                pass
+    _scan(path, cols, fmt, skip_header, strict)
+    # No bad line: comments, tabs, repeated spaces, whitespace-only lines or a run's extra columns
+    # threw the fast path off.
+    source = _normalised_whitespace(path, cols) if fmt == "trec" else _normalised_tsv(path, cols, skip_header)
+    read, parse, convert = _csv_options(cols, " " if fmt == "trec" else "\t", 0, strict)
     try:
         return pacsv.read_csv(source, read, parse, convert), skip_header
     except pa.ArrowException as exc:  # pragma: no cover - the scan accepts only parseable lines
@@ -343,23 +393,24 @@ def _qid_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     chunks = [c for c in column.chunks if len(c)]
     if not chunks:
         return np.zeros(0, dtype=object), np.zeros(0, dtype=np.int32)
-    values: list[str] = []
-    for chunk in chunks:
-        entries = chunk.dictionary.to_pylist()
-        values.extend(decode(entries) if entries and isinstance(entries[0], bytes) else entries)
+    # One dictionary for all chunks, merged by Arrow's hash table: a run in random row order has
+    # every query in every chunk, and sorting those repeated entries in Python took seconds.
+    chunks = list(pa.chunked_array(chunks).unify_dictionaries().chunks)
+    entries = chunks[0].dictionary.to_pylist()
+    values = decode(entries) if entries and isinstance(entries[0], bytes) else entries
     vocab, inverse = np.unique(np.asarray(values, dtype=object), return_inverse=True)
     inverse = inverse.reshape(-1).astype(np.int32)
     codes = pooled_empty(sum(len(c) for c in chunks), np.int32)
-    offset = at = 0
+    at = 0
     for chunk in chunks:
-        mapping = inverse[offset : offset + len(chunk.dictionary)]
-        np.take(mapping, to_numpy(chunk.indices), out=codes[at : at + len(chunk)])
-        offset += len(chunk.dictionary)
+        np.take(inverse, to_numpy(chunk.indices), out=codes[at : at + len(chunk)])
         at += len(chunk)
     return vocab.astype(object), codes
 
 
-def _read_table(path: PathLike, kind: Literal["qrels", "run"], fmt: Format | None) -> tuple[pa.Table, bool]:
+def _read_table(
+    path: PathLike, kind: Literal["qrels", "run"], fmt: Format | None, strict: bool
+) -> tuple[pa.Table, bool, Format]:
     fmt = fmt or detect_format(path, kind)
     if fmt not in ("trec", "tsv", "jsonl"):
         raise ValueError(f"unknown format {fmt!r}; expected trec, tsv or jsonl")
@@ -368,10 +419,23 @@ def _read_table(path: PathLike, kind: Literal["qrels", "run"], fmt: Format | Non
     if fmt == "jsonl":
         table, skip_header = _read_jsonl(path, _TREC[kind]), False
     else:
-        table, skip_header = _read_delimited(path, (_TREC if fmt == "trec" else _TSV)[kind], fmt)
+        table, skip_header = _read_delimited(path, (_TREC if fmt == "trec" else _TSV)[kind], fmt, strict)
     if not table.num_rows:
         raise FormatError(str(path), None, f"the file holds no {kind}")
-    return table, skip_header
+    return table, skip_header, fmt
+
+
+def _relevance(column: pa.ChunkedArray, path: PathLike, skip_header: bool) -> np.ndarray:
+    """Relevance read as trec_eval reads it: the leading integer of each value (C's atol)."""
+    if pa.types.is_integer(column.type):
+        return to_numpy(column)
+    text = pc.cast(column, pa.string()) if pa.types.is_binary(column.type) else column
+    digits = pc.struct_field(pc.extract_regex(text, r"^\s*(?P<v>[+-]?[0-9]+)"), "v")
+    if digits.null_count:
+        row = int(np.flatnonzero(to_numpy(pc.is_null(digits)))[0])
+        line = _line_numbers(path, [row], skip_header)[0]
+        raise FormatError(str(path), line, f"relevance {text[row].as_py()!r} is not an integer")
+    return to_numpy(pc.cast(digits, pa.int64()))
 
 
 def _duplicate_error(path: PathLike, exc: DuplicateRowError, skip_header: bool) -> FormatError:
@@ -380,30 +444,44 @@ def _duplicate_error(path: PathLike, exc: DuplicateRowError, skip_header: bool) 
     return FormatError(str(path), again, reason)
 
 
-def read_qrels(path: PathLike, *, fmt: Format | None = None, on_duplicate: OnDuplicate = "error") -> Qrels:
-    """Read relevance judgments; `fmt` is detected from the extension or the first line when None."""
+def read_qrels(
+    path: PathLike, *, fmt: Format | None = None, on_duplicate: OnDuplicate = "error", strict: bool = False
+) -> Qrels:
+    """Read relevance judgments; `fmt` is detected from the extension or the first line when None.
+
+    A relevance is read as trec_eval reads it, by its leading integer (`1.0` is 1); `strict` refuses
+    anything but an integer.
+    """
     with small_pages():
-        return _read_qrels(path, fmt, on_duplicate)
+        return _read_qrels(path, fmt, on_duplicate, strict)
 
 
-def _read_qrels(path: PathLike, fmt: Format | None, on_duplicate: OnDuplicate) -> Qrels:
-    table, skip_header = _read_table(path, "qrels", fmt)
+def _read_qrels(path: PathLike, fmt: Format | None, on_duplicate: OnDuplicate, strict: bool) -> Qrels:
+    table, skip_header, _ = _read_table(path, "qrels", fmt, strict)
+    rels = _relevance(table.column("rel"), path, skip_header)
     vocab, codes = _qid_codes(table.column("qid"))
     try:
         docnos = as_binary_chunks(table.column("docno"))
-        return Qrels._from_columns(vocab, codes, docnos, to_numpy(table.column("rel")), on_duplicate)
+        return Qrels._from_columns(vocab, codes, docnos, rels, on_duplicate)
     except DuplicateRowError as exc:
         raise _duplicate_error(path, exc, skip_header) from None
 
 
-def read_run(path: PathLike, *, fmt: Format | None = None, on_duplicate: OnDuplicate = "error") -> Run:
-    """Read a ranking; `fmt` is detected from the extension or the first line when None."""
+def read_run(
+    path: PathLike, *, fmt: Format | None = None, on_duplicate: OnDuplicate = "error", strict: bool = False
+) -> Run:
+    """Read a ranking; `fmt` is detected from the extension or the first line when None.
+
+    Columns after a TREC run's sixth are ignored, as trec_eval ignores them; `strict` refuses them.
+    The run's id is the last line's sixth column (trec_eval's runid), or the file's name for a TSV or
+    JSONL run.
+    """
     with small_pages():
-        return _read_run(path, fmt, on_duplicate)
+        return _read_run(path, fmt, on_duplicate, strict)
 
 
-def _read_run(path: PathLike, fmt: Format | None, on_duplicate: OnDuplicate) -> Run:
-    table, skip_header = _read_table(path, "run", fmt)
+def _read_run(path: PathLike, fmt: Format | None, on_duplicate: OnDuplicate, strict: bool) -> Run:
+    table, skip_header, fmt = _read_table(path, "run", fmt, strict)
     scores = to_numpy(table.column("score"))
     nan = np.flatnonzero(np.isnan(scores))
     if len(nan):
@@ -411,9 +489,24 @@ def _read_run(path: PathLike, fmt: Format | None, on_duplicate: OnDuplicate) -> 
         raise FormatError(str(path), line, "score is not a number (NaN)")
     vocab, codes = _qid_codes(table.column("qid"))
     try:
-        return Run._from_columns(vocab, codes, as_binary_chunks(table.column("docno")), scores, on_duplicate)
+        run = Run._from_columns(vocab, codes, as_binary_chunks(table.column("docno")), scores, on_duplicate)
     except DuplicateRowError as exc:
         raise _duplicate_error(path, exc, skip_header) from None
+    return replace(run, run_id=_last_tag(path) if fmt == "trec" else Path(path).stem)
+
+
+def _last_tag(path: PathLike) -> str | None:
+    """The sixth column of the file's last content line, where trec_eval takes the runid from."""
+    with open(path, "rb") as handle:
+        size = handle.seek(0, io.SEEK_END)
+        for tail in (1 << 16, size):
+            handle.seek(max(0, size - tail))
+            lines = handle.read().decode("utf-8", errors="surrogateescape").splitlines()
+            content = [line for line in (lines[1:] if tail < size else lines) if _is_content(line)]
+            if content:
+                fields = content[-1].split()
+                return fields[5] if len(fields) > 5 else None
+    return None
 
 
 # --- topics ----------------------------------------------------------------------------------------

@@ -76,8 +76,8 @@ class TestReadQrels:
         [
             ("401 0 d1 1\n401 0 d2\n", 2, "expected 4 columns"),
             ("401 0 d1 1\n\n401 0 d2 1 extra\n", 3, "found 5"),
-            ("401 0 d1 1\n401 0 d2 1.5\n", 2, "relevance '1.5' is not an integer"),
             ("401 0 d1 high\n", 1, "relevance 'high' is not an integer"),
+            ("401 0 d1 1\n401 0 d2 .5\n", 2, "relevance '.5' is not an integer"),
         ],
     )
     def test_it_names_the_line_of_a_malformed_row(
@@ -87,6 +87,23 @@ class TestReadQrels:
         with pytest.raises(FormatError) as exc:
             read_qrels(path)
         assert_format_error(exc, path, line, reason)
+
+    def test_it_reads_relevance_as_trec_eval_does(self, tmp_path: Path) -> None:
+        # trec_eval reads a grade with C's atol: its leading integer.
+        path = write(
+            tmp_path / "q.txt", "1 0 a 1.0\n1 0 b 2.7\n1 0 c 1e+8\n1 0 d 0x37\n1 0 e 1.1.11\n1 0 f -1.5\n"
+        )
+        assert read_qrels(path).to_dict() == {"1": {"a": 1, "b": 2, "c": 1, "d": 0, "e": 1, "f": -1}}
+
+    def test_it_refuses_a_relevance_that_is_no_integer_when_strict(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "q.txt", "401 0 d1 1\n401 0 d2 1.0\n")
+        with pytest.raises(FormatError) as exc:
+            read_qrels(path, strict=True)
+        assert_format_error(exc, path, 2, "relevance '1.0' is not an integer")
+
+    def test_it_skips_comment_lines(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "q.txt", "# judged by the assessors\n401 0 d1 1\n# 401 0 d2 1\n401 0 d3 0\n")
+        assert read_qrels(path).to_dict() == {"401": {"d1": 1, "d3": 0}}
 
     def test_it_rejects_a_document_judged_twice_for_a_query(self, tmp_path: Path) -> None:
         path = write(tmp_path / "q.txt", "401 0 d1 1\n402 0 d1 1\n\n401 0 d1 0\n")
@@ -223,6 +240,35 @@ class TestReadRun:
     def test_it_reads_a_tab_separated_trec_run(self, tmp_path: Path) -> None:
         path = write(tmp_path / "r.txt", "1\tQ0\td1\t1\t0.5\tx\n1\tQ0\td2\t2\t0.4\tx\n")
         assert read_run(path).to_dict() == {"1": {"d1": 0.5, "d2": 0.4}}
+
+    def test_it_ignores_columns_after_the_sixth_as_trec_eval_does(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "r.txt", "1 Q0 d1 1 0.5 x extra\n1 Q0 d2 2 0.4 x more fields here\n")
+        assert read_run(path).to_dict() == {"1": {"d1": 0.5, "d2": 0.4}}
+
+    def test_it_refuses_extra_columns_when_strict_and_says_trec_eval_ignores_them(
+        self, tmp_path: Path
+    ) -> None:
+        path = write(tmp_path / "r.txt", "1 Q0 d1 1 0.5 x\n1 Q0 d2 2 0.4 x extra\n")
+        with pytest.raises(FormatError) as exc:
+            read_run(path, strict=True)
+        assert_format_error(exc, path, 2, "found 7; trec_eval ignores the columns after the sixth")
+
+    def test_it_skips_comment_lines_even_one_shaped_like_a_row(self, tmp_path: Path) -> None:
+        text = "# a b c 1 2.5 d\n1 Q0 d1 1 0.5 x\n  # indented\n1 Q0 d2 2 0.4 x\n"
+        assert read_run(write(tmp_path / "r.txt", text)).to_dict() == {"1": {"d1": 0.5, "d2": 0.4}}
+
+    def test_it_takes_the_run_id_from_the_last_line(self, tmp_path: Path) -> None:
+        # trec_eval keeps the run_id of the last content line.
+        text = "1 Q0 d1 1 0.5 first\n1 Q0 d2 2 0.4 last\n# trailing comment\n\n"
+        assert read_run(write(tmp_path / "r.txt", text)).run_id == "last"
+        assert read_run(write(tmp_path / "bm25.tsv", "1\td1\t0.5\n")).run_id == "bm25"
+
+    def test_it_reads_a_run_in_random_row_order(self, tmp_path: Path) -> None:
+        rng = np.random.default_rng(5)
+        rows = [f"q{q} Q0 d{d} 0 {rng.integers(0, 9)} t\n" for q in range(40) for d in range(30)]
+        shuffled = write(tmp_path / "r.txt", "".join(rng.permutation(rows)))
+        ordered = write(tmp_path / "o.txt", "".join(rows))
+        assert read_run(shuffled).to_dict() == read_run(ordered).to_dict()
 
 
 class TestDetectFormat:
