@@ -4,8 +4,23 @@
 import os
 import sys
 
+#: Commands that read files and print results, touching neither the database nor any web setting.
+#: They run without the project's settings (so SECRET_KEY and DEBUG do not matter), without loading
+#: the apps and without system checks, which start in a fraction of the time.
+STANDALONE_COMMANDS = {
+    "eval_retrieval": "monitoring.management.commands.eval_retrieval",
+    "compare_runs": "monitoring.management.commands.compare_runs",
+    "eval_agreement": "annotations.management.commands.eval_agreement",
+}
+
 
 def main() -> None:
+    command = sys.argv[1] if len(sys.argv) > 1 else ""
+    if command in STANDALONE_COMMANDS:
+        from monitoring.cli import run_standalone
+
+        run_standalone(STANDALONE_COMMANDS[command], sys.argv)
+        return
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalplatform.settings")
     from django.core.management import execute_from_command_line
 

@@ -20,7 +20,8 @@ def read_annotations_csv(path: str | PathLike[str]) -> LongLabels:
 
     Item and annotator ids are strings (surrounding spaces stripped), encoded
     in sorted order; an (item, annotator) cell that is not in the file is a
-    missing label. Blank lines are skipped. A bad row raises ``FormatError``
+    missing label. Blank lines are skipped; a file with no label at all is an
+    error, since there is nothing to measure. A bad row raises ``FormatError``
     naming the file, the 1-based line and the reason: a wrong header, a wrong
     column count, an empty id, a label that is not a finite number, or an
     (item, annotator) cell labelled twice. When several rows are bad, the first
@@ -55,6 +56,8 @@ def read_annotations_csv(path: str | PathLike[str]) -> LongLabels:
     if blank.any():
         rows = [row for row, skip in zip(rows, blank.tolist(), strict=True) if not skip]
         lines = lines[~blank]
+    if not rows:
+        raise FormatError(name, None, "the file holds the header but no labels: nothing to measure")
     return _labels_from_rows(name, rows, lines)
 
 

@@ -6,6 +6,9 @@ These run the command in-process with call_command; no database is touched.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from io import StringIO
 from pathlib import Path
 
@@ -15,6 +18,8 @@ import pytest
 from django.core.management import CommandError, call_command, load_command_class
 
 from evalcore.agreement import Level, LongLabels, cohen_kappa_matrix, fleiss_kappa
+
+ROOT = Path(__file__).resolve().parents[2]
 
 KEYS = [
     "n_items",
@@ -110,10 +115,33 @@ def test_it_writes_null_not_nan_for_undefined_figures(tmp_path: Path) -> None:
     assert kappa[0][1] is None  # ann and bob agree on one constant label: kappa is undefined
 
 
-def test_it_handles_a_file_without_labels(tmp_path: Path) -> None:
-    result = json.loads(run("--annotations", str(write_csv(tmp_path / "empty.csv", [])), "--json"))
-    assert result["n_items"] == 0 and result["n_labels"] == 0
-    assert result["exact_agreement"] is None and result["cohen_kappa"]["linear"] == []
+def test_it_says_a_file_with_only_a_header_has_nothing_to_measure(tmp_path: Path) -> None:
+    with pytest.raises(
+        CommandError, match=r"header\.csv: the file holds the header but no labels: nothing to"
+    ):
+        run("--annotations", str(write_csv(tmp_path / "header.csv", ["", "  "])), "--json")
+
+
+def test_it_says_a_directory_is_not_a_file(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match=r": is a directory, not a file"):
+        run("--annotations", str(tmp_path))
+
+
+def test_it_runs_from_the_shell_without_secret_key_and_fails_in_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DJANGO_SETTINGS_MODULE"}}
+    manage = [sys.executable, str(ROOT / "manage.py"), "eval_agreement", "--annotations"]
+    header = write_csv(tmp_path / "header.csv", [])
+    done = subprocess.run([*manage, str(header)], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert done.returncode == 1 and done.stdout == ""
+    assert (
+        done.stderr.strip()
+        == f"CommandError: {header}: the file holds the header but no labels: nothing to measure"
+    )
+    labels = write_csv(tmp_path / "labels.csv", ["q1,ann,2", "q1,bob,2", "q2,ann,1", "q2,bob,0"])
+    done = subprocess.run([*manage, str(labels), "--json"], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["n_labels"] == 4
+    assert load_command_class("annotations", "eval_agreement").requires_system_checks == []
 
 
 def test_it_prints_a_readable_summary_and_the_kappa_matrix(krippendorff_csv: Path) -> None:

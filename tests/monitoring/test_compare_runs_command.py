@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from io import StringIO
 from pathlib import Path
 
 import numpy as np
 import pytest
 import pytrec_eval
-from django.core.management import call_command
+from django.core.management import call_command, load_command_class
 from django.core.management.base import CommandError
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def write_run(path: Path, run: dict[str, dict[str, float]]) -> Path:
@@ -107,3 +112,27 @@ class TestCompareRuns:
             call_command(
                 "compare_runs", "--qrels", str(files["qrels_path"]), "--run", path, "--run", path, "-m", "map"
             )
+
+    def test_it_compares_numeric_measures_of_a_set_and_refuses_text_alone(
+        self, files: dict[str, object]
+    ) -> None:
+        data = compare(files, "-m", "official", "--json")
+        measures = {pair["measure"] for pair in data["pairs"]}
+        assert "map" in measures and "runid" not in measures
+        with pytest.raises(CommandError, match="numeric measure"):
+            compare(files, "-m", "relstring", "--json")
+
+    def test_it_runs_from_the_shell_without_secret_key(self, files: dict[str, object]) -> None:
+        env = {
+            k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DJANGO_SETTINGS_MODULE"}
+        }
+        args = ["--qrels", str(files["qrels_path"])]
+        for path in files["run_paths"]:  # type: ignore[attr-defined]
+            args += ["--run", str(path)]
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), "compare_runs", *args, "-m", "map", "--json"],
+            capture_output=True, text=True, env=env, cwd=ROOT,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert set(json.loads(done.stdout)) == {"runs", "pairs"}
+        assert load_command_class("monitoring", "compare_runs").requires_system_checks == []

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from io import StringIO
 from pathlib import Path
 
 import numpy as np
 import pytest
 import pytrec_eval
-from django.core.management import call_command
+from django.core.management import call_command, load_command_class
 from django.core.management.base import CommandError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def write_files(tmp_path: Path, seed: int = 7) -> tuple[Path, Path, dict, dict]:  # type: ignore[type-arg]
@@ -51,7 +56,7 @@ class TestEvalRetrieval:
         qrels_path, run_path, qrels, run = write_files(tmp_path)
         lines = run_command("--qrels", str(qrels_path), "--run", str(run_path)).splitlines()
         rows = {line.split("\t")[0].strip(): line.split("\t") for line in lines}
-        assert lines[0] == "num_q                 \tall\t30"
+        assert lines[:2] == ["runid                 \tall\tsystem", "num_q                 \tall\t30"]
         assert rows["map"][1] == "all"
         reference = pytrec_eval.RelevanceEvaluator(qrels, {"map", "P_10", "bpref"}).evaluate(run)
         expected_map = np.mean([values["map"] for values in reference.values()])
@@ -157,7 +162,109 @@ class TestEvalRetrieval:
         with pytest.raises(CommandError, match="nope.txt: no such file"):
             run_command("--qrels", str(tmp_path / "nope.txt"), "--run", str(tmp_path / "nope.txt"))
 
-    def test_it_rejects_an_unknown_measure(self, tmp_path: Path) -> None:
+    def test_it_rejects_an_unknown_measure_and_suggests_the_closest_names(self, tmp_path: Path) -> None:
         qrels_path, run_path, _, _ = write_files(tmp_path)
-        with pytest.raises(CommandError, match="mapp"):
+        with pytest.raises(CommandError, match="unknown measure 'mapp'; did you mean 'map'"):
             run_command("--qrels", str(qrels_path), "--run", str(run_path), "-m", "mapp")
+        with pytest.raises(CommandError, match="did you mean 'ndcg_cut_10'"):
+            run_command("--qrels", str(qrels_path), "--run", str(run_path), "-m", "ndcg_cutt_10")
+
+    def test_it_says_a_directory_is_not_a_file(self, tmp_path: Path) -> None:
+        _, run_path, _, _ = write_files(tmp_path)
+        with pytest.raises(CommandError, match=r": is a directory, not a file"):
+            run_command("--qrels", str(tmp_path), "--run", str(run_path))
+
+    def test_it_prints_all_trec_per_query_with_relstring_and_runid_in_json(self, tmp_path: Path) -> None:
+        qrels_path, run_path, _, _ = write_files(tmp_path)
+        data = json.loads(
+            run_command("--qrels", str(qrels_path), "--run", str(run_path), "-m", "all_trec", "-q", "--json")
+        )
+        assert data["aggregate"]["runid"] == "system"
+        assert "relstring" not in data["aggregate"]  # trec_eval prints it per query only
+        assert len(data["per_query"]["q1"]["relstring"]) == 10
+        assert isinstance(data["aggregate"]["num_nonrel_judged_ret"], int)
+        assert {"infAP", "gm_bpref", "Rndcg", "set_F", "utility", "11pt_avg"} <= set(data["aggregate"])
+
+    def test_it_ignores_extra_run_columns_unless_strict(self, tmp_path: Path) -> None:
+        qrels_path, _, _, _ = write_files(tmp_path)
+        wide = tmp_path / "wide.run"
+        wide.write_text("q1 Q0 doc1 1 2.5 sys extra\nq1 Q0 doc2 2 2.0 sys extra\n")
+        data = json.loads(
+            run_command("--qrels", str(qrels_path), "--run", str(wide), "-m", "num_ret", "--json")
+        )
+        assert data["aggregate"]["num_ret"] == 2
+        with pytest.raises(CommandError, match=r"wide\.run:1: .*found 7; trec_eval ignores the columns"):
+            run_command("--qrels", str(qrels_path), "--run", str(wide), "--strict")
+
+    def test_it_reads_relevance_written_as_a_float(self, tmp_path: Path) -> None:
+        qrels = tmp_path / "floats.qrels"
+        qrels.write_text("q1 0 doc1 1.0\nq1 0 doc2 0.0\n")
+        run = tmp_path / "r.run"
+        run.write_text("q1 Q0 doc2 1 2.0 s\nq1 Q0 doc1 2 1.0 s\n")
+        data = json.loads(run_command("--qrels", str(qrels), "--run", str(run), "-m", "recip_rank", "--json"))
+        assert data["aggregate"]["recip_rank"] == 0.5
+        with pytest.raises(CommandError, match=r"floats\.qrels:1: relevance '1\.0' is not an integer"):
+            run_command("--qrels", str(qrels), "--run", str(run), "--strict")
+
+    def test_it_skips_system_checks(self) -> None:
+        assert load_command_class("monitoring", "eval_retrieval").requires_system_checks == []
+
+
+def manage(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python manage.py ...` in a fresh process, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), *args], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+
+
+def bare_environment() -> dict[str, str]:
+    """The environment without the project's settings: no SECRET_KEY, DEBUG or settings module."""
+    unset = {"SECRET_KEY", "DEBUG", "DJANGO_SETTINGS_MODULE", "DATABASE_URL"}
+    return {key: value for key, value in os.environ.items() if key not in unset}
+
+
+class TestFromTheShell:
+    def test_it_runs_without_secret_key_or_debug(self, tmp_path: Path) -> None:
+        qrels_path, run_path, qrels, run = write_files(tmp_path)
+        done = manage(
+            "eval_retrieval", "--qrels", str(qrels_path), "--run", str(run_path), "-m", "map", "--json",
+            env=bare_environment(),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        reference = pytrec_eval.RelevanceEvaluator(qrels, {"map"}).evaluate(run)
+        assert json.loads(done.stdout)["aggregate"]["map"] == pytest.approx(
+            np.mean([v["map"] for v in reference.values()])
+        )
+
+    def test_it_reports_an_error_in_one_line_without_a_traceback(self, tmp_path: Path) -> None:
+        qrels_path, run_path, _, _ = write_files(tmp_path)
+        for args in (["-m", "mapp"], ["--qrels", str(tmp_path)], ["--run", str(tmp_path / "absent.run")]):
+            command = ["eval_retrieval", "--qrels", str(qrels_path), "--run", str(run_path), *args]
+            done = manage(*command, env=bare_environment())
+            assert done.returncode == 1
+            assert done.stdout == ""
+            assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+            assert done.stderr.startswith("CommandError: ")
+
+    def test_it_loads_neither_the_web_stack_nor_scipy(self, tmp_path: Path) -> None:
+        qrels_path, run_path, _, _ = write_files(tmp_path)
+        argv = [
+            "manage.py",
+            "eval_retrieval",
+            "--qrels",
+            str(qrels_path),
+            "--run",
+            str(run_path),
+            "-m",
+            "P_5",
+        ]
+        script = (
+            f"import sys; sys.argv = {argv!r}; import manage; manage.main(); "
+            "loaded = [m for m in ('scipy', 'django.urls', 'rest_framework', 'evalplatform.settings', "
+            "'annotations.models', 'celery') if m in sys.modules]; print('loaded:', loaded, file=sys.stderr)"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, env=bare_environment(), cwd=ROOT
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.strip() == "loaded: []"

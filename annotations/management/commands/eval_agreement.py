@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -20,6 +21,8 @@ class Command(BaseCommand):
         "and the Cohen's kappa matrix, from a CSV with the header item,annotator,label (numeric labels; "
         "an annotator may leave items out)."
     )
+    # Reads a file, prints results: neither the database nor the web stack is involved.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--annotations", required=True, metavar="FILE", help="CSV: item,annotator,label")
@@ -33,6 +36,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
+            if Path(options["annotations"]).is_dir():
+                raise CommandError(f"{options['annotations']}: is a directory, not a file")
             labels = read_annotations_csv(options["annotations"])
         except OSError as error:
             raise CommandError(f"{options['annotations']}: {error.strerror or error}") from error

@@ -20,6 +20,8 @@ class Command(BaseCommand):
         "The t-test (default) and the randomization test are the ones the IR literature recommends for "
         "differences in means (Smucker et al., CIKM 2007). Queries a run did not retrieve for score 0."
     )
+    # Reads files, prints results: neither the database nor the web stack is involved.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--qrels", required=True, metavar="FILE")
@@ -61,15 +63,14 @@ class Command(BaseCommand):
         if len(set(names)) != len(names):
             raise CommandError(f"runs are named by their file names, which must differ: {names}")
         paths = [options["qrels"], *options["runs"]]
+        reading = {"on_duplicate": options["on_duplicate"], "strict": options["strict"]}
         with cli.progress(paths, stages=len(paths) + 1) as bar:
-            qrels = cli.read_qrels(
-                options["qrels"], fmt=options["qrels_format"], on_duplicate=options["on_duplicate"]
-            )
+            qrels = cli.read_qrels(options["qrels"], fmt=options["qrels_format"], **reading)
             bar.update()
             results = {}
             for name, path in zip(names, options["runs"], strict=True):
                 bar.set_description(name)
-                run = cli.read_run(path, fmt=options["run_format"], on_duplicate=options["on_duplicate"])
+                run = cli.read_run(path, fmt=options["run_format"], **reading)
                 try:
                     results[name] = evaluate(
                         qrels, run, options["measures"], rel_level=options["level"], complete=True
@@ -77,7 +78,10 @@ class Command(BaseCommand):
                 except EvalCoreError as exc:
                     raise CommandError(f"{path}: {exc}") from exc
                 bar.update()
+            # Text measures (runid, relstring) have nothing to test; `specs` holds the numeric ones.
             keys = [spec.key for spec in next(iter(results.values())).specs]
+            if not keys:
+                raise CommandError("give at least one numeric measure to compare")
             bar.set_description("testing")
             try:
                 _, scores = align_results(results, keys, complete=options["complete"])

@@ -14,9 +14,11 @@ from monitoring import cli
 class Command(BaseCommand):
     help = (
         "Evaluate a TREC run against qrels with trec_eval 9.0.8's semantics. Measures take trec_eval "
-        "names (map, P_10, P.5,10, ndcg_cut_10, recip_rank) or ir-measures names (AP, P@10, nDCG@10, RR). "
-        "Without -m, trec_eval's standard set is printed."
+        "names (map, P_10, P.5,10, ndcg_cut_10, recip_rank) or ir-measures names (AP, P@10, nDCG@10, RR), "
+        "and trec_eval's sets official and all_trec. Without -m, trec_eval's default output (official)."
     )
+    # Reads files, prints results: neither the database nor the web stack is involved.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--qrels", required=True, metavar="FILE", help="qrels: qid iter docno rel")
@@ -27,7 +29,7 @@ class Command(BaseCommand):
             action="append",
             dest="measures",
             metavar="MEASURE",
-            help="a measure to compute; repeat for several (default: trec_eval's standard set)",
+            help="a measure to compute; repeat for several (default: trec_eval's official set)",
         )
         cli.add_input_options(parser)
         parser.add_argument(
@@ -36,21 +38,22 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        reading = {"on_duplicate": options["on_duplicate"], "strict": options["strict"]}
         with cli.progress([options["qrels"], options["run"]], stages=3) as bar:
             bar.set_description("reading qrels")
-            qrels = cli.read_qrels(
-                options["qrels"], fmt=options["qrels_format"], on_duplicate=options["on_duplicate"]
-            )
+            qrels = cli.read_qrels(options["qrels"], fmt=options["qrels_format"], **reading)
             bar.update()
             bar.set_description("reading run")
-            run = cli.read_run(
-                options["run"], fmt=options["run_format"], on_duplicate=options["on_duplicate"]
-            )
+            run = cli.read_run(options["run"], fmt=options["run_format"], **reading)
             bar.update()
             bar.set_description("evaluating")
             try:
                 result = evaluate(
-                    qrels, run, options["measures"], rel_level=options["level"], complete=options["complete"]
+                    qrels,
+                    run,
+                    options["measures"] or ["official"],
+                    rel_level=options["level"],
+                    complete=options["complete"],
                 )
             except EvalCoreError as exc:
                 raise CommandError(str(exc)) from exc
@@ -62,15 +65,25 @@ class Command(BaseCommand):
 
 
 def as_json(result: RetrievalResult, *, per_query: bool) -> dict[str, object]:
+    """`{"aggregate": {measure: value}, "per_query": {qid: {measure: value}}}`, keyed as asked.
+
+    runid's aggregate is the run's name; relstring, which trec_eval prints per query only, appears
+    only under per_query.
+    """
     integer = {spec.key for spec in result.specs if spec.measure.integer}
-    data: dict[str, object] = {
-        "aggregate": {
-            key: cli.json_number(value, integer=key in integer) for key, value in result.aggregate.items()
-        }
+    aggregate: dict[str, object] = {
+        spec.key: result.run_id for spec in result.text_specs if spec.measure.summary
     }
+    aggregate.update(
+        {key: cli.json_number(value, integer=key in integer) for key, value in result.aggregate.items()}
+    )
+    data: dict[str, object] = {"aggregate": aggregate}
     if per_query:
         data["per_query"] = {
-            qid: {key: cli.json_number(value, integer=key in integer) for key, value in values.items()}
+            qid: {
+                key: value if isinstance(value, str) else cli.json_number(value, integer=key in integer)
+                for key, value in values.items()
+            }
             for qid, values in result.per_query.items()
         }
     return data
