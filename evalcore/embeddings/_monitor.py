@@ -76,6 +76,7 @@ def snapshot_quality(summary: EmbeddingSummary, *, params: MonitorParams, device
     return quality_metrics(
         summary,
         dead_threshold=params.dead_threshold,
+        dead_relative=params.dead_relative,
         uniformity_t=params.uniformity_t,
         uniformity_pairs=params.uniformity_pairs,
         seed=params.seed,

@@ -31,6 +31,8 @@ class MonitorParams:
     chunk_rows: int = 8192
     # quality
     dead_threshold: float = 0.01
+    #: True: dead below dead_threshold x the mean coordinate variance (scale-free); False: absolute.
+    dead_relative: bool = True
     uniformity_t: float = 2.0
     uniformity_pairs: int = 100_000
     # drift

@@ -30,6 +30,7 @@ def quality_metrics(
     embeddings: Any,
     *,
     dead_threshold: float = DEFAULT_DEAD_THRESHOLD,
+    dead_relative: bool = True,
     uniformity_t: float = DEFAULT_UNIFORMITY_T,
     uniformity_pairs: int = DEFAULT_UNIFORMITY_PAIRS,
     sample_size: int = DEFAULT_SAMPLE_SIZE,
@@ -46,7 +47,9 @@ def quality_metrics(
         if isinstance(embeddings, EmbeddingSummary)
         else summarize(embeddings, sample_size=sample_size, seed=seed, device=device)
     )
-    values = covariance_metrics(summary.covariance(), dead_threshold=dead_threshold, device=device)
+    values = covariance_metrics(
+        summary.covariance(), dead_threshold=dead_threshold, dead_relative=dead_relative, device=device
+    )
     values["avg_cosine_similarity"] = avg_cosine_from_sums(summary.unit_sum, summary.unit_sq_sum, summary.n)
     values["uniformity"] = (
         uniformity(summary.sample, t=uniformity_t, n_pairs=uniformity_pairs, seed=seed, device=device)
@@ -57,7 +60,11 @@ def quality_metrics(
 
 
 def covariance_metrics(
-    covariance: Any, *, dead_threshold: float = DEFAULT_DEAD_THRESHOLD, device: Device = "auto"
+    covariance: Any,
+    *,
+    dead_threshold: float = DEFAULT_DEAD_THRESHOLD,
+    dead_relative: bool = True,
+    device: Device = "auto",
 ) -> dict[str, float]:
     """The metrics of the covariance spectrum and diagonal.
 
@@ -71,7 +78,11 @@ def covariance_metrics(
     - effective_rank: `exp(H(p))` with `p_i = s_i / sum(s)` (Roy & Vetterli 2007; RankMe), and
       effective_rank_ratio `/ d`;
     - stable_rank: `sum(s^2) / max(s)^2 = sum(l) / l_1` (Rudelson & Vershynin);
-    - dead_dims: coordinates whose variance is below `dead_threshold`, and dead_dim_ratio `/ d`.
+    - dead_dims: coordinates whose variance is below `dead_threshold` times the mean coordinate
+      variance (`dead_relative`, the default) or below `dead_threshold` itself (seed 004's absolute
+      form), and dead_dim_ratio `/ d`. Both give seed 004's 206/256 and 0/256; only the relative one
+      is scale-free: unit-normalised 768-d embeddings have coordinate variances near 1/768, all
+      "dead" by an absolute 0.01.
 
     Eigenvalues below `l_1 * d * eps` (float64 rounding of the eigensolver) count as zero.
     """
@@ -80,7 +91,9 @@ def covariance_metrics(
     if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
         raise EmbeddingInputError(f"covariance must be square, got shape {tuple(cov.shape)}")
     dim = cov.shape[0]
-    dead = int((torch.diagonal(cov) < dead_threshold).sum())
+    variances = torch.diagonal(cov)
+    limit = dead_threshold * float(variances.mean()) if dead_relative else dead_threshold
+    dead = int(((variances < limit) | (variances <= 0.0)).sum())  # no variance: dead at any threshold
     values = spectrum_metrics(torch.linalg.eigvalsh(cov).flip(0))
     values["dead_dims"] = float(dead)
     values["dead_dim_ratio"] = dead / dim

@@ -119,7 +119,8 @@ QUALITY_SPECS: tuple[MetricSpec, ...] = (
     ),
     _spec(
         "dead_dims", "Dead dimensions", "lower",
-        "coordinates whose variance (ddof 1) is below the threshold (default 0.01)",
+        "coordinates whose variance (ddof 1) is below 0.01 x the mean coordinate variance (or, "
+        "absolute, below 0.01 as in seed 004)",
         range=(0.0, None), unit="dimensions",
     ),
     _spec(

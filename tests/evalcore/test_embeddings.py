@@ -86,6 +86,9 @@ class TestSeed004:
         bad = quality_metrics(collapsed, device="cpu")
         assert (good["dead_dims"], f"{good['effective_rank']:.1f}") == (0, "247.0")
         assert (bad["dead_dims"], f"{bad['effective_rank']:.1f}") == (206, "61.5")
+        # The seed's absolute threshold (variance < 0.01) counts the same.
+        assert quality_metrics(collapsed, dead_relative=False, device="cpu")["dead_dims"] == 206
+        assert quality_metrics(healthy, dead_relative=False, device="cpu")["dead_dims"] == 0
         # The seed's collapse test: dead ratio > 0.1 or effective rank < 30% of the dimension.
         assert bad["dead_dim_ratio"] > 0.1 and bad["effective_rank_ratio"] < 0.3
         assert good["dead_dim_ratio"] <= 0.1 and good["effective_rank_ratio"] >= 0.3
@@ -132,10 +135,18 @@ class TestQualityMetrics:
 
     def test_it_counts_dead_dimensions_from_the_per_coordinate_variance(self, rows) -> None:
         variances = rows.var(axis=0, ddof=1)
-        for threshold in (1e-3, 0.01, 1.0, 10.0):
-            values = quality_metrics(rows, dead_threshold=threshold, device="cpu")
-            assert values["dead_dims"] == int((variances < threshold).sum())
-            assert values["dead_dim_ratio"] == (variances < threshold).mean()
+        for threshold in (1e-3, 0.01, 0.5, 2.0):
+            absolute = quality_metrics(rows, dead_threshold=threshold, dead_relative=False, device="cpu")
+            assert absolute["dead_dims"] == int((variances < threshold).sum())
+            assert absolute["dead_dim_ratio"] == (variances < threshold).mean()
+            relative = quality_metrics(rows, dead_threshold=threshold, device="cpu")
+            assert relative["dead_dims"] == int((variances < threshold * variances.mean()).sum())
+
+    def test_it_does_not_call_every_coordinate_of_normalised_embeddings_dead(self) -> None:
+        rows = np.random.default_rng(2).normal(size=(500, 256))
+        unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)  # coordinate variances near 1/256
+        assert quality_metrics(unit, device="cpu")["dead_dims"] == 0
+        assert quality_metrics(unit, dead_relative=False, device="cpu")["dead_dims"] == 256
 
     def test_it_computes_the_average_cosine_without_the_n_by_n_matrix(self, rows) -> None:
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
@@ -168,12 +179,21 @@ class TestQualityMetrics:
             assert values[name] == pytest.approx(1.0), name
         assert values["stable_rank"] == pytest.approx(6.0)
 
-    def test_it_is_scale_invariant_except_for_dead_dimensions(self, rows) -> None:
+    def test_it_is_scale_invariant(self, rows) -> None:
         base = quality_metrics(rows, device="cpu")
         scaled = quality_metrics(rows * 1000.0, device="cpu")
-        for name in ("partition_isotropy", "effective_dim", "effective_rank", "stable_rank", "uniformity"):
+        for name in (
+            "partition_isotropy",
+            "effective_dim",
+            "effective_rank",
+            "stable_rank",
+            "uniformity",
+            "dead_dims",
+        ):
             assert scaled[name] == pytest.approx(base[name], rel=1e-9), name
-        assert scaled["dead_dims"] <= base["dead_dims"]
+        # Seed 004's absolute threshold is not: the nearly dead coordinate comes alive at scale 1000.
+        absolute = quality_metrics(rows, dead_relative=False, device="cpu")["dead_dims"]
+        assert quality_metrics(rows * 1000.0, dead_relative=False, device="cpu")["dead_dims"] < absolute
 
     def test_it_returns_nan_for_constant_embeddings(self) -> None:
         values = quality_metrics(np.ones((10, 4)), device="cpu")

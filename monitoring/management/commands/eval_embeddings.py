@@ -68,6 +68,19 @@ class Command(BaseCommand):
             default=defaults.dimension_test,
             help="per-dimension drift test: KS with Benjamini-Hochberg, or PSI (default ks)",
         )
+        parser.add_argument(
+            "--dead-threshold",
+            type=float,
+            default=defaults.dead_threshold,
+            metavar="X",
+            help="a coordinate is dead when its variance is below X times the mean coordinate variance "
+            f"(default {defaults.dead_threshold})",
+        )
+        parser.add_argument(
+            "--absolute-dead-threshold",
+            action="store_true",
+            help="compare the variance with X itself, as seed 004 does (depends on the embeddings' scale)",
+        )
         parser.add_argument("--seed", type=int, default=defaults.seed, help="sampling seed (default 0)")
         parser.add_argument(
             "--chunk-rows",
@@ -87,6 +100,8 @@ class Command(BaseCommand):
                 mmd_sample_size=options["mmd_sample_size"],
                 n_permutations=options["permutations"],
                 dimension_test=options["dimension_test"],
+                dead_threshold=options["dead_threshold"],
+                dead_relative=not options["absolute_dead_threshold"],
                 seed=options["seed"],
                 chunk_rows=options["chunk_rows"],
             )
