@@ -84,10 +84,11 @@ def detection_rate_from(
     # fp never decreases along the curve, so the points within the target are a prefix.
     last = int(np.searchsorted(fp, target * curve.n_negative * (1 + _RELATIVE_SLACK), side="right")) - 1
     tpr = tp / curve.n_positive if curve.n_positive else np.full(tp.shape, np.nan)
-    if method == "conservative" or last == fp.size - 1:
-        threshold = float(thresholds[last]) if method == "conservative" else nan
-        realised = fp[last] / curve.n_negative
-        return DetectionRate(float(tpr[last]), threshold, float(realised), target, method)
+    if method == "conservative":
+        realised = float(fp[last] / curve.n_negative)
+        return DetectionRate(float(tpr[last]), float(thresholds[last]), realised, target, method)
+    if last == fp.size - 1:  # the target reaches the curve's end (FPR 1, up to rounding)
+        return DetectionRate(float(tpr[last]), nan, target, target, method)
     x0, x1 = fp[last] / curve.n_negative, fp[last + 1] / curve.n_negative
     rate = tpr[last] + (tpr[last + 1] - tpr[last]) * (target - x0) / (x1 - x0)
     return DetectionRate(float(rate), nan, target, target, method)
