@@ -11,6 +11,8 @@ from django.core.exceptions import ValidationError
 from annotations.imports import DEFAULT_DEPTH, FORMATS, KINDS
 from annotations.models import MAX_GRADE, Project, ProjectMembership, QrelsBuild
 from evalcore.judging import DEFAULT_QRELS_PARAMS
+from evalplatform.models import Team
+from evalplatform.teams import teams_for_user
 
 
 def validate_scale(value: Any) -> list[dict[str, Any]]:
@@ -54,7 +56,7 @@ class ProjectForm(forms.ModelForm):
             "name", "slug", "description", "guidelines", "scale", "guideline_examples",
             "overlap", "gold_overlap", "gold_share_min", "gold_share_max",
             "min_seconds_per_task", "too_fast_policy", "session_cap_minutes", "session_break_minutes",
-            "reservation_minutes", "min_gold_accuracy", "min_gold_items",
+            "reservation_minutes", "min_gold_accuracy", "min_gold_items", "team",
         ]  # fmt: skip
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2}),
@@ -64,11 +66,17 @@ class ProjectForm(forms.ModelForm):
         }
         help_texts = {"slug": "Letters, digits and hyphens; it appears in the project's URLs."}
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # The quality thresholds keep their current values (or the defaults) when a form leaves them out.
         for name in ("min_gold_accuracy", "min_gold_items"):
             self.fields[name].required = False
+        # A lead links the project to one of their own teams (the current one stays choosable).
+        teams = teams_for_user(user) if user is not None else Team.objects.none()
+        if self.instance.team_id:
+            teams = teams | Team.objects.filter(pk=self.instance.team_id)
+        self.fields["team"].queryset = teams.distinct().order_by("name")
+        self.fields["team"].required = False
 
     def _kept(self, name: str) -> Any:
         value = self.cleaned_data.get(name)

@@ -48,7 +48,7 @@ def project_list(request: HttpRequest) -> HttpResponse:
 def project_create(request: HttpRequest) -> HttpResponse:
     if not _can_create_projects(request.user):
         raise PermissionDenied("Only project leads can create projects.")
-    form = ProjectForm(request.POST or None)
+    form = ProjectForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         data = {k: v for k, v in form.cleaned_data.items() if k not in ("slug", "name")}
         project = services.project_create(
@@ -84,7 +84,7 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def project_edit(request: HttpRequest, slug: str) -> HttpResponse:
     project = selectors.get_lead_project(request.user, slug)
-    form = ProjectForm(request.POST or None, instance=project)
+    form = ProjectForm(request.POST or None, instance=project, user=request.user)
     if request.method == "POST" and form.is_valid():
         services.project_update(project=form.save(commit=False), changed=form.changed_data)
         messages.success(request, "Saved the project's settings.")

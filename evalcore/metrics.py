@@ -171,6 +171,9 @@ def unknown_name_message(kind: str, name: str, known: list[str]) -> str:
 _FAMILY_MODULES: dict[Family, tuple[str, str | None]] = {
     "retrieval": ("evalcore.retrieval.measures:METRIC_SPECS", "evalcore.retrieval.names:resolve_metric"),
     "agreement": ("evalcore.agreement._stats:METRIC_SPECS", None),
+    "recsys": ("evalcore.recsys:METRIC_SPECS", None),
+    "fraud": ("evalcore.fraud:METRIC_SPECS", None),
+    "embedding": ("evalcore.embeddings.specs:METRIC_SPECS", None),
 }
 
 

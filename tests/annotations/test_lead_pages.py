@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -105,6 +107,30 @@ class TestCreateAndSettings:
         assert response.status_code == 200
         assert "The scale needs at least two grades." in page
         assert "The gold share needs" in page
+
+    def test_it_links_the_project_to_one_of_the_leads_teams(
+        self, lead_client: Client, project: Project, lena: User, theo: User
+    ) -> None:
+        from evalplatform.teams import team_create
+
+        mine = team_create(slug="search", name="Search", creator=lena)
+        theirs = team_create(slug="fraud", name="Fraud", creator=theo)
+        form = lead_client.get(f"/projects/{project.slug}/settings/").context["form"]
+        assert list(form.fields["team"].queryset) == [mine]
+        settings = {
+            name: getattr(project, name)
+            for name in ("name", "slug", "overlap", "gold_share_min", "gold_share_max", "min_seconds_per_task",
+                         "too_fast_policy", "session_cap_minutes", "session_break_minutes", "reservation_minutes")
+        }  # fmt: skip
+        data = {**settings, "scale": json.dumps(project.scale), "guideline_examples": "[]"}
+        refused = lead_client.post(f"/projects/{project.slug}/settings/", {**data, "team": theirs.pk})
+        assert refused.status_code == 200 and "team" in refused.context["form"].errors
+        assert (
+            lead_client.post(f"/projects/{project.slug}/settings/", {**data, "team": mine.pk}).status_code
+            == 302
+        )
+        project.refresh_from_db()
+        assert project.team == mine
 
 
 @pytest.mark.django_db

@@ -104,3 +104,13 @@ class TestDemoData:
         assert User.objects.filter(username__in=["admin", "lead", "alice", "bob", "analyst"]).count() == 5
         assert User.objects.get(username="admin").is_superuser
         assert User.objects.get(username="alice").check_password("demo-alice-pass")
+
+
+@pytest.mark.django_db
+def test_it_links_the_teams_page_for_any_team_member(client: Client, lena: User) -> None:
+    from evalplatform.teams import team_create
+
+    client.force_login(lena)  # a project lead, not in the team_member group
+    assert b'href="/teams/"' not in client.get("/").content
+    team_create(slug="search", name="Search", creator=lena)
+    assert b'href="/teams/"' in client.get("/").content
