@@ -20,10 +20,9 @@ from __future__ import annotations
 import io
 import json
 import math
-import mmap
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -208,14 +207,17 @@ def _line_numbers(path: PathLike, rows: list[int], skip_header: bool) -> list[in
     return found
 
 
-def _has_comments(path: PathLike) -> bool:
-    """Does a line start with '#'? (A comment can parse as a row, so the fast path must not see it.)"""
-    with open(path, "rb") as handle:
-        if handle.read(1) == b"#":
+def _parsed_a_comment(table: pa.Table) -> bool:
+    """Did a comment line parse as a row? Its query id would start with '#'.
+
+    A comment that does not parse sends the file down the slow path anyway; checking the parsed ids
+    costs a look at each chunk's dictionary instead of a scan of the file.
+    """
+    for chunk in table.column("qid").chunks:
+        ids = chunk.dictionary if pa.types.is_dictionary(chunk.type) else chunk
+        if len(ids) and pc.any(pc.starts_with(ids, "#")).as_py():
             return True
-        handle.seek(0)
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return data.find(b"\n#") >= 0
+    return False
 
 
 # --- fast columnar parsing -------------------------------------------------------------------------
@@ -271,13 +273,14 @@ def _read_delimited(path: PathLike, cols: _Columns, fmt: Format, strict: bool) -
     delimiters = [" ", "\t"] if fmt == "trec" else ["\t"]
     if fmt == "trec" and "\t" in _first_line(path) and " " not in _first_line(path).strip():
         delimiters.reverse()  # a tab-separated TREC file parses as fast as a space-separated one
-    if not _has_comments(path):
-        for delimiter in delimiters:
-            try:
-                options = _csv_options(cols, delimiter, int(skip_header), strict)
-                return pacsv.read_csv(str(path), *options), skip_header
-            except pa.ArrowException:
-                pass
+    for delimiter in delimiters:
+        try:
+            table = pacsv.read_csv(str(path), *_csv_options(cols, delimiter, int(skip_header), strict))
+        except pa.ArrowException:
+            continue
+        if not _parsed_a_comment(table):
+            return table, skip_header
+        break
     _scan(path, cols, fmt, skip_header, strict)
     # No bad line: comments, tabs, repeated spaces, whitespace-only lines or a run's extra columns
     # threw the fast path off.
@@ -488,11 +491,12 @@ def _read_run(path: PathLike, fmt: Format | None, on_duplicate: OnDuplicate, str
         line = _line_numbers(path, [int(nan[0])], skip_header)[0]
         raise FormatError(str(path), line, "score is not a number (NaN)")
     vocab, codes = _qid_codes(table.column("qid"))
+    run_id = _last_tag(path) if fmt == "trec" else Path(path).stem
     try:
-        run = Run._from_columns(vocab, codes, as_binary_chunks(table.column("docno")), scores, on_duplicate)
+        docnos = as_binary_chunks(table.column("docno"))
+        return Run._from_columns(vocab, codes, docnos, scores, on_duplicate, run_id=run_id)
     except DuplicateRowError as exc:
         raise _duplicate_error(path, exc, skip_header) from None
-    return replace(run, run_id=_last_tag(path) if fmt == "trec" else Path(path).stem)
 
 
 def _last_tag(path: PathLike) -> str | None:

@@ -9,9 +9,9 @@ Document ids are compared through 64-bit keys (see `evalcore.retrieval.keys`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import ClassVar, Generic, Literal, Self, TypeVar
+from typing import Any, ClassVar, Generic, Literal, Self, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -119,11 +119,16 @@ class _Rows(Generic[V]):
         chunks: pa.ChunkedArray,
         values: np.ndarray,
         on_duplicate: OnDuplicate,
+        **fields: Any,
     ) -> Self:
-        """From validated columns: sorted query ids that every code uses, Arrow binary ids."""
-        rows = cls(vocab, codes, chunks, **{cls._value_field: values})
+        """From validated columns: sorted query ids that every code uses, Arrow binary ids.
+
+        `fields` sets the subclass's other fields (a run's id) here rather than on a copy, which
+        would lose the document keys the duplicate check has just computed.
+        """
+        rows = cls(vocab, codes, chunks, **{cls._value_field: values}, **fields)
         keep = rows._check_duplicates(on_duplicate)
-        return rows if keep is None else rows.take(keep)
+        return rows if keep is None else replace(rows.take(keep), **fields)
 
     @classmethod
     def from_dict(cls, mapping: Mapping[str, Mapping[str, V]]) -> Self:

@@ -111,15 +111,15 @@ class GroupedLayout:
 class KeyedLayout:
     """Rows in any order, placed through sorted 64-bit (query, score) keys."""
 
-    keys: np.ndarray  # per row: query code << 32 | the score's rank among floats, descending
+    keys: np.ndarray  # per row, int64: query code << 32 | the score's place among floats, descending
     sorted_keys: np.ndarray
     query_start: np.ndarray  # position of the first row of each query code in trec_eval's order
     counts: np.ndarray
 
     @classmethod
     def of(cls, codes: np.ndarray, scores: np.ndarray, num_queries: int) -> KeyedLayout:
-        keys = codes.astype(np.uint64) << _U64(32)
-        keys |= _descending_bits(scores)
+        keys = _descending_bits(scores)
+        keys += codes.astype(np.int64) << np.int64(32)
         counts, start = _counts(codes, num_queries)
         return cls(keys, np.sort(keys), start, counts)
 
@@ -142,8 +142,8 @@ class KeyedLayout:
         bits = int(np.clip(np.ceil(np.log2(max(len(group_keys), 1) * 32)), 12, 23))
         shift = _U64(64 - bits)
         bitmap = np.zeros(1 << bits, dtype=bool)
-        bitmap[(group_keys * _SPREAD) >> shift] = True
-        candidates = np.flatnonzero(bitmap[(self.keys * _SPREAD) >> shift])
+        bitmap[(group_keys.view(np.uint64) * _SPREAD) >> shift] = True
+        candidates = np.flatnonzero(bitmap[(self.keys.view(np.uint64) * _SPREAD) >> shift])
         # In key order the candidates come out group by group, and the search walks forward.
         candidates = candidates[np.argsort(self.keys[candidates])]
         key = self.keys[candidates]
@@ -153,13 +153,14 @@ class KeyedLayout:
 
 
 def _descending_bits(scores: np.ndarray) -> np.ndarray:
-    """Per float32 score, a uint32 that sorts ascending as the scores sort descending.
+    """Per float32 score, an int64 in [0, 2^32) that sorts ascending as the scores sort descending.
 
-    The IEEE bits of a non-negative float sort as the float does; a negative float's bits sort in
-    reverse. Flipping the sign bit of the former and every bit of the latter gives ascending order,
-    and inverting that gives descending. -0.0 becomes +0.0 first, since the two compare equal.
+    Read as an int32, a float's bits sort as the float does when it is non-negative and in reverse
+    when negative; flipping the 31 low bits of the negative ones makes the int32 order the float
+    order, and subtracting from 2^31 - 1 reverses it. -0.0 becomes +0.0 first, since they are equal.
     """
-    bits = (scores + np.float32(0.0)).view(np.uint32)
-    negative = (bits >> np.uint32(31)).astype(bool)
-    ascending = np.where(negative, ~bits, bits | np.uint32(0x80000000))
-    return (~ascending).astype(np.uint64)
+    bits = (scores + np.float32(0.0)).view(np.int32)
+    bits ^= (bits >> np.int32(31)) & np.int32(0x7FFFFFFF)
+    out = bits.astype(np.int64)
+    np.subtract(np.int64(0x7FFFFFFF), out, out=out)
+    return out
