@@ -16,6 +16,16 @@ VmHWM (its own high-water mark; ru_maxrss would include the parent's memory at f
 
 Times are the median over `--repeat` runs (runs alternate between tools); peak RSS is the largest.
 The script also checks that our aggregates equal pytrec_eval's.
+
+Then whole processes, as a user types them, on the run as written (sorted by score) and on the same
+run in random row order: the command
+
+    python manage.py eval_retrieval --qrels Q --run R -m map -m ndcg_cut_10 -m P_10 -m recall_100 \
+        -m recip_rank -m Rprec --json
+
+(run without SECRET_KEY or DEBUG) against a Python script doing `pytrec_eval.parse_qrel`, `parse_run`
+and `RelevanceEvaluator(...).evaluate` on the same files. Each is timed from start to exit,
+interpreter start and imports included, its peak RSS and CPU time are its own (GNU `time`).
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -64,9 +75,11 @@ def _text(values: np.ndarray) -> pa.Array:
     return pc.cast(pa.array(values), pa.string())
 
 
-def generate(directory: Path, queries: int, depth: int, judged: int, seed: int) -> tuple[Path, Path]:
+def generate(directory: Path, queries: int, depth: int, judged: int, seed: int) -> tuple[Path, Path, Path]:
     """A run like a BM25 system's: docs drawn from a 2M-document corpus, scores rounded to 0.1 so that
-    ties are common, rows sorted by score but ties in arbitrary (ascending id) order."""
+    ties are common, rows sorted by score but ties in arbitrary (ascending id) order. The same run is
+    also written in random row order (`run_unsorted.txt`), as a script that collects results in a
+    dictionary or from parallel workers may write it. Returns (qrels, run, unsorted run)."""
     import numpy as np
     import pyarrow.compute as pc
 
@@ -78,18 +91,26 @@ def generate(directory: Path, queries: int, depth: int, judged: int, seed: int) 
     scores = -np.sort(-np.round(rng.random((queries, depth)) * 50, 1), axis=1)
     qids = np.arange(1, queries + 1)
 
-    run_path = directory / "run.txt"
-    _write_lines(
-        run_path,
-        [
-            _text(np.repeat(qids, depth)),
-            "Q0",
-            pc.binary_join_element_wise("D", _text(docs.ravel()), ""),
-            _text(np.tile(np.arange(1, depth + 1), queries)),
-            _text(scores.ravel()),
-            "bench",
-        ],
-    )
+    run_path, unsorted_path = directory / "run.txt", directory / "run_unsorted.txt"
+    columns = [
+        np.repeat(qids, depth),
+        docs.ravel(),
+        np.tile(np.arange(1, depth + 1), queries),
+        scores.ravel(),
+    ]
+    for path, order in ((run_path, None), (unsorted_path, rng.permutation(queries * depth))):
+        qid, doc, rank, score = (c if order is None else c[order] for c in columns)
+        _write_lines(
+            path,
+            [
+                _text(qid),
+                "Q0",
+                pc.binary_join_element_wise("D", _text(doc), ""),
+                _text(rank),
+                _text(score),
+                "bench",
+            ],
+        )
 
     # Judged: about 70% from the retrieved list (mostly near the top), the rest never retrieved.
     retrieved = min(depth, max(1, round(judged * 0.7)))
@@ -109,7 +130,7 @@ def generate(directory: Path, queries: int, depth: int, judged: int, seed: int) 
             _text(grades.ravel()),
         ],
     )
-    return qrels_path, run_path
+    return qrels_path, run_path, unsorted_path
 
 
 # --- the measured work, one tool per child process -------------------------------------------------
@@ -207,6 +228,96 @@ def _run_child(tool: str, qrels_path: Path, run_path: Path) -> dict[str, object]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+# --- whole processes: the command a user types against a pytrec_eval script -------------------------
+
+#: The measures of the whole-process comparison.
+COMMAND_MEASURES = ["map", "ndcg_cut_10", "P_10", "recall_100", "recip_rank", "Rprec"]
+
+PYTREC_SCRIPT = """
+import json, sys
+import pytrec_eval
+with open(sys.argv[1]) as handle:
+    qrels = pytrec_eval.parse_qrel(handle)
+with open(sys.argv[2]) as handle:
+    run = pytrec_eval.parse_run(handle)
+per_query = pytrec_eval.RelevanceEvaluator(qrels, set(sys.argv[3:])).evaluate(run)
+keys = next(iter(per_query.values())).keys()
+values = {k: [v[k] for v in per_query.values()] for k in keys}
+print(json.dumps({k: pytrec_eval.compute_aggregated_measure(k, v) for k, v in values.items()}))
+"""
+
+
+#: GNU time, to read a command's own peak RSS and CPU time.
+GNU_TIME = shutil.which("time", path="/usr/bin:/bin") or ""
+
+
+def _command(tool: str, qrels_path: Path, run_path: Path) -> list[str]:
+    if tool == "evalplatform":
+        measures = [arg for m in COMMAND_MEASURES for arg in ("-m", m)]
+        return [sys.executable, "manage.py", "eval_retrieval", "--qrels", str(qrels_path), "--run",
+                str(run_path), *measures, "--json"]  # fmt: skip
+    return [sys.executable, "-c", PYTREC_SCRIPT, str(qrels_path), str(run_path), *COMMAND_MEASURES]
+
+
+def _time_process(command: list[str]) -> dict[str, object]:
+    """Wall time from start to exit, CPU time and peak RSS of the command; its stdout parsed as JSON.
+
+    The child's own ru_maxrss would include this process's memory at fork, so GNU time (itself small)
+    starts the command and reports its peak RSS and CPU time.
+    """
+    root = Path(__file__).resolve().parent.parent
+    # What the command needs, and nothing of the project's settings.
+    env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DEBUG", "DJANGO_SETTINGS_MODULE")}
+    with tempfile.NamedTemporaryFile("r") as measured, tempfile.TemporaryFile() as errors:
+        timed = [GNU_TIME, "-f", "%M %U %S", "-o", measured.name, *command] if GNU_TIME else command
+        started = time.perf_counter()
+        process = subprocess.Popen(timed, stdout=subprocess.PIPE, stderr=errors, cwd=root, env=env)
+        output, _ = process.communicate()
+        wall = time.perf_counter() - started
+        if process.returncode:
+            errors.seek(0)
+            raise RuntimeError(f"{command[:3]} failed: {errors.read().decode()}")
+        fields = measured.read().split()[-3:] if GNU_TIME else []
+    result = json.loads(output)
+    return {
+        "wall_s": wall,
+        "cpu_s": float(fields[1]) + float(fields[2]) if fields else float("nan"),
+        "peak_rss_mb": int(fields[0]) / 1024 if fields else float("nan"),
+        "aggregate": result.get("aggregate", result),
+    }
+
+
+def whole_processes(qrels_path: Path, runs: dict[str, Path], repeat: int) -> dict[str, object]:
+    """Per run order (sorted, unsorted): each tool's median wall time, range, peak RSS and the ratio."""
+    out: dict[str, object] = {}
+    for case, run_path in runs.items():
+        timings: dict[str, list[dict[str, object]]] = {"evalplatform": [], "pytrec_eval": []}
+        for _ in range(repeat):
+            for tool in timings:  # alternate, so that a busy spell hits both
+                timings[tool].append(_time_process(_command(tool, qrels_path, run_path)))
+        rows = {
+            tool: {
+                "wall_s": statistics.median(float(r["wall_s"]) for r in results),  # type: ignore[arg-type]
+                "wall_s_all": [round(float(r["wall_s"]), 3) for r in results],  # type: ignore[arg-type]
+                "cpu_s": statistics.median(float(r["cpu_s"]) for r in results),  # type: ignore[arg-type]
+                "peak_rss_mb": max(float(r["peak_rss_mb"]) for r in results),  # type: ignore[arg-type]
+            }
+            for tool, results in timings.items()
+        }
+        diff, key = _max_difference(
+            timings["evalplatform"][0]["aggregate"],  # type: ignore[arg-type]
+            timings["pytrec_eval"][0]["aggregate"],  # type: ignore[arg-type]
+        )
+        out[case] = {
+            "tools": rows,
+            "ratio": float(rows["pytrec_eval"]["wall_s"]) / float(rows["evalplatform"]["wall_s"]),  # type: ignore[arg-type]
+            "cpu_ratio": float(rows["pytrec_eval"]["cpu_s"]) / float(rows["evalplatform"]["cpu_s"]),  # type: ignore[arg-type]
+            "max_abs_difference_vs_pytrec_eval": diff,
+            "at": key,
+        }
+    return out
+
+
 # --- the report ------------------------------------------------------------------------------------
 
 
@@ -230,19 +341,32 @@ def _max_difference(ours: dict[str, float], reference: dict[str, float]) -> tupl
 
 
 def benchmark(args: argparse.Namespace) -> dict[str, object]:
-    tools = [t for t in TOOLS if _available(t)]
+    tools = [t for t in TOOLS if _available(t)] if not args.whole_process_only else []
     with tempfile.TemporaryDirectory(prefix="bench-retrieval-") as tmp:
         started = time.perf_counter()
-        qrels_path, run_path = generate(Path(tmp), args.queries, args.depth, args.judged, args.seed)
+        qrels_path, run_path, unsorted_path = generate(
+            Path(tmp), args.queries, args.depth, args.judged, args.seed
+        )
         generated = time.perf_counter() - started
         runs: dict[str, list[dict[str, object]]] = {t: [] for t in tools}
         for _ in range(args.repeat):
             for tool in tools:
                 runs[tool].append(_run_child(tool, qrels_path, run_path))
+        processes = whole_processes(qrels_path, {"sorted": run_path, "unsorted": unsorted_path}, args.repeat)
         with open(run_path, "rb") as handle:
             lines = sum(1 for _ in handle)
         with open(qrels_path, "rb") as handle:
             qrels_lines = sum(1 for _ in handle)
+    data = {
+        "queries": args.queries,
+        "depth": args.depth,
+        "judged": args.judged,
+        "run_lines": lines,
+        "qrels_lines": qrels_lines,
+        "generate_s": round(generated, 2),
+    }
+    if not tools:
+        return {"data": data, "repeat": args.repeat, "whole_process": processes}
     summary: dict[str, dict[str, object]] = {}
     for tool, results in runs.items():
         summary[tool] = {
@@ -264,19 +388,33 @@ def benchmark(args: argparse.Namespace) -> dict[str, object]:
         )
         check = {"max_abs_difference_vs_pytrec_eval": diff, "at": key, "equal_to_1e-9": diff <= 1e-9}
     return {
-        "data": {
-            "queries": args.queries,
-            "depth": args.depth,
-            "judged": args.judged,
-            "run_lines": lines,
-            "qrels_lines": qrels_lines,
-            "generate_s": round(generated, 2),
-        },
+        "data": data,
         "repeat": args.repeat,
         "tools": summary,
         "check": check,
         "aggregate": runs["evalplatform"][0]["aggregate"],
+        "whole_process": processes,
     }
+
+
+def _print_whole_processes(report: dict[str, object]) -> None:
+    print()
+    print("whole processes: manage.py eval_retrieval ... --json against a pytrec_eval script")
+    print(
+        f"{'run rows':<10}{'tool':<14}{'wall s':>9}{'range s':>13}{'CPU s':>9}{'peak RSS MB':>13}"
+        "  pytrec_eval / ours (wall, CPU)"
+    )
+    for case, result in report["whole_process"].items():  # type: ignore[attr-defined]
+        for tool, row in result["tools"].items():
+            spread = f"{min(row['wall_s_all']):.2f}-{max(row['wall_s_all']):.2f}"
+            ratio = f"{result['ratio']:.1f}x, {result['cpu_ratio']:.1f}x" if tool == "pytrec_eval" else ""
+            print(
+                f"{case:<10}{tool:<14}{row['wall_s']:>9.2f}{spread:>13}{row['cpu_s']:>9.2f}"
+                f"{row['peak_rss_mb']:>13.0f}  {ratio}"
+            )
+        print(
+            f"{'':<10}aggregates vs pytrec_eval: max |diff| = {result['max_abs_difference_vs_pytrec_eval']:.2e}"
+        )
 
 
 def _print(report: dict[str, object]) -> None:
@@ -285,6 +423,9 @@ def _print(report: dict[str, object]) -> None:
         f"run: {data['run_lines']:,} lines, qrels: {data['qrels_lines']:,} lines "  # type: ignore[index]
         f"(generated in {data['generate_s']} s); median of {report['repeat']} runs per tool"  # type: ignore[index]
     )
+    if "tools" not in report:
+        _print_whole_processes(report)
+        return
     print(f"{'tool':<14}{'wall s':>9}{'peak RSS MB':>13}{'time x ours':>13}{'RSS x ours':>12}  notes")
     for tool, row in report["tools"].items():  # type: ignore[attr-defined]
         notes = (
@@ -300,6 +441,7 @@ def _print(report: dict[str, object]) -> None:
             f"aggregates vs pytrec_eval: max |diff| = {check['max_abs_difference_vs_pytrec_eval']:.2e}"  # type: ignore[index]
             f" ({check['at'] or '-'}), equal to 1e-9: {check['equal_to_1e-9']}"  # type: ignore[index]
         )
+    _print_whole_processes(report)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -312,6 +454,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--whole-process-only", action="store_true", help="only the command against the pytrec_eval script"
+    )
     parser.add_argument("--child", nargs=3, metavar=("TOOL", "QRELS", "RUN"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
