@@ -11,6 +11,9 @@ STANDALONE_COMMANDS = {
     "eval_retrieval": "monitoring.management.commands.eval_retrieval",
     "compare_runs": "monitoring.management.commands.compare_runs",
     "eval_agreement": "annotations.management.commands.eval_agreement",
+    "eval_recsys": "monitoring.management.commands.eval_recsys",
+    "eval_fraud": "monitoring.management.commands.eval_fraud",
+    "eval_embeddings": "monitoring.management.commands.eval_embeddings",
 }
 
 
