@@ -13,7 +13,13 @@ from monitoring.models import (
     ComparisonSummary,
     Evaluation,
     EvaluationResult,
+    FraudScoreEvaluation,
+    FraudScoreResult,
+    FraudScoreSet,
     QrelsSource,
+    RecommendationEvaluation,
+    RecommendationResult,
+    RecommendationSet,
     Run,
 )
 
@@ -75,3 +81,61 @@ class ComparisonSummaryAdmin(ReadOnlyAdmin):
 class ComparisonPairAdmin(ReadOnlyAdmin):
     list_display = ["comparison", "measure", "run_a", "run_b", "diff", "p_adjusted", "significant"]
     raw_id_fields = ["comparison", "run_a", "run_b"]
+
+
+# --- recommendation sets and fraud score sets ---------------------------------------------------------
+
+
+@admin.register(RecommendationSet)
+class RecommendationSetAdmin(ReadOnlyAdmin):
+    list_display = ["name", "team", "num_users", "num_items", "depth", "uploaded_by", "created_at"]
+    list_filter = ["team"]
+    search_fields = ["name"]
+    list_select_related = ["team", "uploaded_by"]
+
+
+@admin.register(FraudScoreSet)
+class FraudScoreSetAdmin(ReadOnlyAdmin):
+    list_display = ["name", "team", "original_name", "num_rows", "num_frauds", "uploaded_by", "created_at"]
+    list_filter = ["team"]
+    search_fields = ["name", "original_name"]
+    list_select_related = ["team", "uploaded_by"]
+
+
+@admin.register(RecommendationEvaluation)
+class RecommendationEvaluationAdmin(ReadOnlyAdmin):
+    list_display = [
+        "pk",
+        "team",
+        "recommendation_set",
+        "k",
+        "status",
+        "attempts",
+        "created_at",
+        "finished_at",
+    ]
+    list_filter = ["status", "team"]
+    list_select_related = ["team", "recommendation_set"]
+    exclude = ["curves"]
+
+
+@admin.register(FraudScoreEvaluation)
+class FraudScoreEvaluationAdmin(ReadOnlyAdmin):
+    list_display = ["pk", "team", "score_set", "target_fpr", "threshold", "status", "attempts", "created_at"]
+    list_filter = ["status", "team"]
+    list_select_related = ["team", "score_set"]
+    exclude = ["curves"]
+
+
+@admin.register(RecommendationResult)
+class RecommendationResultAdmin(ReadOnlyAdmin):
+    list_display = ["evaluation", "metric", "value"]
+    search_fields = ["metric"]
+    raw_id_fields = ["evaluation"]
+
+
+@admin.register(FraudScoreResult)
+class FraudScoreResultAdmin(ReadOnlyAdmin):
+    list_display = ["evaluation", "metric", "value"]
+    search_fields = ["metric"]
+    raw_id_fields = ["evaluation"]

@@ -30,11 +30,21 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from annotations.models import Document, Project, QrelsBuild
+from evalcore.fraud import FraudOptions
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team
 from evalplatform.teams import Role, team_member_set
-from monitoring import evaluations, uploads
-from monitoring.models import Comparison, Evaluation, QrelsSource, Run
+from monitoring import evaluations, recsys_fraud, uploads
+from monitoring.models import (
+    Comparison,
+    Evaluation,
+    FraudScoreEvaluation,
+    FraudScoreSet,
+    QrelsSource,
+    RecommendationEvaluation,
+    RecommendationSet,
+    Run,
+)
 
 DEMO_TEAM_SLUG = "search"
 DEMO_TEAM_NAME = "Search team"
@@ -357,3 +367,153 @@ def demo_team_summary(demo: DemoSearchTeam) -> dict[str, object]:
             else [],
         },
     }
+
+
+# --- the recommendation set and the fraud score set ---------------------------------------------------
+
+RECSYS_SET_NAME = "popular-top20"
+RECSYS_SEED = 2024
+RECSYS_ITEMS = 1_500
+RECSYS_USERS = 600
+RECSYS_DEPTH = 20
+HISTORY_PER_USER = 15
+HELD_OUT_PER_USER = 5
+#: How steeply popularity falls with an item's rank (a Zipf exponent).
+POPULARITY_EXPONENT = 1.1
+RECSYS_CATEGORIES = (
+    "books", "music", "films", "games", "kitchen", "garden", "toys", "sport", "travel", "beauty",
+    "health", "office", "pets", "tools", "fashion",
+)  # fmt: skip
+
+FRAUD_SET_NAME = "card-model-v3"
+FRAUD_SEED = 404
+FRAUD_TRANSACTIONS = 20_000
+FRAUD_ACCOUNTS = 1_000
+FRAUD_COMPROMISED = 40
+FRAUD_DAYS = 30
+FRAUD_START = np.datetime64("2026-01-01T00:00:00", "s")
+#: The demo's fraud evaluation: 1% FPR, an investigation costs 5, a missed fraud its amount, 200 alerts.
+FRAUD_OPTIONS = FraudOptions(target_fpr=0.01, fp_cost=5.0, fn_cost=1.0, budget=200)
+
+
+def _gumbel_top(rng: np.random.Generator, log_weights: np.ndarray, k: int) -> np.ndarray:
+    """k distinct columns per row, drawn without replacement with probabilities proportional to
+    exp(log_weights) (the Gumbel-top-k trick), in the order drawn."""
+    keys = log_weights + rng.gumbel(size=log_weights.shape)
+    top = np.argpartition(-keys, k - 1, axis=1)[:, :k]
+    order = np.argsort(-np.take_along_axis(keys, top, axis=1), axis=1)
+    return np.take_along_axis(top, order, axis=1)
+
+
+def _csv(header: str, rows: Sequence[Sequence[object]]) -> str:
+    return header + "\n" + "".join(",".join(map(str, row)) + "\n" for row in rows)
+
+
+def demo_recsys_texts(*, seed: int = RECSYS_SEED) -> dict[str, str]:
+    """The demo recommendation set's four files as CSV text: recs, interactions, items, history."""
+    rng = np.random.default_rng(seed)
+    item_ids = [f"item{i:04d}" for i in range(RECSYS_ITEMS)]
+    category = rng.integers(0, len(RECSYS_CATEGORIES), RECSYS_ITEMS)
+    log_popularity = -POPULARITY_EXPONENT * np.log1p(np.arange(RECSYS_ITEMS))
+    fond = np.zeros((RECSYS_USERS, len(RECSYS_CATEGORIES)), dtype=bool)
+    fond[np.arange(RECSYS_USERS)[:, None], rng.integers(0, len(RECSYS_CATEGORIES), (RECSYS_USERS, 2))] = True
+    taste = fond[:, category]  # users x items: the item is in one of the user's categories
+    seen = _gumbel_top(rng, log_popularity + np.log(3.0) * taste, HISTORY_PER_USER + HELD_OUT_PER_USER)
+    history, held_out = seen[:, :HISTORY_PER_USER], seen[:, HISTORY_PER_USER:]
+    scores = log_popularity + taste + rng.normal(0.0, 1.0, taste.shape)
+    np.put_along_axis(scores, history, -np.inf, axis=1)  # never recommend what the user has seen
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :RECSYS_DEPTH]
+    users = [f"user{u:04d}" for u in range(RECSYS_USERS)]
+
+    def pairs(matrix: np.ndarray) -> list[tuple[str, str]]:
+        return [(users[u], item_ids[i]) for u in range(matrix.shape[0]) for i in matrix[u]]
+
+    return {
+        "recs": _csv("user,item,rank", [
+            (users[u], item_ids[i], rank) for u in range(RECSYS_USERS) for rank, i in enumerate(top[u], 1)
+        ]),
+        "interactions": _csv("user,item", pairs(held_out)),
+        "items": _csv("item,category", [(item_ids[i], RECSYS_CATEGORIES[c]) for i, c in enumerate(category)]),
+        "history": _csv("user,item", pairs(history)),
+    }  # fmt: skip
+
+
+def demo_fraud_text(*, seed: int = FRAUD_SEED) -> str:
+    """The demo fraud score set as CSV text: id,score,label,amount,entity,timestamp."""
+    rng = np.random.default_rng(seed)
+    n = FRAUD_TRANSACTIONS
+    account = rng.integers(0, FRAUD_ACCOUNTS, n)
+    seconds = np.sort(rng.integers(0, FRAUD_DAYS * 86_400, n))
+    amount = np.round(rng.lognormal(3.5, 1.0, n), 2)
+    compromised = rng.choice(FRAUD_ACCOUNTS, FRAUD_COMPROMISED, replace=False)
+    onset = np.full(FRAUD_ACCOUNTS, np.inf)
+    onset[compromised] = rng.uniform(2, FRAUD_DAYS - 3, FRAUD_COMPROMISED) * 86_400
+    # After the takeover, the fraudster uses the card often: move some transactions onto those accounts.
+    moved = rng.random(n) < 0.008
+    account[moved] = rng.choice(compromised, int(moved.sum()))
+    label = (seconds >= onset[account]) & (rng.random(n) < 0.85)
+    amount[label] = np.round(amount[label] * rng.uniform(1.5, 4.0, int(label.sum())), 2)
+    logit = -4.0 + 2.6 * label + 0.35 * np.log(amount) + rng.normal(0.0, 1.3, n)
+    score = np.round(1.0 / (1.0 + np.exp(-logit)), 6)
+    stamps = (FRAUD_START + seconds.astype("timedelta64[s]")).astype(str)
+    rows = [
+        (
+            f"t{i:06d}",
+            f"{score[i]:.6f}",
+            int(label[i]),
+            f"{amount[i]:.2f}",
+            f"acct{account[i]:04d}",
+            f"{stamps[i]}Z",
+        )
+        for i in range(n)
+    ]
+    return _csv("id,score,label,amount,entity,timestamp", rows)
+
+
+def _named_file(name: str, text: str) -> io.BytesIO:
+    handle = io.BytesIO(text.encode())
+    handle.name = name
+    return handle
+
+
+def demo_recsys_fraud_load(
+    *, team: Team, uploaded_by: AbstractBaseUser
+) -> tuple[RecommendationEvaluation, FraudScoreEvaluation]:
+    """The team's demo recommendation set and fraud score set (found by name, else generated and
+    uploaded), each evaluated in this process with the demo's options (found, else computed)."""
+    recommendations = RecommendationSet.objects.filter(team=team, name=RECSYS_SET_NAME).first()
+    if recommendations is None:
+        texts = demo_recsys_texts()
+        recommendations = recsys_fraud.recommendation_set_upload(
+            team=team, name=RECSYS_SET_NAME, uploaded_by=uploaded_by,
+            description=(
+                f"A popularity-biased recommender's top {RECSYS_DEPTH} for {RECSYS_USERS} users over a catalog "
+                f"of {RECSYS_ITEMS} items in {len(RECSYS_CATEGORIES)} categories, generated by the demo loader "
+                f"(popularity falls off as a power law; {HELD_OUT_PER_USER} held-out interactions per user)."
+            ),
+            **{role: _named_file(f"{role}.csv", text) for role, text in texts.items()},
+        )  # fmt: skip
+    scores = FraudScoreSet.objects.filter(team=team, name=FRAUD_SET_NAME).first()
+    if scores is None:
+        scores = recsys_fraud.fraud_score_set_upload(
+            team=team, name=FRAUD_SET_NAME, uploaded_by=uploaded_by,
+            scores=_named_file("card-scores.csv", demo_fraud_text()),
+            description=(
+                f"A noisy card-fraud model's scores for {FRAUD_TRANSACTIONS:,} transactions of "
+                f"{FRAUD_ACCOUNTS:,} accounts over {FRAUD_DAYS} days, {FRAUD_COMPROMISED} of them taken over; "
+                "generated by the demo loader."
+            ),
+        )  # fmt: skip
+    recsys_evaluation = recsys_fraud.recommendation_evaluation_create(
+        recommendation_set=recommendations, created_by=uploaded_by, enqueue=False
+    )
+    if not recsys_evaluation.is_finished:
+        recsys_fraud.recommendation_evaluation_run(evaluation_id=recsys_evaluation.pk)
+        recsys_evaluation.refresh_from_db()
+    fraud_evaluation = recsys_fraud.fraud_evaluation_create(
+        score_set=scores, options=FRAUD_OPTIONS, created_by=uploaded_by, enqueue=False
+    )
+    if not fraud_evaluation.is_finished:
+        recsys_fraud.fraud_evaluation_run(evaluation_id=fraud_evaluation.pk)
+        fraud_evaluation.refresh_from_db()
+    return recsys_evaluation, fraud_evaluation

@@ -6,7 +6,7 @@ from __future__ import annotations
 from celery import Task, shared_task
 
 from evalplatform.jobs import JOB_TASK_OPTIONS, job_task_result
-from monitoring import evaluations
+from monitoring import evaluations, recsys_fraud
 
 
 @shared_task(
@@ -27,3 +27,23 @@ def evaluation_run(self: Task, evaluation_id: int) -> str:
 )
 def comparison_run(self: Task, comparison_id: int) -> str:
     return job_task_result(self, evaluations.comparison_run(comparison_id=comparison_id))
+
+
+@shared_task(
+    name="monitoring.tasks.recommendation_evaluation_run",
+    time_limit=recsys_fraud.TIME_LIMIT,
+    soft_time_limit=recsys_fraud.TIME_LIMIT - 60,
+    **JOB_TASK_OPTIONS,
+)
+def recommendation_evaluation_run(self: Task, evaluation_id: int) -> str:
+    return job_task_result(self, recsys_fraud.recommendation_evaluation_run(evaluation_id=evaluation_id))
+
+
+@shared_task(
+    name="monitoring.tasks.fraud_evaluation_run",
+    time_limit=recsys_fraud.TIME_LIMIT,
+    soft_time_limit=recsys_fraud.TIME_LIMIT - 60,
+    **JOB_TASK_OPTIONS,
+)
+def fraud_evaluation_run(self: Task, evaluation_id: int) -> str:
+    return job_task_result(self, recsys_fraud.fraud_evaluation_run(evaluation_id=evaluation_id))

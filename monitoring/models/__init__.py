@@ -1,5 +1,6 @@
 """Models of the monitoring app: what teams upload (`runs`), and the evaluation and comparison jobs with
-their results (`evaluations`). Monitors and alerts come next."""
+their results (`evaluations`); recommendation sets and fraud score sets with their evaluations and results
+(`recsys_fraud`). Monitors and alerts come next."""
 
 from monitoring.models.evaluations import (
     DEFAULT_MEASURES,
@@ -10,16 +11,36 @@ from monitoring.models.evaluations import (
     EvaluationResult,
     options_key,
 )
+from monitoring.models.recsys_fraud import (
+    RECSYS_FILE_ROLES,
+    FraudScoreEvaluation,
+    FraudScoreResult,
+    FraudScoreSet,
+    RecommendationEvaluation,
+    RecommendationResult,
+    RecommendationSet,
+    RecsysOptions,
+    options_key_of,
+)
 from monitoring.models.runs import QrelsSource, Run
 
 __all__ = [
     "DEFAULT_MEASURES",
+    "RECSYS_FILE_ROLES",
     "Comparison",
     "ComparisonPair",
     "ComparisonSummary",
     "Evaluation",
     "EvaluationResult",
+    "FraudScoreEvaluation",
+    "FraudScoreResult",
+    "FraudScoreSet",
     "QrelsSource",
+    "RecommendationEvaluation",
+    "RecommendationResult",
+    "RecommendationSet",
+    "RecsysOptions",
     "Run",
     "options_key",
+    "options_key_of",
 ]
