@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from monitoring.api import comparisons, evaluations, files, metrics, teams
+from monitoring.api import comparisons, evaluations, files, metrics, recsys_fraud, teams
 
 app_name = "monitoring-api"
 
@@ -25,6 +25,61 @@ urlpatterns = [
     ),
     path("teams/<slug:team>/comparisons/", comparisons.comparison_list, name="comparisons"),
     path("teams/<slug:team>/comparisons/<int:pk>/", comparisons.comparison_detail, name="comparison"),
+    # Recommendation sets and fraud score sets (`monitoring.api.recsys_fraud`).
+    path(
+        "teams/<slug:team>/recommendation-sets/",
+        recsys_fraud.recommendation_set_list,
+        name="recommendation-sets",
+    ),
+    path(
+        "teams/<slug:team>/recommendation-sets/<int:pk>/",
+        recsys_fraud.recommendation_set_detail,
+        name="recommendation-set",
+    ),
+    path(
+        "teams/<slug:team>/recommendation-sets/<int:pk>/files/<str:role>/",
+        recsys_fraud.recommendation_set_file,
+        name="recommendation-set-file",
+    ),
+    path(
+        "teams/<slug:team>/recommendation-evaluations/",
+        recsys_fraud.recommendation_evaluation_list,
+        name="recommendation-evaluations",
+    ),
+    path(
+        "teams/<slug:team>/recommendation-evaluations/<int:pk>/",
+        recsys_fraud.recommendation_evaluation_detail,
+        name="recommendation-evaluation",
+    ),
+    path(
+        "teams/<slug:team>/recommendation-evaluations/<int:pk>/curves/",
+        recsys_fraud.recommendation_evaluation_curves,
+        name="recommendation-evaluation-curves",
+    ),
+    path("teams/<slug:team>/fraud-score-sets/", recsys_fraud.fraud_score_set_list, name="fraud-score-sets"),
+    path(
+        "teams/<slug:team>/fraud-score-sets/<int:pk>/",
+        recsys_fraud.fraud_score_set_detail,
+        name="fraud-score-set",
+    ),
+    path(
+        "teams/<slug:team>/fraud-score-sets/<int:pk>/download/",
+        recsys_fraud.fraud_score_set_download,
+        name="fraud-score-set-download",
+    ),
+    path(
+        "teams/<slug:team>/fraud-evaluations/", recsys_fraud.fraud_evaluation_list, name="fraud-evaluations"
+    ),
+    path(
+        "teams/<slug:team>/fraud-evaluations/<int:pk>/",
+        recsys_fraud.fraud_evaluation_detail,
+        name="fraud-evaluation",
+    ),
+    path(
+        "teams/<slug:team>/fraud-evaluations/<int:pk>/curves/",
+        recsys_fraud.fraud_evaluation_curves,
+        name="fraud-evaluation-curves",
+    ),
     path("metrics/", metrics.metric_list, name="metrics"),
     path("metrics/<str:name>/", metrics.metric_detail, name="metric"),
 ]
