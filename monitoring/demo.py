@@ -13,8 +13,21 @@ leaderboard and the comparison are not empty on first start.
   same tokens weighted by TF-IDF (sublinear tf), reduced by a truncated SVD to `LSA_DIMENSIONS`
   dimensions with numpy, queries folded into that space, documents ranked by cosine.
 
-Everything is idempotent: a second load finds the team, the runs (by name), the evaluations (one per
-run, qrels and options) and the comparison, and changes nothing.
+The team also gets a recommendation set and a fraud score set (`demo_recsys_fraud_load`), generated
+here deterministically and evaluated in this process (the recommendations with the default options, the
+scores with `FRAUD_OPTIONS`), so their dashboards are not empty either:
+
+- **Recommendations**: a catalog of `RECSYS_ITEMS` items in `len(RECSYS_CATEGORIES)` categories whose
+  popularity falls off as a power law; `RECSYS_USERS` users, each fond of two categories, interact with
+  items drawn by popularity and taste (the first `HISTORY_PER_USER` are the history, the next
+  `HELD_OUT_PER_USER` held out); a popularity-biased recommender lists each user's top `RECSYS_DEPTH`
+  unseen items by log-popularity, taste and noise.
+- **Fraud scores**: `FRAUD_TRANSACTIONS` card transactions of `FRAUD_ACCOUNTS` accounts over 30 days with
+  log-normal amounts; `FRAUD_COMPROMISED` accounts are taken over at some moment, after which most of
+  their transactions are frauds (2% of all); a noisy model scores them.
+
+Everything is idempotent: a second load finds the team, the runs and sets (by name), the evaluations (one
+per input and options) and the comparison, and changes nothing.
 """
 
 from __future__ import annotations
@@ -235,6 +248,8 @@ class DemoSearchTeam:
     runs: list[Run] = field(default_factory=list)
     evaluations: list[Evaluation] = field(default_factory=list)
     comparison: Comparison | None = None
+    recommendation_evaluation: RecommendationEvaluation | None = None
+    fraud_evaluation: FraudScoreEvaluation | None = None
 
 
 def demo_search_team_load() -> DemoSearchTeam | None:
@@ -257,6 +272,9 @@ def demo_search_team_load() -> DemoSearchTeam | None:
             evaluation.refresh_from_db()
         demo.evaluations.append(evaluation)
     demo.comparison = _demo_comparison(qrels=qrels, runs=demo.runs, created_by=analyst)
+    demo.recommendation_evaluation, demo.fraud_evaluation = demo_recsys_fraud_load(
+        team=team, uploaded_by=analyst
+    )
     return demo
 
 
@@ -366,6 +384,20 @@ def demo_team_summary(demo: DemoSearchTeam) -> dict[str, object]:
             if demo.comparison
             else [],
         },
+        "recommendation": _evaluation_summary(demo.recommendation_evaluation),
+        "fraud": _evaluation_summary(demo.fraud_evaluation),
+    }
+
+
+def _evaluation_summary(
+    evaluation: RecommendationEvaluation | FraudScoreEvaluation | None,
+) -> dict[str, object]:
+    if evaluation is None:
+        return {"status": None}
+    return {
+        "status": evaluation.status,
+        "url": evaluation.get_absolute_url(),
+        "metrics": dict(evaluation.results.order_by("position").values_list("metric", "value")),
     }
 
 

@@ -2,11 +2,13 @@
 
 from django.urls import path
 
-from monitoring.views import comparisons, jobs, leaderboard, runs, teams, uploads
+from monitoring.views import comparisons, jobs, leaderboard, recsys_fraud, runs, teams, uploads
 
 app_name = "monitoring"
 
 TEAM = "teams/<slug:team>/"
+RECSYS_EVALUATION = "recommendations/evaluations/<int:pk>/"
+FRAUD_EVALUATION = "fraud-scores/evaluations/<int:pk>/"
 
 urlpatterns = [
     path("teams/", teams.team_list, name="team-list"),
@@ -26,4 +28,37 @@ urlpatterns = [
     path(TEAM + "leaderboard/<int:pk>/", leaderboard.leaderboard, name="leaderboard"),
     path(TEAM + "leaderboard/<int:pk>/leaderboard.csv", leaderboard.leaderboard_csv, name="leaderboard-csv"),
     path(TEAM + "jobs/<str:kind>/<int:pk>.json", jobs.job_state, name="job-state"),
+    # Recommendation sets and fraud score sets (`monitoring.views.recsys_fraud`).
+    path(TEAM + "recommendations/new/", recsys_fraud.recsys_upload, name="recsys-upload"),
+    path(TEAM + "recommendations/<int:pk>/", recsys_fraud.recsys_set, name="recsys-set"),
+    path(TEAM + "recommendations/<int:pk>/evaluate/", recsys_fraud.recsys_evaluate, name="recsys-evaluate"),
+    path(TEAM + RECSYS_EVALUATION, recsys_fraud.recsys_evaluation, name="recsys-evaluation"),
+    path(
+        TEAM + RECSYS_EVALUATION + "<str:table>.csv",
+        recsys_fraud.dashboard_csv,
+        {"kind": "recommendation"},
+        name="recsys-csv",
+    ),
+    path(
+        TEAM + RECSYS_EVALUATION + "state.json",
+        recsys_fraud.job_state,
+        {"kind": "recommendation"},
+        name="recsys-job-state",
+    ),
+    path(TEAM + "fraud-scores/new/", recsys_fraud.fraud_upload, name="fraud-upload"),
+    path(TEAM + "fraud-scores/<int:pk>/", recsys_fraud.fraud_set, name="fraud-set"),
+    path(TEAM + "fraud-scores/<int:pk>/evaluate/", recsys_fraud.fraud_evaluate, name="fraud-evaluate"),
+    path(TEAM + FRAUD_EVALUATION, recsys_fraud.fraud_evaluation, name="fraud-evaluation"),
+    path(
+        TEAM + FRAUD_EVALUATION + "<str:table>.csv",
+        recsys_fraud.dashboard_csv,
+        {"kind": "fraud"},
+        name="fraud-csv",
+    ),
+    path(
+        TEAM + FRAUD_EVALUATION + "state.json",
+        recsys_fraud.job_state,
+        {"kind": "fraud"},
+        name="fraud-job-state",
+    ),
 ]
