@@ -69,7 +69,8 @@ def _chunks(upload: Any) -> Iterator[bytes]:
 def read_head(upload: Any, *, folder: str, role: str) -> Head:
     """Write the upload's first `SNIFF_LINES` lines to `folder`, hashing and measuring the whole file."""
     name = _display_name(upload)
-    digest, size, head, pending, truncated = hashlib.sha256(), 0, [], b"", False
+    digest, size, pending, truncated = hashlib.sha256(), 0, b"", False
+    head: list[bytes] = []
     for chunk in _chunks(upload):
         digest.update(chunk)
         size += len(chunk)

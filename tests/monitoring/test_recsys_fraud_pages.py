@@ -357,6 +357,34 @@ class TestFraudDashboard:
 
 
 @pytest.mark.django_db
+def test_it_renders_the_dashboards_of_sets_without_the_optional_inputs(
+    client: Client, team: Team, vera: User
+) -> None:
+    files = {"recs": "user,item,rank\nu1,a,1\nu1,b,2\nu2,c,1\n", "interactions": "user,item\nu1,b\nu2,d\n"}
+    bare = recsys_fraud.recommendation_set_upload(
+        team=team, **{r: csv_file(f"{r}.csv", t) for r, t in files.items()}
+    )
+    evaluation = recsys_fraud.recommendation_evaluation_create(recommendation_set=bare, enqueue=False)
+    recsys_fraud.recommendation_evaluation_run(evaluation_id=evaluation.pk)
+    logged_in(client, vera)
+    page = client.get(evaluation.get_absolute_url()).content.decode()
+    assert "figure-lorenz" in page and "Upload an items file with a category column" in page
+    assert "needs a history file" in page and "needs an items file with categories" in page
+    for text in (
+        "id,score,label\na,0.9,1\nb,0.1,1\n",
+        "id,score,label,entity,timestamp\na,0.9,0,e,1\nb,0.1,0,e,2\n",
+    ):
+        one_class = recsys_fraud.fraud_score_set_upload(team=team, scores=csv_file("one.csv", text))
+        fraud = recsys_fraud.fraud_evaluation_create(score_set=one_class, enqueue=False)
+        assert recsys_fraud.fraud_evaluation_run(evaluation_id=fraud.pk).status == "done"
+        page = client.get(fraud.get_absolute_url()).content.decode()
+        assert 'id="metric-roc_auc"' in page and 'title="undefined"' in page  # one class: no ROC-AUC
+        for table in ("roc", "pr", "cost", "ttd", "metrics"):
+            assert client.get(f"{fraud.get_absolute_url()}{table}.csv").status_code == 200
+    assert "no time to detection" not in page and "0 of 0 entities detected" in page
+
+
+@pytest.mark.django_db
 def test_it_links_the_sets_from_the_team_page_in_a_fixed_number_of_queries(
     client: Client, theo: User, recommendations: RecommendationSet, scores: FraudScoreSet,
     django_assert_max_num_queries: Any,
