@@ -205,7 +205,13 @@ if is_filesystem_broker(CELERY_BROKER_URL):
     for folder_key in ("data_folder_in", "control_folder", "processed_folder"):
         Path(str(CELERY_BROKER_TRANSPORT_OPTIONS[folder_key])).mkdir(parents=True, exist_ok=True)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
+# A Celery chord (a monitor run split over several workers, `monitoring.monitors`) needs a result backend to
+# count its finished chunks: the Redis broker serves as one unless CELERY_RESULT_BACKEND says otherwise. The
+# filesystem broker has none; monitor runs then compute each snapshot in one task. Jobs store their own
+# results in the database either way.
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or (
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else None
+)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
