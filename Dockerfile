@@ -13,7 +13,7 @@ RUN pip install -r requirements.txt
 COPY . .
 # SECRET_KEY here only lets collectstatic import the settings; the running containers get their own.
 RUN DEBUG=false SECRET_KEY=collectstatic-build-step-only python manage.py collectstatic --noinput \
-    && mkdir -p /app/var && chown -R evalplatform /app/var
+    && mkdir -p /app/var/media && chown -R evalplatform /app/var
 USER evalplatform
 EXPOSE 8000
 CMD ["gunicorn", "evalplatform.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]

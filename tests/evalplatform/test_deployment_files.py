@@ -36,6 +36,12 @@ class TestDockerCompose:
         assert "pgdata" in compose()["volumes"]
         assert "pgdata:/var/lib/postgresql/data" in compose()["services"]["postgres"]["volumes"]
 
+    def test_it_shares_the_uploads_between_web_and_workers(self) -> None:
+        services = compose()["services"]
+        assert "media" in compose()["volumes"]
+        for name in ("web", "worker", "beat"):
+            assert "media:/app/var/media" in services[name]["volumes"], name
+
     def test_it_runs_the_worker_on_both_queues(self) -> None:
         assert "-Q default,heavy" in compose()["services"]["worker"]["command"]
 
