@@ -1,21 +1,33 @@
 """Admin of the evaluation service: uploads are viewable and deletable; jobs and results are written only by
-the workers, so they are read-only here."""
+the workers, so they are read-only here. Embedding streams (their schedule included), alert rules and
+notification channels are editable; snapshots, monitor runs, alert events and notifications are read-only."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
+from django.db import transaction
 
+from monitoring import alerts, monitors
 from monitoring.models import (
+    AlertEvent,
+    AlertRule,
     Comparison,
     ComparisonPair,
     ComparisonSummary,
+    EmbeddingSnapshot,
+    EmbeddingStream,
     Evaluation,
     EvaluationResult,
     FraudScoreEvaluation,
     FraudScoreResult,
     FraudScoreSet,
+    MonitorRun,
+    MonitorValue,
+    Notification,
+    NotificationChannel,
     QrelsSource,
     RecommendationEvaluation,
     RecommendationResult,
@@ -139,3 +151,138 @@ class FraudScoreResultAdmin(ReadOnlyAdmin):
     list_display = ["evaluation", "metric", "value"]
     search_fields = ["metric"]
     raw_id_fields = ["evaluation"]
+
+
+# --- embedding monitors and alerts --------------------------------------------------------------------
+
+
+class EmbeddingStreamForm(forms.ModelForm):
+    """The schedule and the parameters checked as the API checks them, each error on its field."""
+
+    class Meta:
+        model = EmbeddingStream
+        fields = ["team", "slug", "name", "description", "dimension", "params", "every_minutes", "crontab"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        try:
+            monitors.monitor_params(data.get("params"))
+            data["every_minutes"], data["crontab"] = monitors.check_schedule(
+                data.get("every_minutes"), data.get("crontab") or ""
+            )
+        except monitors.MonitorInputError as error:
+            self.add_error(error.field if error.field in self.fields else None, str(error))
+        return data
+
+
+@admin.register(EmbeddingStream)
+class EmbeddingStreamAdmin(admin.ModelAdmin):
+    """Streams, with their schedule: saving keeps the django-celery-beat periodic task in step (pausing it
+    is done on the periodic task itself)."""
+
+    form = EmbeddingStreamForm
+    list_display = [
+        "name",
+        "team",
+        "slug",
+        "dimension",
+        "every_minutes",
+        "crontab",
+        "periodic_task",
+        "reference",
+    ]
+    list_filter = ["team"]
+    search_fields = ["name", "slug"]
+    list_select_related = ["team", "periodic_task", "reference"]
+    readonly_fields = ["reference", "periodic_task", "created_by", "created_at"]
+
+    def get_readonly_fields(self, request: Any, obj: Any = None) -> list[str]:
+        # The dimension and the team are fixed once snapshots exist.
+        return [*self.readonly_fields, "team", "dimension"] if obj is not None else list(self.readonly_fields)
+
+    def save_model(self, request: Any, obj: EmbeddingStream, form: Any, change: bool) -> None:
+        with transaction.atomic():
+            super().save_model(request, obj, form, change)
+            if not change:
+                alerts.default_stream_rules(stream=obj)
+            monitors.stream_schedule_sync(stream=obj)
+
+    def delete_model(self, request: Any, obj: EmbeddingStream) -> None:
+        monitors.stream_delete(stream=obj)
+
+    def delete_queryset(self, request: Any, queryset: Any) -> None:
+        for stream in queryset:
+            monitors.stream_delete(stream=stream)
+
+
+@admin.register(EmbeddingSnapshot)
+class EmbeddingSnapshotAdmin(ReadOnlyAdmin):
+    list_display = ["stream", "kind", "label", "rows", "dimension", "dtype", "observed_at", "uploaded_by"]
+    list_filter = ["kind", "stream__team"]
+    search_fields = ["label", "stream__name"]
+    list_select_related = ["stream", "uploaded_by"]
+
+
+@admin.register(MonitorRun)
+class MonitorRunAdmin(ReadOnlyAdmin):
+    list_display = [
+        "pk",
+        "stream",
+        "snapshot",
+        "reference",
+        "status",
+        "chunks",
+        "device",
+        "attempts",
+        "observed_at",
+    ]
+    list_filter = ["status", "stream__team"]
+    list_select_related = ["stream", "snapshot", "reference"]
+    exclude = ["spectrum"]
+
+
+@admin.register(MonitorValue)
+class MonitorValueAdmin(ReadOnlyAdmin):
+    list_display = ["run", "metric", "section", "value"]
+    list_filter = ["section"]
+    search_fields = ["metric"]
+    raw_id_fields = ["run"]
+
+
+@admin.register(NotificationChannel)
+class NotificationChannelAdmin(admin.ModelAdmin):
+    list_display = ["name", "team", "kind", "target", "enabled"]
+    list_filter = ["team", "kind", "enabled"]
+
+
+@admin.register(AlertRule)
+class AlertRuleAdmin(admin.ModelAdmin):
+    list_display = ["name", "team", "metric", "comparator", "threshold", "severity", "consecutive", "enabled"]
+    list_filter = ["team", "severity", "enabled"]
+    search_fields = ["name", "metric"]
+    list_select_related = ["team", "stream", "qrels"]
+    raw_id_fields = ["stream", "qrels"]
+    filter_horizontal = ["channels"]
+
+
+@admin.register(AlertEvent)
+class AlertEventAdmin(ReadOnlyAdmin):
+    list_display = [
+        "rule",
+        "team",
+        "status",
+        "value",
+        "threshold",
+        "observations",
+        "opened_at",
+        "resolved_at",
+    ]
+    list_filter = ["status", "team"]
+    list_select_related = ["rule", "team"]
+
+
+@admin.register(Notification)
+class NotificationAdmin(ReadOnlyAdmin):
+    list_display = ["event", "channel", "kind", "status", "attempts", "response", "created_at"]
+    list_filter = ["status", "kind"]
+    list_select_related = ["event__rule", "channel"]

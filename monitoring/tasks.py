@@ -6,7 +6,7 @@ from __future__ import annotations
 from celery import Task, shared_task
 
 from evalplatform.jobs import JOB_TASK_OPTIONS, job_task_result
-from monitoring import evaluations, recsys_fraud
+from monitoring import evaluations, monitors, recsys_fraud
 
 
 @shared_task(
@@ -47,3 +47,53 @@ def recommendation_evaluation_run(self: Task, evaluation_id: int) -> str:
 )
 def fraud_evaluation_run(self: Task, evaluation_id: int) -> str:
     return job_task_result(self, recsys_fraud.fraud_evaluation_run(evaluation_id=evaluation_id))
+
+
+def _queue_of(task: Task) -> str | None:
+    """The queue this task came from: a monitor run's chord goes to the same one."""
+    return (task.request.delivery_info or {}).get("routing_key") or None
+
+
+@shared_task(
+    name="monitoring.tasks.monitor_run",
+    time_limit=monitors.TIME_LIMIT,
+    soft_time_limit=monitors.TIME_LIMIT - 60,
+    **JOB_TASK_OPTIONS,
+)
+def monitor_run(self: Task, run_id: int) -> str:
+    outcome = monitors.monitor_run(run_id=run_id, queue=_queue_of(self))
+    if isinstance(outcome, monitors.Split):
+        return f"split into {outcome.chunks} chunks"
+    return job_task_result(self, outcome)
+
+
+@shared_task(
+    name="monitoring.tasks.monitor_chunk",
+    time_limit=monitors.TIME_LIMIT,
+    soft_time_limit=monitors.TIME_LIMIT - 60,
+    ignore_result=False,  # the chord's callback receives every chunk's result
+    **JOB_TASK_OPTIONS,
+)
+def monitor_chunk(self: Task, run_id: int, token: str, start: int, stop: int) -> str | None:
+    return monitors.monitor_chunk(run_id=run_id, token=token, start=start, stop=stop)
+
+
+@shared_task(
+    name="monitoring.tasks.monitor_merge",
+    time_limit=monitors.TIME_LIMIT,
+    soft_time_limit=monitors.TIME_LIMIT - 60,
+    **JOB_TASK_OPTIONS,
+)
+def monitor_merge(self: Task, names: list[str | None], run_id: int, token: str) -> str:
+    return monitors.monitor_merge(run_id=run_id, token=token, names=names).status
+
+
+@shared_task(
+    name="monitoring.tasks.stream_tick",
+    time_limit=120,
+    soft_time_limit=100,
+    **JOB_TASK_OPTIONS,
+)
+def stream_tick(self: Task, stream_id: int) -> int:
+    """Beat's task for a stream's schedule: queue a monitor run for each snapshot that has none."""
+    return len(monitors.stream_tick(stream_id=stream_id))
