@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from monitoring.api import comparisons, evaluations, files, metrics, recsys_fraud, teams
+from monitoring.api import comparisons, evaluations, files, metrics, recsys_fraud, streams, teams
 
 app_name = "monitoring-api"
 
@@ -80,6 +80,24 @@ urlpatterns = [
         recsys_fraud.fraud_evaluation_curves,
         name="fraud-evaluation-curves",
     ),
+    path("teams/<slug:team>/streams/", streams.stream_list, name="streams"),
+    path("teams/<slug:team>/streams/<slug:stream>/", streams.stream_detail, name="stream"),
+    path(
+        "teams/<slug:team>/streams/<slug:stream>/schedule/", streams.stream_schedule, name="stream-schedule"
+    ),
+    path("teams/<slug:team>/streams/<slug:stream>/monitor/", streams.stream_monitor, name="stream-monitor"),
+    path(
+        "teams/<slug:team>/streams/<slug:stream>/snapshots/", streams.snapshot_list, name="stream-snapshots"
+    ),
+    path(
+        "teams/<slug:team>/streams/<slug:stream>/snapshots/<int:pk>/",
+        streams.snapshot_detail,
+        name="stream-snapshot",
+    ),
+    path("teams/<slug:team>/streams/<slug:stream>/runs/", streams.run_list, name="stream-runs"),
+    path("teams/<slug:team>/streams/<slug:stream>/runs/<int:pk>/", streams.run_detail, name="stream-run"),
+    path("teams/<slug:team>/streams/<slug:stream>/series/", streams.stream_series, name="stream-series"),
+    path("teams/<slug:team>/streams/<slug:stream>/alerts/", streams.event_list, name="stream-alerts"),
     path("metrics/", metrics.metric_list, name="metrics"),
     path("metrics/<str:name>/", metrics.metric_detail, name="metric"),
 ]
