@@ -2,11 +2,12 @@
 
 from django.urls import path
 
-from monitoring.views import comparisons, jobs, leaderboard, recsys_fraud, runs, teams, uploads
+from monitoring.views import comparisons, jobs, leaderboard, recsys_fraud, runs, streams, teams, uploads
 
 app_name = "monitoring"
 
 TEAM = "teams/<slug:team>/"
+STREAM = TEAM + "streams/<slug:stream>/"
 RECSYS_EVALUATION = "recommendations/evaluations/<int:pk>/"
 FRAUD_EVALUATION = "fraud-scores/evaluations/<int:pk>/"
 
@@ -28,6 +29,12 @@ urlpatterns = [
     path(TEAM + "leaderboard/<int:pk>/", leaderboard.leaderboard, name="leaderboard"),
     path(TEAM + "leaderboard/<int:pk>/leaderboard.csv", leaderboard.leaderboard_csv, name="leaderboard-csv"),
     path(TEAM + "jobs/<str:kind>/<int:pk>.json", jobs.job_state, name="job-state"),
+    # Embedding streams (`monitoring.views.streams`).
+    path(STREAM, streams.stream_detail, name="stream-detail"),
+    path(STREAM + "series.csv", streams.series_csv, name="stream-series-csv"),
+    path(STREAM + "spectrum.csv", streams.spectrum_csv, name="stream-spectrum-csv"),
+    path(STREAM + "alerts.csv", streams.alerts_csv, name="stream-alerts-csv"),
+    path(STREAM + "runs/<int:pk>.json", streams.run_state, name="stream-run-state"),
     # Recommendation sets and fraud score sets (`monitoring.views.recsys_fraud`).
     path(TEAM + "recommendations/new/", recsys_fraud.recsys_upload, name="recsys-upload"),
     path(TEAM + "recommendations/<int:pk>/", recsys_fraud.recsys_set, name="recsys-set"),
