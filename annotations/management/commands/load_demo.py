@@ -24,6 +24,7 @@ from annotations.demo import (
 from annotations.models import QrelsBuild
 from evalplatform.demo import demo_accounts_create
 from monitoring.demo import DEMO_EDITOR, DemoSearchTeam, demo_search_team_load, demo_team_summary
+from monitoring.demo_streams import demo_stream_load
 
 
 class Command(BaseCommand):
@@ -53,6 +54,7 @@ class Command(BaseCommand):
             )
             qrels.qrels_build_run(build_id=build.pk)
         search = demo_search_team_load()
+        demo_stream_load()  # the search team's embedding stream: drift, then collapse
         summary = demo_summary(project)
         if options["json"]:
             rows = [
