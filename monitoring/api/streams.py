@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
@@ -120,7 +122,8 @@ class EmbeddingSnapshotIn(serializers.Serializer):
     )
     vectors = serializers.JSONField(
         required=False,
-        help_text=f"Or, as JSON, a list of at most {monitors.MAX_JSON_VECTORS:,} vectors (lists of numbers).",
+        help_text=f"Or, as JSON, a list of at most {monitors.MAX_JSON_VECTORS:,} vectors (lists of numbers), in a "
+        "request body within DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB by default: about 300 vectors of 768 numbers).",
     )
     reference = serializers.BooleanField(
         required=False, default=False, help_text="Make it the stream's reference (monitored at once)."
@@ -350,7 +353,13 @@ def snapshot_list(request: Request, team: str, stream: str) -> Response:
     if request.method == "GET":
         rows = monitors.stream_snapshots(stream=found).select_related("stream__team")
         return paginate(request, rows, EmbeddingSnapshotOut)
-    data = EmbeddingSnapshotIn(data=request.data)
+    try:
+        body = request.data
+    except RequestDataTooBig:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        reason = f"The request is over the {limit:,} bytes taken as JSON; upload a .npy file instead."
+        raise serializers.ValidationError({"vectors": [reason]}) from None
+    data = EmbeddingSnapshotIn(data=body)
     data.is_valid(raise_exception=True)
     values = data.validated_data
     options = {

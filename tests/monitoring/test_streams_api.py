@@ -317,3 +317,18 @@ def test_it_documents_the_stream_endpoints_in_the_schema(client: Client, theo: U
     assert "/api/teams/{team}/streams/{stream}/snapshots/" in paths
     assert "/api/teams/{team}/streams/{stream}/series/" in paths
     assert PARAMS  # the shared test parameters keep the runs above quick
+
+
+@pytest.mark.django_db
+def test_it_refuses_json_vectors_over_the_request_size_on_vectors(
+    editor: Client, stream: EmbeddingStream, settings: Any
+) -> None:
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000
+    response = post_json(
+        editor, f"{API}{stream.slug}/snapshots/", {"vectors": embeddings(200, seed=0).tolist()}
+    )
+    assert response.status_code == 400
+    assert response.json() == {
+        "vectors": ["The request is over the 10,000 bytes taken as JSON; upload a .npy file instead."]
+    }
+    assert not stream.snapshots.exists()
