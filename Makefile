@@ -30,7 +30,7 @@ lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff format --check .
 
 typecheck: $(VENV)/.dev-installed
-	$(VENV)/bin/mypy evalcore
+	DEBUG=true $(VENV)/bin/mypy evalcore evalplatform annotations monitoring
 
 pytest: $(VENV)/.dev-installed
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} \
@@ -48,6 +48,7 @@ test-gpu: $(VENV)/.dev-installed
 # Refresh the README's screenshots (docs/*.png) from the browser tests.
 screenshots: $(VENV)/.dev-installed
 	$(MAKE) pytest PYTEST_ARGS="-q -k 'five_tasks or draws_the_demo' tests/annotations" UPDATE_SCREENSHOTS=1
+	$(MAKE) pytest PYTEST_ARGS="-q tests/monitoring/test_browser_evaluation.py tests/monitoring/test_recsys_fraud_browser.py tests/monitoring/test_browser_streams.py" UPDATE_SCREENSHOTS=1
 
 bench: bench-retrieval bench-agreement
 

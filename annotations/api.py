@@ -243,8 +243,8 @@ def projects(request: Request) -> Response:
             "slug": m.project.slug,
             "name": m.project.name,
             "role": m.role,
-            "tasks": m.task_count,
-            "your_answers": m.own_answer_count,
+            "tasks": m.task_count,  # type: ignore[attr-defined]
+            "your_answers": m.own_answer_count,  # type: ignore[attr-defined]
         }
         for m in selectors.projects_for_user(request.user)
     ]

@@ -359,7 +359,7 @@ def _store_answers(project: Project, answers: list[tuple[Any, Task, int, float, 
         [
             Annotation(
                 assignment=assignment, project=project, task=task, annotator=user, grade=grade,
-                seconds_spent=seconds, too_fast=seconds < minimum, created_at=assignment.answered_at,
+                seconds_spent=seconds, too_fast=seconds < minimum, created_at=assignment.answered_at,  # type: ignore[misc]
             )
             for assignment, (user, task, grade, seconds, _) in zip(assignments, answers, strict=True)
         ]

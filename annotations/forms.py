@@ -75,13 +75,13 @@ class ProjectForm(forms.ModelForm):
         teams = teams_for_user(user) if user is not None else Team.objects.none()
         if self.instance.team_id:
             teams = teams | Team.objects.filter(pk=self.instance.team_id)
-        self.fields["team"].queryset = teams.distinct().order_by("name")
+        self.fields["team"].queryset = teams.distinct().order_by("name")  # type: ignore[attr-defined]
         self.fields["team"].required = False
 
     def _kept(self, name: str) -> Any:
         value = self.cleaned_data.get(name)
         if value is None:
-            return getattr(self.instance, name) if self.instance.pk else Project._meta.get_field(name).default
+            return getattr(self.instance, name) if self.instance.pk else Project._meta.get_field(name).default  # type: ignore[union-attr]
         return value
 
     def clean_min_gold_accuracy(self) -> float:

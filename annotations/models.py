@@ -192,7 +192,7 @@ class ProjectMembership(models.Model):
         ANNOTATOR = "annotator", "Annotator"
         LEAD = "lead", "Lead"
 
-    QualityOverride = models.TextChoices(
+    QualityOverride = models.TextChoices(  # type: ignore[call-overload]
         "QualityOverride", [(name.upper(), (name, label)) for name, label in OVERRIDES.items()]
     )
 
@@ -533,7 +533,7 @@ class QrelsBuild(Job):
     `content_hash`.
     """
 
-    Aggregation = models.TextChoices(
+    Aggregation = models.TextChoices(  # type: ignore[call-overload]
         "Aggregation", [(name.upper(), (name, label)) for name, label in AGGREGATIONS.items()]
     )
 

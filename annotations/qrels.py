@@ -21,7 +21,6 @@ import hashlib
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Max
 from django.http import HttpResponse
@@ -41,6 +40,7 @@ from evalcore.judging import (
     qrels_text,
     qrels_trec,
 )
+from evalplatform.auth import User
 from evalplatform.jobs import JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
 
 __all__ = ["EXPORT_FORMATS", "QrelsError"]
@@ -56,7 +56,7 @@ BUILD_TIME_LIMIT = 20 * 60
 def qrels_build_create(
     *,
     project: Project,
-    created_by: AbstractBaseUser | None,
+    created_by: User | None,
     tolerance: float = DEFAULT_QRELS_PARAMS.tolerance,
     aggregation: str = DEFAULT_QRELS_PARAMS.aggregation,
     min_accuracy: float | None = None,

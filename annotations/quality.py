@@ -18,7 +18,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -32,6 +31,7 @@ from annotations.models import (
     QualitySnapshot,
 )
 from evalcore.judging import Answers, Override, quality_figures
+from evalplatform.auth import User
 from evalplatform.jobs import JobOutcome, JobStatus, ProgressFn, job_enqueue, job_run
 
 logger = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ def project_answers(project: Project, *, with_times: bool = False) -> Answers:
 def project_overrides(project: Project) -> dict[int, Override]:
     """The leads' decisions (include / exclude) per annotator user id; `auto` members are left out."""
     return dict(
-        ProjectMembership.objects.filter(project=project)
+        ProjectMembership.objects.filter(project=project)  # type: ignore[arg-type]
         .exclude(quality_override=ProjectMembership.QualityOverride.AUTO)
         .values_list("user_id", "quality_override")
     )
@@ -189,7 +189,7 @@ def quality_recompute_request(
 
 @transaction.atomic
 def annotator_override_set(
-    *, project: Project, annotator: AbstractBaseUser | int, decision: str, by: AbstractBaseUser
+    *, project: Project, annotator: User | int, decision: str, by: User
 ) -> ProjectMembership:
     """Disqualify (`exclude`), reinstate (`include`) or hand back to the thresholds (`auto`) an annotator.
 

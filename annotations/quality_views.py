@@ -11,7 +11,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -20,6 +20,7 @@ from annotations import charts, qrels, quality, selectors
 from annotations.forms import OverrideForm, QrelsBuildForm
 from annotations.models import Project, ProjectMembership, QrelsBuild
 from evalcore.judging import QUALITY_AGREEMENT, REASONS
+from evalplatform.auth import SignedInRequest
 
 Role = ProjectMembership.Role
 
@@ -59,7 +60,7 @@ def _figures(project: Project, snapshot: Any, rows: list[dict[str, Any]]) -> lis
 
 
 @login_required
-def quality_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
+def quality_dashboard(request: SignedInRequest, slug: str) -> HttpResponse:
     access = selectors.get_project_for_reader(request.user, slug)
     project = access.project
     snapshot = selectors.quality_snapshot(project=project)
@@ -93,7 +94,7 @@ def quality_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def quality_recompute(request: HttpRequest, slug: str) -> HttpResponse:
+def quality_recompute(request: SignedInRequest, slug: str) -> HttpResponse:
     project = selectors.get_lead_project(request.user, slug)
     if quality.quality_recompute_request(project_id=project.pk, force=True):
         messages.success(request, "Recomputing the quality figures; reload this page in a moment.")
@@ -106,7 +107,7 @@ def quality_recompute(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def annotator_override(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
+def annotator_override(request: SignedInRequest, slug: str, user_id: int) -> HttpResponse:
     project = selectors.get_lead_project(request.user, slug)
     form = OverrideForm(request.POST)
     if not form.is_valid():
@@ -128,12 +129,12 @@ def annotator_override(request: HttpRequest, slug: str, user_id: int) -> HttpRes
 
 @login_required
 @require_POST
-def qrels_build_create(request: HttpRequest, slug: str) -> HttpResponse:
+def qrels_build_create(request: SignedInRequest, slug: str) -> HttpResponse:
     project = selectors.get_lead_project(request.user, slug)
     form = QrelsBuildForm.for_project(project, request.POST)
     if not form.is_valid():
         for field, errors in form.errors.items():
-            messages.error(request, f"{field}: {' '.join(errors)}")
+            messages.error(request, f"{field}: {' '.join(str(error) for error in errors)}")
         return redirect("annotations:quality", project.slug)
     build = qrels.qrels_build_create(project=project, created_by=request.user, **form.cleaned_data)
     build.refresh_from_db()
@@ -145,7 +146,7 @@ def qrels_build_create(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-def qrels_download(request: HttpRequest, slug: str, version: int, fmt: str) -> HttpResponse:
+def qrels_download(request: SignedInRequest, slug: str, version: int, fmt: str) -> HttpResponse:
     project = selectors.get_project_for_reader(request.user, slug).project
     if fmt not in qrels.EXPORT_FORMATS:
         raise Http404("Exports are trec or jsonl.")
@@ -156,7 +157,7 @@ def qrels_download(request: HttpRequest, slug: str, version: int, fmt: str) -> H
 
 
 @login_required
-def qrels_diff(request: HttpRequest, slug: str) -> HttpResponse:
+def qrels_diff(request: SignedInRequest, slug: str) -> HttpResponse:
     project = selectors.get_project_for_reader(request.user, slug).project
     try:
         old_version, new_version = int(request.GET["old"]), int(request.GET["new"])

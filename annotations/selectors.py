@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.db.models import (
     Avg,
@@ -42,6 +41,7 @@ from annotations.models import (
     QualitySnapshot,
     Task,
 )
+from evalplatform.auth import AnyUser, User
 
 Role = ProjectMembership.Role
 UNDO_WINDOW = timedelta(seconds=60)
@@ -49,9 +49,7 @@ UNDO_WINDOW = timedelta(seconds=60)
 # --- access -------------------------------------------------------------------------------------------
 
 
-def get_project_for_member(
-    user: AbstractBaseUser | AnonymousUser, slug: str, *, role: str | None = None
-) -> ProjectMembership:
+def get_project_for_member(user: AnyUser, slug: str, *, role: str | None = None) -> ProjectMembership:
     """The user's membership of the project `slug`, with `.project` loaded.
 
     Raises Http404 when the project does not exist or the user is not a member, and PermissionDenied
@@ -74,7 +72,7 @@ def get_project_for_member(
     return membership
 
 
-def get_lead_project(user: AbstractBaseUser | AnonymousUser, slug: str) -> Project:
+def get_lead_project(user: AnyUser, slug: str) -> Project:
     """The project `slug` if the user leads it: 404 to non-members, 403 to annotators."""
     return get_project_for_member(user, slug, role=Role.LEAD).project
 
@@ -88,7 +86,7 @@ class ProjectAccess:
     is_lead: bool
 
 
-def get_project_for_reader(user: AbstractBaseUser | AnonymousUser, slug: str) -> ProjectAccess:
+def get_project_for_reader(user: AnyUser, slug: str) -> ProjectAccess:
     """The project `slug` for its quality and qrels pages: leads, and members of the project's team.
 
     An annotator of the project never reads them, even as a team member (the qrels' provenance holds
@@ -107,7 +105,7 @@ def get_project_for_reader(user: AbstractBaseUser | AnonymousUser, slug: str) ->
     return ProjectAccess(project, is_lead=False)
 
 
-def projects_for_user(user: AbstractBaseUser) -> QuerySet[ProjectMembership]:
+def projects_for_user(user: User) -> QuerySet[ProjectMembership]:
     """The user's memberships with per-project counts, in one query."""
     tasks = Task.objects.filter(project=OuterRef("project")).order_by().values("project")
     own = (
@@ -143,7 +141,7 @@ class ShuffleKey(Func):
         super().__init__(expression, Value(int(seed)))
 
     def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:  # type: ignore[override]
-        seed = int(self.source_expressions[1].value)
+        seed = int(self.source_expressions[1].value)  # type: ignore[attr-defined]
         column, params = compiler.compile(self.source_expressions[0])
         multiplier, offset = seed % 1_000_003 + 1, seed % 2_147_483_647
         return f"(({column} * {multiplier} + {offset}) %% 2147483647)", params
@@ -152,13 +150,11 @@ class ShuffleKey(Func):
         column, params = compiler.compile(self.source_expressions[0])
         return f"hashint8extended({column}::bigint, %s::bigint)", [
             *params,
-            int(self.source_expressions[1].value),
+            int(self.source_expressions[1].value),  # type: ignore[attr-defined]
         ]
 
 
-def candidate_tasks(
-    *, project: Project, annotator: AbstractBaseUser, seed: int, is_gold: bool
-) -> QuerySet[Task]:
+def candidate_tasks(*, project: Project, annotator: User, seed: int, is_gold: bool) -> QuerySet[Task]:
     """Tasks the annotator may be served next, best first.
 
     Ordinary tasks that already have annotators come first (so pairs get finished), then each
@@ -227,9 +223,7 @@ class QueueCounts:
         return round(100 * self.done / self.assigned) if self.assigned else 100
 
 
-def queue_counts(
-    *, project: Project, annotator: AbstractBaseUser, now: datetime | None = None
-) -> QueueCounts:
+def queue_counts(*, project: Project, annotator: User, now: datetime | None = None) -> QueueCounts:
     now = now or timezone.now()
     done = ~Q(state=Assignment.State.RESERVED)
     live = Q(state=Assignment.State.RESERVED, expires_at__gt=now)
@@ -274,7 +268,7 @@ def gold_turn(*, counts: QueueCounts, project: Project, seed: int) -> bool:
     return random.Random(seed ^ position).random() < project.gold_share_target
 
 
-def current_reservation(*, project: Project, annotator: AbstractBaseUser) -> Assignment | None:
+def current_reservation(*, project: Project, annotator: User) -> Assignment | None:
     return (
         Assignment.objects.filter(project=project, annotator=annotator, state=Assignment.State.RESERVED)
         .select_related("task__topic", "task__document")
@@ -284,7 +278,7 @@ def current_reservation(*, project: Project, annotator: AbstractBaseUser) -> Ass
 
 
 def last_undoable_annotation(
-    *, project: Project, annotator: AbstractBaseUser, now: datetime | None = None
+    *, project: Project, annotator: User, now: datetime | None = None
 ) -> Annotation | None:
     now = now or timezone.now()
     return (

@@ -22,7 +22,6 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Literal
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -40,6 +39,7 @@ from annotations.models import (
     Topic,
 )
 from annotations.quality import quality_recompute_request
+from evalplatform.auth import User
 
 Role = ProjectMembership.Role
 State = Assignment.State
@@ -111,7 +111,7 @@ class Claim:
 
 
 @transaction.atomic
-def project_create(*, creator: AbstractBaseUser, slug: str, name: str, **settings: Any) -> Project:
+def project_create(*, creator: User, slug: str, name: str, **settings: Any) -> Project:
     """Create a project; its creator becomes its lead."""
     project = Project.objects.create(slug=slug, name=name, created_by=creator, **settings)
     ProjectMembership.objects.create(project=project, user=creator, role=Role.LEAD)
@@ -137,7 +137,7 @@ def project_update(*, project: Project, changed: Iterable[str]) -> Project:
     return project
 
 
-def membership_set(*, project: Project, user: AbstractBaseUser, role: str) -> ProjectMembership:
+def membership_set(*, project: Project, user: User, role: str) -> ProjectMembership:
     """Add a member, or change their role. The annotator's queue order (their seed) is kept."""
     membership, _ = ProjectMembership.objects.update_or_create(
         project=project, user=user, defaults={"role": role}
@@ -187,7 +187,7 @@ def reservations_release_expired(*, project: Project, now: datetime | None = Non
     return len(rows)
 
 
-def task_claim(*, project: Project, annotator: AbstractBaseUser, now: datetime | None = None) -> Claim:
+def task_claim(*, project: Project, annotator: User, now: datetime | None = None) -> Claim:
     """Serve the annotator's next task: their live reservation if they hold one, else a new one."""
     now = now or timezone.now()
     reservations_release_expired(project=project, now=now)
@@ -233,7 +233,7 @@ CLAIM_WINDOWS = (16, 256)
 def _claim_one(
     *,
     project: Project,
-    annotator: AbstractBaseUser,
+    annotator: User,
     membership: ProjectMembership,
     is_gold: bool,
     now: datetime,
@@ -242,7 +242,7 @@ def _claim_one(
     ranked = selectors.candidate_tasks(
         project=project, annotator=annotator, seed=membership.shuffle_seed, is_gold=is_gold
     ).values_list("id", flat=True)
-    claim = {"project": project, "annotator": annotator, "cap": cap, "now": now}
+    claim: dict[str, Any] = {"project": project, "annotator": annotator, "cap": cap, "now": now}
     tried: set[int] = set()
     busy: list[int] = []
     for window in CLAIM_WINDOWS:
@@ -268,7 +268,7 @@ def _claim_one(
 
 
 def _claim_task(
-    *, project: Project, annotator: AbstractBaseUser, task_id: int, cap: int | None, now: datetime, wait: bool
+    *, project: Project, annotator: User, task_id: int, cap: int | None, now: datetime, wait: bool
 ) -> tuple[Assignment | None, bool]:
     """Lock the task, re-count its places and reserve it: (the assignment, whether another claim held it)."""
     locked = (
@@ -306,7 +306,7 @@ def _claim_task(
 def annotation_submit(
     *,
     project: Project,
-    annotator: AbstractBaseUser,
+    annotator: User,
     assignment_id: int,
     grade: int | None = None,
     unclear: bool = False,
@@ -326,7 +326,7 @@ def annotation_submit(
 
 
 def annotation_skip(
-    *, project: Project, annotator: AbstractBaseUser, assignment_id: int, now: datetime | None = None
+    *, project: Project, annotator: User, assignment_id: int, now: datetime | None = None
 ) -> Annotation:
     """Decline a task. It goes to another annotator; this one is not served it again."""
     return _answer(
@@ -339,7 +339,7 @@ def annotation_skip(
 def _answer(
     *,
     project: Project,
-    annotator: AbstractBaseUser,
+    annotator: User,
     assignment_id: int,
     now: datetime,
     grade: int | None,
@@ -385,9 +385,7 @@ def _expired_place_free(*, project: Project, assignment: Assignment, now: dateti
 
 
 @transaction.atomic
-def annotation_undo(
-    *, project: Project, annotator: AbstractBaseUser, now: datetime | None = None
-) -> Assignment:
+def annotation_undo(*, project: Project, annotator: User, now: datetime | None = None) -> Assignment:
     """Take back the annotator's last answer (within the undo window) and serve that task again.
 
     Any other task they hold goes back to the pool, so the undone one is next.

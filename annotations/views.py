@@ -21,6 +21,7 @@ from annotations.highlight import query_terms
 from annotations.imports import FORMATS, KINDS, import_upload
 from annotations.models import Annotation, GoldLabel, ProjectMembership
 from evalcore.errors import FormatError
+from evalplatform.auth import SignedInRequest
 from evalplatform.roles import Role as PlatformRole
 from evalplatform.roles import user_has_role
 
@@ -35,7 +36,7 @@ def _can_create_projects(user: Any) -> bool:
 
 
 @login_required
-def project_list(request: HttpRequest) -> HttpResponse:
+def project_list(request: SignedInRequest) -> HttpResponse:
     memberships = list(selectors.projects_for_user(request.user))
     return render(
         request,
@@ -45,7 +46,7 @@ def project_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def project_create(request: HttpRequest) -> HttpResponse:
+def project_create(request: SignedInRequest) -> HttpResponse:
     if not _can_create_projects(request.user):
         raise PermissionDenied("Only project leads can create projects.")
     form = ProjectForm(request.POST or None, user=request.user)
@@ -60,7 +61,7 @@ def project_create(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
+def project_detail(request: SignedInRequest, slug: str) -> HttpResponse:
     membership = selectors.get_project_for_member(request.user, slug)
     if membership.role == Role.ANNOTATOR:
         return redirect("annotations:judge", slug)
@@ -82,7 +83,7 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-def project_edit(request: HttpRequest, slug: str) -> HttpResponse:
+def project_edit(request: SignedInRequest, slug: str) -> HttpResponse:
     project = selectors.get_lead_project(request.user, slug)
     form = ProjectForm(request.POST or None, instance=project, user=request.user)
     if request.method == "POST" and form.is_valid():
@@ -94,7 +95,7 @@ def project_edit(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def member_add(request: HttpRequest, slug: str) -> HttpResponse:
+def member_add(request: SignedInRequest, slug: str) -> HttpResponse:
     project = selectors.get_lead_project(request.user, slug)
     form = MemberForm(request.POST)
     if form.is_valid():
@@ -105,12 +106,12 @@ def member_add(request: HttpRequest, slug: str) -> HttpResponse:
         )
     else:
         for error in form.errors.get("username", []) + form.errors.get("role", []):
-            messages.error(request, error)
+            messages.error(request, str(error))
     return redirect("annotations:project-detail", project.slug)
 
 
 @login_required
-def project_import(request: HttpRequest, slug: str) -> HttpResponse:
+def project_import(request: SignedInRequest, slug: str) -> HttpResponse:
     project = selectors.get_lead_project(request.user, slug)
     form = ImportForm(request.POST or None, request.FILES or None)
     error: FormatError | None = None
@@ -135,7 +136,7 @@ def project_import(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-def guidelines(request: HttpRequest, slug: str) -> HttpResponse:
+def guidelines(request: SignedInRequest, slug: str) -> HttpResponse:
     project = selectors.get_project_for_member(request.user, slug).project
     return render(request, "annotations/guidelines.html", {"project": project})
 
@@ -144,7 +145,7 @@ def guidelines(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-def judge(request: HttpRequest, slug: str) -> HttpResponse:
+def judge(request: SignedInRequest, slug: str) -> HttpResponse:
     membership = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR)
     project = membership.project
     claim = services.task_claim(project=project, annotator=request.user)
@@ -189,10 +190,10 @@ def _saved_message(answer: Annotation, label: str) -> str:
 
 @login_required
 @require_POST
-def judge_answer(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+def judge_answer(request: SignedInRequest, slug: str, assignment_id: int) -> HttpResponse:
     project = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR).project
     action = request.POST.get("action", "grade")
-    common = {"project": project, "annotator": request.user, "assignment_id": assignment_id}
+    common: dict[str, Any] = {"project": project, "annotator": request.user, "assignment_id": assignment_id}
     try:
         if action == "skip":
             answer = services.annotation_skip(**common)
@@ -211,7 +212,7 @@ def judge_answer(request: HttpRequest, slug: str, assignment_id: int) -> HttpRes
 
 @login_required
 @require_POST
-def judge_undo(request: HttpRequest, slug: str) -> HttpResponse:
+def judge_undo(request: SignedInRequest, slug: str) -> HttpResponse:
     project = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR).project
     try:
         services.annotation_undo(project=project, annotator=request.user)
@@ -224,7 +225,7 @@ def judge_undo(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def judge_continue(request: HttpRequest, slug: str) -> HttpResponse:
+def judge_continue(request: SignedInRequest, slug: str) -> HttpResponse:
     membership = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR)
     services.session_break_dismiss(membership=membership)
     return redirect("annotations:judge", slug)

@@ -15,7 +15,7 @@ def roles(request: HttpRequest) -> dict[str, object]:
     def in_a_team() -> bool:  # called by the template only when the roles do not settle it
         return bool(request.user.is_authenticated) and (
             getattr(request.user, "is_superuser", False)
-            or TeamMembership.objects.filter(user_id=request.user.pk).exists()
+            or TeamMembership.objects.filter(user_id=request.user.pk or 0).exists()
         )
 
     return {"user_role_names": names, "user_in_a_team": in_a_team}

@@ -315,9 +315,11 @@ def job_run(
     compute: Callable[[J, ProgressFn], R],
     store: Callable[[J, R], None],
     now: datetime | None = None,
+    retry_on: tuple[type[BaseException], ...] = (),
 ) -> JobOutcome:
     """Claim, compute and store a job (see the module docstring). Idempotent; raises only transient
-    errors (after releasing the job), for the task to retry."""
+    errors (after releasing the job), for the task to retry. `retry_on` adds the job's own transient
+    errors (a webhook that did not answer, say)."""
     claim = job_claim(model, pk=pk, now=now)
     if isinstance(claim, JobOutcome):
         return claim
@@ -325,7 +327,7 @@ def job_run(
     try:
         with lease_kept(claim):
             result = compute(job, Progress(claim))
-    except TRANSIENT_ERRORS:
+    except (*TRANSIENT_ERRORS, *retry_on):
         logger.warning("%s %s hit a transient error; released for a retry", model.__name__, pk, exc_info=True)
         _release_quietly(claim)
         raise

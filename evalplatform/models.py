@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import models, transaction
@@ -15,7 +16,7 @@ FRESH_INTERVALS = 3
 
 def heartbeat_interval() -> timedelta:
     """How often beat sends the heartbeat task: the "worker-heartbeat" entry of CELERY_BEAT_SCHEDULE."""
-    schedule = settings.CELERY_BEAT_SCHEDULE.get("worker-heartbeat", {}).get("schedule", 60.0)
+    schedule: Any = settings.CELERY_BEAT_SCHEDULE.get("worker-heartbeat", {}).get("schedule", 60.0)
     return schedule if isinstance(schedule, timedelta) else timedelta(seconds=float(schedule))
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from evalplatform.auth import AnyUser
 
 
 class Role(StrEnum):
@@ -21,14 +21,14 @@ class Role(StrEnum):
         return self.value.replace("_", " ").capitalize()
 
 
-def user_roles(user: AbstractBaseUser | AnonymousUser) -> set[Role]:
+def user_roles(user: AnyUser) -> set[Role]:
     if not user.is_authenticated:
         return set()
     names = set(user.groups.values_list("name", flat=True))  # type: ignore[attr-defined]
     return {role for role in Role if role.value in names}
 
 
-def user_has_role(user: AbstractBaseUser | AnonymousUser, role: Role) -> bool:
+def user_has_role(user: AnyUser, role: Role) -> bool:
     if getattr(user, "is_superuser", False):
         return True
     return role in user_roles(user)

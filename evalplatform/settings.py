@@ -166,6 +166,8 @@ EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "evalplatform@localhost")
+# The address links in alert emails and webhooks point to.
+SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 
 # REST API.
 REST_FRAMEWORK = {
@@ -190,6 +192,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "evalplatform.jobs.JobStatus",
         "TeamRoleEnum": "evalplatform.models.TeamMembership.Role",
+        "ChannelKindEnum": "monitoring.models.alerts.NotificationChannel.Kind",
     },
 }
 
@@ -223,8 +226,14 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 3300)
 # A running job's claim lasts this long unless renewed; its worker renews it every third of it, so a
 # dead worker's job is taken over within this many seconds (`evalplatform.jobs`).
 JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 120)
+# Embedding monitors: a snapshot with more rows than this is split over several workers (a chord); how long
+# a dispatched chord may wait in the queue; where the monitors compute (auto: CUDA when there is one).
+MONITOR_CHUNK_ROWS = env_int("MONITOR_CHUNK_ROWS", 1_000_000)
+MONITOR_CHORD_WAIT_SECONDS = env_int("MONITOR_CHORD_WAIT_SECONDS", 900)
+MONITOR_DEVICE = os.environ.get("MONITOR_DEVICE", "auto")
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
+    "monitoring.tasks.notification_send": {"queue": "default"},
     "monitoring.tasks.*": {"queue": "heavy"},
     "annotations.tasks.*": {"queue": "heavy"},
 }

@@ -6,20 +6,18 @@ and start jobs (a viewer asking to write gets a 403). Superusers act as editors 
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import Http404
 
+from evalplatform.auth import AnyUser, User
 from evalplatform.models import Team, TeamMembership
 
 Role = TeamMembership.Role
 
 
-def get_team_for_member(
-    user: AbstractBaseUser | AnonymousUser, slug: str, *, write: bool = False
-) -> TeamMembership:
+def get_team_for_member(user: AnyUser, slug: str, *, write: bool = False) -> TeamMembership:
     """The user's membership of team `slug`, with `.team` loaded; 404 to non-members, 403 to a viewer
     asking to write."""
     if not user.is_authenticated:
@@ -36,7 +34,7 @@ def get_team_for_member(
     return membership
 
 
-def teams_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Team]:
+def teams_for_user(user: AnyUser) -> QuerySet[Team]:
     """The teams the user belongs to (every team for a superuser)."""
     if not user.is_authenticated:
         return Team.objects.none()
@@ -46,9 +44,7 @@ def teams_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Team]:
 
 
 @transaction.atomic
-def team_create(
-    *, slug: str, name: str, creator: AbstractBaseUser | None = None, description: str = ""
-) -> Team:
+def team_create(*, slug: str, name: str, creator: User | None = None, description: str = "") -> Team:
     """A new team; its creator becomes an editor."""
     team = Team.objects.create(slug=slug, name=name, description=description)
     if creator is not None:
@@ -56,7 +52,7 @@ def team_create(
     return team
 
 
-def team_member_set(*, team: Team, user: AbstractBaseUser, role: str = Role.VIEWER) -> TeamMembership:
+def team_member_set(*, team: Team, user: User, role: str = Role.VIEWER) -> TeamMembership:
     """Add a member, or change their role."""
     membership, _ = TeamMembership.objects.update_or_create(team=team, user=user, defaults={"role": role})
     return membership

@@ -9,16 +9,19 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from evalplatform.auth import SignedInRequest
 from evalplatform.health import health_report
 from evalplatform.roles import Role, user_roles
+from monitoring.alerts import team_open_events
 from monitoring.selectors import latest_evaluations, team_memberships
 
-#: How many of their teams' newest evaluations a team member's home lists.
+#: How many of their teams' newest evaluations and open alerts a team member's home lists.
 HOME_EVALUATIONS = 10
+HOME_ALERTS = 20
 
 
 @login_required
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: SignedInRequest) -> HttpResponse:
     roles = user_roles(request.user)
     memberships = team_memberships(user=request.user)
     teams = [membership.team for membership in memberships]
@@ -32,6 +35,7 @@ def home(request: HttpRequest) -> HttpResponse:
             "is_team_member": Role.TEAM_MEMBER in roles or request.user.is_superuser or bool(teams),
             "memberships": memberships,
             "evaluations": latest_evaluations(teams=teams, limit=HOME_EVALUATIONS) if teams else [],
+            "open_alerts": list(team_open_events(teams=teams)[:HOME_ALERTS]) if teams else [],
         },
     )
 

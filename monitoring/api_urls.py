@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from monitoring.api import comparisons, evaluations, files, metrics, recsys_fraud, streams, teams
+from monitoring.api import alerts, comparisons, evaluations, files, metrics, recsys_fraud, streams, teams
 
 app_name = "monitoring-api"
 
@@ -25,6 +25,14 @@ urlpatterns = [
     ),
     path("teams/<slug:team>/comparisons/", comparisons.comparison_list, name="comparisons"),
     path("teams/<slug:team>/comparisons/<int:pk>/", comparisons.comparison_detail, name="comparison"),
+    path("teams/<slug:team>/alert-rules/", alerts.rule_list, name="alert-rules"),
+    path("teams/<slug:team>/alert-rules/<int:pk>/", alerts.rule_detail, name="alert-rule"),
+    path("teams/<slug:team>/channels/", alerts.channel_list, name="channels"),
+    path("teams/<slug:team>/channels/<int:pk>/", alerts.channel_detail, name="channel"),
+    path("teams/<slug:team>/alerts/", alerts.event_list, name="alerts"),
+    path(
+        "teams/<slug:team>/alerts/<int:pk>/acknowledge/", alerts.event_acknowledge, name="alert-acknowledge"
+    ),
     # Recommendation sets and fraud score sets (`monitoring.api.recsys_fraud`).
     path(
         "teams/<slug:team>/recommendation-sets/",

@@ -39,11 +39,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from annotations.models import Document, Project, QrelsBuild
 from evalcore.fraud import FraudOptions
+from evalplatform.auth import User
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team
 from evalplatform.teams import Role, team_member_set
@@ -294,7 +294,7 @@ def demo_team_create(*, project: Project, build: QrelsBuild) -> tuple[Team, Qrel
     return team, qrels
 
 
-def demo_runs_upload(*, team: Team, project: Project, uploaded_by: AbstractBaseUser) -> list[Run]:
+def demo_runs_upload(*, team: Team, project: Project, uploaded_by: User) -> list[Run]:
     """The demo systems' runs over the project's topics and documents, uploaded once (found by name)."""
     existing = {
         run.name: run for run in Run.objects.filter(team=team, name__in=[s.name for s in DEMO_SYSTEMS])
@@ -335,7 +335,7 @@ def demo_run_texts(project: Project, *, systems: Sequence[DemoSystem] = DEMO_SYS
     }
 
 
-def _demo_comparison(*, qrels: QrelsSource, runs: list[Run], created_by: AbstractBaseUser) -> Comparison:
+def _demo_comparison(*, qrels: QrelsSource, runs: list[Run], created_by: User) -> Comparison:
     wanted = {run.pk for run in runs}
     candidates = (
         Comparison.objects.filter(
@@ -509,7 +509,7 @@ def _named_file(name: str, text: str) -> io.BytesIO:
 
 
 def demo_recsys_fraud_load(
-    *, team: Team, uploaded_by: AbstractBaseUser
+    *, team: Team, uploaded_by: User
 ) -> tuple[RecommendationEvaluation, FraudScoreEvaluation]:
     """The team's demo recommendation set and fraud score set (found by name, else generated and
     uploaded), each evaluated in this process with the demo's options (found, else computed)."""

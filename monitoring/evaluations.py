@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from annotations.qrels import qrels_export
@@ -30,6 +29,7 @@ from evalcore.jsonable import json_number, json_numbers
 from evalcore.retrieval import Qrels, RetrievalResult, evaluate, parse_measures
 from evalcore.retrieval import Run as RunData
 from evalcore.stats import bootstrap_ci
+from evalplatform.auth import User
 from evalplatform.jobs import JobError, JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
 from monitoring.models import (
     DEFAULT_MEASURES,
@@ -108,7 +108,7 @@ def evaluation_create(
     measures: Sequence[str] = DEFAULT_MEASURES,
     rel_level: int = 1,
     complete: bool = False,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
     enqueue: bool = True,
 ) -> Evaluation:
     """The evaluation of `run` on `qrels` with these options, queued on commit.
@@ -161,8 +161,14 @@ class EvaluationOutput:
 
 
 def evaluation_run(*, evaluation_id: int) -> JobOutcome:
-    """Claim, compute and store an evaluation (the task's one call). Idempotent."""
-    return job_run(Evaluation, pk=evaluation_id, compute=_evaluate, store=_store_evaluation)
+    """Claim, compute and store an evaluation (the task's one call), then check the alert rules on its
+    series (its run's name on its qrels). Idempotent."""
+    outcome = job_run(Evaluation, pk=evaluation_id, compute=_evaluate, store=_store_evaluation)
+    if outcome.status == "done":
+        from monitoring.alerts import alerts_check_evaluation
+
+        alerts_check_evaluation(evaluation_id=evaluation_id)
+    return outcome
 
 
 def _evaluate(evaluation: Evaluation, progress: ProgressFn) -> EvaluationOutput:
@@ -254,7 +260,7 @@ def comparison_create(
     test: str = Comparison.Test.T,
     correction: str = Comparison.Correction.HOLM,
     alpha: float = 0.05,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
     enqueue: bool = True,
 ) -> Comparison:
     """A comparison of at least two of the team's runs on `qrels`, queued on commit."""
@@ -309,7 +315,7 @@ def _compare(comparison: Comparison, progress: ProgressFn) -> ComparisonOutput:
     try:
         qids, scores = align_results(results, keys, complete=comparison.complete)
         compared = compare_scores(
-            scores, test=comparison.test, correction=comparison.correction,
+            scores, test=comparison.test, correction=comparison.correction,  # type: ignore[arg-type]
             alpha=comparison.alpha, confidence=comparison.confidence, n_resamples=N_RESAMPLES, seed=0,
         )  # fmt: skip
     except Exception as error:

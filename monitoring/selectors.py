@@ -246,7 +246,7 @@ def chosen_evaluation(*, run: Run, evaluations: list[Evaluation], pk: Any) -> Ev
     if pk not in (None, ""):
         return get_evaluation(team=run.team, pk=pk) if _is_of_run(evaluations, pk) else _missing("evaluation")
     done = [evaluation for evaluation in evaluations if evaluation.status == JobStatus.DONE]
-    newest = (done or evaluations or [None])[0]
+    newest = (done or evaluations)[0] if (done or evaluations) else None
     return None if newest is None else get_evaluation(team=run.team, pk=newest.pk)
 
 

@@ -1,12 +1,13 @@
 """Celery tasks of the monitoring app: adapters that take a job's id, call one service and declare the retry
-policy (`evalplatform.jobs.JOB_TASK_OPTIONS`). They run on the `heavy` queue (`CELERY_TASK_ROUTES`)."""
+policy (`evalplatform.jobs.JOB_TASK_OPTIONS`). They run on the `heavy` queue (`CELERY_TASK_ROUTES`), but for
+notifications, which go to `default` so that a long job never holds an alert back."""
 
 from __future__ import annotations
 
 from celery import Task, shared_task
 
 from evalplatform.jobs import JOB_TASK_OPTIONS, job_task_result
-from monitoring import evaluations, monitors, recsys_fraud
+from monitoring import alerts, evaluations, monitors, recsys_fraud
 
 
 @shared_task(
@@ -47,6 +48,16 @@ def recommendation_evaluation_run(self: Task, evaluation_id: int) -> str:
 )
 def fraud_evaluation_run(self: Task, evaluation_id: int) -> str:
     return job_task_result(self, recsys_fraud.fraud_evaluation_run(evaluation_id=evaluation_id))
+
+
+@shared_task(
+    name="monitoring.tasks.notification_send",
+    time_limit=120,
+    soft_time_limit=100,
+    **{**JOB_TASK_OPTIONS, "autoretry_for": (*JOB_TASK_OPTIONS["autoretry_for"], alerts.DeliveryError)},
+)
+def notification_send(self: Task, notification_id: int) -> str:
+    return job_task_result(self, alerts.notification_send(notification_id=notification_id))
 
 
 def _queue_of(task: Task) -> str | None:

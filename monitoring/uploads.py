@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.files import File
 from django.db import transaction
 
 from annotations.models import QrelsBuild
 from evalcore import trec
 from evalcore.errors import EvalCoreError, FormatError
+from evalplatform.auth import User
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team
 from monitoring.models import QrelsSource, Run
@@ -142,7 +142,7 @@ def run_upload(
     description: str = "",
     tags: Iterable[str] = (),
     fmt: str | None = None,
-    uploaded_by: AbstractBaseUser | None = None,
+    uploaded_by: User | None = None,
 ) -> Run:
     """Store an uploaded run file for the team after checking its first lines."""
     sniffed = sniff(upload, kind="run", fmt=fmt)
@@ -174,7 +174,7 @@ def qrels_upload(
     name: str = "",
     description: str = "",
     fmt: str | None = None,
-    uploaded_by: AbstractBaseUser | None = None,
+    uploaded_by: User | None = None,
 ) -> QrelsSource:
     """Store an uploaded qrels file for the team after checking its first lines."""
     sniffed = sniff(upload, kind="qrels", fmt=fmt)
@@ -197,9 +197,7 @@ def qrels_upload(
     return source
 
 
-def qrels_source_for_build(
-    *, team: Team, build: QrelsBuild, by: AbstractBaseUser | None = None
-) -> QrelsSource:
+def qrels_source_for_build(*, team: Team, build: QrelsBuild, by: User | None = None) -> QrelsSource:
     """The team's qrels source for a finished qrels build, created on first use.
 
     The build's project must be linked to the team (`Project.team`).

@@ -2,7 +2,17 @@
 
 from django.urls import path
 
-from monitoring.views import comparisons, jobs, leaderboard, recsys_fraud, runs, streams, teams, uploads
+from monitoring.views import (
+    alerts,
+    comparisons,
+    jobs,
+    leaderboard,
+    recsys_fraud,
+    runs,
+    streams,
+    teams,
+    uploads,
+)
 
 app_name = "monitoring"
 
@@ -29,6 +39,13 @@ urlpatterns = [
     path(TEAM + "leaderboard/<int:pk>/", leaderboard.leaderboard, name="leaderboard"),
     path(TEAM + "leaderboard/<int:pk>/leaderboard.csv", leaderboard.leaderboard_csv, name="leaderboard-csv"),
     path(TEAM + "jobs/<str:kind>/<int:pk>.json", jobs.job_state, name="job-state"),
+    # Alerts (`monitoring.views.alerts`).
+    path(TEAM + "alerts/", alerts.alerts_page, name="alerts"),
+    path(TEAM + "alerts/rules/", alerts.rule_create, name="alert-rule-create"),
+    path(TEAM + "alerts/rules/<int:pk>/", alerts.rule_toggle, name="alert-rule-change"),
+    path(TEAM + "alerts/channels/", alerts.channel_create, name="channel-create"),
+    path(TEAM + "alerts/channels/<int:pk>/delete/", alerts.channel_delete, name="channel-delete"),
+    path(TEAM + "alerts/<int:pk>/acknowledge/", alerts.event_acknowledge, name="alert-acknowledge"),
     # Embedding streams (`monitoring.views.streams`).
     path(STREAM, streams.stream_detail, name="stream-detail"),
     path(STREAM + "series.csv", streams.series_csv, name="stream-series-csv"),

@@ -32,4 +32,4 @@ def figure(value: float | None, digits: int = 3) -> str:
 def reason_label(reason: str) -> str:
     from evalcore.judging import REASONS
 
-    return REASONS.get(reason, reason)
+    return str(REASONS.get(reason, reason))  # type: ignore[call-overload]

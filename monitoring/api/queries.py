@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import OuterRef, Prefetch, QuerySet, Subquery, Value
 from django.http import Http404
 
 from annotations.models import Project, QrelsBuild
+from evalplatform.auth import AnyUser
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team, TeamMembership
 from evalplatform.teams import teams_for_user
@@ -32,12 +32,12 @@ def _get(queryset: QuerySet[Any], pk: Any, what: str) -> Any:
 # --- teams --------------------------------------------------------------------------------------------
 
 
-def teams_with_role(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Team]:
+def teams_with_role(user: AnyUser) -> QuerySet[Team]:
     """The user's teams, each annotated with the user's `role` (editor of every team for a superuser)."""
     teams = teams_for_user(user).order_by("name", "pk")
     if getattr(user, "is_superuser", False):
         return teams.annotate(role=Value(TeamMembership.Role.EDITOR))
-    role = TeamMembership.objects.filter(team=OuterRef("pk"), user=user).values("role")[:1]
+    role = TeamMembership.objects.filter(team=OuterRef("pk"), user_id=user.pk or 0).values("role")[:1]
     return teams.annotate(role=Subquery(role))
 
 

@@ -2,6 +2,7 @@
 their results (`evaluations`); recommendation sets and fraud score sets with their evaluations and results
 (`recsys_fraud`). Monitors and alerts come next."""
 
+from monitoring.models.alerts import AlertEvent, AlertRule, Notification, NotificationChannel
 from monitoring.models.evaluations import (
     DEFAULT_MEASURES,
     Comparison,
@@ -11,6 +12,7 @@ from monitoring.models.evaluations import (
     EvaluationResult,
     options_key,
 )
+from monitoring.models.monitors import EmbeddingSnapshot, EmbeddingStream, MonitorRun, MonitorValue
 from monitoring.models.recsys_fraud import (
     RECSYS_FILE_ROLES,
     FraudScoreEvaluation,
@@ -26,6 +28,14 @@ from monitoring.models.runs import QrelsSource, Run
 
 __all__ = [
     "DEFAULT_MEASURES",
+    "AlertEvent",
+    "AlertRule",
+    "EmbeddingSnapshot",
+    "EmbeddingStream",
+    "MonitorRun",
+    "MonitorValue",
+    "Notification",
+    "NotificationChannel",
     "RECSYS_FILE_ROLES",
     "Comparison",
     "ComparisonPair",

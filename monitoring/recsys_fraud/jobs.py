@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import models, transaction
 
 from evalcore.csvfiles import CsvSchema, read_csv
@@ -26,6 +25,7 @@ from evalcore.fraud import FraudOptions, evaluate_scores, read_scores
 from evalcore.jsonable import json_number
 from evalcore.recsys import METRIC_SPECS as RECSYS_SPECS
 from evalcore.recsys import RecsysStats, read_recsys_files
+from evalplatform.auth import User
 from evalplatform.jobs import Job, JobError, JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
 from monitoring.models import (
     FraudScoreEvaluation,
@@ -98,7 +98,7 @@ def _find_or_create(model: type[J], *, lookup: dict[str, Any], defaults: dict[st
         created = True
     if created and enqueue:
         job_enqueue_on_commit(job)
-    return job  # type: ignore[no-any-return]
+    return job  # type: ignore[return-value]
 
 
 @transaction.atomic
@@ -106,7 +106,7 @@ def recommendation_evaluation_create(
     *,
     recommendation_set: RecommendationSet,
     options: RecsysOptions | None = None,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
     enqueue: bool = True,
 ) -> RecommendationEvaluation:
     """The evaluation of the set with these options, queued on commit (the same request finds the same
@@ -126,7 +126,7 @@ def fraud_evaluation_create(
     *,
     score_set: FraudScoreSet,
     options: FraudOptions | None = None,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
     enqueue: bool = True,
 ) -> FraudScoreEvaluation:
     """The evaluation of the score set with these options, queued on commit (the same request finds the
@@ -211,7 +211,7 @@ def _evaluate_recommendations(evaluation: RecommendationEvaluation, progress: Pr
         "popularity_from": files.popularity_source,
     }
     with_list = int((lists.lengths > 0).sum())
-    counts = {"num_users": with_list, "num_items": lists.n_items}
+    counts: dict[str, int | None] = {"num_users": with_list, "num_items": lists.n_items}
     if options.k is None:
         counts["depth"] = int(lists.lengths.max()) if lists.n_users else 0
     return EvaluationOutput(metrics, summary, curves, counts)
@@ -260,7 +260,7 @@ def _evaluate_scores(evaluation: FraudScoreEvaluation, progress: ProgressFn) -> 
         "n_entities_anomalous": times.n_anomalous if times else None,
         "n_entities_detected": times.n_detected if times else None,
     }
-    counts = {"num_rows": curve.n, "num_frauds": curve.n_positive}
+    counts: dict[str, int | None] = {"num_rows": curve.n, "num_frauds": curve.n_positive}
     return EvaluationOutput(metrics, summary, fraud_curves(evaluated), counts)
 
 

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.files import File
 from django.db import transaction
 
 from evalcore.errors import EvalCoreError, FormatError
 from evalcore.fraud import read_scores
 from evalcore.recsys import read_recsys_files
+from evalplatform.auth import User
 from evalplatform.models import Team
 from monitoring.models import FraudScoreSet, RecommendationSet
 from monitoring.uploads import MAX_UPLOAD_BYTES, SNIFF_LINES, UploadError
@@ -193,7 +193,7 @@ def recommendation_set_upload(
     history: IO[bytes] | Any | None = None,
     name: str = "",
     description: str = "",
-    uploaded_by: AbstractBaseUser | None = None,
+    uploaded_by: User | None = None,
 ) -> RecommendationSet:
     """Store a recommendation set for the team after checking each file's first lines."""
     uploads = {"recs": recs, "interactions": interactions, "items": items, "history": history}
@@ -219,7 +219,7 @@ def fraud_score_set_upload(
     scores: IO[bytes] | Any,
     name: str = "",
     description: str = "",
-    uploaded_by: AbstractBaseUser | None = None,
+    uploaded_by: User | None = None,
 ) -> FraudScoreSet:
     """Store a fraud score set for the team after checking the file's first lines."""
     with tempfile.TemporaryDirectory() as folder:

@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from evalplatform.auth import SignedInRequest
 from evalplatform.jobs import JobStatus
 from evalplatform.teams import get_team_for_member
 from monitoring import charts, selectors
@@ -21,7 +22,7 @@ DIFFERENCE_ROWS = 200
 
 
 @login_required
-def comparison_detail(request: HttpRequest, team: str, pk: int) -> HttpResponse:
+def comparison_detail(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership = get_team_for_member(request.user, team)
     comparison = selectors.get_comparison(team=membership.team, pk=pk)
     context: dict[str, Any] = {"team": membership.team, "membership": membership, "comparison": comparison}
@@ -77,7 +78,7 @@ def _finished(request: HttpRequest, team: str, pk: int) -> tuple[str, Comparison
 
 
 @login_required
-def comparison_csv(request: HttpRequest, team: str, pk: int) -> HttpResponse:
+def comparison_csv(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     """The significance table: every pair of runs on every measure."""
     slug, comparison, view = _finished(request, team, pk)
     header = ["measure", "run_a_id", "run_a", "run_b_id", "run_b", "diff", "p_value", "p_adjusted",
@@ -92,7 +93,7 @@ def comparison_csv(request: HttpRequest, team: str, pk: int) -> HttpResponse:
 
 
 @login_required
-def pair_csv(request: HttpRequest, team: str, pk: int, pair: int) -> HttpResponse:
+def pair_csv(request: SignedInRequest, team: str, pk: int, pair: int) -> HttpResponse:
     """One pair's per-query values and differences, sorted as the chart shows them."""
     slug, comparison, view = _finished(request, team, pk)
     found = view.pair(pair)

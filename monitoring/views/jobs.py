@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from evalplatform.auth import SignedInRequest
 from evalplatform.jobs import JobError, JobStatus
 from evalplatform.teams import get_team_for_member
 from monitoring import evaluations, selectors
@@ -27,7 +28,7 @@ def _preselected(
 
 
 @login_required
-def evaluation_create(request: HttpRequest, team: str) -> HttpResponse:
+def evaluation_create(request: SignedInRequest, team: str) -> HttpResponse:
     membership = get_team_for_member(request.user, team, write=True)
     initial = _preselected(request, one=("run", "qrels"))
     form = EvaluationForm(request.POST or None, team=membership.team, initial=initial)
@@ -55,7 +56,7 @@ def evaluation_create(request: HttpRequest, team: str) -> HttpResponse:
 
 
 @login_required
-def comparison_create(request: HttpRequest, team: str) -> HttpResponse:
+def comparison_create(request: SignedInRequest, team: str) -> HttpResponse:
     membership = get_team_for_member(request.user, team, write=True)
     initial = _preselected(request, one=("qrels",), many=("runs",))
     form = ComparisonForm(request.POST or None, team=membership.team, initial=initial)
@@ -83,7 +84,7 @@ def comparison_create(request: HttpRequest, team: str) -> HttpResponse:
 @never_cache
 @login_required
 @require_GET
-def job_state(request: HttpRequest, team: str, kind: str, pk: int) -> JsonResponse:
+def job_state(request: SignedInRequest, team: str, kind: str, pk: int) -> JsonResponse:
     """`job.state()` of one of the team's evaluations or comparisons, for the pages' polling script."""
     membership = get_team_for_member(request.user, team)
     return JsonResponse(selectors.get_job(team=membership.team, kind=kind, pk=pk).state())

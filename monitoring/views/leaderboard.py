@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
+from evalplatform.auth import SignedInRequest
 from evalplatform.models import TeamMembership
 from evalplatform.teams import get_team_for_member
 from monitoring import charts, selectors
@@ -62,7 +63,7 @@ def _page(request: HttpRequest, team: str, pk: int) -> tuple[TeamMembership, Lea
 
 
 @login_required
-def leaderboard(request: HttpRequest, team: str, pk: int) -> HttpResponse:
+def leaderboard(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership, page = _page(request, team, pk)
     charted = next((c for c in page.columns if c.key == page.sort), page.columns[0] if page.columns else None)
     context: dict[str, Any] = {
@@ -83,7 +84,7 @@ def leaderboard(request: HttpRequest, team: str, pk: int) -> HttpResponse:
 
 
 @login_required
-def leaderboard_csv(request: HttpRequest, team: str, pk: int) -> HttpResponse:
+def leaderboard_csv(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership, page = _page(request, team, pk)
     header = ["rank", "run_id", "run", "evaluation_id"]
     for column in page.columns:

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evalcore.fraud import FraudOptions
 from evalcore.recsys import DEFAULT_HEAD_SHARE
+from evalplatform.auth import SignedInRequest
 from evalplatform.jobs import JobStatus
 from evalplatform.models import TeamMembership
 from evalplatform.teams import get_team_for_member
@@ -149,7 +150,7 @@ def _option_error(form: forms.Form, error: recsys_fraud.OptionError) -> None:
 
 
 @login_required
-def recsys_upload(request: HttpRequest, team: str) -> HttpResponse:
+def recsys_upload(request: SignedInRequest, team: str) -> HttpResponse:
     membership = get_team_for_member(request.user, team, write=True)
     form = RecsysUploadForm(request.POST or None, request.FILES or None)
     error = ""
@@ -171,7 +172,9 @@ def recsys_upload(request: HttpRequest, team: str) -> HttpResponse:
     return _page(request, "monitoring/recsys_upload.html", membership, {"form": form, "error": error})
 
 
-def _start_recsys(request: HttpRequest, chosen: RecommendationSet, form: RecsysOptionsForm) -> HttpResponse:
+def _start_recsys(
+    request: SignedInRequest, chosen: RecommendationSet, form: RecsysOptionsForm
+) -> HttpResponse:
     try:
         evaluation = recsys_fraud.recommendation_evaluation_create(
             recommendation_set=chosen, options=form.options(), created_by=request.user
@@ -191,7 +194,7 @@ def _say_started(request: HttpRequest, evaluation: RecommendationEvaluation | Fr
 
 
 @login_required
-def recsys_set(request: HttpRequest, team: str, pk: int) -> HttpResponse:
+def recsys_set(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership = get_team_for_member(request.user, team)
     chosen = selectors.get_recommendation_set(team=membership.team, pk=pk)
     return _set_page(request, membership, chosen, RecsysOptionsForm())
@@ -199,7 +202,7 @@ def recsys_set(request: HttpRequest, team: str, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def recsys_evaluate(request: HttpRequest, team: str, pk: int) -> HttpResponse:
+def recsys_evaluate(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership = get_team_for_member(request.user, team, write=True)
     chosen = selectors.get_recommendation_set(team=membership.team, pk=pk)
     form = RecsysOptionsForm(request.POST)
@@ -217,7 +220,7 @@ def recsys_evaluate(request: HttpRequest, team: str, pk: int) -> HttpResponse:
 
 
 @login_required
-def recsys_evaluation(request: HttpRequest, team: str, pk: int) -> HttpResponse:
+def recsys_evaluation(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership = get_team_for_member(request.user, team)
     evaluation = selectors.get_recommendation_evaluation(team=membership.team, pk=pk)
     context: dict[str, Any] = {"evaluation": evaluation, "owner": evaluation.recommendation_set}
@@ -250,7 +253,7 @@ def _recsys_dashboard(evaluation: RecommendationEvaluation) -> dict[str, Any]:
 
 
 @login_required
-def fraud_upload(request: HttpRequest, team: str) -> HttpResponse:
+def fraud_upload(request: SignedInRequest, team: str) -> HttpResponse:
     membership = get_team_for_member(request.user, team, write=True)
     form = FraudUploadForm(request.POST or None, request.FILES or None)
     error = ""
@@ -271,7 +274,7 @@ def fraud_upload(request: HttpRequest, team: str) -> HttpResponse:
     return _page(request, "monitoring/fraud_upload.html", membership, {"form": form, "error": error})
 
 
-def _start_fraud(request: HttpRequest, chosen: FraudScoreSet, form: FraudOptionsForm) -> HttpResponse:
+def _start_fraud(request: SignedInRequest, chosen: FraudScoreSet, form: FraudOptionsForm) -> HttpResponse:
     try:
         evaluation = recsys_fraud.fraud_evaluation_create(
             score_set=chosen, options=form.options(), created_by=request.user
@@ -284,7 +287,7 @@ def _start_fraud(request: HttpRequest, chosen: FraudScoreSet, form: FraudOptions
 
 
 @login_required
-def fraud_set(request: HttpRequest, team: str, pk: int) -> HttpResponse:
+def fraud_set(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership = get_team_for_member(request.user, team)
     chosen = selectors.get_fraud_score_set(team=membership.team, pk=pk)
     return _set_page(request, membership, chosen, FraudOptionsForm())
@@ -292,7 +295,7 @@ def fraud_set(request: HttpRequest, team: str, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def fraud_evaluate(request: HttpRequest, team: str, pk: int) -> HttpResponse:
+def fraud_evaluate(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership = get_team_for_member(request.user, team, write=True)
     chosen = selectors.get_fraud_score_set(team=membership.team, pk=pk)
     form = FraudOptionsForm(request.POST)
@@ -310,7 +313,7 @@ def fraud_evaluate(request: HttpRequest, team: str, pk: int) -> HttpResponse:
 
 
 @login_required
-def fraud_evaluation(request: HttpRequest, team: str, pk: int) -> HttpResponse:
+def fraud_evaluation(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership = get_team_for_member(request.user, team)
     evaluation = selectors.get_fraud_evaluation(team=membership.team, pk=pk)
     context: dict[str, Any] = {"evaluation": evaluation, "owner": evaluation.score_set}
@@ -393,7 +396,7 @@ def _set_page(
 
 
 @login_required
-def dashboard_csv(request: HttpRequest, team: str, kind: str, pk: int, table: str) -> HttpResponse:
+def dashboard_csv(request: SignedInRequest, team: str, kind: str, pk: int, table: str) -> HttpResponse:
     """One dashboard table as CSV: the stored numbers at full precision, every stored point."""
     membership = get_team_for_member(request.user, team)
     if kind == "recommendation":
@@ -408,7 +411,7 @@ def dashboard_csv(request: HttpRequest, team: str, kind: str, pk: int, table: st
 @never_cache
 @login_required
 @require_GET
-def job_state(request: HttpRequest, team: str, kind: str, pk: int) -> JsonResponse:
+def job_state(request: SignedInRequest, team: str, kind: str, pk: int) -> JsonResponse:
     """`job.state()` of one of the team's recommendation or fraud evaluations, for the pages' polling."""
     membership = get_team_for_member(request.user, team)
     return JsonResponse(selectors.get_job(team=membership.team, kind=kind, pk=pk).state())

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
+from evalplatform.auth import SignedInRequest
 from evalplatform.jobs import JobStatus
 from evalplatform.teams import get_team_for_member
 from monitoring import charts, selectors
@@ -20,7 +21,7 @@ WORST_QUERIES = 20
 
 
 @login_required
-def run_detail(request: HttpRequest, team: str, pk: int) -> HttpResponse:
+def run_detail(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership = get_team_for_member(request.user, team)
     run = selectors.get_run(team=membership.team, pk=pk)
     evaluations = selectors.run_evaluations(run=run)
@@ -57,7 +58,7 @@ def _distribution(evaluation: Evaluation, measure: str) -> dict[str, Any]:
 
 
 @login_required
-def evaluation_csv(request: HttpRequest, team: str, pk: int) -> HttpResponse:
+def evaluation_csv(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     """Every per-query value of a finished evaluation: one row per query, one column per measure."""
     membership = get_team_for_member(request.user, team)
     evaluation = selectors.get_evaluation(team=membership.team, pk=pk)

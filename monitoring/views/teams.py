@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
+from evalplatform.auth import SignedInRequest
 from evalplatform.teams import get_team_for_member
 from monitoring import selectors
 
@@ -14,13 +15,13 @@ LIST_LIMIT = 50
 
 
 @login_required
-def team_list(request: HttpRequest) -> HttpResponse:
+def team_list(request: SignedInRequest) -> HttpResponse:
     memberships = selectors.team_memberships(user=request.user)
     return render(request, "monitoring/team_list.html", {"memberships": memberships})
 
 
 @login_required
-def team_home(request: HttpRequest, team: str) -> HttpResponse:
+def team_home(request: SignedInRequest, team: str) -> HttpResponse:
     membership = get_team_for_member(request.user, team)
     found = membership.team
     return render(

@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from evalplatform.auth import SignedInRequest
 from evalplatform.jobs import JobError
 from evalplatform.models import TeamMembership
 from evalplatform.teams import get_team_for_member
@@ -21,7 +22,7 @@ from monitoring.models import DEFAULT_MEASURES, QrelsSource, Run
 
 
 @login_required
-def run_upload(request: HttpRequest, team: str) -> HttpResponse:
+def run_upload(request: SignedInRequest, team: str) -> HttpResponse:
     membership = get_team_for_member(request.user, team, write=True)
     form = RunUploadForm(request.POST or None, request.FILES or None, team=membership.team)
     error = ""
@@ -47,7 +48,7 @@ def run_upload(request: HttpRequest, team: str) -> HttpResponse:
     )
 
 
-def _evaluate_uploaded(request: HttpRequest, run: Run, qrels: QrelsSource) -> HttpResponse:
+def _evaluate_uploaded(request: SignedInRequest, run: Run, qrels: QrelsSource) -> HttpResponse:
     try:
         evaluation = evaluations.evaluation_create(
             run=run, qrels=qrels, measures=DEFAULT_MEASURES, created_by=request.user
@@ -60,7 +61,7 @@ def _evaluate_uploaded(request: HttpRequest, run: Run, qrels: QrelsSource) -> Ht
 
 
 @login_required
-def qrels_add(request: HttpRequest, team: str) -> HttpResponse:
+def qrels_add(request: SignedInRequest, team: str) -> HttpResponse:
     """Upload a qrels file (POST here), or pick a build (the build form posts to `qrels_from_build`)."""
     membership = get_team_for_member(request.user, team, write=True)
     form = QrelsUploadForm(request.POST or None, request.FILES or None)
@@ -82,7 +83,7 @@ def qrels_add(request: HttpRequest, team: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def qrels_from_build(request: HttpRequest, team: str) -> HttpResponse:
+def qrels_from_build(request: SignedInRequest, team: str) -> HttpResponse:
     membership = get_team_for_member(request.user, team, write=True)
     form = QrelsBuildForm(request.POST, team=membership.team)
     error = ""

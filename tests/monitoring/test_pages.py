@@ -265,7 +265,7 @@ class TestHome:
         assert "Welcome, theo" in page and 'href="/teams/search/"' in page and "Editor" in page
         for evaluation in done["evaluations"]:
             assert evaluation.get_absolute_url().replace("&", "&amp;") in page
-        assert "Open alerts" in page and "alerts come with monitors" in page
+        assert "Open alerts" in page and "No open alert in your teams." in page
         assert 'href="/teams/"' in page  # the navigation's Teams link
         pending = evaluations.evaluation_create(
             run=done["good"], qrels=done["qrels"], rel_level=2, enqueue=False

@@ -61,7 +61,7 @@ class Command(BaseCommand):
                 {"username": a.username, "password": a.password, "role": a.role.value if a.role else "admin"}
                 for a in accounts
             ]
-            data = {"accounts": rows, "project": {"slug": project.slug, **summary}}
+            data: dict[str, Any] = {"accounts": rows, "project": {"slug": project.slug, **summary}}
             data["team"] = demo_team_summary(search) if search else None
             self.stdout.write(json.dumps(data))
             return

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import InterfaceError, OperationalError
 from django.http import Http404
@@ -23,6 +22,7 @@ from tqdm import tqdm
 
 from annotations.models import Project, QrelsBuild
 from evalcore.retrieval import parse_measures
+from evalplatform.auth import User
 from evalplatform.jobs import JobError, JobStatus, job_enqueue
 from evalplatform.models import Team
 from monitoring import evaluations, selectors, uploads
@@ -144,7 +144,7 @@ class Command(BaseCommand):
 
     # --- inputs ---------------------------------------------------------------------------------------
 
-    def find_run(self, spec: str, *, team: Team, user: AbstractBaseUser | None, fmt: str | None) -> Run:
+    def find_run(self, spec: str, *, team: Team, user: User | None, fmt: str | None) -> Run:
         if spec.isdigit():
             try:
                 return selectors.get_run(team=team, pk=spec)
@@ -163,9 +163,7 @@ class Command(BaseCommand):
         self.note(f"{spec}: uploaded as run {run.pk} {run.name!r}.")
         return run
 
-    def find_qrels(
-        self, spec: str, *, team: Team, user: AbstractBaseUser | None, fmt: str | None
-    ) -> QrelsSource:
+    def find_qrels(self, spec: str, *, team: Team, user: User | None, fmt: str | None) -> QrelsSource:
         if spec.isdigit():
             try:
                 return selectors.get_qrels_source(team=team, pk=spec)
@@ -191,9 +189,7 @@ class Command(BaseCommand):
         self.note(f"{spec}: uploaded as qrels {source.pk} {source.name!r}.")
         return source
 
-    def build_source(
-        self, slug: str, version: int, *, team: Team, user: AbstractBaseUser | None
-    ) -> QrelsSource:
+    def build_source(self, slug: str, version: int, *, team: Team, user: User | None) -> QrelsSource:
         project = Project.objects.filter(slug=slug).first()
         if project is None:
             raise CommandError(f"There is no judging project {slug!r} (nor a file {slug}:{version}).")

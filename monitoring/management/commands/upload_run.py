@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.http import Http404
 
+from evalplatform.auth import User
 from evalplatform.models import Team
 from evalplatform.teams import get_team_for_member
 from monitoring import uploads
@@ -39,7 +39,7 @@ def add_user_option(parser: CommandParser) -> None:
     )
 
 
-def team_and_user(slug: str, username: str | None) -> tuple[Team, AbstractBaseUser | None]:
+def team_and_user(slug: str, username: str | None) -> tuple[Team, User | None]:
     """The team, and the acting user when one is named: an editor of the team (or a superuser)."""
     team = Team.objects.filter(slug=slug).first()
     if team is None:

@@ -1,0 +1,469 @@
+"""Alert rules on any metric of the registry, the events they open and resolve, and their notifications.
+
+After a monitor run or an evaluation finishes, `alerts_check_monitor_run` / `alerts_check_evaluation`
+look at each enabled rule of its series: the rule's metric over the series' latest `consecutive`
+observations, each checked with `evalcore.alerts.evaluate_rules` (a drift rule also needs its effect
+size above the threshold calibrated on the reference). When all of them break the threshold the rule
+fires: it opens an event, or, if one is already open, counts one more observation on it (no new
+notification: events are deduplicated). When the latest observation no longer breaks it, the open
+event resolves.
+
+Opening and resolving notify the rule's channels through `Notification` jobs (default queue), unless
+the rule notified an opening within its cooldown (a flapping rule then notifies once). Email goes
+through Django's mail backend; a webhook gets a Slack-compatible JSON POST with a bounded timeout, and
+a failed delivery is retried with backoff.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from evalcore.alerts import AlertRule as RuleSpec
+from evalcore.alerts import AlertRuleError, EffectRequirement, evaluate_rules
+from evalcore.metrics import UnknownMetricError, metric_registry
+from evalplatform.auth import User
+from evalplatform.jobs import JobError, JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
+from evalplatform.models import Team
+from monitoring.models import (
+    AlertEvent,
+    AlertRule,
+    EmbeddingStream,
+    Evaluation,
+    EvaluationResult,
+    MonitorRun,
+    MonitorValue,
+    Notification,
+    NotificationChannel,
+    QrelsSource,
+)
+
+logger = logging.getLogger(__name__)
+
+#: Seconds a webhook may take to answer before the delivery counts as failed (and is retried).
+WEBHOOK_TIMEOUT = 10.0
+#: The most observations a rule looks back over.
+MAX_CONSECUTIVE = 50
+
+
+class DeliveryError(Exception):
+    """A notification the channel did not accept; the job retries it with backoff."""
+
+
+# --- rules --------------------------------------------------------------------------------------------
+
+
+def rule_spec(rule: AlertRule) -> RuleSpec:
+    """The framework-free rule that `evalcore.alerts.evaluate_rules` checks."""
+    effect = EffectRequirement(rule.effect_metric, rule.effect_threshold) if rule.effect_metric else None
+    return RuleSpec(
+        name=rule.name, metric=rule.metric, comparator=rule.comparator, threshold=rule.threshold,  # type: ignore[arg-type]
+        severity=rule.severity, effect=effect,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+@transaction.atomic
+def alert_rule_create(
+    *,
+    team: Team,
+    name: str,
+    metric: str,
+    comparator: str,
+    threshold: float,
+    severity: str = "warning",
+    consecutive: int = 1,
+    cooldown_minutes: int = 60,
+    effect_metric: str = "",
+    effect_threshold: float | None = None,
+    stream: EmbeddingStream | None = None,
+    qrels: QrelsSource | None = None,
+    run_name: str = "",
+    channels: Iterable[NotificationChannel] = (),
+    created_by: User | None = None,
+) -> AlertRule:
+    """A rule on a stream's monitor runs, or on the evaluations of runs named `run_name` on `qrels`.
+
+    Raises `JobError` (a message for the user) for an unknown metric (with the closest names), a bad
+    comparator, severity or threshold, or a series of another team.
+    """
+    registry = metric_registry()
+    try:
+        registry.resolve(metric)
+        if effect_metric:
+            registry.resolve(effect_metric)
+        rule_spec_check = RuleSpec(
+            name=name or "rule", metric=metric, comparator=comparator, threshold=float(threshold),  # type: ignore[arg-type]
+            severity=severity,  # type: ignore[arg-type]
+            effect=EffectRequirement(effect_metric, effect_threshold) if effect_metric else None,
+        )  # fmt: skip
+    except (UnknownMetricError, AlertRuleError, TypeError, ValueError) as error:
+        raise JobError(str(error)) from None
+    if (stream is None) == (qrels is None):
+        raise JobError("A rule watches either a stream, or a run name on a qrels source.")
+    if qrels is not None and not run_name.strip():
+        raise JobError("Name the runs the rule watches (the run name, e.g. nightly).")
+    owner = stream.team_id if stream is not None else qrels.team_id  # type: ignore[union-attr]
+    if owner != team.pk or any(channel.team_id != team.pk for channel in channels):
+        raise JobError("The series and the channels must belong to the rule's team.")
+    if not 1 <= consecutive <= MAX_CONSECUTIVE:
+        raise JobError(f"consecutive must lie between 1 and {MAX_CONSECUTIVE}.")
+    rule = AlertRule.objects.create(
+        team=team, name=rule_spec_check.name, metric=metric, comparator=comparator, threshold=float(threshold),
+        severity=severity, consecutive=consecutive, cooldown_minutes=cooldown_minutes, effect_metric=effect_metric,
+        effect_threshold=effect_threshold, stream=stream, qrels=qrels, run_name=run_name.strip(),
+        created_by=created_by,
+    )  # fmt: skip
+    rule.channels.set(list(channels))
+    return rule
+
+
+def default_stream_rules(
+    *, stream: EmbeddingStream, channels: Iterable[NotificationChannel] = ()
+) -> list[AlertRule]:
+    """The default embedding rules (`evalcore.alerts.DEFAULT_EMBEDDING_RULES`) on a stream, once."""
+    from evalcore.alerts import DEFAULT_EMBEDDING_RULES
+
+    made = []
+    for spec in DEFAULT_EMBEDDING_RULES:
+        existing = AlertRule.objects.filter(stream=stream, name=spec.name).first()
+        if existing is not None:
+            made.append(existing)
+            continue
+        made.append(
+            alert_rule_create(
+                team=stream.team,
+                name=spec.name,
+                metric=spec.metric,
+                comparator=spec.comparator,
+                threshold=spec.threshold,
+                severity=spec.severity,
+                stream=stream,
+                channels=channels,
+                effect_metric=spec.effect.metric if spec.effect else "",
+                effect_threshold=spec.effect.threshold if spec.effect else None,
+            )  # fmt: skip
+        )
+    return made
+
+
+# --- observations ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One point of a rule's series: its values (the rule's metric and effect metric), when and from what."""
+
+    values: dict[str, float]
+    observed_at: datetime
+    source: str
+    source_url: str
+    effect_thresholds: dict[str, float]
+
+
+def _number(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _stream_observations(rule: AlertRule, *, upto: MonitorRun) -> list[Observation]:
+    runs = list(
+        MonitorRun.objects.filter(
+            stream_id=rule.stream_id, status=JobStatus.DONE, observed_at__lte=upto.observed_at
+        )
+        .select_related("snapshot")
+        .order_by("-observed_at", "-pk")[: rule.consecutive]
+    )
+    metrics = [rule.metric, *([rule.effect_metric] if rule.effect_metric else [])]
+    values: dict[int, dict[str, float]] = {run.pk: {} for run in runs}
+    for run_id, metric, value in MonitorValue.objects.filter(run__in=runs, metric__in=metrics).values_list(
+        "run_id", "metric", "value"
+    ):
+        values[run_id][metric] = _number(value)
+    return [
+        Observation(
+            values=values[run.pk],
+            observed_at=run.observed_at,
+            source=f"monitor run of {run.snapshot}",
+            source_url=_stream_url(rule),
+            effect_thresholds=dict(run.effect_thresholds or {}),
+        )  # fmt: skip
+        for run in reversed(runs)
+    ]
+
+
+def _stream_url(rule: AlertRule) -> str:
+    try:
+        return rule.stream.get_absolute_url() if rule.stream else ""  # type: ignore[union-attr]
+    except Exception:  # the stream pages may not be routed (a deployment without them)
+        return ""
+
+
+def _evaluation_observations(rule: AlertRule, *, upto: Evaluation) -> list[Observation]:
+    evaluations = list(
+        Evaluation.objects.filter(
+            qrels_id=rule.qrels_id, run__name=rule.run_name, status=JobStatus.DONE,
+            finished_at__lte=upto.finished_at,
+        )
+        .select_related("run", "team")
+        .order_by("-finished_at", "-pk")[: rule.consecutive]
+    )  # fmt: skip
+    results = EvaluationResult.objects.filter(evaluation__in=evaluations, measure=rule.metric)
+    values = {row["evaluation_id"]: _number(row["value"]) for row in results.values("evaluation_id", "value")}
+    return [
+        Observation(
+            values={rule.metric: values[evaluation.pk]} if evaluation.pk in values else {},
+            observed_at=evaluation.finished_at or evaluation.created_at,
+            source=f"evaluation of run {evaluation.run.name} (#{evaluation.run_id})",
+            source_url=evaluation.get_absolute_url(),
+            effect_thresholds={},
+        )  # fmt: skip
+        for evaluation in reversed(evaluations)
+    ]
+
+
+# --- checking -------------------------------------------------------------------------------------------
+
+
+def alerts_check_monitor_run(*, run_id: int) -> list[AlertEvent]:
+    """Check every enabled rule of the run's stream after the run finished; returns the events touched."""
+    run = MonitorRun.objects.filter(pk=run_id, status=JobStatus.DONE).first()
+    if run is None:
+        return []
+    rules = AlertRule.objects.filter(stream_id=run.stream_id, enabled=True).prefetch_related("channels")
+    return [event for rule in rules if (event := _check(rule, _stream_observations(rule, upto=run)))]
+
+
+def alerts_check_evaluation(*, evaluation_id: int) -> list[AlertEvent]:
+    """Check the rules on the evaluation's series (its run's name on its qrels) after it finished."""
+    evaluation = (
+        Evaluation.objects.filter(pk=evaluation_id, status=JobStatus.DONE).select_related("run").first()
+    )
+    if evaluation is None:
+        return []
+    rules = AlertRule.objects.filter(
+        qrels_id=evaluation.qrels_id, run_name=evaluation.run.name, enabled=True
+    ).prefetch_related("channels")
+    return [
+        event for rule in rules if (event := _check(rule, _evaluation_observations(rule, upto=evaluation)))
+    ]
+
+
+def _firing(rule: AlertRule, observation: Observation) -> Any:
+    try:
+        fired = evaluate_rules(
+            observation.values, [rule_spec(rule)], effect_thresholds=observation.effect_thresholds
+        )
+    except AlertRuleError:  # no calibrated effect threshold on this run: the rule cannot fire
+        return None
+    return fired[0] if fired else None
+
+
+def _check(rule: AlertRule, observations: list[Observation]) -> AlertEvent | None:
+    if not observations or rule.metric not in observations[-1].values:
+        return None  # the latest point has no value for this metric: nothing to decide
+    firings = [_firing(rule, observation) for observation in observations]
+    latest = observations[-1]
+    if len(observations) >= rule.consecutive and all(firings):
+        return _open_or_extend(rule, latest, firings[-1])
+    if firings[-1] is None:
+        return _resolve(rule, latest)
+    return None
+
+
+@transaction.atomic
+def _open_or_extend(rule: AlertRule, latest: Observation, firing: Any) -> AlertEvent:
+    event = (
+        AlertEvent.objects.select_for_update()
+        .filter(rule=rule, status__in=[AlertEvent.Status.OPEN, AlertEvent.Status.ACKNOWLEDGED])
+        .first()
+    )
+    if event is not None:
+        if event.last_seen_at < latest.observed_at:
+            event.observations += 1
+            event.latest_value = firing.value
+            event.last_seen_at = latest.observed_at
+            event.save(update_fields=["observations", "latest_value", "last_seen_at"])
+        return event
+    now = timezone.now()
+    recently_notified = AlertEvent.objects.filter(
+        rule=rule, notified=True, opened_at__gt=now - timedelta(minutes=rule.cooldown_minutes)
+    ).exists()
+    try:
+        with transaction.atomic():
+            event = AlertEvent.objects.create(
+                rule=rule, team_id=rule.team_id, value=firing.value, latest_value=firing.value,
+                threshold=firing.threshold, effect_value=firing.effect_value, effect_threshold=firing.effect_threshold,
+                source=latest.source[:300], source_url=latest.source_url[:500], observed_at=latest.observed_at,
+                opened_at=now, last_seen_at=latest.observed_at, notified=not recently_notified,
+            )  # fmt: skip
+    except IntegrityError:  # another worker opened it a moment ago
+        return AlertEvent.objects.get(
+            rule=rule, status__in=[AlertEvent.Status.OPEN, AlertEvent.Status.ACKNOWLEDGED]
+        )
+    if event.notified:
+        _notify(event, kind=Notification.Kind.OPENED)
+    return event
+
+
+@transaction.atomic
+def _resolve(rule: AlertRule, latest: Observation) -> AlertEvent | None:
+    event = (
+        AlertEvent.objects.select_for_update()
+        .filter(rule=rule, status__in=[AlertEvent.Status.OPEN, AlertEvent.Status.ACKNOWLEDGED])
+        .first()
+    )
+    if event is None:
+        return None
+    event.status = AlertEvent.Status.RESOLVED
+    event.resolved_at = timezone.now()
+    event.latest_value = latest.values.get(rule.metric)
+    event.save(update_fields=["status", "resolved_at", "latest_value"])
+    if event.notified:
+        _notify(event, kind=Notification.Kind.RESOLVED)
+    return event
+
+
+@transaction.atomic
+def alert_event_acknowledge(*, event: AlertEvent, by: User) -> AlertEvent:
+    """Someone is on it: the event stays unresolved, marked with who and when."""
+    if event.status == AlertEvent.Status.OPEN:
+        event.status = AlertEvent.Status.ACKNOWLEDGED
+        event.acknowledged_by = by  # type: ignore[assignment]
+        event.acknowledged_at = timezone.now()
+        event.save(update_fields=["status", "acknowledged_by", "acknowledged_at"])
+    return event
+
+
+def team_open_events(*, teams: Iterable[Team] | QuerySet[Team]) -> QuerySet[AlertEvent]:
+    return (
+        AlertEvent.objects.filter(
+            team__in=teams, status__in=[AlertEvent.Status.OPEN, AlertEvent.Status.ACKNOWLEDGED]
+        )
+        .select_related("rule", "team", "acknowledged_by")
+        .order_by("-opened_at")
+    )
+
+
+# --- notifying ------------------------------------------------------------------------------------------
+
+
+def _notify(event: AlertEvent, *, kind: str) -> None:
+    for channel in event.rule.channels.filter(enabled=True):
+        notification, created = Notification.objects.get_or_create(event=event, channel=channel, kind=kind)
+        if created:
+            job_enqueue_on_commit(notification)
+
+
+def message(event: AlertEvent, kind: str) -> dict[str, Any]:
+    """The Slack-compatible payload (`text` plus one attachment) of an event; email uses the same text."""
+    rule = event.rule
+    spec = metric_registry().find(rule.metric)
+    label = spec.label if spec else rule.metric
+    verb = "resolved" if kind == Notification.Kind.RESOLVED else "opened"
+    value = event.latest_value if kind == Notification.Kind.RESOLVED else event.value
+    text = (
+        f"[{rule.severity.upper()}] {rule.name} {verb} on {rule.series_label} ({event.team.name}): "
+        f"{label} = {value:.4g}, rule {rule.metric} {rule.comparator} {rule.threshold:g}"
+        if value is not None
+        else f"[{rule.severity.upper()}] {rule.name} {verb} on {rule.series_label} ({event.team.name})"
+    )
+    color = {"critical": "danger", "warning": "warning", "info": "#439FE0"}.get(rule.severity, "warning")
+    fields = [
+        {"title": "metric", "value": rule.metric, "short": True},
+        {"title": "value", "value": f"{value:.6g}" if value is not None else "—", "short": True},
+        {"title": "threshold", "value": f"{rule.comparator} {rule.threshold:g}", "short": True},
+        {"title": "severity", "value": rule.severity, "short": True},
+    ]
+    if event.effect_value is not None:
+        fields.append(
+            {
+                "title": rule.effect_metric,
+                "value": f"{event.effect_value:.6g} > {event.effect_threshold:.6g}",
+                "short": True,
+            }
+        )
+    return {
+        "text": text,
+        "attachments": [
+            {
+                "color": "good" if verb == "resolved" else color,
+                "title": f"{rule.name}: {event.source}",
+                "title_link": absolute_url(event.source_url),
+                "fields": fields,
+                "ts": int(event.observed_at.timestamp()),
+            }
+        ],
+    }
+
+
+def notification_send(*, notification_id: int) -> JobOutcome:
+    """Deliver one notification (the task's one call); a failed delivery is retried with backoff."""
+    return job_run(
+        Notification, pk=notification_id, compute=_deliver, store=_delivered, retry_on=(DeliveryError,)
+    )
+
+
+def _deliver(notification: Notification, progress: ProgressFn) -> str:
+    channel, event = notification.channel, notification.event
+    payload = message(event, notification.kind)
+    if channel.kind == NotificationChannel.Kind.EMAIL:
+        recipients = [address.strip() for address in channel.target.split(",") if address.strip()]
+        if not recipients:
+            raise JobError(f"The channel {channel.name} has no address.")
+        try:
+            sent = send_mail(
+                subject=payload["text"][:180], message=_email_body(payload), from_email=settings.DEFAULT_FROM_EMAIL,
+                recipient_list=recipients,
+            )  # fmt: skip
+        except OSError as error:
+            raise DeliveryError(f"mail server: {error}") from error
+        return f"sent to {sent and len(recipients)} address(es)"
+    return _post_webhook(channel.target, payload)
+
+
+def absolute_url(path: str) -> str:
+    """A link a message can carry: the path on the site's address (settings.SITE_URL)."""
+    if not path or path.startswith(("http://", "https://")):
+        return path
+    return settings.SITE_URL.rstrip("/") + path
+
+
+def _email_body(payload: dict[str, Any]) -> str:
+    attachment = payload["attachments"][0]
+    lines = [payload["text"], ""] + [f"{field['title']}: {field['value']}" for field in attachment["fields"]]
+    if attachment.get("title_link"):
+        lines += ["", f"Details: {attachment['title_link']}"]
+    return "\n".join(lines) + "\n"
+
+
+def _post_webhook(url: str, payload: dict[str, Any]) -> str:
+    if not url.startswith(("http://", "https://")):
+        raise JobError(f"{url!r} is not an http(s) URL.")
+    request = urllib.request.Request(
+        url, data=json.dumps(payload).encode(), method="POST", headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT) as response:  # noqa: S310 (http(s) only)
+            return f"HTTP {response.status}"
+    except urllib.error.HTTPError as error:
+        if 400 <= error.code < 500 and error.code not in (408, 429):
+            raise JobError(f"The webhook refused the message: HTTP {error.code}.") from None
+        raise DeliveryError(f"HTTP {error.code}") from error
+    except (urllib.error.URLError, TimeoutError, OSError) as error:
+        raise DeliveryError(str(error)) from error
+
+
+def _delivered(notification: Notification, response: str) -> None:
+    notification.response = response[:300]

@@ -1,0 +1,268 @@
+"""Alert rules, notification channels and alert events of a team: `/api/teams/<team>/alert-rules/`,
+`/channels/` and `/alerts/` (see `monitoring.alerts` for what a rule does).
+
+Viewers read; editors create, change and delete rules and channels and acknowledge events (a viewer
+gets a 403, another team a 404). A rule names any metric of the registry and one series: a stream
+(`stream`: its slug) or the runs of one name evaluated on a qrels source (`qrels` id and `run_name`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import Http404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from evalcore.alerts import COMPARATORS, SEVERITIES
+from evalplatform.jobs import JobError
+from evalplatform.models import Team
+from evalplatform.teams import get_team_for_member
+from monitoring import alerts
+from monitoring.api.pagination import PAGE_PARAMETERS, page_of, paginate
+from monitoring.api.serializers import FIELD_ERRORS, FORBIDDEN, NOT_FOUND
+from monitoring.models import AlertEvent, AlertRule, EmbeddingStream, NotificationChannel, QrelsSource
+
+TAGS = ["monitoring: alerts"]
+EVENT_FILTERS = ["open", "acknowledged", "resolved", "unresolved"]
+
+# --- shapes ---------------------------------------------------------------------------------------------
+
+
+class ChannelIn(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    kind = serializers.ChoiceField(choices=NotificationChannel.Kind.choices)
+    target = serializers.CharField(
+        max_length=1000, help_text="Email addresses, comma-separated, or an http(s) URL."
+    )
+    enabled = serializers.BooleanField(default=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        target = attrs["target"].strip()
+        if attrs["kind"] == "webhook" and not target.startswith(("http://", "https://")):
+            raise serializers.ValidationError({"target": ["A webhook needs an http(s) URL."]})
+        if attrs["kind"] == "email" and not all("@" in part for part in target.split(",") if part.strip()):
+            raise serializers.ValidationError({"target": ["Give email addresses, separated by commas."]})
+        return {**attrs, "target": target}
+
+
+class ChannelOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    kind = serializers.ChoiceField(choices=NotificationChannel.Kind.choices)
+    target = serializers.CharField()
+    enabled = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+
+
+class RuleIn(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    metric = serializers.CharField(max_length=100, help_text="A metric of the registry, e.g. ndcg_cut_10.")
+    comparator = serializers.ChoiceField(choices=list(COMPARATORS))
+    threshold = serializers.FloatField()
+    severity = serializers.ChoiceField(choices=list(SEVERITIES), default="warning")
+    consecutive = serializers.IntegerField(min_value=1, max_value=alerts.MAX_CONSECUTIVE, default=1)
+    cooldown_minutes = serializers.IntegerField(min_value=0, max_value=60 * 24 * 30, default=60)
+    effect_metric = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    effect_threshold = serializers.FloatField(required=False, allow_null=True, default=None)
+    stream = serializers.SlugField(required=False, allow_blank=True, default="", help_text="A stream's slug.")
+    qrels = serializers.IntegerField(
+        required=False, allow_null=True, default=None, help_text="A qrels source id."
+    )
+    run_name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    channels = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        team: Team = self.context["team"]
+        stream = qrels = None
+        if attrs["stream"]:
+            stream = EmbeddingStream.objects.filter(team=team, slug=attrs["stream"]).first()
+            if stream is None:
+                raise serializers.ValidationError(
+                    {"stream": [f"The team has no stream {attrs['stream']!r}."]}
+                )
+        if attrs["qrels"] is not None:
+            qrels = QrelsSource.objects.filter(team=team, pk=attrs["qrels"]).first()
+            if qrels is None:
+                raise serializers.ValidationError(
+                    {"qrels": [f"The team has no qrels source {attrs['qrels']}."]}
+                )
+        channels = list(NotificationChannel.objects.filter(team=team, pk__in=attrs["channels"]))
+        if len(channels) != len(set(attrs["channels"])):
+            raise serializers.ValidationError({"channels": ["Every channel must be one of the team's."]})
+        return {**attrs, "stream": stream, "qrels": qrels, "channels": channels}
+
+
+class RuleOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    metric = serializers.CharField()
+    comparator = serializers.CharField()
+    threshold = serializers.FloatField()
+    severity = serializers.CharField()
+    consecutive = serializers.IntegerField()
+    cooldown_minutes = serializers.IntegerField()
+    effect_metric = serializers.CharField()
+    effect_threshold = serializers.FloatField(allow_null=True)
+    stream = serializers.CharField(source="stream.slug", allow_null=True, default=None)
+    qrels = serializers.IntegerField(source="qrels_id", allow_null=True)
+    run_name = serializers.CharField()
+    series = serializers.CharField(source="series_label")
+    channels = serializers.SerializerMethodField()
+    enabled = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+
+    def get_channels(self, rule: AlertRule) -> list[int]:
+        return [channel.pk for channel in rule.channels.all()]
+
+
+class RulePatchIn(serializers.Serializer):
+    enabled = serializers.BooleanField()
+
+
+class EventOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    rule = serializers.IntegerField(source="rule_id")
+    rule_name = serializers.CharField(source="rule.name")
+    metric = serializers.CharField(source="rule.metric")
+    severity = serializers.CharField(source="rule.severity")
+    status = serializers.ChoiceField(choices=AlertEvent.Status.choices)
+    value = serializers.FloatField()
+    latest_value = serializers.FloatField(allow_null=True)
+    threshold = serializers.FloatField()
+    effect_value = serializers.FloatField(allow_null=True)
+    effect_threshold = serializers.FloatField(allow_null=True)
+    observations = serializers.IntegerField()
+    source = serializers.CharField()
+    source_url = serializers.CharField()
+    observed_at = serializers.DateTimeField()
+    opened_at = serializers.DateTimeField()
+    last_seen_at = serializers.DateTimeField()
+    resolved_at = serializers.DateTimeField(allow_null=True)
+    acknowledged_at = serializers.DateTimeField(allow_null=True)
+    acknowledged_by = serializers.CharField(source="acknowledged_by.username", allow_null=True, default=None)
+    notified = serializers.BooleanField()
+
+
+# --- queries --------------------------------------------------------------------------------------------
+
+
+def _rules(team: Team) -> QuerySet[AlertRule]:
+    return AlertRule.objects.filter(team=team).select_related("stream", "qrels").prefetch_related("channels")
+
+
+def _events(team: Team, status_filter: str | None) -> QuerySet[AlertEvent]:
+    events = (
+        AlertEvent.objects.filter(team=team).select_related("rule", "acknowledged_by").order_by("-opened_at")
+    )
+    if status_filter == "unresolved":
+        return events.exclude(status=AlertEvent.Status.RESOLVED)
+    return events.filter(status=status_filter) if status_filter else events
+
+
+def _one(queryset: QuerySet[Any], pk: int, what: str) -> Any:
+    found = queryset.filter(pk=pk).first()
+    if found is None:
+        raise Http404(f"No such {what}.")
+    return found
+
+
+# --- views ----------------------------------------------------------------------------------------------
+
+
+@extend_schema(methods=["GET"], parameters=PAGE_PARAMETERS, responses={200: page_of(ChannelOut), 404: NOT_FOUND},
+               operation_id="teams_channels_list", summary="The team's notification channels", tags=TAGS)  # fmt: skip
+@extend_schema(methods=["POST"], request=ChannelIn, responses={201: ChannelOut, 400: FIELD_ERRORS, 403: FORBIDDEN},
+               summary="Add an email or webhook channel (editors)", tags=TAGS)  # fmt: skip
+@api_view(["GET", "POST"])
+def channel_list(request: Request, team: str) -> Response:
+    membership = get_team_for_member(request.user, team, write=request.method == "POST")
+    if request.method == "GET":
+        return paginate(request, NotificationChannel.objects.filter(team=membership.team), ChannelOut)
+    data = ChannelIn(data=request.data)
+    data.is_valid(raise_exception=True)
+    channel = NotificationChannel.objects.create(team=membership.team, **data.validated_data)
+    return Response(ChannelOut(channel).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(
+    responses={204: None, 403: FORBIDDEN, 404: NOT_FOUND}, summary="Delete a channel (editors)", tags=TAGS
+)
+@api_view(["DELETE"])
+def channel_detail(request: Request, team: str, pk: int) -> Response:
+    membership = get_team_for_member(request.user, team, write=True)
+    _one(NotificationChannel.objects.filter(team=membership.team), pk, "channel").delete()
+    return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(methods=["GET"], parameters=PAGE_PARAMETERS, responses={200: page_of(RuleOut), 404: NOT_FOUND},
+               operation_id="teams_alert_rules_list", summary="The team's alert rules", tags=TAGS)  # fmt: skip
+@extend_schema(methods=["POST"], request=RuleIn, responses={201: RuleOut, 400: FIELD_ERRORS, 403: FORBIDDEN},
+               summary="Add an alert rule (editors)",
+               description="`metric comparator threshold` on a stream (`stream`) or on the evaluations of the "
+               "runs named `run_name` on a qrels source (`qrels`). An unknown metric is a 400 naming the closest "
+               "ones.", tags=TAGS)  # fmt: skip
+@api_view(["GET", "POST"])
+def rule_list(request: Request, team: str) -> Response:
+    membership = get_team_for_member(request.user, team, write=request.method == "POST")
+    if request.method == "GET":
+        return paginate(request, _rules(membership.team), RuleOut)
+    data = RuleIn(data=request.data, context={"team": membership.team})
+    data.is_valid(raise_exception=True)
+    try:
+        rule = alerts.alert_rule_create(team=membership.team, created_by=request.user, **data.validated_data)
+    except JobError as error:
+        field = "metric" if "metric" in str(error) else "non_field_errors"
+        raise serializers.ValidationError({field: [str(error)]}) from None
+    return Response(RuleOut(_rules(membership.team).get(pk=rule.pk)).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(methods=["GET"], responses={200: RuleOut, 404: NOT_FOUND}, summary="An alert rule", tags=TAGS)
+@extend_schema(methods=["PATCH"], request=RulePatchIn, responses={200: RuleOut, 403: FORBIDDEN},
+               summary="Enable or disable a rule (editors)", tags=TAGS)  # fmt: skip
+@extend_schema(
+    methods=["DELETE"], responses={204: None, 403: FORBIDDEN}, summary="Delete a rule (editors)", tags=TAGS
+)
+@api_view(["GET", "PATCH", "DELETE"])
+def rule_detail(request: Request, team: str, pk: int) -> Response:
+    membership = get_team_for_member(request.user, team, write=request.method != "GET")
+    rule = _one(_rules(membership.team), pk, "alert rule")
+    if request.method == "DELETE":
+        rule.delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+    if request.method == "PATCH":
+        data = RulePatchIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        AlertRule.objects.filter(pk=rule.pk).update(enabled=data.validated_data["enabled"])
+        rule = _rules(membership.team).get(pk=rule.pk)
+    return Response(RuleOut(rule).data)
+
+
+@extend_schema(
+    parameters=[*PAGE_PARAMETERS, OpenApiParameter("status", str, enum=EVENT_FILTERS)],
+    responses={200: page_of(EventOut), 404: NOT_FOUND},
+    operation_id="teams_alerts_list",
+    summary="The team's alert events, newest first (`?status=unresolved` for open and acknowledged ones)",
+    tags=TAGS,
+)
+@api_view(["GET"])
+def event_list(request: Request, team: str) -> Response:
+    membership = get_team_for_member(request.user, team)
+    wanted = request.query_params.get("status") or None
+    if wanted is not None and wanted not in EVENT_FILTERS:
+        raise serializers.ValidationError({"status": [f"Choose {', '.join(EVENT_FILTERS)}."]})
+    return paginate(request, _events(membership.team, wanted), EventOut)
+
+
+@extend_schema(request=None, responses={200: EventOut, 403: FORBIDDEN, 404: NOT_FOUND},
+               summary="Acknowledge an open alert (editors): it stays unresolved, marked with who and when",
+               tags=TAGS)  # fmt: skip
+@api_view(["POST"])
+def event_acknowledge(request: Request, team: str, pk: int) -> Response:
+    membership = get_team_for_member(request.user, team, write=True)
+    event = _one(_events(membership.team, None), pk, "alert")
+    return Response(EventOut(alerts.alert_event_acknowledge(event=event, by=request.user)).data)

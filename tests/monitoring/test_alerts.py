@@ -1,0 +1,279 @@
+"""Alert rules on metric series: opening, deduplication, resolution, cooldown, acknowledgement, and the
+notifications they send by email and to a webhook (a real HTTP server on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core import mail
+from django.utils import timezone
+
+from evalplatform.jobs import JobError
+from evalplatform.models import Team
+from monitoring import alerts, evaluations, uploads
+from monitoring.models import (
+    AlertEvent,
+    AlertRule,
+    EmbeddingSnapshot,
+    EmbeddingStream,
+    MonitorRun,
+    MonitorValue,
+    Notification,
+    NotificationChannel,
+)
+from tests.conftest import QueuedTasks
+from tests.monitoring.conftest import synthetic_collection, upload
+
+START = timezone.now() - timedelta(days=1)
+
+
+class Hook:
+    """A local webhook: records the JSON bodies it receives; answers `status` (200 by default)."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.status = 200
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (the http.server API)
+                length = int(self.headers["Content-Length"])
+                hook.bodies.append(json.loads(self.rfile.read(length)))
+                self.send_response(hook.status)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def hook() -> Iterator[Hook]:
+    server = Hook()
+    yield server
+    server.server.shutdown()
+
+
+@pytest.fixture
+def stream(team: Team) -> EmbeddingStream:
+    return EmbeddingStream.objects.create(team=team, slug="docs", name="Doc embeddings", dimension=8)
+
+
+def monitor(stream: EmbeddingStream, hour: int, **values: float) -> MonitorRun:
+    """A finished monitor run at START + `hour` hours with these metric values, and the alert check."""
+    snapshot = EmbeddingSnapshot.objects.create(
+        stream=stream, file=f"x{hour}.npy", rows=10, dimension=8, observed_at=START + timedelta(hours=hour)
+    )
+    run = MonitorRun.objects.create(
+        stream=stream, snapshot=snapshot, observed_at=snapshot.observed_at, status="done",
+        effect_thresholds={"mmd2": 0.05},
+    )  # fmt: skip
+    MonitorValue.objects.bulk_create([MonitorValue(run=run, metric=k, value=v) for k, v in values.items()])
+    alerts.alerts_check_monitor_run(run_id=run.pk)
+    return run
+
+
+def rule(stream: EmbeddingStream, *channels: NotificationChannel, **options: Any) -> AlertRule:
+    settings = {"name": "too_similar", "metric": "avg_cosine_similarity", "comparator": ">", "threshold": 0.3}
+    return alerts.alert_rule_create(
+        team=stream.team, stream=stream, channels=channels, **{**settings, **options}
+    )
+
+
+def events(target: AlertRule) -> list[tuple[str, int]]:
+    return list(AlertEvent.objects.filter(rule=target).order_by("pk").values_list("status", "observations"))
+
+
+@pytest.mark.django_db
+class TestRules:
+    def test_it_refuses_an_unknown_metric_with_the_closest_names(self, stream: EmbeddingStream) -> None:
+        with pytest.raises(JobError, match="did you mean 'avg_cosine_similarity'"):
+            rule(stream, metric="avg_cosine_similarty")
+        with pytest.raises(JobError, match="comparator"):
+            rule(stream, comparator="=>")
+
+    def test_it_refuses_a_series_of_another_team(self, stream: EmbeddingStream, other_team: Team) -> None:
+        with pytest.raises(JobError, match="same team|rule's team"):
+            alerts.alert_rule_create(
+                team=other_team, stream=stream, name="x", metric="mmd_p_value", comparator="<", threshold=0.01
+            )
+
+    def test_it_puts_the_default_embedding_rules_on_a_stream_once(self, stream: EmbeddingStream) -> None:
+        first = alerts.default_stream_rules(stream=stream)
+        again = alerts.default_stream_rules(stream=stream)
+        assert [r.pk for r in first] == [r.pk for r in again] and len(first) == 7
+        drift = AlertRule.objects.get(stream=stream, name="mmd_drift")
+        assert (drift.metric, drift.comparator, drift.threshold, drift.effect_metric) == (
+            "mmd_p_value",
+            "<",
+            0.01,
+            "mmd2",
+        )
+
+
+@pytest.mark.django_db
+class TestEvents:
+    def test_it_opens_one_event_extends_it_and_resolves_it(self, stream: EmbeddingStream) -> None:
+        watched = rule(stream)
+        monitor(stream, 0, avg_cosine_similarity=0.1)
+        assert events(watched) == []
+        monitor(stream, 1, avg_cosine_similarity=0.4)
+        monitor(stream, 2, avg_cosine_similarity=0.5)
+        assert events(watched) == [("open", 2)]
+        event = AlertEvent.objects.get(rule=watched)
+        assert (event.value, event.latest_value, event.threshold) == (0.4, 0.5, 0.3)
+        monitor(stream, 3, avg_cosine_similarity=0.2)
+        assert events(watched) == [("resolved", 2)]
+        monitor(stream, 4, avg_cosine_similarity=0.9)
+        assert events(watched) == [("resolved", 2), ("open", 1)]
+
+    def test_it_needs_the_consecutive_count(self, stream: EmbeddingStream) -> None:
+        watched = rule(stream, consecutive=3)
+        for hour, value in enumerate([0.4, 0.4, 0.1, 0.4, 0.4]):
+            monitor(stream, hour, avg_cosine_similarity=value)
+        assert events(watched) == []
+        monitor(stream, 5, avg_cosine_similarity=0.4)
+        assert events(watched) == [("open", 1)]
+
+    def test_it_fires_a_drift_rule_only_with_a_large_enough_effect(self, stream: EmbeddingStream) -> None:
+        drift = rule(
+            stream, name="drift", metric="mmd_p_value", comparator="<", threshold=0.01, effect_metric="mmd2"
+        )
+        monitor(stream, 0, mmd_p_value=0.005, mmd2=0.01)  # significant, but smaller than the calibrated 0.05
+        assert events(drift) == []
+        monitor(stream, 1, mmd_p_value=0.005, mmd2=0.2)
+        event = AlertEvent.objects.get(rule=drift)
+        assert (event.effect_value, event.effect_threshold) == (0.2, 0.05)
+
+    def test_it_ignores_a_run_without_the_metric(self, stream: EmbeddingStream) -> None:
+        watched = rule(stream)
+        monitor(stream, 0, avg_cosine_similarity=0.5)
+        monitor(stream, 1, effective_rank=3.0)
+        assert events(watched) == [("open", 1)]
+
+    def test_it_keeps_an_acknowledged_event_unresolved_and_says_who(
+        self, stream: EmbeddingStream, theo: User
+    ) -> None:
+        watched = rule(stream)
+        monitor(stream, 0, avg_cosine_similarity=0.5)
+        event = alerts.alert_event_acknowledge(event=AlertEvent.objects.get(rule=watched), by=theo)
+        assert (event.status, event.acknowledged_by) == ("acknowledged", theo)
+        monitor(stream, 1, avg_cosine_similarity=0.6)
+        assert events(watched) == [("acknowledged", 2)]
+        assert list(alerts.team_open_events(teams=[stream.team])) == [event]
+
+
+@pytest.mark.django_db
+class TestEvaluationSeries:
+    def test_it_watches_the_ndcg_of_a_nightly_run(
+        self, team: Team, queued: QueuedTasks, settings: Any
+    ) -> None:
+        settings.SITE_URL = "http://testserver.example"
+        qrels_text, make_run = synthetic_collection()
+        qrels = uploads.qrels_upload(team=team, upload=upload("judged.qrels", qrels_text))
+        floor = alerts.alert_rule_create(
+            team=team, qrels=qrels, run_name="nightly", name="ndcg_floor", metric="ndcg_cut_10",
+            comparator="<", threshold=0.5,
+        )  # fmt: skip
+        for night, quality in enumerate([3.0, 0.0]):  # a good night, then a broken ranker
+            run = uploads.run_upload(
+                team=team, upload=upload(f"n{night}.run", make_run(night, quality)), name="nightly"
+            )
+            evaluation = evaluations.evaluation_create(
+                run=run, qrels=qrels, measures=["ndcg_cut_10"], enqueue=False
+            )
+            assert evaluations.evaluation_run(evaluation_id=evaluation.pk).status == "done"
+            assert len(events(floor)) == night
+        event = AlertEvent.objects.get(rule=floor)
+        assert (
+            event.value < 0.5 and "nightly" in event.source and event.source_url.startswith("/teams/search/")
+        )
+        payload = alerts.message(event, "opened")
+        assert payload["attachments"][0]["title_link"] == f"http://testserver.example{event.source_url}"
+
+
+@pytest.mark.django_db(transaction=True)
+class TestNotifications:
+    def test_it_posts_slack_json_to_the_webhook_once_per_event(
+        self, stream: EmbeddingStream, hook: Hook, queued: QueuedTasks
+    ) -> None:
+        channel = NotificationChannel.objects.create(
+            team=stream.team, name="ops", kind="webhook", target=hook.url
+        )
+        watched = rule(stream, channel, severity="critical")
+        for hour, value in enumerate([0.5, 0.6, 0.7, 0.1]):
+            monitor(stream, hour, avg_cosine_similarity=value)
+        kinds = list(Notification.objects.filter(event__rule=watched).values_list("kind", flat=True))
+        assert sorted(kinds) == ["opened", "resolved"]  # three firing runs, one message
+        for notification in Notification.objects.order_by("pk"):
+            assert alerts.notification_send(notification_id=notification.pk).status == "done"
+        opened, resolved = hook.bodies
+        assert opened["text"].startswith("[CRITICAL] too_similar opened") and "0.5" in opened["text"]
+        assert opened["attachments"][0]["fields"][0] == {
+            "title": "metric",
+            "value": "avg_cosine_similarity",
+            "short": True,
+        }
+        assert "resolved" in resolved["text"] and resolved["attachments"][0]["color"] == "good"
+
+    def test_it_retries_a_failing_webhook_and_gives_up_on_a_refusal(
+        self, stream: EmbeddingStream, hook: Hook, queued: QueuedTasks
+    ) -> None:
+        channel = NotificationChannel.objects.create(
+            team=stream.team, name="ops", kind="webhook", target=hook.url
+        )
+        rule(stream, channel)
+        monitor(stream, 0, avg_cosine_similarity=0.5)
+        notification = Notification.objects.get()
+        hook.status = 503
+        with pytest.raises(alerts.DeliveryError):
+            alerts.notification_send(notification_id=notification.pk)
+        notification.refresh_from_db()
+        assert (notification.status, notification.attempts) == ("pending", 1)  # released for the retry
+        hook.status = 200
+        assert alerts.notification_send(notification_id=notification.pk).status == "done"
+        notification.refresh_from_db()
+        assert notification.response == "HTTP 200" and len(hook.bodies) == 2
+
+    def test_it_emails_the_channel_and_holds_back_a_flapping_rule(
+        self, stream: EmbeddingStream, queued: QueuedTasks, settings: Any
+    ) -> None:
+        settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+        channel = NotificationChannel.objects.create(
+            team=stream.team, name="on-call", kind="email", target="oncall@example.org, lead@example.org"
+        )
+        watched = rule(stream, channel, cooldown_minutes=60)
+        for hour, value in enumerate([0.5, 0.1, 0.5, 0.1]):  # opens, resolves, opens again within the hour
+            monitor(stream, hour, avg_cosine_similarity=value)
+        assert [event.notified for event in AlertEvent.objects.filter(rule=watched).order_by("pk")] == [
+            True,
+            False,
+        ]
+        for notification in Notification.objects.order_by("pk"):
+            alerts.notification_send(notification_id=notification.pk)
+        assert len(mail.outbox) == 2  # the first event's opening and resolution only
+        assert mail.outbox[0].to == ["oncall@example.org", "lead@example.org"]
+        assert "too_similar opened" in mail.outbox[0].subject and "value: 0.5" in mail.outbox[0].body
+
+    def test_it_queues_notifications_on_the_default_queue(
+        self, stream: EmbeddingStream, queued: QueuedTasks
+    ) -> None:
+        from evalplatform.celery import app
+
+        channel = NotificationChannel.objects.create(
+            team=stream.team, name="ops", kind="webhook", target="http://127.0.0.1:9/"
+        )
+        rule(stream, channel)
+        monitor(stream, 0, avg_cosine_similarity=0.5)
+        assert queued.names() == ["monitoring.tasks.notification_send"]
+        assert app.amqp.router.route({}, "monitoring.tasks.notification_send")["queue"].name == "default"

@@ -1,0 +1,117 @@
+"""The alert API: rules, channels and events of a team, with its permissions and field errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from evalplatform.models import Team
+from monitoring.models import AlertEvent, AlertRule, EmbeddingStream, NotificationChannel
+from tests.monitoring.test_alerts import monitor
+
+API = "/api/teams/search"
+
+
+@pytest.fixture
+def stream(team: Team) -> EmbeddingStream:
+    return EmbeddingStream.objects.create(team=team, slug="docs", name="Doc embeddings", dimension=8)
+
+
+def client_for(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def new_rule(client: Client, **fields: Any) -> Any:
+    body = {"name": "similar", "metric": "avg_cosine_similarity", "comparator": ">", "threshold": 0.3,
+            "stream": "docs", **fields}  # fmt: skip
+    return client.post(f"{API}/alert-rules/", body, content_type="application/json")
+
+
+@pytest.mark.django_db
+class TestRulesAndChannels:
+    def test_it_creates_a_channel_and_a_rule_and_lists_them(
+        self, theo: User, stream: EmbeddingStream
+    ) -> None:
+        editor = client_for(theo)
+        channel = editor.post(
+            f"{API}/channels/", {"name": "ops", "kind": "webhook", "target": "https://hooks.example/x"},
+            content_type="application/json",
+        )  # fmt: skip
+        assert channel.status_code == 201
+        created = new_rule(editor, channels=[channel.json()["id"]], consecutive=2, severity="critical")
+        assert created.status_code == 201, created.json()
+        body = created.json()
+        assert (body["stream"], body["qrels"], body["channels"], body["series"]) == (
+            "docs",
+            None,
+            [channel.json()["id"]],
+            "stream Doc embeddings",
+        )
+        assert editor.get(f"{API}/alert-rules/").json()["count"] == 1
+        assert editor.get(f"{API}/channels/").json()["results"][0]["kind"] == "webhook"
+
+    def test_it_names_the_field_of_bad_input(self, theo: User, stream: EmbeddingStream) -> None:
+        editor = client_for(theo)
+        assert "did you mean" in new_rule(editor, metric="avg_cosine").json()["metric"][0]
+        assert "comparator" in new_rule(editor, comparator="=").json()
+        assert "stream" in new_rule(editor, stream="nope").json()
+        assert "channels" in new_rule(editor, channels=[999]).json()
+        bad_hook = editor.post(f"{API}/channels/", {"name": "x", "kind": "webhook", "target": "ftp://x"},
+                               content_type="application/json")  # fmt: skip
+        assert bad_hook.status_code == 400 and "target" in bad_hook.json()
+
+    def test_it_lets_viewers_read_but_not_write(
+        self, theo: User, vera: User, stream: EmbeddingStream
+    ) -> None:
+        rule = new_rule(client_for(theo)).json()
+        viewer = client_for(vera)
+        assert viewer.get(f"{API}/alert-rules/{rule['id']}/").status_code == 200
+        assert new_rule(viewer, name="other").status_code == 403
+        assert viewer.patch(f"{API}/alert-rules/{rule['id']}/", {"enabled": False},
+                            content_type="application/json").status_code == 403  # fmt: skip
+        assert viewer.delete(f"{API}/alert-rules/{rule['id']}/").status_code == 403
+
+    def test_it_hides_everything_from_other_teams(
+        self, otto: User, theo: User, stream: EmbeddingStream
+    ) -> None:
+        new_rule(client_for(theo))
+        outsider = client_for(otto)
+        for path in ("alert-rules/", "channels/", "alerts/"):
+            assert outsider.get(f"{API}/{path}").status_code == 404
+
+    def test_it_disables_and_deletes_a_rule(self, theo: User, stream: EmbeddingStream) -> None:
+        editor = client_for(theo)
+        rule = new_rule(editor).json()
+        patched = editor.patch(
+            f"{API}/alert-rules/{rule['id']}/", {"enabled": False}, content_type="application/json"
+        )
+        assert patched.json()["enabled"] is False
+        assert editor.delete(f"{API}/alert-rules/{rule['id']}/").status_code == 204
+        assert not AlertRule.objects.exists()
+
+
+@pytest.mark.django_db
+class TestEvents:
+    def test_it_lists_events_by_status_and_acknowledges_one(
+        self, theo: User, vera: User, stream: EmbeddingStream, django_assert_max_num_queries: Any
+    ) -> None:
+        new_rule(client_for(theo))
+        for hour, value in enumerate([0.5, 0.1, 0.6]):
+            monitor(stream, hour, avg_cosine_similarity=value)
+        viewer = client_for(vera)
+        with django_assert_max_num_queries(8):
+            listed = viewer.get(f"{API}/alerts/").json()
+        assert [e["status"] for e in listed["results"]] == ["open", "resolved"]
+        assert viewer.get(f"{API}/alerts/?status=unresolved").json()["count"] == 1
+        assert viewer.get(f"{API}/alerts/?status=sideways").status_code == 400
+        event = listed["results"][0]
+        assert viewer.post(f"{API}/alerts/{event['id']}/acknowledge/").status_code == 403
+        acknowledged = client_for(theo).post(f"{API}/alerts/{event['id']}/acknowledge/").json()
+        assert (acknowledged["status"], acknowledged["acknowledged_by"]) == ("acknowledged", "theo")
+        assert AlertEvent.objects.get(pk=event["id"]).status == "acknowledged"
+        assert NotificationChannel.objects.count() == 0

@@ -1,0 +1,98 @@
+"""The alerts page and the home page's open alerts: who sees what, the forms and their errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from evalplatform.models import Team
+from monitoring.models import AlertEvent, AlertRule, EmbeddingStream, NotificationChannel
+from tests.monitoring.test_alerts import monitor, rule
+
+PAGE = "/teams/search/alerts/"
+
+
+@pytest.fixture
+def stream(team: Team) -> EmbeddingStream:
+    return EmbeddingStream.objects.create(team=team, slug="docs", name="Doc embeddings", dimension=8)
+
+
+def logged_in(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.django_db
+class TestAlertsPage:
+    def test_it_shows_open_alerts_rules_and_channels_to_viewers_without_forms(
+        self, vera: User, stream: EmbeddingStream, django_assert_max_num_queries: Any
+    ) -> None:
+        rule(stream)
+        monitor(stream, 0, avg_cosine_similarity=0.5)
+        viewer = logged_in(vera)
+        with django_assert_max_num_queries(12):
+            page = viewer.get(PAGE)
+        html = page.content.decode()
+        assert page.status_code == 200 and "too_similar" in html and "Average cosine similarity" in html
+        assert 'id="rule-form"' not in html and "Acknowledge</button>" not in html
+
+    def test_it_keeps_other_teams_and_anonymous_users_out(self, otto: User, stream: EmbeddingStream) -> None:
+        assert logged_in(otto).get(PAGE).status_code == 404
+        assert Client().get(PAGE).status_code == 302
+
+    def test_it_adds_a_rule_and_a_channel_and_reports_errors(
+        self, theo: User, stream: EmbeddingStream
+    ) -> None:
+        editor = logged_in(theo)
+        made = editor.post(
+            "/teams/search/alerts/channels/", {"name": "ops", "kind": "webhook", "target": "https://x/y"}
+        )
+        assert made.status_code == 302 and NotificationChannel.objects.get().name == "ops"
+        bad = editor.post(
+            "/teams/search/alerts/channels/", {"name": "x", "kind": "email", "target": "nobody"}
+        )
+        assert bad.status_code == 200 and "email addresses" in bad.content.decode()
+        form = {"name": "collapse", "metric": "effective_rank_ratio", "comparator": "<", "threshold": "0.3",
+                "severity": "critical", "consecutive": "2", "cooldown_minutes": "30", "stream": stream.pk,
+                "channels": [NotificationChannel.objects.get().pk]}  # fmt: skip
+        assert editor.post("/teams/search/alerts/rules/", form).status_code == 302
+        created = AlertRule.objects.get()
+        assert (
+            created.metric,
+            created.consecutive,
+            list(created.channels.values_list("name", flat=True)),
+        ) == ("effective_rank_ratio", 2, ["ops"])
+        unknown = editor.post("/teams/search/alerts/rules/", {**form, "name": "x", "metric": "efective_rank"})
+        assert "did you mean" in unknown.content.decode()
+        neither = editor.post("/teams/search/alerts/rules/", {**form, "name": "y", "stream": ""})
+        assert "Choose a stream" in neither.content.decode()
+
+    def test_it_lets_editors_acknowledge_toggle_and_delete(
+        self, theo: User, vera: User, stream: EmbeddingStream
+    ) -> None:
+        watched = rule(stream)
+        monitor(stream, 0, avg_cosine_similarity=0.5)
+        event = AlertEvent.objects.get()
+        assert logged_in(vera).post(f"/teams/search/alerts/{event.pk}/acknowledge/").status_code == 403
+        editor = logged_in(theo)
+        assert editor.post(f"/teams/search/alerts/{event.pk}/acknowledge/").status_code == 302
+        assert AlertEvent.objects.get().status == "acknowledged"
+        editor.post(f"/teams/search/alerts/rules/{watched.pk}/", {"action": "toggle"})
+        assert AlertRule.objects.get().enabled is False
+        editor.post(f"/teams/search/alerts/rules/{watched.pk}/", {"action": "delete"})
+        assert not AlertRule.objects.exists()
+
+
+@pytest.mark.django_db
+def test_it_lists_the_teams_open_alerts_on_the_home_page(
+    vera: User, otto: User, stream: EmbeddingStream
+) -> None:
+    rule(stream)
+    monitor(stream, 0, avg_cosine_similarity=0.5)
+    home = logged_in(vera).get("/").content.decode()
+    assert 'id="home-alerts"' in home and "too_similar" in home
+    assert "too_similar" not in logged_in(otto).get("/").content.decode()
