@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Literal, NoReturn
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from evalcore.arrow import to_numpy
 from evalcore.errors import FormatError
 
 #: text: any string (ids, kept as bytes: no UTF-8 check on millions of ids); integer: int64;
@@ -215,19 +215,6 @@ def _line_numbers(path: str, rows: list[int]) -> list[int]:
 # --- Arrow columns as numpy ----------------------------------------------------------------------
 
 
-_NUMPY_TYPES: dict[pa.DataType, np.dtype[Any]] = {
-    pa.int8(): np.dtype(np.int8),
-    pa.int16(): np.dtype(np.int16),
-    pa.int32(): np.dtype(np.int32),
-    pa.int64(): np.dtype(np.int64),
-    pa.uint8(): np.dtype(np.uint8),
-    pa.uint32(): np.dtype(np.uint32),
-    pa.uint64(): np.dtype(np.uint64),
-    pa.float32(): np.dtype(np.float32),
-    pa.float64(): np.dtype(np.float64),
-}
-
-
 def encode_column(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
     """Distinct values in order of first appearance, and each row's int32 code (Arrow's hash table)."""
     encoded = pc.dictionary_encode(column)
@@ -259,30 +246,6 @@ def encode_runs(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
     return values, np.repeat(codes, np.diff(np.append(heads, n)))
 
 
-def to_numpy(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """A numeric Arrow column without nulls as one numpy array, read from its buffers.
-
-    `Array.to_numpy` imports pandas on first use, and `ChunkedArray.to_numpy` is slow on many chunks.
-    Booleans come out as numpy booleans.
-    """
-    chunks = list(column.chunks) if isinstance(column, pa.ChunkedArray) else [column]
-    if pa.types.is_boolean(column.type):
-        return to_numpy(pa.chunked_array([pc.cast(c, pa.uint8()) for c in chunks], pa.uint8())).astype(bool)
-    dtype = _NUMPY_TYPES.get(column.type)
-    if dtype is None:
-        raise TypeError(f"no numpy type for {column.type}")
-    out = np.empty(sum(len(c) for c in chunks), dtype=dtype)
-    at = 0
-    for chunk in chunks:
-        if chunk.null_count:
-            raise ValueError("unexpected null values")
-        if len(chunk):
-            values = np.frombuffer(chunk.buffers()[1], dtype=dtype)
-            out[at : at + len(chunk)] = values[chunk.offset : chunk.offset + len(chunk)]
-        at += len(chunk)
-    return out
-
-
 _ARROW_OF_NUMPY = {
     np.dtype(np.int32): pa.int32(),
     np.dtype(np.int64): pa.int64(),
@@ -302,27 +265,3 @@ def from_numpy(array: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(
         _ARROW_OF_NUMPY[contiguous.dtype], contiguous.size, [None, pa.py_buffer(contiguous)]
     )
-
-
-def _hugepage_switch() -> object:
-    core = getattr(np, "_core", None) or getattr(np, "core", None)
-    return getattr(getattr(core, "multiarray", None), "_set_madvise_hugepage", None)
-
-
-@contextmanager
-def small_pages() -> Iterator[None]:
-    """Allocate numpy arrays on ordinary pages while inside.
-
-    numpy asks for transparent huge pages for every array over 4 MB; where THP defrag is "madvise"
-    such an allocation can stall in direct compaction, a cost the short-lived arrays of a file read
-    do not repay (the retrieval readers found the same).
-    """
-    switch = _hugepage_switch()
-    if not callable(switch):
-        yield
-        return
-    previous = switch(False)
-    try:
-        yield
-    finally:
-        switch(previous)

@@ -32,9 +32,10 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 
+from evalcore.arrow import pooled_empty, small_pages, to_numpy
 from evalcore.errors import FormatError
 from evalcore.retrieval.data import DuplicateRowError, OnDuplicate, Qrels, Run
-from evalcore.retrieval.keys import as_binary_chunks, decode, pooled_empty, small_pages, to_numpy
+from evalcore.retrieval.keys import as_binary_chunks, decode
 
 __all__ = ["Format", "Qrels", "Run", "detect_format", "read_qrels", "read_run", "read_topics"]
 

@@ -30,7 +30,8 @@ from monitoring.models import (
 )
 
 
-def _one(queryset: QuerySet[Any], pk: Any, what: str) -> Any:
+def get_one(queryset: QuerySet[Any], pk: Any, what: str) -> Any:
+    """The row of `queryset` with primary key `pk` (any type), or a 404 naming `what`."""
     try:
         found = queryset.filter(pk=int(pk)).first()
     except (TypeError, ValueError):
@@ -41,23 +42,23 @@ def _one(queryset: QuerySet[Any], pk: Any, what: str) -> Any:
 
 
 def get_run(*, team: Team, pk: Any) -> Run:
-    return _one(Run.objects.filter(team=team).select_related("team", "uploaded_by"), pk, "run")  # type: ignore[no-any-return]
+    return get_one(Run.objects.filter(team=team).select_related("team", "uploaded_by"), pk, "run")  # type: ignore[no-any-return]
 
 
 def get_qrels_source(*, team: Team, pk: Any) -> QrelsSource:
-    return _one(  # type: ignore[no-any-return]
+    return get_one(  # type: ignore[no-any-return]
         QrelsSource.objects.filter(team=team).select_related("team", "build__project"), pk, "qrels source"
     )
 
 
 def get_evaluation(*, team: Team, pk: Any) -> Evaluation:
     queryset = Evaluation.objects.filter(team=team).select_related("team", "run", "qrels", "created_by")
-    return _one(queryset.prefetch_related("results"), pk, "evaluation")  # type: ignore[no-any-return]
+    return get_one(queryset.prefetch_related("results"), pk, "evaluation")  # type: ignore[no-any-return]
 
 
 def get_comparison(*, team: Team, pk: Any) -> Comparison:
     queryset = Comparison.objects.filter(team=team).select_related("team", "qrels", "created_by")
-    return _one(queryset.prefetch_related("runs", "summaries", "pairs"), pk, "comparison")  # type: ignore[no-any-return]
+    return get_one(queryset.prefetch_related("runs", "summaries", "pairs"), pk, "comparison")  # type: ignore[no-any-return]
 
 
 #: The jobs a page can poll, by the name in its URL.
@@ -72,7 +73,7 @@ def get_job(*, team: Team, kind: str, pk: Any) -> Evaluation | Comparison:
     model = JOB_MODELS.get(kind)
     if model is None:
         raise Http404("Jobs are evaluations or comparisons.")
-    return _one(model.objects.filter(team=team), pk, kind)  # type: ignore[no-any-return]
+    return get_one(model.objects.filter(team=team), pk, kind)  # type: ignore[no-any-return]
 
 
 def team_runs(*, team: Team) -> QuerySet[Run]:

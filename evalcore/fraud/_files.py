@@ -22,7 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalcore.csvfiles import CsvSchema, CsvTable, read_csv, small_pages, to_numpy
+from evalcore.arrow import small_pages, to_numpy
+from evalcore.csvfiles import CsvSchema, CsvTable, read_csv
 from evalcore.errors import FormatError
 from evalcore.fraud._registry import ScoredExamples
 

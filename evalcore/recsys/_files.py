@@ -23,7 +23,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalcore.csvfiles import CsvSchema, CsvTable, encode_column, from_numpy, read_csv, small_pages, to_numpy
+from evalcore.arrow import small_pages, to_numpy
+from evalcore.csvfiles import CsvSchema, CsvTable, encode_column, from_numpy, read_csv
 from evalcore.recsys._data import (
     IntArray,
     Interactions,

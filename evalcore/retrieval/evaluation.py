@@ -9,10 +9,10 @@ from functools import cached_property
 
 import numpy as np
 
+from evalcore.arrow import small_pages
 from evalcore.errors import EvalCoreError
 from evalcore.retrieval.average_precision import MIN_GEO_MEAN
 from evalcore.retrieval.data import Qrels, Run
-from evalcore.retrieval.keys import small_pages
 from evalcore.retrieval.measures import ORDER
 from evalcore.retrieval.names import DEFAULT_MEASURES, MeasureSpec, parse_measures
 from evalcore.retrieval.ranking import RankingContext, build_context

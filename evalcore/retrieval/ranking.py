@@ -20,9 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from evalcore.arrow import to_numpy
 from evalcore.errors import EvalCoreError
 from evalcore.retrieval.data import Qrels, Run, lookup
-from evalcore.retrieval.keys import iter_pair_hashes, ordered_keys, query_salts, to_numpy
+from evalcore.retrieval.keys import iter_pair_hashes, ordered_keys, query_salts
 
 _SEEDS = 8
 T = TypeVar("T")

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
-from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
@@ -26,6 +25,7 @@ from monitoring import alerts
 from monitoring.api.pagination import PAGE_PARAMETERS, page_of, paginate
 from monitoring.api.serializers import FIELD_ERRORS, FORBIDDEN, NOT_FOUND
 from monitoring.models import AlertEvent, AlertRule, EmbeddingStream, NotificationChannel, QrelsSource
+from monitoring.selectors import get_one
 
 TAGS = ["monitoring: alerts"]
 EVENT_FILTERS = ["open", "acknowledged", "resolved", "unresolved"]
@@ -164,13 +164,6 @@ def _events(team: Team, status_filter: str | None) -> QuerySet[AlertEvent]:
     return events.filter(status=status_filter) if status_filter else events
 
 
-def _one(queryset: QuerySet[Any], pk: int, what: str) -> Any:
-    found = queryset.filter(pk=pk).first()
-    if found is None:
-        raise Http404(f"No such {what}.")
-    return found
-
-
 # --- views ----------------------------------------------------------------------------------------------
 
 
@@ -195,7 +188,7 @@ def channel_list(request: Request, team: str) -> Response:
 @api_view(["DELETE"])
 def channel_detail(request: Request, team: str, pk: int) -> Response:
     membership = get_team_for_member(request.user, team, write=True)
-    _one(NotificationChannel.objects.filter(team=membership.team), pk, "channel").delete()
+    get_one(NotificationChannel.objects.filter(team=membership.team), pk, "channel").delete()
     return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -230,7 +223,7 @@ def rule_list(request: Request, team: str) -> Response:
 @api_view(["GET", "PATCH", "DELETE"])
 def rule_detail(request: Request, team: str, pk: int) -> Response:
     membership = get_team_for_member(request.user, team, write=request.method != "GET")
-    rule = _one(_rules(membership.team), pk, "alert rule")
+    rule = get_one(_rules(membership.team), pk, "alert rule")
     if request.method == "DELETE":
         rule.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -264,5 +257,5 @@ def event_list(request: Request, team: str) -> Response:
 @api_view(["POST"])
 def event_acknowledge(request: Request, team: str, pk: int) -> Response:
     membership = get_team_for_member(request.user, team, write=True)
-    event = _one(_events(membership.team, None), pk, "alert")
+    event = get_one(_events(membership.team, None), pk, "alert")
     return Response(EventOut(alerts.alert_event_acknowledge(event=event, by=request.user)).data)

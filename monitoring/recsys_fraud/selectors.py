@@ -25,20 +25,11 @@ from monitoring.models import (
     RecommendationResult,
     RecommendationSet,
 )
-
-
-def _one(queryset: QuerySet[Any], pk: Any, what: str) -> Any:
-    try:
-        found = queryset.filter(pk=int(pk)).first()
-    except (TypeError, ValueError):
-        found = None
-    if found is None:
-        raise Http404(f"No such {what}.")
-    return found
+from monitoring.selectors import get_one
 
 
 def get_recommendation_set(*, team: Team, pk: Any) -> RecommendationSet:
-    return _one(
+    return get_one(
         RecommendationSet.objects.filter(team=team).select_related("team", "uploaded_by"),
         pk,
         "recommendation set",
@@ -46,7 +37,7 @@ def get_recommendation_set(*, team: Team, pk: Any) -> RecommendationSet:
 
 
 def get_fraud_score_set(*, team: Team, pk: Any) -> FraudScoreSet:
-    return _one(
+    return get_one(
         FraudScoreSet.objects.filter(team=team).select_related("team", "uploaded_by"), pk, "fraud score set"
     )  # type: ignore[no-any-return]
 
@@ -55,14 +46,14 @@ def get_recommendation_evaluation(*, team: Team, pk: Any) -> RecommendationEvalu
     queryset = RecommendationEvaluation.objects.filter(team=team).select_related(
         "team", "recommendation_set", "created_by"
     )
-    return _one(queryset.prefetch_related("results"), pk, "recommendation evaluation")  # type: ignore[no-any-return]
+    return get_one(queryset.prefetch_related("results"), pk, "recommendation evaluation")  # type: ignore[no-any-return]
 
 
 def get_fraud_evaluation(*, team: Team, pk: Any) -> FraudScoreEvaluation:
     queryset = FraudScoreEvaluation.objects.filter(team=team).select_related(
         "team", "score_set", "created_by"
     )
-    return _one(queryset.prefetch_related("results"), pk, "fraud evaluation")  # type: ignore[no-any-return]
+    return get_one(queryset.prefetch_related("results"), pk, "fraud evaluation")  # type: ignore[no-any-return]
 
 
 #: The jobs a page can poll, by the name in its URL.
@@ -77,7 +68,7 @@ def get_job(*, team: Team, kind: str, pk: Any) -> RecommendationEvaluation | Fra
     model = JOB_MODELS.get(kind)
     if model is None:
         raise Http404("Jobs here are recommendation or fraud evaluations.")
-    return _one(model.objects.filter(team=team).only(*_STATE_FIELDS), pk, kind)  # type: ignore[no-any-return]
+    return get_one(model.objects.filter(team=team).only(*_STATE_FIELDS), pk, kind)  # type: ignore[no-any-return]
 
 
 _STATE_FIELDS = ("id", "team_id", "status", "error", "progress", "progress_note", "attempts", "created_at",
