@@ -203,8 +203,7 @@ def pandas_recsys(paths: dict[str, str], k: int) -> dict[str, float]:
 
 
 def ours_fraud(path: str) -> dict[str, float]:
-    from evalcore.fraud import FraudOptions, evaluate_scores, read_scores
-    from evalcore.fraud._curve import roc_curve_from
+    from evalcore.fraud import FraudOptions, evaluate_scores, read_scores, roc_curve_from
 
     evaluation = evaluate_scores(
         read_scores(path), FraudOptions(target_fpr=TARGET_FPR, fp_cost=100, fn_cost=10000)

@@ -10,7 +10,6 @@ configuration and with it the web stack and scipy.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -131,12 +130,6 @@ class _NoProgress:
 
     def update(self, steps: int = 1) -> None:
         pass
-
-
-def json_number(value: float, *, integer: bool = False) -> float | int | None:
-    if math.isnan(value) or math.isinf(value):
-        return None
-    return int(round(value)) if integer else value
 
 
 def dump_json(data: Any) -> str:

@@ -39,7 +39,13 @@ if TYPE_CHECKING:
         roc_auc,
     )
     from evalcore.embeddings._mmd import MMDResult, median_bandwidth, mmd_test
-    from evalcore.embeddings._monitor import EmbeddingReport, drift_metrics, evaluate_embeddings
+    from evalcore.embeddings._monitor import (
+        EmbeddingReport,
+        calibrate,
+        drift_metrics,
+        evaluate_embeddings,
+        snapshot_quality,
+    )
     from evalcore.embeddings._quality import (
         alignment,
         avg_cosine_similarity,
@@ -69,6 +75,8 @@ _LAZY = {
     "median_bandwidth": "_mmd",
     "mmd_test": "_mmd",
     "EmbeddingReport": "_monitor",
+    "calibrate": "_monitor",
+    "snapshot_quality": "_monitor",
     "drift_metrics": "_monitor",
     "evaluate_embeddings": "_monitor",
     "alignment": "_quality",
@@ -87,18 +95,19 @@ _LAZY = {
 
 __all__ = [
     "DRIFT_METRICS",
+    "METRIC_SPECS",
+    "QUALITY_METRICS",
     "DimensionDrift",
     "EffectCalibration",
     "EmbeddingInputError",
     "EmbeddingReport",
     "EmbeddingSummary",
-    "METRIC_SPECS",
     "MMDResult",
     "MonitorParams",
     "NpyFile",
-    "QUALITY_METRICS",
     "alignment",
     "avg_cosine_similarity",
+    "calibrate",
     "calibrate_effect_thresholds",
     "covariance_metrics",
     "domain_classifier_auc",
@@ -115,6 +124,7 @@ __all__ = [
     "resolve_device",
     "roc_auc",
     "save_summary",
+    "snapshot_quality",
     "summarize",
     "uniformity",
 ]

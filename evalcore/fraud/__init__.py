@@ -35,8 +35,10 @@ from evalcore.fraud._curve import (
     ScoreCurve,
     pr_auc_score,
     precision_recall_curve,
+    precision_recall_curve_from,
     roc_auc_score,
     roc_curve,
+    roc_curve_from,
     score_curve,
 )
 from evalcore.fraud._files import read_scores
@@ -83,9 +85,11 @@ __all__ = [
     "pr_auc_score",
     "precision_recall_at_budget",
     "precision_recall_curve",
+    "precision_recall_curve_from",
     "read_scores",
     "roc_auc_score",
     "roc_curve",
+    "roc_curve_from",
     "score_curve",
     "time_to_detection",
 ]

@@ -257,7 +257,7 @@ def reference_calibration(
     snapshot: EmbeddingSnapshot, summary: Any, *, params: MonitorParams, device: Any
 ) -> dict[str, Any]:
     """The reference's effect thresholds and kernel bandwidth: cached on the snapshot per parameters."""
-    from evalcore.embeddings._monitor import calibrate
+    from evalcore.embeddings import calibrate
 
     key = params_key(params)
     if snapshot.calibration.get("key") == key:
@@ -300,8 +300,7 @@ def _evaluate(
     run: MonitorRun, current: Any, *, params: MonitorParams, device: Any, progress: ProgressFn, chunks: int
 ) -> MonitorOutput:
     """The metrics of a snapshot's summary: its quality, and its drift against the run's reference."""
-    from evalcore.embeddings import drift_metrics
-    from evalcore.embeddings._monitor import snapshot_quality
+    from evalcore.embeddings import drift_metrics, snapshot_quality
 
     progress(0.65, "quality and collapse metrics")
     values = [

@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from evalcore.fraud import FraudEvaluation
-from evalcore.fraud._curve import precision_recall_curve_from, roc_curve_from
+from evalcore.fraud import FraudEvaluation, precision_recall_curve_from, roc_curve_from
 from evalcore.jsonable import json_number, json_numbers
 
 #: Points per progress axis of a thinned curve (a curve keeps at most a few times this many).

@@ -10,6 +10,7 @@ from tqdm import tqdm
 
 from evalcore.embeddings import MonitorParams
 from evalcore.errors import EvalCoreError
+from evalcore.jsonable import json_number
 from monitoring import cli
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ class Command(BaseCommand):
 
 
 def _values(values: dict[str, float]) -> dict[str, float | int | None]:
-    return {name: cli.json_number(value, integer=name in INTEGER_METRICS) for name, value in values.items()}
+    return {name: json_number(value, integer=name in INTEGER_METRICS) for name, value in values.items()}
 
 
 def _alerts(report: EmbeddingReport) -> list[dict[str, Any]]:
@@ -142,7 +143,7 @@ def _alerts(report: EmbeddingReport) -> list[dict[str, Any]]:
         entry = firing.to_dict()
         for key in ("value", "threshold", "effect_value", "effect_threshold"):
             if isinstance(entry.get(key), float):
-                entry[key] = cli.json_number(entry[key])
+                entry[key] = json_number(entry[key])
         entry["section"] = section
         alerts.append(entry)
     return alerts

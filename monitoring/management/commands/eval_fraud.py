@@ -52,6 +52,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from evalcore.errors import EvalCoreError
         from evalcore.fraud import FraudOptions, evaluate_scores, read_scores
+        from evalcore.jsonable import json_number
         from monitoring import cli
 
         path = options["scores"]
@@ -82,14 +83,13 @@ class Command(BaseCommand):
         except (EvalCoreError, OSError) as exc:
             raise CommandError(str(exc)) from exc
         if options["json"]:
-            self.stdout.write(cli.dump_json(_json_ready(report, cli.json_number)))
+            self.stdout.write(cli.dump_json(_json_ready(report, json_number)))
         else:
             self.stdout.write(_as_text(report))
 
 
 def _report(evaluation: Any, *, curves: bool) -> dict[str, Any]:
-    from evalcore.fraud import METRICS
-    from evalcore.fraud._curve import precision_recall_curve_from, roc_curve_from
+    from evalcore.fraud import METRICS, precision_recall_curve_from, roc_curve_from
 
     metrics = evaluation.metrics()
     curve = evaluation.curve

@@ -67,6 +67,7 @@ class Command(BaseCommand):
         from dataclasses import replace
 
         from evalcore.errors import EvalCoreError
+        from evalcore.jsonable import json_number
         from evalcore.recsys import evaluate_recommendations, read_recsys_files
         from monitoring import cli
 
@@ -105,9 +106,7 @@ class Command(BaseCommand):
         }
         integer = {"unique_items_recommended"}
         if options["json"]:
-            values = {
-                name: cli.json_number(value, integer=name in integer) for name, value in metrics.items()
-            }
+            values = {name: json_number(value, integer=name in integer) for name, value in metrics.items()}
             self.stdout.write(cli.dump_json({**summary, **values}))
             return
         width = max(map(len, [*summary, *metrics]))

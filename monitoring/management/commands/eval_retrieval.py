@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evalcore.errors import EvalCoreError
+from evalcore.jsonable import json_number
 from evalcore.retrieval import RetrievalResult, evaluate, format_trec
 from monitoring import cli
 
@@ -75,13 +76,13 @@ def as_json(result: RetrievalResult, *, per_query: bool) -> dict[str, object]:
         spec.key: result.run_id for spec in result.text_specs if spec.measure.summary
     }
     aggregate.update(
-        {key: cli.json_number(value, integer=key in integer) for key, value in result.aggregate.items()}
+        {key: json_number(value, integer=key in integer) for key, value in result.aggregate.items()}
     )
     data: dict[str, object] = {"aggregate": aggregate}
     if per_query:
         data["per_query"] = {
             qid: {
-                key: value if isinstance(value, str) else cli.json_number(value, integer=key in integer)
+                key: value if isinstance(value, str) else json_number(value, integer=key in integer)
                 for key, value in values.items()
             }
             for qid, values in result.per_query.items()
