@@ -77,7 +77,8 @@ def qrels_build_create(
         min_labels=int(min_labels),
     )
     # Version numbers are taken under the project's row lock; the unique constraint backs it up.
-    Project.objects.select_for_update().filter(pk=project.pk).first()
+    # FOR NO KEY UPDATE: annotators' answers (foreign-key checks on the project row) do not wait for it.
+    Project.objects.select_for_update(no_key=True).filter(pk=project.pk).order_by().first()
     latest = QrelsBuild.objects.filter(project=project).aggregate(latest=Max("version"))["latest"] or 0
     build = QrelsBuild.objects.create(
         project=project, version=latest + 1, created_by=created_by, **params.as_dict()

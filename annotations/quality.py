@@ -145,7 +145,13 @@ def _compute(job: QualityRecompute, progress: ProgressFn) -> dict[str, Any]:
 
 
 def _store(job: QualityRecompute, fields: dict[str, Any]) -> None:
-    current = QualitySnapshot.objects.select_for_update().filter(project_id=job.project_id).first()
+    current = (
+        # The snapshot row only: ordering by project would join and lock the project row.
+        QualitySnapshot.objects.select_for_update(no_key=True, of=("self",))
+        .filter(project_id=job.project_id)
+        .order_by()
+        .first()
+    )
     if current is not None and current.requested_at and current.requested_at > job.created_at:
         return  # a later recompute already stored fresher figures
     QualitySnapshot.objects.update_or_create(
@@ -197,7 +203,7 @@ def annotator_override_set(
     """
     decision = ProjectMembership.QualityOverride(decision)
     user_id = annotator if isinstance(annotator, int) else annotator.pk
-    membership = ProjectMembership.objects.select_for_update().get(
+    membership = ProjectMembership.objects.select_for_update(no_key=True, of=("self",)).get(
         project=project, user_id=user_id, role=ProjectMembership.Role.ANNOTATOR
     )
     membership.quality_override = decision

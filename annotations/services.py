@@ -15,14 +15,16 @@ failing the answer when the broker is down; see `annotations.quality.quality_rec
 
 from __future__ import annotations
 
+import random
+import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
-from typing import Any, Literal
+from functools import partial, wraps
+from typing import Any, Literal, ParamSpec, TypeVar
 
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -43,6 +45,34 @@ from evalplatform.auth import User
 
 Role = ProjectMembership.Role
 State = Assignment.State
+
+P = ParamSpec("P")
+R = TypeVar("R")
+CONFLICT_TRIES = 3
+CONFLICT_SQLSTATES = frozenset({"40P01", "40001"})  # deadlock_detected, serialization_failure
+
+
+def _retried_on_conflict(fn: Callable[P, R]) -> Callable[P, R]:
+    """Run a write again when PostgreSQL rolled its transaction back as a deadlock or serialization victim.
+
+    The locks are taken in an order that should not deadlock; this is the second line of defence, so that
+    an answer is never lost to a 500. Only an outermost transaction is retried (an inner one cannot be).
+    """
+
+    @wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        for attempt in range(1, CONFLICT_TRIES + 1):
+            try:
+                return fn(*args, **kwargs)
+            except OperationalError as exc:
+                sqlstate = getattr(exc.__cause__, "sqlstate", None)
+                in_outer = transaction.get_connection().in_atomic_block
+                if sqlstate not in CONFLICT_SQLSTATES or in_outer or attempt == CONFLICT_TRIES:
+                    raise
+                time.sleep(random.uniform(0.005, 0.02) * attempt)
+        raise AssertionError("unreachable")
+
+    return wrapper
 
 
 class JudgingError(Exception):
@@ -175,9 +205,11 @@ def reservations_release_expired(*, project: Project, now: datetime | None = Non
     now = now or timezone.now()
     with transaction.atomic():
         rows = list(
+            # Only the assignment rows: Meta.ordering would join (and lock) the project row otherwise.
             Assignment.objects.expired(now)
             .filter(project=project)
-            .select_for_update(skip_locked=True)
+            .order_by("pk")
+            .select_for_update(skip_locked=True, of=("self",))
             .values_list("id", "task_id")
         )
         if not rows:
@@ -187,6 +219,7 @@ def reservations_release_expired(*, project: Project, now: datetime | None = Non
     return len(rows)
 
 
+@_retried_on_conflict
 def task_claim(*, project: Project, annotator: User, now: datetime | None = None) -> Claim:
     """Serve the annotator's next task: their live reservation if they hold one, else a new one."""
     now = now or timezone.now()
@@ -272,7 +305,7 @@ def _claim_task(
 ) -> tuple[Assignment | None, bool]:
     """Lock the task, re-count its places and reserve it: (the assignment, whether another claim held it)."""
     locked = (
-        Task.objects.select_for_update(skip_locked=not wait, of=("self",))
+        Task.objects.select_for_update(skip_locked=not wait, no_key=True, of=("self",))
         .select_related("topic", "document")
         .filter(pk=task_id)
     )
@@ -335,6 +368,7 @@ def annotation_skip(
     )  # fmt: skip
 
 
+@_retried_on_conflict
 @transaction.atomic
 def _answer(
     *,
@@ -378,12 +412,13 @@ def _answer(
 
 def _expired_place_free(*, project: Project, assignment: Assignment, now: datetime) -> bool:
     """Whether an expired reservation not yet released may keep its place: nobody took it meanwhile."""
-    task = Task.objects.select_for_update().get(pk=assignment.task_id)
+    task = Task.objects.select_for_update(no_key=True, of=("self",)).get(pk=assignment.task_id)
     cap = project.cap_for(is_gold=task.is_gold)
     others = Assignment.objects.filter(task=task).exclude(pk=assignment.pk).occupying(now).count()
     return cap is None or others < cap
 
 
+@_retried_on_conflict
 @transaction.atomic
 def annotation_undo(*, project: Project, annotator: User, now: datetime | None = None) -> Assignment:
     """Take back the annotator's last answer (within the undo window) and serve that task again.
@@ -391,7 +426,11 @@ def annotation_undo(*, project: Project, annotator: User, now: datetime | None =
     Any other task they hold goes back to the pool, so the undone one is next.
     """
     now = now or timezone.now()
-    ProjectMembership.objects.select_for_update().get(project=project, user=annotator, role=Role.ANNOTATOR)
+    # Every lock below is taken on the rows meant and nothing joined to them (`of=("self",)`, no ordering
+    # join): a lock on the project row would deadlock with a concurrent answer's foreign-key check.
+    ProjectMembership.objects.select_for_update(no_key=True, of=("self",)).get(
+        project=project, user=annotator, role=Role.ANNOTATOR
+    )
     last = selectors.last_undoable_annotation(project=project, annotator=annotator, now=now)
     if last is None:
         raise NothingToUndo()
@@ -400,9 +439,9 @@ def annotation_undo(*, project: Project, annotator: User, now: datetime | None =
     )
     deltas: dict[int, tuple[int, int]] = {}
     held = list(
-        Assignment.objects.select_for_update().filter(
-            project=project, annotator=annotator, state=State.RESERVED
-        )
+        Assignment.objects.filter(project=project, annotator=annotator, state=State.RESERVED)
+        .order_by("pk")
+        .select_for_update(of=("self",))
     )
     for other in held:
         deltas[other.task_id] = (deltas.get(other.task_id, (0, 0))[0] - 1, 0)
@@ -411,7 +450,7 @@ def annotation_undo(*, project: Project, annotator: User, now: datetime | None =
         d_assigned, d_labels = deltas.get(assignment.task_id, (0, 0))
         deltas[assignment.task_id] = (d_assigned, d_labels - 1)
     else:
-        task = Task.objects.select_for_update().get(pk=assignment.task_id)
+        task = Task.objects.select_for_update(no_key=True, of=("self",)).get(pk=assignment.task_id)
         cap = project.cap_for(is_gold=task.is_gold)
         if cap is not None and Assignment.objects.filter(task=task).occupying(now).count() >= cap:
             raise UndoConflict()
