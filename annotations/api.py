@@ -23,6 +23,7 @@ from annotations.models import Annotation, Assignment, Project, ProjectMembershi
 from evalcore.errors import FormatError
 
 Role = ProjectMembership.Role
+MAX_ID = 2**63 - 1  # the largest primary key; a larger number is a 400, not a database overflow
 
 # --- serializers ----------------------------------------------------------------------------------------
 
@@ -77,7 +78,7 @@ class NextOut(serializers.Serializer):
 
 
 class SubmitIn(serializers.Serializer):
-    assignment = serializers.IntegerField()
+    assignment = serializers.IntegerField(min_value=1, max_value=MAX_ID)
     grade = serializers.IntegerField(required=False, allow_null=True, min_value=0)
     unclear = serializers.BooleanField(required=False, default=False)
 
@@ -92,7 +93,7 @@ class SubmitIn(serializers.Serializer):
 
 
 class SkipIn(serializers.Serializer):
-    assignment = serializers.IntegerField()
+    assignment = serializers.IntegerField(min_value=1, max_value=MAX_ID)
 
 
 class AnswerOut(serializers.Serializer):

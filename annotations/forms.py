@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 
 from annotations.imports import DEFAULT_DEPTH, FORMATS, KINDS
 from annotations.models import MAX_GRADE, Project, ProjectMembership, QrelsBuild
-from evalcore.judging import DEFAULT_QRELS_PARAMS
+from evalcore.judging import DEFAULT_QRELS_PARAMS, QrelsParams
 from evalplatform.models import Team
 from evalplatform.teams import teams_for_user
 
@@ -160,14 +160,18 @@ class QrelsBuildForm(forms.Form):
     )
     tolerance = forms.FloatField(
         min_value=0,
+        max_value=QrelsParams.MAX_TOLERANCE,
         initial=DEFAULT_QRELS_PARAMS.tolerance,
         help_text="Keep a pair when its labels differ by at most this (±1 by default).",
     )
     min_labels = forms.IntegerField(
-        min_value=1, max_value=100, initial=DEFAULT_QRELS_PARAMS.min_labels, label="Minimum labels per pair"
+        min_value=1,
+        max_value=QrelsParams.MAX_MIN_LABELS,
+        initial=DEFAULT_QRELS_PARAMS.min_labels,
+        label="Minimum labels per pair",
     )
     min_accuracy = forms.FloatField(min_value=0, max_value=1, label="Minimum accuracy on gold")
-    min_gold = forms.IntegerField(min_value=0, max_value=100_000, label="Minimum gold items")
+    min_gold = forms.IntegerField(min_value=0, max_value=QrelsParams.MAX_MIN_GOLD, label="Minimum gold items")
 
     @classmethod
     def for_project(cls, project: Project, data: Any = None) -> QrelsBuildForm:

@@ -24,7 +24,7 @@ from rest_framework.response import Response
 
 from annotations import qrels, quality, selectors
 from annotations.models import ProjectMembership, QrelsBuild
-from evalcore.judging import DEFAULT_QRELS_PARAMS, QrelsError
+from evalcore.judging import DEFAULT_QRELS_PARAMS, QrelsError, QrelsParams
 
 Role = ProjectMembership.Role
 TAGS = ["quality and qrels: leads"]
@@ -125,12 +125,18 @@ class QrelsBuildIn(serializers.Serializer):
     aggregation = serializers.ChoiceField(
         choices=QrelsBuild.Aggregation.choices, default=DEFAULT_QRELS_PARAMS.aggregation
     )
-    tolerance = serializers.FloatField(min_value=0, default=DEFAULT_QRELS_PARAMS.tolerance)
-    min_labels = serializers.IntegerField(min_value=1, default=DEFAULT_QRELS_PARAMS.min_labels)
+    tolerance = serializers.FloatField(
+        min_value=0, max_value=QrelsParams.MAX_TOLERANCE, default=DEFAULT_QRELS_PARAMS.tolerance
+    )
+    min_labels = serializers.IntegerField(
+        min_value=1, max_value=QrelsParams.MAX_MIN_LABELS, default=DEFAULT_QRELS_PARAMS.min_labels
+    )
     min_accuracy = serializers.FloatField(
         min_value=0, max_value=1, required=False, help_text="Default: the project's."
     )
-    min_gold = serializers.IntegerField(min_value=0, required=False, help_text="Default: the project's.")
+    min_gold = serializers.IntegerField(
+        min_value=0, max_value=QrelsParams.MAX_MIN_GOLD, required=False, help_text="Default: the project's."
+    )
 
 
 class QrelsBuildOut(serializers.Serializer):

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeAlias, TypedDict
+from typing import Any, ClassVar, Literal, TypeAlias, TypedDict
 
 import numpy as np
 
@@ -62,19 +62,32 @@ class QrelsParams:
     min_gold: int = 10
     min_labels: int = 2
 
+    # Upper bounds, beyond which a build could keep nothing anyway (and the stored columns overflow).
+    MAX_TOLERANCE: ClassVar[float] = 1_000.0
+    MAX_MIN_GOLD: ClassVar[int] = 1_000_000
+    MAX_MIN_LABELS: ClassVar[int] = 1_000
+
     def __post_init__(self) -> None:
         if self.aggregation not in AGGREGATIONS:
             raise QrelsError(
                 f"Unknown aggregation {self.aggregation!r}; choose from {', '.join(AGGREGATIONS)}."
             )
-        if not (np.isfinite(self.tolerance) and self.tolerance >= 0):
-            raise QrelsError(f"The agreement tolerance must be a number >= 0, not {self.tolerance!r}.")
+        if not (np.isfinite(self.tolerance) and 0 <= self.tolerance <= self.MAX_TOLERANCE):
+            raise QrelsError(
+                f"The agreement tolerance must be a number from 0 to {self.MAX_TOLERANCE:g}, "
+                f"not {self.tolerance!r}."
+            )
         if not 0 <= self.min_accuracy <= 1:
             raise QrelsError(f"The minimum accuracy must be between 0 and 1, not {self.min_accuracy!r}.")
-        if self.min_gold < 0:
-            raise QrelsError(f"The minimum number of gold items must be >= 0, not {self.min_gold!r}.")
-        if self.min_labels < 1:
-            raise QrelsError(f"The minimum number of labels per pair must be >= 1, not {self.min_labels!r}.")
+        if not 0 <= self.min_gold <= self.MAX_MIN_GOLD:
+            raise QrelsError(
+                f"The minimum number of gold items must be from 0 to {self.MAX_MIN_GOLD}, not {self.min_gold!r}."
+            )
+        if not 1 <= self.min_labels <= self.MAX_MIN_LABELS:
+            raise QrelsError(
+                f"The minimum number of labels per pair must be from 1 to {self.MAX_MIN_LABELS}, "
+                f"not {self.min_labels!r}."
+            )
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
