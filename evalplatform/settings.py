@@ -199,10 +199,34 @@ SPECTACULAR_SETTINGS = {
 # Celery. Metric jobs go to the "heavy" queue; everything else to "default".
 REDIS_URL = os.environ.get("REDIS_URL", "")
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL or default_broker_url()
+# A web request that queues a job must not hang when the broker is down: connecting gives up after
+# BROKER_CONNECT_TIMEOUT_MS with at most one quick retry, and the job is then marked failed with the reason
+# (`evalplatform.jobs.job_enqueue`); answering never waits on the broker at all. Workers reconnect on their
+# own loop (broker_connection_max_retries), so these bounds do not make them give up.
+BROKER_CONNECT_TIMEOUT = env_int("BROKER_CONNECT_TIMEOUT_MS", 500) / 1000
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_CONNECT_TIMEOUT
+# A message a worker took but never acknowledged (it died) is delivered again after the visibility timeout.
+# Jobs do not wait for it: a beat task re-queues every job whose renewed lease lapsed (JOB_LEASE_SECONDS)
+# within a minute or two (`evalplatform.jobs.jobs_requeue_stale`), and a late duplicate meets a finished
+# job. It is still set deliberately, above the longest task time limit, so that a task running its full
+# time is never delivered twice while it runs.
+CELERY_VISIBILITY_TIMEOUT = env_int(
+    "CELERY_VISIBILITY_TIMEOUT", env_int("CELERY_TASK_TIME_LIMIT", 3600) + 300
+)
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = (
     filesystem_broker_options(VAR_DIR)
     if is_filesystem_broker(CELERY_BROKER_URL)
-    else {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
+    else {
+        "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+        "socket_connect_timeout": BROKER_CONNECT_TIMEOUT,
+        # Web requests read with this bound; worker processes raise it (`evalplatform.celery`), since they
+        # block on the queue a second at a time.
+        "socket_timeout": BROKER_CONNECT_TIMEOUT,
+        "max_retries": 1,
+        "interval_start": 0,
+        "interval_step": 0.1,
+        "interval_max": 0.2,
+    }
 )
 if is_filesystem_broker(CELERY_BROKER_URL):
     for folder_key in ("data_folder_in", "control_folder", "processed_folder"):
@@ -215,6 +239,11 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else None
 )
+# Jobs keep their results in the database; only a chord's chunks store theirs (`ignore_result=False`).
+# Ignoring results by default also spares every publish a subscription to the result backend.
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = BROKER_CONNECT_TIMEOUT
+CELERY_REDIS_SOCKET_TIMEOUT = 5
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -226,6 +255,8 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 3300)
 # A running job's claim lasts this long unless renewed; its worker renews it every third of it, so a
 # dead worker's job is taken over within this many seconds (`evalplatform.jobs`).
 JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 120)
+# How often beat queues again the jobs no worker is on (a lapsed lease, a lost message).
+JOBS_REQUEUE_SECONDS = env_int("JOBS_REQUEUE_SECONDS", 60)
 # Embedding monitors: a snapshot with more rows than this is split over several workers (a chord); how long
 # a dispatched chord may wait in the queue; where the monitors compute (auto: CUDA when there is one).
 MONITOR_CHUNK_ROWS = env_int("MONITOR_CHUNK_ROWS", 1_000_000)
@@ -251,12 +282,12 @@ CELERY_BEAT_SCHEDULE = {
     },
     # The safety net of every job (`evalplatform.jobs`): queue again a pending job whose message was lost
     # and a running job whose worker died (its lease lapsed).
-    # With a 120 s lease, a killed worker's job runs again within about three minutes (Redis itself
-    # redelivers the unacknowledged message only after CELERY_VISIBILITY_TIMEOUT, an hour by default).
+    # With a 120 s lease and a 60 s interval, a killed worker's job runs again within about three minutes
+    # (Redis itself redelivers the unacknowledged message only after CELERY_VISIBILITY_TIMEOUT).
     "requeue-stale-jobs": {
         "task": "evalplatform.tasks.requeue_stale_jobs",
-        "schedule": 60.0,
-        "options": {"expire_seconds": 60},
+        "schedule": float(JOBS_REQUEUE_SECONDS),
+        "options": {"expire_seconds": JOBS_REQUEUE_SECONDS},
     },
 }
 

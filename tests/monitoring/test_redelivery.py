@@ -81,7 +81,7 @@ def big_collection(folder: Path, *, queries: int, docs: int) -> tuple[Path, Path
 class Workers:
     """Celery worker processes of this test, each in its own process group so it can be killed whole."""
 
-    def __init__(self, folder: Path, media_root: Path, queue: str) -> None:
+    def __init__(self, folder: Path, media_root: Path, queue: str, **env: str) -> None:
         self.folder = folder
         self.queue = queue
         self.env = {
@@ -90,15 +90,16 @@ class Workers:
             "MEDIA_ROOT": str(media_root),
             "JOB_LEASE_SECONDS": str(LEASE_SECONDS),
             "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY_TIMEOUT),
+            **env,
         }
         self.started: list[WorkerProcess] = []
 
-    def start(self) -> WorkerProcess:
+    def start(self, *, queues: str | None = None) -> WorkerProcess:
         from evalplatform.celery import app
 
         hostname = f"redelivery-{uuid.uuid4().hex[:8]}@localhost"
         log_path = self.folder / f"{hostname.split('@')[0]}.log"
-        command = [sys.executable, "-m", "celery", "-A", "evalplatform", "worker", "-Q", self.queue,
+        command = [sys.executable, "-m", "celery", "-A", "evalplatform", "worker", "-Q", queues or self.queue,
                    "--concurrency", "1", "--hostname", hostname, "--without-mingle", "--without-gossip",
                    "--loglevel", "info"]  # fmt: skip
         with log_path.open("wb") as log:
@@ -120,6 +121,10 @@ class Workers:
         os.killpg(worker.process.pid, signal.SIGKILL)
         worker.process.wait(timeout=10)
 
+    def stop(self, worker: WorkerProcess) -> None:
+        """SIGSTOP the worker's process group: frozen where it stands, before it is killed."""
+        os.killpg(worker.process.pid, signal.SIGSTOP)
+
     def logs(self) -> str:
         return "\n".join(f"--- {worker.hostname}\n{worker.log()}" for worker in self.started)
 
@@ -135,22 +140,25 @@ class Workers:
 
 @pytest.fixture
 def workers(live_services: None, tmp_path: Path, media_root: Path) -> Iterator[Workers]:
-    from evalplatform.celery import app
-
-    queue = f"redelivery-{uuid.uuid4().hex[:8]}"
-    pool = Workers(tmp_path, media_root, queue)
+    pool = Workers(tmp_path, media_root, f"redelivery-{uuid.uuid4().hex[:8]}")
     try:
         yield pool
     finally:
         pool.stop_all()
-        with app.connection_for_write() as broker:
-            channel = broker.default_channel
-            channel.queue_delete(queue)
-            # A message of a test that failed before it was redelivered must not outlive the test.
-            for tag, payload in channel.client.hgetall(channel.unacked_key).items():
-                if json.loads(payload)[2] == queue:
-                    channel.client.hdel(channel.unacked_key, tag)
-                    channel.client.zrem(channel.unacked_index_key, tag)
+        forget_queue(pool.queue)
+
+
+def forget_queue(queue: str) -> None:
+    """Delete a test's queue, and its unacknowledged messages, so that none outlives the test."""
+    from evalplatform.celery import app
+
+    with app.connection_for_write() as broker:
+        channel = broker.default_channel
+        channel.queue_delete(queue)
+        for tag, payload in channel.client.hgetall(channel.unacked_key).items():
+            if json.loads(payload)[2] == queue:
+                channel.client.hdel(channel.unacked_key, tag)
+                channel.client.zrem(channel.unacked_index_key, tag)
 
 
 @pytest.mark.services
