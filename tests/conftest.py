@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -100,6 +101,33 @@ class WorkerProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+def stop_process_group(process: subprocess.Popen[bytes], *, timeout: float = 20) -> None:
+    """SIGTERM a process started with `start_new_session=True` and its children; SIGKILL if they linger."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def start_beat(folder: Path, **env: str) -> WorkerProcess:
+    """A real `celery beat` with the database scheduler on the test database; `env` adds settings."""
+    from django.db import connection
+
+    environ = {**os.environ, "DATABASE_URL": _database_url_for(connection.settings_dict), **env}
+    log_path = folder / "beat.log"
+    command = [sys.executable, "-m", "celery", "-A", "evalplatform", "beat", "--scheduler",
+               "django_celery_beat.schedulers:DatabaseScheduler", "--max-interval", "1",
+               "--pidfile", str(folder / "beat.pid"), "--loglevel", "info"]  # fmt: skip
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=environ, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    return WorkerProcess("beat", process, log_path)
 
 
 def _database_url_for(settings_dict: dict[str, object]) -> str:

@@ -8,10 +8,6 @@ the build is claimed, so the kill lands mid-build, then killed (SIGKILL); a new 
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,13 +17,12 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import connection
 
 from annotations import qrels
 from annotations import tasks as annotation_tasks
 from annotations.models import QrelsBuild, QrelsJudgment, Task
 from tests.annotations.conftest import build_project, record_answers
-from tests.conftest import ROOT, WorkerProcess, _database_url_for
+from tests.conftest import WorkerProcess, start_beat, stop_process_group
 from tests.monitoring.test_redelivery import Workers, forget_queue, wait_until
 
 LEASE_SECONDS = 3
@@ -53,28 +48,13 @@ def workers(live_services: None, tmp_path: Path, media_root: Path) -> Iterator[W
 
 @pytest.fixture
 def beat(tmp_path: Path) -> Iterator[WorkerProcess]:
-    env = {
-        **os.environ,
-        "DATABASE_URL": _database_url_for(connection.settings_dict),
-        "JOBS_REQUEUE_SECONDS": str(REQUEUE_SECONDS),
-        "JOB_LEASE_SECONDS": str(LEASE_SECONDS),
-    }
-    log_path = tmp_path / "beat.log"
-    command = [sys.executable, "-m", "celery", "-A", "evalplatform", "beat", "--scheduler",
-               "django_celery_beat.schedulers:DatabaseScheduler", "--max-interval", "1",
-               "--pidfile", str(tmp_path / "beat.pid"), "--loglevel", "info"]  # fmt: skip
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+    process = start_beat(
+        tmp_path, JOBS_REQUEUE_SECONDS=str(REQUEUE_SECONDS), JOB_LEASE_SECONDS=str(LEASE_SECONDS)
+    )
     try:
-        yield WorkerProcess("beat", process, log_path)
+        yield process
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+        stop_process_group(process.process)
 
 
 @pytest.mark.services

@@ -32,7 +32,7 @@ from evalcore.retrieval import evaluate
 from evalplatform.models import Team
 from monitoring import evaluations, tasks, uploads
 from monitoring.models import Evaluation, EvaluationResult
-from tests.conftest import ROOT, WorkerProcess, _database_url_for
+from tests.conftest import ROOT, WorkerProcess, _database_url_for, stop_process_group
 from tests.monitoring.conftest import synthetic_collection, upload
 
 LEASE_SECONDS = 4
@@ -130,12 +130,7 @@ class Workers:
 
     def stop_all(self) -> None:
         for worker in self.started:
-            if worker.process.poll() is None:
-                os.killpg(worker.process.pid, signal.SIGTERM)
-                try:
-                    worker.process.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(worker.process.pid, signal.SIGKILL)
+            stop_process_group(worker.process)
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -27,7 +26,7 @@ from evalplatform.jobs import jobs_requeue_stale
 from evalplatform.models import Team
 from monitoring import monitors, tasks
 from monitoring.models import EmbeddingStream, MonitorRun
-from tests.conftest import ROOT, WorkerProcess, _database_url_for
+from tests.conftest import ROOT, WorkerProcess, _database_url_for, stop_process_group
 from tests.monitoring.test_streams import embeddings, make_stream, npy_upload, values_of
 
 CHUNK_ROWS = 1000
@@ -73,11 +72,7 @@ def chord_worker(
         assert ready and process.poll() is None, f"the worker did not start:\n{worker.log()}"
         yield worker, queue
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+        stop_process_group(process)
         with app.connection_for_write() as broker:
             broker.default_channel.queue_delete(queue)
 

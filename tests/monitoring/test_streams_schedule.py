@@ -12,11 +12,7 @@ the worker does the rest.
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,14 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from evalplatform.models import Team
 from monitoring import monitors
 from monitoring.models import AlertEvent, MonitorRun, Notification, NotificationChannel
-from tests.conftest import ROOT, WorkerProcess, _database_url_for
+from tests.conftest import WorkerProcess, start_beat, stop_process_group
 from tests.monitoring.test_streams import embeddings, make_stream, npy_upload
 
 #: A monitor run task's end in the worker's log (a message left by another test ends "missing").
@@ -93,25 +88,12 @@ def beat(celery_worker_process: WorkerProcess, tmp_path: Path) -> Iterator[Calla
     started: list[WorkerProcess] = []
 
     def start() -> WorkerProcess:
-        env = {**os.environ, "DATABASE_URL": _database_url_for(connection.settings_dict)}
-        log_path = tmp_path / "beat.log"
-        command = [sys.executable, "-m", "celery", "-A", "evalplatform", "beat", "--scheduler",
-                   "django_celery_beat.schedulers:DatabaseScheduler", "--max-interval", "1",
-                   "--pidfile", str(tmp_path / "beat.pid"), "--loglevel", "info"]  # fmt: skip
-        with log_path.open("wb") as log:
-            process = subprocess.Popen(
-                command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        started.append(WorkerProcess("beat", process, log_path))
+        started.append(start_beat(tmp_path))
         return started[-1]
 
     yield start
     for process in started:
-        os.killpg(process.process.pid, signal.SIGTERM)
-        try:
-            process.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.process.pid, signal.SIGKILL)
+        stop_process_group(process.process)
 
 
 @pytest.mark.services
