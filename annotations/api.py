@@ -1,15 +1,16 @@
 """REST API of the judging workflow, under /api/projects/<slug>/.
 
-Annotators: `next` (claim), `submit`, `skip`, `undo`, `progress`, `break`. Leads: `imports` (multipart
-upload) and `overview`. Input and output serializers are explicit; nothing an annotator receives says
-whether a task is gold. Lookups go through `selectors.get_project_for_member` (404 to non-members,
-403 to the wrong role).
+Annotators: `next` (POST claims; GET only reads the task held), `submit`, `skip`, `undo`, `progress`,
+`break`. Leads: `imports` (multipart upload) and `overview`. Input and output serializers are explicit;
+nothing an annotator receives says whether a task is gold. Lookups go through
+`selectors.get_project_for_member` (404 to non-members, 403 to the wrong role).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, parser_classes
@@ -70,7 +71,10 @@ class ProgressOut(serializers.Serializer):
 
 
 class NextOut(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["task", "empty", "break"])
+    status = serializers.ChoiceField(
+        choices=["task", "empty", "break", "none"],
+        help_text="`none` (GET only): you hold no live task; POST to claim one.",
+    )
     task = TaskOut(allow_null=True)
     progress = ProgressOut()
     scale = ScaleLevelOut(many=True)
@@ -228,6 +232,7 @@ def _progress_data(counts: selectors.QueueCounts) -> dict[str, int]:
 
 MESSAGES = {
     "task": "",
+    "none": "You hold no task: POST to next/ to claim one.",
     "empty": "Your queue is empty: there is nothing left for you to judge.",
     "break": "Time for a break: you reached the session cap. POST to break/ to continue.",
 }
@@ -253,26 +258,47 @@ def projects(request: Request) -> Response:
 
 
 @extend_schema(
+    methods=["GET"],
+    responses=NextOut,
+    summary="The task you hold now (claims nothing)",
+    description="Returns your live reservation without extending it, or `status: none` when you hold "
+    "none. Reading it claims nothing: POST to claim.",
+    tags=["judging"],
+)
+@extend_schema(
+    methods=["POST"],
     request=None,
     responses=NextOut,
     summary="Claim your next task (or get the one you hold)",
-    description="Returns your live reservation if you hold one, else reserves a new task. `status` is "
-    "`empty` when nothing is left and `break` when the session cap is reached.",
+    description="Returns your live reservation if you hold one (its expiry moves on), else reserves a new "
+    "task. `status` is `empty` when nothing is left and `break` when the session cap is reached.",
     tags=["judging"],
 )
 @api_view(["GET", "POST"])
 def next_task(request: Request, slug: str) -> Response:
     project = _annotator_project(request, slug)
-    claim = services.task_claim(project=project, annotator=request.user)
+    state: str
+    if request.method == "POST":
+        claim = services.task_claim(project=project, annotator=request.user)
+        state, assignment = claim.status, claim.assignment
+    else:
+        assignment = _held_reservation(project=project, annotator=request.user)
+        state = "task" if assignment else "none"
     counts = selectors.queue_counts(project=project, annotator=request.user)
     data = {
-        "status": claim.status,
-        "task": _task_data(project, claim.assignment) if claim.assignment else None,
+        "status": state,
+        "task": _task_data(project, assignment) if assignment else None,
         "progress": _progress_data(counts),
         "scale": project.scale,
-        "message": MESSAGES[claim.status],
+        "message": MESSAGES[state],
     }
     return Response(NextOut(data).data)
+
+
+def _held_reservation(*, project: Project, annotator: Any) -> Assignment | None:
+    """The annotator's live reservation, read only: a GET claims nothing and extends nothing."""
+    held = selectors.current_reservation(project=project, annotator=annotator)
+    return held if held is not None and held.expires_at > timezone.now() else None
 
 
 def _answer_data(answer: Annotation) -> dict[str, Any]:

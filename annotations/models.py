@@ -19,6 +19,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
 from django.urls import reverse
@@ -71,6 +72,11 @@ def default_guideline_examples() -> list[dict[str, Any]]:
 def new_shuffle_seed() -> int:
     """A random 62-bit seed; it orders one annotator's queue (see `selectors.candidate_tasks`)."""
     return secrets.randbits(62)
+
+
+#: Fixed words under /projects/ (`annotations.urls`): a project with one of these slugs would be hidden
+#: behind that page (`/projects/new/` is the creation form).
+RESERVED_PROJECT_SLUGS = frozenset({"new"})
 
 
 class Project(models.Model):
@@ -163,6 +169,14 @@ class Project(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("annotations:project-detail", args=[self.slug])
+
+    def clean(self) -> None:
+        super().clean()
+        if self.slug.lower() in RESERVED_PROJECT_SLUGS:
+            message = (
+                f"{self.slug!r} is reserved: /projects/{self.slug}/ is another page. Choose another slug."
+            )
+            raise ValidationError({"slug": message})
 
     @property
     def gold_share_target(self) -> float:

@@ -1,5 +1,9 @@
 """Health checks for the database, the broker and the workers, as reported by /healthz.
 
+Anyone gets the overall status alone (`public_health_report`), kept a few seconds so that frequent
+anonymous probes cost one round of checks; the checks' details (addresses, worker names, errors) are for
+staff and holders of the health token (`evalplatform.views.healthz`).
+
 The worker check reads the heartbeat rows that beat has the workers write every minute, so it costs one
 query. Only when no heartbeat is fresh (no beat running, or a worker just started) does it ping, with a
 short timeout, and it keeps that answer a few seconds so frequent probes do not each wait for it.
@@ -22,6 +26,8 @@ Status = Literal["ok", "down"]
 PING_TIMEOUT = 0.5  # seconds to wait for a worker's answer when no heartbeat is fresh
 PING_CACHE_SECONDS = 10
 PING_CACHE_KEY = "evalplatform.health.worker-ping"
+PUBLIC_CACHE_SECONDS = 5
+PUBLIC_CACHE_KEY = "evalplatform.health.public"
 
 
 @dataclass(frozen=True)
@@ -123,3 +129,13 @@ def health_report() -> tuple[int, dict[str, object]]:
         "checks": {name: check.as_dict() for name, check in checks.items()},
     }
     return (503 if overall == "down" else 200), body
+
+
+def public_health_report() -> tuple[int, dict[str, object]]:
+    """The overall status alone, with the same HTTP status as the full report; kept a few seconds."""
+    cached = cache.get(PUBLIC_CACHE_KEY)
+    if cached is None:
+        code, body = health_report()
+        cached = (code, {"status": body["status"]})
+        cache.set(PUBLIC_CACHE_KEY, cached, PUBLIC_CACHE_SECONDS)
+    return cached

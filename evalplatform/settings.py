@@ -7,6 +7,7 @@ server. Production sets DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, DEBUG=false
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -49,6 +50,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "axes",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -68,6 +70,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "evalplatform.csp.ContentSecurityPolicyMiddleware",
+    # Last: it turns a login that axes refused into the lockout page (HTTP 429).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "evalplatform.urls"
@@ -115,6 +120,35 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# Brute-force protection of password logins (django-axes, `evalplatform.lockout`): failures are counted
+# per account from one address, per account and per address, each against its limit (0 turns the wider
+# two off), within a cool-off that each new failure restarts. Admins unlock in the Django admin (Axes:
+# access attempts) or with `manage.py axes_reset_username USER` / `axes_reset_ip IP` / `axes_reset`.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out login before any password check
+    "django.contrib.auth.backends.ModelBackend",
+]
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+LOGIN_ACCOUNT_FAILURE_LIMIT = env_int("LOGIN_ACCOUNT_FAILURE_LIMIT", 50)
+LOGIN_ADDRESS_FAILURE_LIMIT = env_int("LOGIN_ADDRESS_FAILURE_LIMIT", 50)
+LOGIN_COOLOFF_MINUTES = env_int("LOGIN_COOLOFF_MINUTES", 15)
+# The number of reverse proxies in front of the web server that append to X-Forwarded-For. 0 (the
+# default): the client address is REMOTE_ADDR, and X-Forwarded-For, which a client can forge, is ignored.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+if LOGIN_FAILURE_LIMIT < 1 or LOGIN_COOLOFF_MINUTES < 1:
+    raise ImproperlyConfigured("LOGIN_FAILURE_LIMIT and LOGIN_COOLOFF_MINUTES must be at least 1.")
+if min(LOGIN_ACCOUNT_FAILURE_LIMIT, LOGIN_ADDRESS_FAILURE_LIMIT, TRUSTED_PROXY_COUNT) < 0:
+    raise ImproperlyConfigured(
+        "LOGIN_ACCOUNT_FAILURE_LIMIT, LOGIN_ADDRESS_FAILURE_LIMIT and TRUSTED_PROXY_COUNT cannot be negative."
+    )
+AXES_HANDLER = "evalplatform.lockout.LoginLockoutHandler"
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_LOCKOUT_PARAMETERS = "evalplatform.lockout.lockout_parameters"
+AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_COOLOFF_MINUTES)
+AXES_RESET_ON_SUCCESS = False
+AXES_CLIENT_IP_CALLABLE = "evalplatform.lockout.client_address"
+AXES_LOCKOUT_CALLABLE = "evalplatform.lockout.lockout_response"
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -138,12 +172,21 @@ STORAGES = {
 }
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT") or VAR_DIR / "media")
 MEDIA_URL = "media/"  # uploads are never served as static files; views stream them after a permission check
+# Every upload (judging imports; runs, qrels, score sets, snapshots) and import command file is refused above
+# UPLOAD_MAX_BYTES as it is (compressed or not), and a gzipped document collection once it has expanded past
+# UPLOAD_MAX_DECOMPRESSED_BYTES: decompression stops there (`evalcore.textfiles`), so a small file that
+# expands to gigabytes costs a read buffer, not its expanded size.
+UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 2 * 1024**3)
+UPLOAD_MAX_DECOMPRESSED_BYTES = env_int("UPLOAD_MAX_DECOMPRESSED_BYTES", 4 * 1024**3)
 
 # Security: secure by default when DEBUG is off; each can be relaxed from the environment (e.g. behind
 # a TLS-terminating proxy that already redirects, set SECURE_SSL_REDIRECT=false).
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", False) else None
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# /healthz shows anyone the overall status; each check's details (hosts, worker names, errors) go to staff
+# and to a request with `Authorization: Bearer <HEALTHZ_TOKEN>` (or `?token=`). Unset: staff only.
+HEALTHZ_TOKEN = os.environ.get("HEALTHZ_TOKEN", "")
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG and SECURE_SSL_REDIRECT)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG and SECURE_SSL_REDIRECT)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)

@@ -3,9 +3,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
-from evalplatform import api, charts, views
+from evalplatform import api, charts, csp, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -20,6 +20,14 @@ urlpatterns = [
     path("api/", include("annotations.api_urls")),
     path("api/", include("monitoring.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    # Both under the Content-Security-Policy (`evalplatform.csp`): Swagger UI's start-up script is a file
+    # of its own (the split view); the Redoc page loads no web fonts from Google and may start a worker.
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    path(
+        "api/redoc/",
+        csp.with_policy(csp.REDOC_POLICY)(
+            SpectacularRedocView.as_view(url_name="api-schema", template_name="evalplatform/redoc.html")
+        ),
+        name="api-redoc",
+    ),
 ]

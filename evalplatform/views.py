@@ -3,6 +3,9 @@ endpoint."""
 
 from __future__ import annotations
 
+import hmac
+
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -10,7 +13,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from evalplatform.auth import SignedInRequest
-from evalplatform.health import health_report
+from evalplatform.health import health_report, public_health_report
 from evalplatform.roles import Role, user_roles
 from monitoring.alerts import team_open_events
 from monitoring.selectors import latest_evaluations, team_memberships
@@ -43,5 +46,17 @@ def home(request: SignedInRequest) -> HttpResponse:
 @never_cache
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    status, body = health_report()
+    """The overall status for anyone; each check's details for staff and holders of `HEALTHZ_TOKEN`."""
+    status, body = health_report() if _may_see_health_details(request) else public_health_report()
     return JsonResponse(body, status=status)
+
+
+def _may_see_health_details(request: HttpRequest) -> bool:
+    if request.user.is_authenticated and request.user.is_staff:
+        return True
+    expected = settings.HEALTHZ_TOKEN
+    if not expected:
+        return False
+    scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
+    given = credential.strip() if scheme.lower() == "bearer" else request.GET.get("token", "")
+    return hmac.compare_digest(given.encode(), expected.encode())

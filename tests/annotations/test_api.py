@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from annotations.models import Annotation, Document, Project
+from annotations.models import Annotation, Assignment, Document, Project
 from tests.annotations.conftest import build_project
 
 
@@ -32,7 +34,7 @@ def post(client: Client, url: str, body: dict[str, object] | None = None):  # ty
 @pytest.mark.django_db
 class TestAnnotatorApi:
     def test_it_serves_the_next_task_with_progress_and_scale(self, api: Client, project: Project) -> None:
-        body = api.get(f"/api/projects/{project.slug}/next/").json()
+        body = post(api, f"/api/projects/{project.slug}/next/").json()
         assert body["status"] == "task"
         assert set(body["task"]) == {
             "assignment",
@@ -46,19 +48,21 @@ class TestAnnotatorApi:
         assert body["task"]["query"]["text"].startswith("query number")
         assert body["progress"] == {"done": 0, "remaining": 7, "assigned": 7, "percent": 0}
         assert [level["grade"] for level in body["scale"]] == [0, 1, 2, 3, 4]
-        again = api.get(f"/api/projects/{project.slug}/next/").json()
+        again = post(api, f"/api/projects/{project.slug}/next/").json()
         assert again["task"]["assignment"] == body["task"]["assignment"]
+        held = api.get(f"/api/projects/{project.slug}/next/").json()
+        assert held["status"] == "task" and held["task"]["assignment"] == body["task"]["assignment"]
 
     def test_it_submits_skips_and_reports_progress(self, api: Client, project: Project) -> None:
-        first = api.get(f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        first = post(api, f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
         created = post(api, f"/api/projects/{project.slug}/submit/", {"assignment": first, "grade": 3})
         assert created.status_code == 201
         assert created.json()["grade"] == 3 and created.json()["counts"] is True
-        second = api.get(f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        second = post(api, f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
         assert (
             post(api, f"/api/projects/{project.slug}/skip/", {"assignment": second}).json()["skipped"] is True
         )
-        third = api.get(f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        third = post(api, f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
         unclear = post(
             api, f"/api/projects/{project.slug}/submit/", {"assignment": third, "unclear": True}
         ).json()
@@ -67,7 +71,7 @@ class TestAnnotatorApi:
         assert progress["done"] == 3 and progress["remaining"] == 4
 
     def test_it_refuses_a_second_answer_and_bad_input(self, api: Client, project: Project) -> None:
-        first = api.get(f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        first = post(api, f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
         assert post(api, f"/api/projects/{project.slug}/submit/", {"assignment": first}).status_code == 400
         bad_grade = post(api, f"/api/projects/{project.slug}/submit/", {"assignment": first, "grade": 9})
         assert bad_grade.status_code == 400 and bad_grade.json()["code"] == "invalid_grade"
@@ -77,7 +81,7 @@ class TestAnnotatorApi:
 
     def test_it_refuses_a_too_fast_answer_with_the_time_left(self, api: Client, project: Project) -> None:
         Project.objects.filter(pk=project.pk).update(min_seconds_per_task=20)
-        first = api.get(f"/api/projects/{project.slug}/next/").json()["task"]
+        first = post(api, f"/api/projects/{project.slug}/next/").json()["task"]
         assert 19 < first["seconds_left"] <= 20
         refused = post(
             api, f"/api/projects/{project.slug}/submit/", {"assignment": first["assignment"], "grade": 3}
@@ -88,22 +92,22 @@ class TestAnnotatorApi:
 
     def test_it_flags_a_too_fast_answer_when_the_project_says_so(self, api: Client, project: Project) -> None:
         Project.objects.filter(pk=project.pk).update(min_seconds_per_task=20, too_fast_policy="flag")
-        first = api.get(f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        first = post(api, f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
         answer = post(api, f"/api/projects/{project.slug}/submit/", {"assignment": first, "grade": 3}).json()
         assert answer["too_fast"] is True and answer["counts"] is False
 
     def test_it_undoes_the_last_answer(self, api: Client, project: Project) -> None:
-        first = api.get(f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        first = post(api, f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
         post(api, f"/api/projects/{project.slug}/submit/", {"assignment": first, "grade": 0})
         undone = post(api, f"/api/projects/{project.slug}/undo/")
         assert undone.status_code == 200 and undone.json()["assignment"] == first
-        assert api.get(f"/api/projects/{project.slug}/next/").json()["task"]["assignment"] == first
+        assert post(api, f"/api/projects/{project.slug}/next/").json()["task"]["assignment"] == first
         nothing = post(api, f"/api/projects/{project.slug}/undo/")
         assert nothing.status_code == 409 and nothing.json()["code"] == "nothing_to_undo"
 
     def test_it_reports_an_empty_queue_and_a_break(self, api: Client, project: Project) -> None:
         Project.objects.filter(pk=project.pk).update(session_cap_minutes=0)
-        while (body := api.get(f"/api/projects/{project.slug}/next/").json())["status"] == "task":
+        while (body := post(api, f"/api/projects/{project.slug}/next/").json())["status"] == "task":
             post(
                 api,
                 f"/api/projects/{project.slug}/submit/",
@@ -112,6 +116,33 @@ class TestAnnotatorApi:
         assert body["status"] == "empty" and body["task"] is None
         assert body["progress"]["remaining"] == 0
         assert post(api, f"/api/projects/{project.slug}/break/").status_code == 204
+
+    def test_it_claims_nothing_on_get(self, api: Client, project: Project) -> None:
+        response = api.get(f"/api/projects/{project.slug}/next/")
+        assert response.status_code == 200
+        body = response.json()
+        assert body["status"] == "none" and body["task"] is None
+        assert body["message"] == "You hold no task: POST to next/ to claim one."
+        assert body["progress"]["remaining"] == 7
+        assert not Assignment.objects.exists()
+
+    def test_it_reads_the_held_task_on_get_without_extending_it(self, api: Client, project: Project) -> None:
+        claimed = post(api, f"/api/projects/{project.slug}/next/").json()["task"]
+        soon = timezone.now() + timedelta(minutes=2)
+        Assignment.objects.filter(pk=claimed["assignment"]).update(expires_at=soon)
+        body = api.get(f"/api/projects/{project.slug}/next/").json()
+        assert body["status"] == "task" and body["task"]["assignment"] == claimed["assignment"]
+        assert Assignment.objects.get(pk=claimed["assignment"]).expires_at == soon
+        assert Assignment.objects.count() == 1
+
+    def test_it_reads_an_expired_reservation_as_none_held_on_get(self, api: Client, project: Project) -> None:
+        claimed = post(api, f"/api/projects/{project.slug}/next/").json()["task"]
+        gone = timezone.now() - timedelta(seconds=1)
+        Assignment.objects.filter(pk=claimed["assignment"]).update(
+            reserved_at=gone - timedelta(minutes=30), expires_at=gone
+        )
+        assert api.get(f"/api/projects/{project.slug}/next/").json()["status"] == "none"
+        assert Assignment.objects.get(pk=claimed["assignment"]).expires_at == gone
 
     def test_it_accepts_token_authentication(self, client: Client, alice: User, project: Project) -> None:
         token = Token.objects.create(user=alice)
@@ -173,7 +204,7 @@ class TestLeadApi:
     ) -> None:
         alice_client = Client()
         alice_client.force_login(alice)
-        first = alice_client.get(f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        first = post(alice_client, f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
         post(alice_client, f"/api/projects/{project.slug}/submit/", {"assignment": first, "grade": 2})
         client.force_login(lena)
         body = client.get(f"/api/projects/{project.slug}/overview/").json()
@@ -191,3 +222,9 @@ class TestSchema:
         assert (
             "multipart/form-data" in paths["/api/projects/{slug}/imports/"]["post"]["requestBody"]["content"]
         )
+
+    def test_it_documents_that_getting_next_claims_nothing(self, client: Client) -> None:
+        paths = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()["paths"]
+        next_path = paths["/api/projects/{slug}/next/"]
+        assert next_path["get"]["summary"] == "The task you hold now (claims nothing)"
+        assert next_path["post"]["summary"] == "Claim your next task (or get the one you hold)"

@@ -9,6 +9,7 @@ from io import StringIO
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.http import HttpRequest
 from django.test import Client
 
 from annotations.demo import DEMO_QUERIES, DEMO_SLUG, demo_annotations_simulate
@@ -65,7 +66,7 @@ class TestDemoProject:
 
     def test_it_lets_the_demo_annotators_judge(self, client: Client) -> None:
         call_command("load_demo", stdout=StringIO())
-        client.login(username="alice", password="demo-alice-pass")
+        client.login(request=HttpRequest(), username="alice", password="demo-alice-pass")
         page = client.get(f"/projects/{DEMO_SLUG}/judge/").content.decode()
         assert 'id="judge-form"' in page
         assert not Annotation.objects.filter(annotator__username__in=["alice", "bob"]).exists()
@@ -97,7 +98,7 @@ class TestDemoProject:
 class TestDemoAccounts:
     def test_it_keeps_existing_passwords_and_sessions(self, client: Client) -> None:
         call_command("load_demo", stdout=StringIO())
-        assert client.login(username="alice", password="demo-alice-pass")
+        assert client.login(request=HttpRequest(), username="alice", password="demo-alice-pass")
         lead = User.objects.get(username="lead")
         lead.set_password("lenas-own-password-42")
         lead.save()

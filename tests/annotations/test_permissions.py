@@ -146,7 +146,7 @@ class TestApiDenials:
     ) -> None:
         client.force_login(alice)
         for _ in range(8):
-            payload = client.get(f"/api/projects/{project.slug}/next/").json()
+            payload = client.post(f"/api/projects/{project.slug}/next/").json()
             assert "gold" not in json.dumps(payload).lower()
             if payload["status"] != "task":
                 break

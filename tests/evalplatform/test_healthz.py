@@ -14,8 +14,10 @@ import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import connection
 from django.test import Client
@@ -30,13 +32,15 @@ ROOT = Path(__file__).resolve().parents[2]
 # Redis database 13 has no worker listening.
 NO_WORKER_BROKER = "redis://127.0.0.1:6379/13"
 WELL_UNDER_A_SECOND = 0.8
+TOKEN = "health-token-for-the-tests-0123456789"
 
 
-def healthz_in_subprocess(*, requests: int = 1, **env: str) -> dict[str, object]:
+def healthz_in_subprocess(*, requests: int = 1, public: bool = False, **env: str) -> dict[str, object]:
+    """GET /healthz from another process: with the health token (the details), or `public`ly."""
     result = subprocess.run(
-        [sys.executable, "-m", "tests.healthz_probe", str(requests)],
+        [sys.executable, "-m", "tests.healthz_probe", str(requests), *(["--public"] if public else [])],
         cwd=ROOT,
-        env={**os.environ, **env},
+        env={**os.environ, "HEALTHZ_TOKEN": TOKEN, **env},
         capture_output=True,
         text=True,
         timeout=120,
@@ -47,7 +51,7 @@ def healthz_in_subprocess(*, requests: int = 1, **env: str) -> dict[str, object]
 
 def timed_get(client: Client) -> tuple[float, dict[str, object]]:
     started = time.monotonic()
-    response = client.get("/healthz")
+    response = client.get("/healthz", headers={"Authorization": f"Bearer {TOKEN}"})
     seconds = time.monotonic() - started
     assert response.status_code == 200
     return seconds, response.json()
@@ -58,6 +62,11 @@ def no_cached_ping() -> Iterator[None]:
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def health_token(settings: Any) -> None:
+    settings.HEALTHZ_TOKEN = TOKEN
 
 
 @pytest.mark.services
@@ -186,3 +195,74 @@ class TestHealthz:
         assert body["checks"]["broker"]["status"] == "down"
         assert body["checks"]["worker"]["status"] == "down"
         assert result["seconds"][0] < WELL_UNDER_A_SECOND
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+class TestHealthzAccess:
+    """The probe found /healthz telling anyone the worker hostnames and the broker's host and port."""
+
+    def test_it_tells_anyone_the_status_and_nothing_else(self, client: Client) -> None:
+        WorkerHeartbeat.objects.record(hostname="celery@secret-host")
+        response = client.get("/healthz")
+        assert response.status_code == 200
+        assert response.json() == {"status": "ok"}
+        assert b"secret-host" not in response.content and b"6379" not in response.content
+
+    def test_it_keeps_the_public_status_a_few_seconds(
+        self, client: Client, django_assert_num_queries: Any
+    ) -> None:
+        WorkerHeartbeat.objects.record(hostname="celery@web1")
+        assert client.get("/healthz").json() == {"status": "ok"}
+        with django_assert_num_queries(0):
+            assert client.get("/healthz").json() == {"status": "ok"}
+
+    def test_it_shows_the_details_to_staff(self, client: Client, lena: User) -> None:
+        WorkerHeartbeat.objects.record(hostname="celery@web1")
+        lena.is_staff = True
+        lena.save(update_fields=["is_staff"])
+        client.force_login(lena)
+        body = client.get("/healthz").json()
+        assert body["checks"]["worker"]["workers"] == ["celery@web1"]
+
+    def test_it_hides_the_details_from_a_user_who_is_not_staff(self, client: Client, lena: User) -> None:
+        WorkerHeartbeat.objects.record(hostname="celery@web1")
+        client.force_login(lena)
+        assert client.get("/healthz").json() == {"status": "ok"}
+
+    def test_it_shows_the_details_to_the_token_in_the_header_or_the_query(self, client: Client) -> None:
+        WorkerHeartbeat.objects.record(hostname="celery@web1")
+        by_header = client.get("/healthz", headers={"Authorization": f"Bearer {TOKEN}"}).json()
+        by_query = client.get(f"/healthz?token={TOKEN}").json()
+        assert (
+            by_header["checks"]["worker"]["workers"]
+            == by_query["checks"]["worker"]["workers"]
+            == ["celery@web1"]
+        )
+
+    def test_it_shows_nothing_more_to_a_wrong_token(self, client: Client) -> None:
+        WorkerHeartbeat.objects.record(hostname="celery@web1")
+        assert client.get("/healthz", headers={"Authorization": "Bearer guess"}).json() == {"status": "ok"}
+        assert client.get(f"/healthz?token={TOKEN[:-1]}").json() == {"status": "ok"}
+
+    def test_it_takes_no_token_when_none_is_set(self, client: Client, settings: Any) -> None:
+        settings.HEALTHZ_TOKEN = ""
+        WorkerHeartbeat.objects.record(hostname="celery@web1")
+        assert client.get("/healthz", headers={"Authorization": "Bearer "}).json() == {"status": "ok"}
+        assert client.get("/healthz?token=").json() == {"status": "ok"}
+
+    def test_it_tells_anyone_a_missing_worker_as_degraded(self) -> None:
+        result = healthz_in_subprocess(
+            public=True,
+            DATABASE_URL=_database_url_for(connection.settings_dict),
+            CELERY_BROKER_URL=NO_WORKER_BROKER,
+        )
+        assert result["status_code"] == 200
+        assert result["body"] == {"status": "degraded"}
+
+    def test_it_tells_anyone_503_when_the_database_is_down(self) -> None:
+        result = healthz_in_subprocess(
+            public=True, DATABASE_URL="postgres://postgres@127.0.0.1:1/evalplatform"
+        )
+        assert result["status_code"] == 503
+        assert result["body"] == {"status": "down"}

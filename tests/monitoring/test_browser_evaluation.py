@@ -69,6 +69,14 @@ def test_an_editor_uploads_evaluates_and_compares_runs_through_the_web(
 ) -> None:
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
+    # Chromium logs each load or inline code the Content-Security-Policy refused: a broken chart page.
+    csp_refusals: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            csp_refusals.append(message.text) if "Content Security Policy" in message.text else None
+        ),
+    )
     log_in(page, live_server)
     page.get_by_role("link", name="Search").click()
     assert page.get_by_role("heading", level=1).inner_text() == "Search"
@@ -121,6 +129,7 @@ def test_an_editor_uploads_evaluates_and_compares_runs_through_the_web(
     assert COMPARISON.stat().st_size > 20_000
 
     assert set(Run.objects.values_list("name", flat=True)) == {"bm25", "dense"}
+    assert csp_refusals == []
     assert all(url.startswith(live_server.url) for url in requests), [
         u for u in requests if not u.startswith(live_server.url)
     ]

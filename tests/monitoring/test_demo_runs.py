@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
+from django.http import HttpRequest
 from django.test import Client
 
 from annotations.models import Project
@@ -144,7 +145,7 @@ def test_it_lets_the_analyst_upload_two_runs_through_the_web_and_compare_them(
     """From a fresh demo: the analyst uploads two runs on the web, sees them on the leaderboard beside the
     demo's own, and compares all four with a randomization test, the significance table on the page."""
     call_command("load_demo", stdout=StringIO())
-    assert client.login(username="analyst", password="demo-analyst-pass")
+    assert client.login(request=HttpRequest(), username="analyst", password="demo-analyst-pass")
     team_page = client.get("/teams/search/").content.decode()
     assert "bm25" in team_page and "dense-lsa" in team_page
     project = Project.objects.get(slug="python-help")
