@@ -35,7 +35,9 @@ def main() -> None:
         client = Client()
         client.force_login(User.objects.get(username=username))
         started = time.monotonic()
-        response = client.post(f"/api/projects/{slug}/{path}", json.dumps(body), content_type="application/json")
+        response = client.post(
+            f"/api/projects/{slug}/{path}", json.dumps(body), content_type="application/json"
+        )
         out[name] = {
             "status_code": response.status_code,
             "body": response.json(),
