@@ -2,7 +2,9 @@
 
 Parsing is framework-free (`evalcore.trec`, `evalcore.documents`, `evalcore.pools`); this module maps
 records onto rows in bulk. Each import runs in one transaction: a file with one bad line imports nothing
-and raises `FormatError(file, line, reason)`. Importing the same file again changes nothing.
+and raises `FormatError(file, line, reason)`. Importing the same file again changes nothing. A file over
+UPLOAD_MAX_BYTES is refused before it is read, and a gzipped one once it expands past
+UPLOAD_MAX_DECOMPRESSED_BYTES (`evalplatform.uploads`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from evalcore.documents import detect_document_format, read_documents
 from evalcore.errors import FormatError
 from evalcore.pools import find_line, pool_run, read_pairs
 from evalcore.trec import detect_format, read_qrels, read_run, read_topics
+from evalplatform.uploads import max_decompressed_bytes, upload_size, upload_too_large
 
 ImportKind = Literal["topics", "documents", "pool", "gold"]
 Progress = Callable[[int], None]
@@ -74,6 +77,9 @@ def import_file(
     if fmt is not None and fmt not in FORMATS[kind]:
         raise ValueError(f"{kind} can be read as {', '.join(FORMATS[kind])}, not {fmt!r}")
     name = display_name or str(path)
+    too_large = upload_too_large(upload_size(path))
+    if too_large:
+        raise FormatError(name, None, too_large)
     try:
         if kind == "topics":
             result = topics_import(project=project, path=path, fmt=fmt)
@@ -110,6 +116,8 @@ def topics_import(*, project: Project, path: str | Path, fmt: str | None = None)
     for qid, title in titles.items():
         if not title.strip():
             raise _unknown(path, None, qid, qid, f"topic {qid} has no text")
+        if "\x00" in qid or "\x00" in title or "\x00" in descriptions.get(qid, ""):
+            raise _unknown(path, None, qid, qid, f"topic {qid!r} contains a NUL character")
         if len(qid) > 128:
             raise _unknown(path, None, qid, qid, f"qid {qid[:20]!r}... is longer than 128 characters")
     existing = dict(Topic.objects.filter(project=project).values_list("qid", "title"))
@@ -136,15 +144,16 @@ def documents_import(
     *, project: Project, path: str | Path, fmt: str | None = None, progress: Progress | None = None
 ) -> ImportResult:
     """Stream the file into the database in batches, inside one transaction."""
-    fmt = fmt or detect_document_format(path)
+    limit = max_decompressed_bytes()
+    fmt = fmt or detect_document_format(path, max_decompressed_bytes=limit)
     existing = set(Document.objects.filter(project=project).values_list("doc_id", flat=True))
     records = created = 0
     batch: list[Document] = []
     with transaction.atomic():
-        for record in read_documents(path, fmt=fmt):  # type: ignore[arg-type]
+        for record in read_documents(path, fmt=fmt, max_decompressed_bytes=limit):  # type: ignore[arg-type]
             if len(record.doc_id) > MAX_ID_LENGTH:
                 raise FormatError(str(path), record.line, f"doc_id is longer than {MAX_ID_LENGTH} characters")
-            if "\x00" in record.text or "\x00" in record.title:
+            if "\x00" in record.text or "\x00" in record.title or "\x00" in record.doc_id:
                 raise FormatError(str(path), record.line, "the text contains a NUL character")
             batch.append(
                 Document(project=project, doc_id=record.doc_id, title=record.title, text=record.text)
@@ -285,12 +294,15 @@ def import_upload(
     *, project: Project, kind: str, upload: Any, fmt: str | None = None, depth: int | None = None
 ) -> ImportResult:
     """Import an uploaded file (web form or API); errors name the uploaded file's name."""
-    suffixes = "".join(Path(upload.name or "upload").suffixes[-2:])
+    name = Path(upload.name or "upload").name
+    too_large = upload_too_large(upload_size(upload))
+    if too_large:  # before a byte of it is copied
+        raise FormatError(name, None, too_large)
+    suffixes = "".join(Path(name).suffixes[-2:])
     with tempfile.NamedTemporaryFile(suffix=suffixes) as handle:
         for chunk in upload.chunks():
             handle.write(chunk)
         handle.flush()
         return import_file(
-            project=project, kind=kind, path=handle.name, fmt=fmt or None, depth=depth,
-            display_name=Path(upload.name or "upload").name,
+            project=project, kind=kind, path=handle.name, fmt=fmt or None, depth=depth, display_name=name,
         )  # fmt: skip

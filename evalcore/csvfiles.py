@@ -27,6 +27,7 @@ import pyarrow.csv as pacsv
 
 from evalcore.arrow import to_numpy
 from evalcore.errors import FormatError
+from evalcore.textfiles import arrow_input
 
 #: text: any string (ids, kept as bytes: no UTF-8 check on millions of ids); integer: int64;
 #: number: float64; flag: 0 or 1 (also true/false).
@@ -124,7 +125,8 @@ def read_csv(path: str | Path, schema: CsvSchema) -> CsvTable:
         ),
     )
     try:
-        table = pacsv.read_csv(name, *options)
+        with arrow_input(name) as source:  # never decompressed because of its name
+            table = pacsv.read_csv(source, *options)
     except pa.ArrowInvalid as exc:
         _scan(name, schema, header)
         raise FormatError(name, None, f"malformed CSV: {exc}") from exc

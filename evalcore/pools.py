@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from evalcore.errors import FormatError
+from evalcore.ids import id_problem
 from evalcore.retrieval.data import Run
+from evalcore.textfiles import text_lines
 
 __all__ = ["find_line", "pool_run", "read_pairs"]
 
@@ -50,31 +52,28 @@ def pool_run(run: Run, depth: int) -> list[tuple[str, str]]:
 
 
 def read_pairs(path: PathLike) -> Iterator[tuple[str, str, int]]:
-    """(qid, doc_id, line) from a `qid<TAB>doc_id` file; an optional header row is skipped."""
+    """(qid, doc_id, line) from a `qid<TAB>doc_id` file; an optional header row is skipped.
+
+    Each line is decoded strictly, and its ids must be ones TREC files can hold (`evalcore.ids`)."""
     seen: dict[tuple[str, str], int] = {}
-    with open(path, encoding="utf-8", errors="strict", newline="") as handle:
-        try:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                fields = [f.strip() for f in line.rstrip("\r\n").split("\t")]
-                if number == 1 and tuple(f.lower() for f in fields) in _PAIR_HEADERS:
-                    continue
-                if len(fields) != 2:
-                    raise FormatError(
-                        str(path), number, f"expected qid<TAB>doc_id, found {len(fields)} columns"
-                    )
-                qid, doc_id = fields
-                if not qid or not doc_id:
-                    raise FormatError(str(path), number, "empty qid or doc_id")
-                first = seen.setdefault((qid, doc_id), number)
-                if first != number:
-                    raise FormatError(
-                        str(path), number, f"pair {qid} {doc_id} appears twice (first on line {first})"
-                    )
-                yield qid, doc_id, number
-        except UnicodeDecodeError as exc:
-            raise FormatError(str(path), None, f"not UTF-8 text ({exc.reason})") from None
+    for number, line in text_lines(path):
+        if not line.strip():
+            continue
+        fields = [f.strip() for f in line.rstrip("\r\n").split("\t")]
+        if number == 1 and tuple(f.lower() for f in fields) in _PAIR_HEADERS:
+            continue
+        if len(fields) != 2:
+            raise FormatError(str(path), number, f"expected qid<TAB>doc_id, found {len(fields)} columns")
+        qid, doc_id = fields
+        if not qid or not doc_id:
+            raise FormatError(str(path), number, "empty qid or doc_id")
+        problem = id_problem(qid, "query id") or id_problem(doc_id, "document id")
+        if problem:
+            raise FormatError(str(path), number, problem)
+        first = seen.setdefault((qid, doc_id), number)
+        if first != number:
+            raise FormatError(str(path), number, f"pair {qid} {doc_id} appears twice (first on line {first})")
+        yield qid, doc_id, number
 
 
 def find_line(path: PathLike, qid: str, doc_id: str) -> int | None:

@@ -12,7 +12,10 @@ and raises `FormatError(path, line, reason)`; if the scan finds none, the file m
 whitespace, which is normalised before a second fast parse. Blank lines are skipped.
 
 A document listed twice for a query is an error, as in trec_eval; `on_duplicate="first"` keeps the
-first occurrence instead.
+first occurrence instead. An id must be one a TREC file can hold, not empty and without whitespace
+(`evalcore.ids`, checked on the columns), and a query id or a topic must be UTF-8 text. A gzip-compressed
+file is refused with the reason (only document collections are read gzipped, `evalcore.textfiles`), and
+Arrow is handed the file as it is, so that it never decompresses one because of its name.
 """
 
 from __future__ import annotations
@@ -34,8 +37,10 @@ import pyarrow.json as pajson
 
 from evalcore.arrow import pooled_empty, small_pages, to_numpy
 from evalcore.errors import FormatError
+from evalcore.ids import first_bad_row, id_problem
 from evalcore.retrieval.data import DuplicateRowError, OnDuplicate, Qrels, Run
 from evalcore.retrieval.keys import as_binary_chunks, decode
+from evalcore.textfiles import arrow_input, json_object, refuse_gzip, text_lines
 
 __all__ = ["Format", "Qrels", "Run", "detect_format", "read_qrels", "read_run", "read_topics"]
 
@@ -276,7 +281,8 @@ def _read_delimited(path: PathLike, cols: _Columns, fmt: Format, strict: bool) -
         delimiters.reverse()  # a tab-separated TREC file parses as fast as a space-separated one
     for delimiter in delimiters:
         try:
-            table = pacsv.read_csv(str(path), *_csv_options(cols, delimiter, int(skip_header), strict))
+            with arrow_input(path) as source:
+                table = pacsv.read_csv(source, *_csv_options(cols, delimiter, int(skip_header), strict))
         except pa.ArrowException:
             continue
         if not _parsed_a_comment(table):
@@ -294,7 +300,9 @@ def _read_delimited(path: PathLike, cols: _Columns, fmt: Format, strict: bool) -
 
 
 def _pick(table: pa.Table, names: tuple[str, ...]) -> pa.ChunkedArray | None:
-    present = [table.column(n) for n in names if n in table.column_names]
+    present = [
+        table.column(n) for n in names if n in table.column_names and table.column(n).null_count < len(table)
+    ]
     if not present:
         return None
     return present[0] if len(present) == 1 else pc.coalesce(*present)
@@ -308,9 +316,31 @@ def _as_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
     raise pa.ArrowInvalid(f"expected text, found {column.type}")
 
 
+def _json_schema(path: PathLike, cols: _Columns) -> pa.Schema:
+    """The fields Arrow's JSON reader is to read, typed as on the first line; it skips every other field.
+
+    Left to infer the types, Arrow builds a nested type for a nested value, and for one nested some
+    20,000 deep overflows its stack (a segfault, with pyarrow 26) before any check of ours could run.
+    """
+    try:
+        first = json_object(_first_line(path))
+    except ValueError as exc:
+        raise pa.ArrowInvalid(str(exc)) from None
+    fields = [
+        pa.field(name, pa.int64() if type(first.get(name)) is int else pa.string())
+        for name in (*_JSON_FIELDS["qid"], *_JSON_FIELDS["docno"])
+    ]
+    value_type = pa.int64() if cols.integer else pa.float64()
+    return pa.schema(fields + [pa.field(name, value_type) for name in _JSON_FIELDS[cols.value]])
+
+
 def _read_jsonl_fast(path: PathLike, cols: _Columns) -> pa.Table:
     """Arrow's JSON reader; raises pa.ArrowException on anything irregular."""
-    table = pajson.read_json(str(path), read_options=pajson.ReadOptions(block_size=_BLOCK))
+    parse = pajson.ParseOptions(explicit_schema=_json_schema(path, cols), unexpected_field_behavior="ignore")
+    with arrow_input(path) as source:
+        table = pajson.read_json(
+            source, read_options=pajson.ReadOptions(block_size=_BLOCK), parse_options=parse
+        )
     qid, docno = _pick(table, _JSON_FIELDS["qid"]), _pick(table, _JSON_FIELDS["docno"])
     value = _pick(table, _JSON_FIELDS[cols.value])
     if qid is None or docno is None or value is None:
@@ -363,9 +393,7 @@ def _read_jsonl_slow(path: PathLike, cols: _Columns) -> pa.Table:
     values: list[float] = []
     for number, line in _lines(path):
         try:
-            record = json.loads(line)
-            if not isinstance(record, dict):
-                raise ValueError("each line must be a JSON object")
+            record = json_object(line)
             qids.append(_json_text(_json_field(record, "qid"), "qid"))
             docnos.append(_json_text(_json_field(record, "docno"), "docno"))
             values.append(_json_value(_json_field(record, cols.value), cols.integer))
@@ -415,6 +443,7 @@ def _qid_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
 def _read_table(
     path: PathLike, kind: Literal["qrels", "run"], fmt: Format | None, strict: bool
 ) -> tuple[pa.Table, bool, Format]:
+    refuse_gzip(path)
     fmt = fmt or detect_format(path, kind)
     if fmt not in ("trec", "tsv", "jsonl"):
         raise ValueError(f"unknown format {fmt!r}; expected trec, tsv or jsonl")
@@ -442,6 +471,22 @@ def _relevance(column: pa.ChunkedArray, path: PathLike, skip_header: bool) -> np
     return to_numpy(pc.cast(digits, pa.int64()))
 
 
+def _check_ids(
+    path: PathLike, vocab: np.ndarray, codes: np.ndarray, docnos: pa.ChunkedArray, skip_header: bool
+) -> None:
+    """Refuse ids a TREC file cannot hold (`evalcore.ids`): each distinct query id, then the document ids."""
+    for code, qid in enumerate(vocab.tolist()):
+        problem = id_problem(qid, "query id")
+        if problem:
+            first = int(np.argmax(codes == code))
+            raise FormatError(str(path), _line_numbers(path, [first], skip_header)[0], problem)
+    bad = first_bad_row(docnos)
+    if bad is not None:
+        docno = decode([docnos[bad].as_py()])[0]
+        problem = id_problem(docno, "document id") or f"document id {docno!r} contains whitespace"
+        raise FormatError(str(path), _line_numbers(path, [bad], skip_header)[0], problem)
+
+
 def _duplicate_error(path: PathLike, exc: DuplicateRowError, skip_header: bool) -> FormatError:
     first, again = _line_numbers(path, list(exc.rows), skip_header)
     reason = f"document {exc.docno!r} appears twice for query {exc.qid!r} (first on line {first})"
@@ -464,8 +509,9 @@ def _read_qrels(path: PathLike, fmt: Format | None, on_duplicate: OnDuplicate, s
     table, skip_header, _ = _read_table(path, "qrels", fmt, strict)
     rels = _relevance(table.column("rel"), path, skip_header)
     vocab, codes = _qid_codes(table.column("qid"))
+    docnos = as_binary_chunks(table.column("docno"))
+    _check_ids(path, vocab, codes, docnos, skip_header)
     try:
-        docnos = as_binary_chunks(table.column("docno"))
         return Qrels._from_columns(vocab, codes, docnos, rels, on_duplicate)
     except DuplicateRowError as exc:
         raise _duplicate_error(path, exc, skip_header) from None
@@ -492,9 +538,10 @@ def _read_run(path: PathLike, fmt: Format | None, on_duplicate: OnDuplicate, str
         line = _line_numbers(path, [int(nan[0])], skip_header)[0]
         raise FormatError(str(path), line, "score is not a number (NaN)")
     vocab, codes = _qid_codes(table.column("qid"))
+    docnos = as_binary_chunks(table.column("docno"))
+    _check_ids(path, vocab, codes, docnos, skip_header)
     run_id = _last_tag(path) if fmt == "trec" else Path(path).stem
     try:
-        docnos = as_binary_chunks(table.column("docno"))
         return Run._from_columns(vocab, codes, docnos, scores, on_duplicate, run_id=run_id)
     except DuplicateRowError as exc:
         raise _duplicate_error(path, exc, skip_header) from None
@@ -553,7 +600,13 @@ def _line_at(text: str, offset: int) -> int:
 
 
 def _read_trec_topics(path: PathLike, field: str) -> dict[str, str]:
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    refuse_gzip(path)
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise FormatError(str(path), line, f"not UTF-8 text ({exc.reason})") from None
     blocks: list[tuple[int, str | None, str]] = [(m.start(), None, m.group(1)) for m in _TOP.finditer(text)]
     blocks += [(m.start(), m.group(1), m.group(2)) for m in _TOPIC_XML.finditer(text)]
     if not blocks:
@@ -567,6 +620,9 @@ def _read_trec_topics(path: PathLike, field: str) -> dict[str, str]:
         qid = number.group(1).strip() if number else sections.get("num", "").split(" ")[0]
         if not qid:
             raise FormatError(str(path), line, "topic has no <num>")
+        problem = id_problem(qid, "query id")
+        if problem:
+            raise FormatError(str(path), line, problem)
         value = next((sections[t] for t in _FIELDS[field] if sections.get(t)), "")
         if qid in topics or qid in seen:
             raise FormatError(str(path), line, f"topic {qid} appears twice")
@@ -579,16 +635,22 @@ def _read_trec_topics(path: PathLike, field: str) -> dict[str, str]:
 
 
 def _add_topic(topics: dict[str, str], path: PathLike, number: int, qid: str, text: str) -> None:
-    if not qid:
-        raise FormatError(str(path), number, "empty qid")
+    problem = id_problem(qid, "query id")
+    if problem:
+        raise FormatError(str(path), number, problem)
     if qid in topics:
         raise FormatError(str(path), number, f"topic {qid} appears twice")
     topics[qid] = text
 
 
+def _topic_lines(path: PathLike) -> Iterator[tuple[int, str]]:
+    """Content lines decoded strictly: topics become database rows, which cannot hold undecodable bytes."""
+    return ((number, line) for number, line in text_lines(path) if _is_content(line))
+
+
 def _read_tsv_topics(path: PathLike) -> dict[str, str]:
     topics: dict[str, str] = {}
-    for number, line in _lines(path):
+    for number, line in _topic_lines(path):
         qid, tab, text = line.rstrip("\r\n").partition("\t")
         if not tab:
             raise FormatError(str(path), number, "expected qid<TAB>text")
@@ -598,11 +660,9 @@ def _read_tsv_topics(path: PathLike) -> dict[str, str]:
 
 def _read_jsonl_topics(path: PathLike) -> dict[str, str]:
     topics: dict[str, str] = {}
-    for number, line in _lines(path):
+    for number, line in _topic_lines(path):
         try:
-            record = json.loads(line)
-            if not isinstance(record, dict):
-                raise ValueError("each line must be a JSON object")
+            record = json_object(line)
             qid = _json_text(_json_field(record, "qid"), "qid")
             text = record.get("text", record.get("title"))
             if not isinstance(text, str):

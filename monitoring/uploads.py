@@ -1,9 +1,10 @@
 """Uploading runs and qrels, and picking a judging project's qrels build as a team's qrels source.
 
-An upload is stored as a file under MEDIA_ROOT. Before it is kept, its first `SNIFF_LINES` lines are
-read with the same readers the evaluation uses, so a file in the wrong format is refused at once with
-the file, the line and the reason, and nothing is stored. Deeper problems (a bad line further down, a
-document listed twice) fail the evaluation job with the same kind of message.
+An upload is stored as a file under MEDIA_ROOT. A file over UPLOAD_MAX_BYTES is refused before any of it
+is read (`evalplatform.uploads`). Before it is kept, its first `SNIFF_LINES` lines are read with the same
+readers the evaluation uses, so a file in the wrong format is refused at once with the file, the line and
+the reason, and nothing is stored. Deeper problems (a bad line further down, a document listed twice)
+fail the evaluation job with the same kind of message.
 """
 
 from __future__ import annotations
@@ -24,12 +25,11 @@ from evalcore.errors import EvalCoreError, FormatError
 from evalplatform.auth import User
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team
+from evalplatform.uploads import upload_size, upload_too_large
 from monitoring.models import QrelsSource, Run
 
 #: How many leading lines an upload is checked on before it is stored.
 SNIFF_LINES = 2_000
-#: The largest file accepted (bytes).
-MAX_UPLOAD_BYTES = 2 * 1024**3
 SUFFIXES = (".trec", ".txt", ".run", ".qrels", ".tsv", ".jsonl", ".json", "")
 
 
@@ -62,12 +62,20 @@ def _display_name(upload: Any) -> str:
     return Path(getattr(upload, "name", None) or "upload").name
 
 
+def size_check(upload: Any, *, size: int | None = None) -> None:
+    """Refuse an upload over UPLOAD_MAX_BYTES: before reading it, or by the `size` read when it could not tell."""
+    too_large = upload_too_large(upload_size(upload) if size is None else size)
+    if too_large:
+        raise UploadError(f"{_display_name(upload)}: {too_large}")
+
+
 def sniff(upload: Any, *, kind: str, fmt: str | None = None) -> Sniffed:
     """Read the upload's first lines as a run or qrels file; hash and measure the whole file.
 
     Raises `UploadError` naming the uploaded file's name, the line and the reason.
     """
     name = _display_name(upload)
+    size_check(upload)
     digest = hashlib.sha256()
     size = 0
     head: list[bytes] = []
@@ -89,10 +97,7 @@ def sniff(upload: Any, *, kind: str, fmt: str | None = None) -> Sniffed:
         truncated = True
     if size == 0 or not any(line.strip() for line in head):
         raise UploadError(f"{name}: the file is empty")
-    if size > MAX_UPLOAD_BYTES:
-        raise UploadError(
-            f"{name}: {size / 1e9:.1f} GB is more than the {MAX_UPLOAD_BYTES / 1e9:.0f} GB accepted"
-        )
+    size_check(upload, size=size)
     suffix = Path(name).suffix.lower() if Path(name).suffix.lower() in SUFFIXES else ""
     with tempfile.NamedTemporaryFile(suffix=suffix or ".txt") as handle:
         handle.write(b"\n".join(head) + b"\n")

@@ -30,6 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evalplatform.models import Team
+from evalplatform.uploads import upload_size, upload_too_large
 from monitoring import alerts
 from monitoring.models import (
     EmbeddingSnapshot,
@@ -244,6 +245,9 @@ def check_npy(upload: Any, *, dimension: int) -> NpyHeader:
     """Read an upload's `.npy` header and measure the file; refused (on `file`) unless it holds a 2-d
     float32 or float64 array of at least 2 rows and `dimension` columns, whole."""
     name = _display_name(upload)
+    too_large = upload_too_large(upload_size(upload))
+    if too_large:
+        raise MonitorInputError(f"{name}: {too_large}", field="file")
     upload.seek(0)
     try:
         version = np.lib.format.read_magic(upload)

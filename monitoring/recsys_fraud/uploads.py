@@ -27,7 +27,7 @@ from evalcore.recsys import read_recsys_files
 from evalplatform.auth import User
 from evalplatform.models import Team
 from monitoring.models import FraudScoreSet, RecommendationSet
-from monitoring.uploads import MAX_UPLOAD_BYTES, SNIFF_LINES, UploadError
+from monitoring.uploads import SNIFF_LINES, UploadError, size_check
 
 
 class FileRefused(UploadError):
@@ -69,6 +69,7 @@ def _chunks(upload: Any) -> Iterator[bytes]:
 def read_head(upload: Any, *, folder: str, role: str) -> Head:
     """Write the upload's first `SNIFF_LINES` lines to `folder`, hashing and measuring the whole file."""
     name = _display_name(upload)
+    _size_check(upload, role=role)
     digest, size, pending, truncated = hashlib.sha256(), 0, b"", False
     head: list[bytes] = []
     for chunk in _chunks(upload):
@@ -87,14 +88,17 @@ def read_head(upload: Any, *, folder: str, role: str) -> Head:
         truncated = True
     if size == 0 or not any(line.strip() for line in head):
         raise FileRefused(f"{name}: the file is empty", role=role)
-    if size > MAX_UPLOAD_BYTES:
-        raise FileRefused(
-            f"{name}: {size / 1e9:.1f} GB is more than the {MAX_UPLOAD_BYTES / 1e9:.0f} GB accepted",
-            role=role,
-        )
+    _size_check(upload, role=role, size=size)
     path = str(Path(folder) / f"{role}.csv")
     Path(path).write_bytes(b"\n".join(head) + b"\n")
     return Head(role, name, path, truncated, size, digest.hexdigest())
+
+
+def _size_check(upload: Any, *, role: str, size: int | None = None) -> None:
+    try:
+        size_check(upload, size=size)
+    except UploadError as error:
+        raise FileRefused(str(error), role=role) from None
 
 
 def _refusal(error: Exception, heads: Iterable[Head]) -> FileRefused:

@@ -9,15 +9,22 @@ import sys
 import time
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command, load_command_class
 from django.db import connection
+from django.http import HttpResponse
+from django.test import Client
+from django.utils.html import escape
 
 from annotations import services
 from annotations.models import Document, GoldLabel, Project, Task, Topic
+from evalcore.textfiles import byte_size
 from tests.conftest import ROOT, _database_url_for
+from tests.evalcore.test_textfiles import gzip_of_zeros
 
 TREC_TOPICS = """<top>
 <num> Number: 401
@@ -227,6 +234,217 @@ class TestGold:
         bad.write_text("401 0 a 2\n402 0 c\n")
         with pytest.raises(CommandError, match=r"bad.qrels:2: expected 4 columns"):
             call_command("import_gold", project.slug, str(bad), stdout=StringIO(), stderr=StringIO())
+
+
+def api_import(client: Client, project: Project, kind: str, name: str, data: bytes) -> HttpResponse:
+    upload = SimpleUploadedFile(name, data)
+    return client.post(f"/api/projects/{project.slug}/imports/", {"kind": kind, "file": upload})
+
+
+def form_import(client: Client, project: Project, kind: str, name: str, data: bytes) -> HttpResponse:
+    upload = SimpleUploadedFile(name, data)
+    return client.post(f"/projects/{project.slug}/import/", {"kind": kind, "depth": 10, "file": upload})
+
+
+def nothing_imported(project: Project) -> bool:
+    return not (
+        Topic.objects.filter(project=project).exists() or Document.objects.filter(project=project).exists()
+    )
+
+
+@pytest.mark.django_db
+class TestSizeLimits:
+    def test_it_stops_a_decompression_bomb_at_the_limit_with_a_400(
+        self, client: Client, lena: User, project: Project, settings: Any
+    ) -> None:
+        settings.UPLOAD_MAX_DECOMPRESSED_BYTES = 1 << 20
+        bomb = gzip_of_zeros(16)  # 16 KiB that expand to 16 MiB
+        client.force_login(lena)
+        started = time.perf_counter()
+        response = api_import(client, project, "documents", "bomb.jsonl.gz", bomb)
+        assert time.perf_counter() - started < 1.0
+        assert response.status_code == 400
+        assert response.json() == {
+            "detail": "bomb.jsonl.gz:1: decompresses to more than 1 MiB, the most accepted",
+            "file": "bomb.jsonl.gz",
+            "line": 1,
+            "reason": "decompresses to more than 1 MiB, the most accepted",
+        }
+        assert nothing_imported(project)
+
+    def test_it_refuses_an_upload_over_the_size_limit(
+        self, client: Client, lena: User, project: Project, settings: Any
+    ) -> None:
+        settings.UPLOAD_MAX_BYTES = 1024
+        client.force_login(lena)
+        topics = "".join(f"q{i}\ttopic number {i}\n" for i in range(200)).encode()
+        response = form_import(client, project, "topics", "topics.tsv", topics)
+        assert response.status_code == 400
+        page = response.content.decode()
+        assert (
+            f"<code>topics.tsv</code>: {byte_size(len(topics))} is more than the 1 KiB an upload may be"
+            in page
+        )
+        response = api_import(client, project, "topics", "topics.tsv", topics)
+        assert response.status_code == 400 and response.json()["line"] is None
+        assert nothing_imported(project)
+
+    def test_the_import_commands_apply_both_limits(
+        self, project: Project, tmp_path: Path, settings: Any
+    ) -> None:
+        bomb = tmp_path / "bomb.jsonl.gz"
+        bomb.write_bytes(gzip_of_zeros(4))
+        settings.UPLOAD_MAX_DECOMPRESSED_BYTES = 1 << 20
+        with pytest.raises(CommandError, match=r"bomb.jsonl.gz:1: decompresses to more than 1 MiB"):
+            call_command("import_documents", project.slug, str(bomb), stdout=StringIO(), stderr=StringIO())
+        settings.UPLOAD_MAX_BYTES = 1024
+        with pytest.raises(
+            CommandError, match=r"bomb.jsonl.gz: 4.*KiB is more than the 1 KiB an upload may be"
+        ):
+            call_command("import_documents", project.slug, str(bomb), stdout=StringIO(), stderr=StringIO())
+        assert nothing_imported(project)
+
+
+MALFORMED = [
+    ("topics", "topics.tsv", b"q1\tfine\nq2\tcaf\xe9\n", 2, "not UTF-8 text (invalid continuation byte)"),
+    (
+        "topics",
+        "topics.jsonl",
+        b'{"qid": "q1", "text": "caf\\udce9"}\n',
+        1,
+        '"text" holds an unpaired surrogate',
+    ),
+    ("topics", "topics.tsv", b"q1\tfine\nq2\tnul\x00here\n", 2, "topic 'q2' contains a NUL character"),
+    ("documents", "docs.jsonl.gz", b'{"doc_id": "d1", "text": "x"}\n', 1, "not a readable gzip file"),
+    (
+        "documents",
+        "docs.jsonl",
+        b'{"doc_id": "d1", "text": "ok"}\n{"doc_id": "d2", "text": '
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"}\n",
+        2,
+        "JSON nested too deeply",
+    ),
+    (
+        "topics",
+        "topics.jsonl",
+        b'{"qid": "q1", "text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
+        1,
+        "nested",
+    ),
+]
+
+
+@pytest.mark.django_db
+class TestMalformedUploads:
+    @pytest.mark.parametrize(("kind", "name", "data", "line", "reason"), MALFORMED)
+    def test_the_api_answers_400_with_the_file_line_and_reason(
+        self,
+        client: Client,
+        lena: User,
+        project: Project,
+        kind: str,
+        name: str,
+        data: bytes,
+        line: int,
+        reason: str,
+    ) -> None:
+        client.force_login(lena)
+        response = api_import(client, project, kind, name, data)
+        assert response.status_code == 400
+        body = response.json()
+        assert (body["file"], body["line"]) == (name, line) and reason in body["reason"]
+        assert nothing_imported(project)
+
+    @pytest.mark.parametrize(("kind", "name", "data", "line", "reason"), MALFORMED)
+    def test_the_web_form_shows_the_error_with_a_400(
+        self,
+        client: Client,
+        lena: User,
+        project: Project,
+        kind: str,
+        name: str,
+        data: bytes,
+        line: int,
+        reason: str,
+    ) -> None:
+        client.force_login(lena)
+        response = form_import(client, project, kind, name, data)
+        assert response.status_code == 400
+        page = response.content.decode()
+        assert "Nothing was imported." in page and f"<code>{name}</code>, line {line}: " in page
+        assert escape(reason) in page
+        assert nothing_imported(project)
+
+
+@pytest.mark.django_db
+class TestIdsWithWhitespace:
+    @pytest.mark.parametrize(
+        ("kind", "name", "data", "reason"),
+        [
+            ("topics", "topics.tsv", b"401\tfine\nq 1\tspaced\n", "query id 'q 1' contains whitespace"),
+            (
+                "topics",
+                "topics.jsonl",
+                b'{"qid": "401", "text": "a"}\n{"qid": "q\\t1", "text": "b"}\n',
+                "query id 'q\\t1'",
+            ),
+            (
+                "topics",
+                "topics.jsonl",
+                b'{"qid": "401", "text": "a"}\n{"qid": "", "text": "b"}\n',
+                "empty query id",
+            ),
+            (
+                "documents",
+                "docs.jsonl",
+                b'{"doc_id": "a", "text": "x"}\n{"doc_id": "has space", "text": "y"}\n',
+                "document id 'has space'",
+            ),
+            ("documents", "docs.tsv", b"a\tx\nhas space\ty\n", "document id 'has space' contains whitespace"),
+            ("pool", "pool.tsv", b"401\ta\n401\thas space\n", "document id 'has space' contains whitespace"),
+            ("pool", "pool.tsv", b"401\ta\nq 1\ta\n", "query id 'q 1' contains whitespace"),
+            (
+                "gold",
+                "gold.jsonl",
+                b'{"qid": "401", "doc_id": "a", "rel": 1}\n{"qid": "401", "doc_id": "a\\nb", "rel": 0}\n',
+                "document id 'a\\nb'",
+            ),
+            ("gold", "gold.tsv", b"401\ta\t1\nq 1\tb\t0\n", "query id 'q 1' contains whitespace"),
+        ],
+    )
+    def test_it_refuses_them_at_import_naming_the_line(
+        self,
+        client: Client,
+        lena: User,
+        project: Project,
+        files: dict[str, Path],
+        kind: str,
+        name: str,
+        data: bytes,
+        reason: str,
+    ) -> None:
+        import_everything(project, files)
+        before = (
+            Topic.objects.count(),
+            Document.objects.count(),
+            Task.objects.count(),
+            GoldLabel.objects.count(),
+        )
+        client.force_login(lena)
+        response = api_import(client, project, kind, name, data)
+        assert response.status_code == 400
+        body = response.json()
+        assert (body["file"], body["line"]) == (name, 2)
+        assert reason in body["reason"] and body["reason"].endswith(("TREC ids cannot", "empty query id"))
+        after = (
+            Topic.objects.count(),
+            Document.objects.count(),
+            Task.objects.count(),
+            GoldLabel.objects.count(),
+        )
+        assert after == before
 
 
 @pytest.mark.django_db

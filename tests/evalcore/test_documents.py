@@ -11,6 +11,7 @@ import pytest
 
 from evalcore.documents import DocumentRecord, detect_document_format, read_documents
 from evalcore.errors import FormatError
+from tests.evalcore.test_textfiles import gzip_bomb
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -67,6 +68,60 @@ class TestJsonl:
         assert detect_document_format(path) == "jsonl"
         assert [r.text for r in read_documents(path)] == ["zipped"]
 
+    def test_it_stops_reading_a_gzipped_file_that_expands_past_the_cap(self, tmp_path: Path) -> None:
+        path = gzip_bomb(tmp_path / "bomb.jsonl.gz", gibibytes=1)
+        started = time.perf_counter()
+        with pytest.raises(FormatError) as error:
+            list(read_documents(path, max_decompressed_bytes=1 << 20))
+        assert time.perf_counter() - started < 0.5
+        assert (error.value.path, error.value.line) == (str(path), 1)
+        assert error.value.reason == "decompresses to more than 1 MiB, the most accepted"
+
+    def test_it_stops_at_the_cap_in_a_file_of_good_lines_too(self, tmp_path: Path) -> None:
+        path = tmp_path / "docs.tsv.gz"
+        path.write_bytes(gzip.compress("".join(f"d{i}\t{'word ' * 20}\n" for i in range(10_000)).encode()))
+        assert len(list(read_documents(path, max_decompressed_bytes=2 << 20))) == 10_000
+        with pytest.raises(FormatError, match=r"docs.tsv.gz:\d+: decompresses to more than 64 KiB"):
+            list(read_documents(path, max_decompressed_bytes=64 << 10))
+
+    def test_it_refuses_a_file_named_gz_that_is_not_gzip(self, tmp_path: Path) -> None:
+        path = write(tmp_path, "docs.jsonl.gz", '{"doc_id": "d1", "text": "plain"}\n')
+        with pytest.raises(
+            FormatError, match=r"docs.jsonl.gz:1: not a readable gzip file \(Not a gzipped file"
+        ):
+            list(read_documents(path))
+
+    def test_it_refuses_a_gzipped_file_not_named_gz(self, tmp_path: Path) -> None:
+        path = tmp_path / "docs.jsonl"
+        path.write_bytes(gzip.compress(b'{"doc_id": "d1", "text": "x"}\n'))
+        with pytest.raises(FormatError, match=r"docs.jsonl:1: the file is gzip-compressed; name it .gz"):
+            list(read_documents(path))
+
+    def test_it_refuses_a_line_nested_too_deeply(self, tmp_path: Path) -> None:
+        deep = "[" * 100_000 + "]" * 100_000
+        path = write(
+            tmp_path, "docs.jsonl", f'{{"doc_id": "d1", "text": "ok"}}\n{{"doc_id": "d2", "text": {deep}}}\n'
+        )
+        with pytest.raises(FormatError, match=r"docs.jsonl:2: JSON nested too deeply"):
+            list(read_documents(path))
+
+    @pytest.mark.parametrize(
+        ("doc_id", "reason"),
+        [
+            ('"has space"', "document id 'has space' contains whitespace; TREC ids cannot"),
+            ('"a\\tb"', "document id 'a\\tb' contains whitespace; TREC ids cannot"),
+            ('"a\\nb"', "document id 'a\\nb' contains whitespace; TREC ids cannot"),
+            ('"a\\u3000b"', "document id 'a\\u3000b' contains whitespace; TREC ids cannot"),
+        ],
+    )
+    def test_it_refuses_an_id_with_whitespace(self, tmp_path: Path, doc_id: str, reason: str) -> None:
+        path = write(
+            tmp_path, "docs.jsonl", f'{{"doc_id": "d1", "text": "ok"}}\n{{"doc_id": {doc_id}, "text": "x"}}\n'
+        )
+        with pytest.raises(FormatError) as error:
+            list(read_documents(path))
+        assert (error.value.line, error.value.reason) == (2, reason)
+
 
 class TestTsv:
     def test_it_reads_two_and_three_column_files(self, tmp_path: Path) -> None:
@@ -96,6 +151,11 @@ class TestTsv:
             list(read_documents(empty))
         with pytest.raises(FormatError, match=r"twice.tsv:3: doc_id 'd1' appears twice \(first on line 1\)"):
             list(read_documents(twice))
+
+    def test_it_refuses_an_id_with_whitespace(self, tmp_path: Path) -> None:
+        path = write(tmp_path, "docs.tsv", "d1\tx\nhas space\ty\n")
+        with pytest.raises(FormatError, match=r"docs.tsv:2: document id 'has space' contains whitespace"):
+            list(read_documents(path))
 
     def test_it_names_the_line_that_is_not_utf8(self, tmp_path: Path) -> None:
         path = tmp_path / "latin1.tsv"

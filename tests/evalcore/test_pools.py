@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,23 @@ class TestReadPairs:
         path = tmp_path / "pool.tsv"
         path.write_text("q1\td1\nq1\td1\n")
         with pytest.raises(FormatError, match=r"pool.tsv:2: pair q1 d1 appears twice"):
+            list(read_pairs(path))
+
+    @pytest.mark.parametrize(
+        ("data", "reason"),
+        [
+            (b"q1\td1\nq 1\td2\n", "pool.tsv:2: query id 'q 1' contains whitespace; TREC ids cannot"),
+            (b"q1\td1\nq1\thas space\n", "pool.tsv:2: document id 'has space' contains whitespace"),
+            (b"q1\td1\nq1\td\xc2\xa02\n", "pool.tsv:2: document id 'd\\xa02' contains whitespace"),
+            (b"q1\td1\nq1\tcaf\xe9\n", "pool.tsv:2: not UTF-8 text"),
+        ],
+    )
+    def test_it_names_the_line_of_an_id_a_trec_file_cannot_hold(
+        self, tmp_path: Path, data: bytes, reason: str
+    ) -> None:
+        path = tmp_path / "pool.tsv"
+        path.write_bytes(data)
+        with pytest.raises(FormatError, match=re.escape(reason)):
             list(read_pairs(path))
 
 

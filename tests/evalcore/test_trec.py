@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +16,7 @@ from evalcore.errors import FormatError
 from evalcore.retrieval import Qrels, Run, evaluate
 from evalcore.trec import detect_format, read_qrels, read_run, read_topics
 
+ROOT = Path(__file__).resolve().parents[2]
 QRELS = {"401": {"FBIS3-1": 1, "FBIS3-2": 0, "LA-7": 2}, "402": {"d1": -1, "d2": 3}}
 RUN = {"401": {"FBIS3-1": 12.5, "LA-7": 12.5, "X": 3.0}, "402": {"d2": 0.25, "d9": -1.0}}
 
@@ -141,6 +145,77 @@ class TestReadQrels:
         with pytest.raises(FormatError) as exc:
             read_qrels(path)
         assert_format_error(exc, path, 2, "expected 3 columns")
+
+
+class TestIds:
+    @pytest.mark.parametrize(
+        ("name", "text", "line", "reason"),
+        [
+            ("q.tsv", "q1\td1\t1\nq 1\td2\t1\n", 2, "query id 'q 1' contains whitespace; TREC ids cannot"),
+            ("q.tsv", "q1\td1\t1\nq1\t\t1\n", 2, "empty document id"),
+            (
+                "q.jsonl",
+                '{"qid": "q1", "docno": "d1", "rel": 1}\n\n{"qid": "q1", "docno": "has space", "rel": 0}\n',
+                3,
+                "document id 'has space' contains whitespace; TREC ids cannot",
+            ),
+            (
+                "q.jsonl",
+                '{"qid": "q1", "docno": "d1", "rel": 1}\n{"qid": "q\\t2", "docno": "d1", "rel": 0}\n',
+                2,
+                "query id 'q\\t2' contains whitespace",
+            ),
+            ("q.qrels", "q1 0 d1 1\nq1 0 d\u00a02 1\n", 2, "document id 'd\\xa02' contains whitespace"),
+            ("q.qrels", "q1 0 d1 1\nq\udce9 0 d1 1\n", 2, "query id 'q\\udce9' is not UTF-8 text"),
+        ],
+    )
+    def test_it_refuses_ids_a_trec_file_cannot_hold(
+        self, tmp_path: Path, name: str, text: str, line: int, reason: str
+    ) -> None:
+        path = tmp_path / name
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))  # \udce9: the byte 0xe9, not UTF-8
+        with pytest.raises(FormatError) as exc:
+            read_qrels(path)
+        assert_format_error(exc, path, line, reason)
+
+    def test_it_refuses_a_run_with_whitespace_in_an_id(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "r.tsv", "q1\td1\t2.0\nq1\td 2\t1.0\n")
+        with pytest.raises(FormatError) as exc:
+            read_run(path)
+        assert_format_error(exc, path, 2, "document id 'd 2' contains whitespace")
+
+
+class TestHostileInput:
+    def test_it_survives_json_nested_100000_deep(self, tmp_path: Path) -> None:
+        """Arrow's JSON reader, left to infer types, crashed the process (SIGSEGV) on such a line."""
+        deep = "[" * 100_000 + "]" * 100_000
+        lines = {
+            "in a field nobody reads": f'{{"qid": "q1", "docno": "d2", "score": 1.0, "x": {deep}}}',
+            "in the query id": f'{{"qid": {deep}, "docno": "d2", "score": 1.0}}',
+        }
+        for where, line in lines.items():
+            path = write(tmp_path / "r.jsonl", '{"qid": "q1", "docno": "d1", "score": 2.0}\n' + line + "\n")
+            script = (
+                "import sys\nfrom evalcore.errors import FormatError\nfrom evalcore.trec import read_run\n"
+                f"try:\n    print(len(read_run({str(path)!r})))\nexcept FormatError as error:\n    print(error)\n"
+            )
+            done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
+            assert done.returncode == 0, f"{where}: exit status {done.returncode}"
+            assert done.stdout.strip() in ("2", f"{path}:2: JSON nested too deeply"), where
+
+    def test_it_refuses_a_gzipped_file_and_never_decompresses_one_by_its_name(self, tmp_path: Path) -> None:
+        zipped = tmp_path / "q.qrels.gz"
+        zipped.write_bytes(gzip.compress(b"q1 0 d1 1\n" * 10))
+        with pytest.raises(FormatError) as exc:
+            read_qrels(zipped)
+        assert_format_error(exc, zipped, 1, "the file is gzip-compressed; decompress it first")
+        bz2_named = write(tmp_path / "q.qrels.bz2", "q1 0 d1 1\n")  # plain text: read as it is
+        assert len(read_qrels(bz2_named)) == 1
+
+    def test_it_reads_integer_ids_from_jsonl_on_the_fast_path(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "q.jsonl", '{"qid": 401, "doc_id": "d", "relevance": 1, "extra": [1]}\n')
+        qrels = read_qrels(path)
+        assert (list(qrels.qids), qrels.docno_strings(), qrels.rels.tolist()) == (["401"], ["d"], [1])
 
 
 class TestReadRun:
@@ -361,6 +436,34 @@ class TestReadTopics:
         self, tmp_path: Path, name: str, text: str, line: int, reason: str
     ) -> None:
         path = write(tmp_path / name, text)
+        with pytest.raises(FormatError) as exc:
+            read_topics(path)
+        assert_format_error(exc, path, line, reason)
+
+    @pytest.mark.parametrize(
+        ("name", "data", "line", "reason"),
+        [
+            ("t.tsv", b"q1\tfine\nq2\tcaf\xe9\n", 2, "not UTF-8 text (invalid continuation byte)"),
+            ("t.jsonl", b'{"qid": "q1", "text": "caf\xe9"}\n', 1, "not UTF-8 text"),
+            ("t.txt", b"<top>\n<num> Number: 1\n<title> caf\xe9\n</top>\n", 3, "not UTF-8 text"),
+            ("t.tsv", b"q1\tfine\nq 1\tspaced\n", 2, "query id 'q 1' contains whitespace; TREC ids cannot"),
+            ("t.jsonl", b'{"qid": "", "text": "a"}\n', 1, "empty query id"),
+            ("t.jsonl", b'{"qid": "q\\n1", "text": "a"}\n', 1, "query id 'q\\n1' contains whitespace"),
+            ("t.jsonl", b'{"qid": "q1", "text": "caf\\udce9"}\n', 1, "unpaired surrogate escape"),
+            (
+                "t.jsonl",
+                b'{"qid": "q1", "text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
+                1,
+                "nested too deeply",
+            ),
+            ("t.tsv", gzip.compress(b"q1\ttext\n"), 1, "the file is gzip-compressed"),
+        ],
+    )
+    def test_it_refuses_topics_that_are_not_text_or_have_unwritable_ids(
+        self, tmp_path: Path, name: str, data: bytes, line: int, reason: str
+    ) -> None:
+        path = tmp_path / name
+        path.write_bytes(data)
         with pytest.raises(FormatError) as exc:
             read_topics(path)
         assert_format_error(exc, path, line, reason)
