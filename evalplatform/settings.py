@@ -340,4 +340,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # django-axes announces itself at INFO in every process (commands included); lockouts are warnings.
+    "loggers": {"axes": {"level": "WARNING"}},
 }
