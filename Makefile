@@ -8,7 +8,7 @@ PIP := $(VENV)/bin/pip
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/evalplatform
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
 
-.PHONY: screenshots demo test test-gpu lint typecheck pytest bench bench-retrieval bench-agreement clean
+.PHONY: screenshots demo test test-gpu lint typecheck pytest bench bench-retrieval bench-agreement bench-annotation-load clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -83,3 +83,9 @@ bench: bench-recsys-fraud
 
 bench-recsys-fraud: $(VENV)/.dev-installed
 	$(PY) -m benchmarks.recsys_fraud
+
+# Not part of `make bench`: it starts gunicorn and writes to a PostgreSQL database (created if missing).
+bench-annotation-load: $(VENV)/.dev-installed
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/evalplatform_load} \
+	CELERY_BROKER_URL=$${CELERY_BROKER_URL:-redis://127.0.0.1:6379/13} \
+	$(PY) benchmarks/annotation_load.py $(LOAD_ARGS)

@@ -1,0 +1,378 @@
+"""Load benchmark: concurrent annotators claiming and answering through the real HTTP API.
+
+Starts gunicorn against the PostgreSQL database at DATABASE_URL (migrated first), creates a project of
+its own (`load-<id>`: topics, documents, tasks, 10% gold, overlap 3, no minimum time, no break prompt)
+with one annotator and API token per simulated client, and drives them from one asyncio process over
+keep-alive HTTP/1.1 connections on 127.0.0.1: each client claims (`POST .../next/`) and answers
+(`POST .../submit/`) until the queue is empty or the time is up. Then it checks the database: every
+answer the API accepted is stored exactly once, no task has more annotators than its cap, and no
+annotator holds a task twice. The project, users and tokens are deleted at the end (`--keep` keeps
+them).
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/evalplatform_load \\
+        .venv/bin/python benchmarks/annotation_load.py [--clients 50] [--seconds 20] [--web-workers 4]
+
+The last line of output is one JSON object: throughput_per_s (accepted answers per second), p50_ms,
+p95_ms, p99_ms (over every request, claims and answers), errors (responses other than 200/201 and
+connection failures), lost, duplicated, over_assigned, and the run's settings. The exit status is 1
+when an integrity check fails, 0 otherwise (the throughput target is reported, not enforced).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET_PER_S = 300
+TARGET_P99_MS = 100
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--clients", type=int, default=50, help="concurrent simulated annotators (50)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="how long the clients run at most (20)")
+    parser.add_argument("--tasks", type=int, default=20_000, help="ordinary tasks in the project (20,000)")
+    parser.add_argument("--overlap", type=int, default=3, help="annotators per task (3)")
+    parser.add_argument("--web-workers", type=int, default=4, help="gunicorn worker processes (4)")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="threads per gunicorn worker (1: sync workers)"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the project, users and tokens")
+    return parser.parse_args()
+
+
+# --- set-up and checks (the ORM, in this process) ---------------------------------------------------------
+
+
+def django_setup() -> None:
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalplatform.settings")
+    os.environ.setdefault("SECRET_KEY", "load-benchmark-" + secrets.token_hex(24))
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    if "postgresql" not in settings.DATABASES["default"]["ENGINE"]:
+        sys.exit("annotation_load: set DATABASE_URL to a PostgreSQL database (it is migrated and written to)")
+    ensure_database(settings.DATABASES["default"])
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def ensure_database(config: dict[str, Any]) -> None:
+    """Create the benchmark's database when the server does not have it yet."""
+    import psycopg
+    from psycopg import sql
+
+    params = {"host": config["HOST"] or None, "port": config["PORT"] or None, "user": config["USER"] or None,
+              "password": config["PASSWORD"] or None}  # fmt: skip
+    try:
+        psycopg.connect(dbname=config["NAME"], **params).close()
+    except psycopg.OperationalError as exc:
+        if "does not exist" not in str(exc):
+            raise
+        with psycopg.connect(dbname="postgres", autocommit=True, **params) as admin:
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(config["NAME"])))
+        print(f"created database {config['NAME']}")
+
+
+def create_project(run_id: str, *, tasks: int, clients: int, overlap: int) -> tuple[str, list[str]]:
+    """The project (its slug) and one API token per annotator."""
+    from django.contrib.auth.models import User
+    from rest_framework.authtoken.models import Token
+
+    from annotations import services
+    from annotations.models import Document, GoldLabel, ProjectMembership, Task, Topic
+
+    lead = User.objects.create_user(f"{run_id}-lead")
+    project = services.project_create(
+        creator=lead, slug=run_id, name=f"Load {run_id}", overlap=overlap, min_seconds_per_task=0,
+        session_cap_minutes=0, reservation_minutes=30,
+    )  # fmt: skip
+    docs_per_topic = 100
+    n_topics = -(-tasks // docs_per_topic)
+    topics = Topic.objects.bulk_create(
+        [Topic(project=project, qid=f"q{i}", title=f"query {i}") for i in range(n_topics)], batch_size=5000
+    )
+    documents = Document.objects.bulk_create(
+        [
+            Document(project=project, doc_id=f"d{i}", title=f"Doc {i}", text=f"Text {i}.")
+            for i in range(tasks)
+        ],
+        batch_size=5000,
+    )
+    rows = Task.objects.bulk_create(
+        [
+            Task(project=project, topic=topics[i // docs_per_topic], document=doc, is_gold=i % 10 == 0)
+            for i, doc in enumerate(documents)
+        ],
+        batch_size=5000,
+    )
+    GoldLabel.objects.bulk_create([GoldLabel(task=task, grade=2) for task in rows if task.is_gold])
+    users = User.objects.bulk_create([User(username=f"{run_id}-a{i}") for i in range(clients)])
+    ProjectMembership.objects.bulk_create(
+        [
+            ProjectMembership(project=project, user=user, role=ProjectMembership.Role.ANNOTATOR)
+            for user in users
+        ]
+    )
+    tokens = Token.objects.bulk_create([Token(user=user, key=Token.generate_key()) for user in users])
+    return project.slug, [token.key for token in tokens]
+
+
+def integrity(slug: str, accepted: set[int]) -> dict[str, int]:
+    """Accepted answers missing from or repeated in the database; tasks over their cap; tasks held twice."""
+    from django.db.models import Count
+
+    from annotations.models import Annotation, Assignment, Project
+
+    project = Project.objects.get(slug=slug)
+    stored = Counter(Annotation.objects.filter(project=project).values_list("assignment_id", flat=True))
+    per_task = (
+        Assignment.objects.filter(project=project).values("task_id", "task__is_gold").annotate(n=Count("id"))
+    )
+    over = sum(
+        1
+        for row in per_task
+        if (cap := project.cap_for(is_gold=row["task__is_gold"])) is not None and row["n"] > cap
+    )
+    twice = (
+        Assignment.objects.filter(project=project)
+        .values("task_id", "annotator_id")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
+        .count()
+    )
+    return {
+        "lost": len(accepted - set(stored)),
+        "duplicated": sum(n - 1 for n in stored.values() if n > 1),
+        "over_assigned": over,
+        "held_twice": twice,
+        "stored": sum(stored.values()),
+    }
+
+
+def delete_project(run_id: str) -> None:
+    from django.contrib.auth.models import User
+
+    from annotations.models import Project
+
+    Project.objects.filter(slug=run_id).delete()
+    User.objects.filter(username__startswith=f"{run_id}-").delete()
+
+
+# --- the web server -------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_gunicorn(port: int, *, workers: int, threads: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "DEBUG": "false", "ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING"}
+    command = [sys.executable, "-m", "gunicorn", "evalplatform.wsgi", "--bind", f"127.0.0.1:{port}",
+               "--workers", str(workers), "--threads", str(threads), "--keep-alive", "30",
+               "--log-level", "warning"]  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return process
+        except OSError:
+            if process.poll() is not None:
+                sys.exit("annotation_load: gunicorn did not start")
+            time.sleep(0.1)
+    process.terminate()
+    sys.exit("annotation_load: gunicorn did not listen within 60 s")
+
+
+# --- the clients ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    latencies: list[float] = field(default_factory=list)
+    accepted: set[int] = field(default_factory=set)
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def error(self, what: str) -> None:
+        self.errors[what] = self.errors.get(what, 0) + 1
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection; reconnects when the server closed it."""
+
+    def __init__(self, port: int, token: str) -> None:
+        self.port = port
+        self.headers = (
+            f"Host: 127.0.0.1\r\nAuthorization: Token {token}\r\nContent-Type: application/json\r\n"
+        )
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(
+        self, path: str, body: dict[str, Any], *, method: str = "POST"
+    ) -> tuple[int, dict[str, Any]]:
+        payload = json.dumps(body).encode() if method == "POST" else b""
+        head = f"{method} {path} HTTP/1.1\r\n{self.headers}Content-Length: {len(payload)}\r\n\r\n"
+        request = head.encode() + payload
+        for attempt in (1, 2):
+            if self.writer is None:
+                self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+            assert self.reader is not None
+            try:
+                self.writer.write(request)
+                await self.writer.drain()
+                status_line = await self.reader.readline()
+                if not status_line:
+                    raise ConnectionResetError("closed by the server")
+                status = int(status_line.split()[1])
+                length, close = 0, False
+                while (line := await self.reader.readline()) not in (b"\r\n", b""):
+                    name, _, value = line.decode("latin-1").partition(":")
+                    if name.lower() == "content-length":
+                        length = int(value)
+                    elif name.lower() == "connection" and value.strip().lower() == "close":
+                        close = True
+                data = await self.reader.readexactly(length) if length else b""
+                if close:
+                    await self.close()
+                return status, json.loads(data) if data else {}
+            except (ConnectionError, asyncio.IncompleteReadError):
+                await self.close()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
+async def annotator(port: int, slug: str, token: str, deadline: float, tally: Tally, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    connection = Connection(port, token)
+    base = f"/api/projects/{slug}"
+    try:
+        while time.monotonic() < deadline:
+            started = time.perf_counter()
+            try:
+                status, claim = await connection.post(f"{base}/next/", {})
+            except (OSError, asyncio.IncompleteReadError) as exc:
+                tally.error(f"next: {type(exc).__name__}")
+                continue
+            tally.latencies.append(time.perf_counter() - started)
+            if status != 200:
+                tally.error(f"next: HTTP {status}")
+                continue
+            if claim["status"] != "task":
+                return  # the queue is empty for this annotator
+            assignment = claim["task"]["assignment"]
+            started = time.perf_counter()
+            try:
+                status, _ = await connection.post(
+                    f"{base}/submit/", {"assignment": assignment, "grade": int(rng.integers(0, 5))}
+                )
+            except (OSError, asyncio.IncompleteReadError) as exc:
+                tally.error(f"submit: {type(exc).__name__}")
+                continue
+            tally.latencies.append(time.perf_counter() - started)
+            if status == 201:
+                tally.accepted.add(assignment)
+            else:
+                tally.error(f"submit: HTTP {status}")
+    finally:
+        await connection.close()
+
+
+async def warm_up(port: int, slug: str, tokens: list[str]) -> None:
+    """Untimed: every client reads its progress twice, so each web worker has loaded the code and connected."""
+
+    async def read(token: str) -> None:
+        connection = Connection(port, token)
+        await connection.post(f"/api/projects/{slug}/progress/", {}, method="GET")
+        await connection.close()
+
+    for _ in range(2):
+        await asyncio.gather(*(read(token) for token in tokens))
+
+
+async def drive(port: int, slug: str, tokens: list[str], seconds: float) -> tuple[Tally, float]:
+    await warm_up(port, slug, tokens)
+    tally = Tally()
+    started = time.monotonic()
+    await asyncio.gather(
+        *(annotator(port, slug, token, started + seconds, tally, seed) for seed, token in enumerate(tokens))
+    )
+    return tally, time.monotonic() - started
+
+
+# --- main -----------------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    args = parse_args()
+    django_setup()
+    run_id = f"load-{secrets.token_hex(4)}"
+    print(f"setting up {run_id}: {args.tasks:,} tasks, {args.clients} annotators, overlap {args.overlap}")
+    slug, tokens = create_project(run_id, tasks=args.tasks, clients=args.clients, overlap=args.overlap)
+    port = free_port()
+    server = start_gunicorn(port, workers=args.web_workers, threads=args.threads)
+    try:
+        print(f"gunicorn: {args.web_workers} workers x {args.threads} threads on 127.0.0.1:{port}; "
+              f"{args.clients} clients for up to {args.seconds:g} s")  # fmt: skip
+        tally, elapsed = asyncio.run(drive(port, slug, tokens, args.seconds))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    checks = integrity(slug, tally.accepted)
+    if not args.keep:
+        delete_project(run_id)
+    latencies = np.array(tally.latencies) * 1000 if tally.latencies else np.zeros(1)
+    p50, p95, p99 = np.percentile(latencies, [50, 95, 99])
+    per_s = len(tally.accepted) / elapsed
+    errors = sum(tally.errors.values())
+    print(f"{len(tally.accepted):,} answers accepted in {elapsed:.1f} s: {per_s:.0f}/s; "
+          f"{len(tally.latencies):,} requests, p50 {p50:.1f} ms, p95 {p95:.1f} ms, p99 {p99:.1f} ms")  # fmt: skip
+    print(f"errors: {errors} {tally.errors or ''}")
+    print(f"database: {checks['stored']:,} answers stored; lost {checks['lost']}, duplicated "
+          f"{checks['duplicated']}, tasks over their cap {checks['over_assigned']}, "
+          f"tasks held twice by one annotator {checks['held_twice']}")  # fmt: skip
+    met = per_s >= TARGET_PER_S and p99 < TARGET_P99_MS
+    print(f"target ({TARGET_PER_S}/s with p99 < {TARGET_P99_MS} ms): {'met' if met else 'NOT met'}")
+    print(json.dumps({
+        "throughput_per_s": round(per_s, 1), "p50_ms": round(float(p50), 2), "p95_ms": round(float(p95), 2),
+        "p99_ms": round(float(p99), 2), "errors": errors, "lost": checks["lost"],
+        "duplicated": checks["duplicated"], "over_assigned": checks["over_assigned"] + checks["held_twice"],
+        "requests": len(tally.latencies), "seconds": round(elapsed, 2), "clients": args.clients,
+        "web_workers": args.web_workers, "threads": args.threads, "target_met": met,
+    }))  # fmt: skip
+    return (
+        1 if checks["lost"] or checks["duplicated"] or checks["over_assigned"] or checks["held_twice"] else 0
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
