@@ -45,6 +45,8 @@ from monitoring.monitors.runs import monitor_run_create
 MAX_JSON_VECTORS = 10_000
 #: The most minutes between two ticks (a month).
 MAX_EVERY_MINUTES = 31 * 24 * 60
+#: The most columns a stream may declare: what its `dimension` column holds (PositiveIntegerField).
+MAX_DIMENSION = 2**31 - 1
 TICK_TASK = "monitoring.tasks.stream_tick"
 CRON_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 SLUG = re.compile(r"[-a-zA-Z0-9_]+")
@@ -119,8 +121,10 @@ def stream_create(
         raise MonitorInputError(f"The team {team.slug} already has a stream {slug}.", field="slug")
     if not name.strip():
         raise MonitorInputError("Name the stream.", field="name")
-    if not isinstance(dimension, int) or dimension < 1:
-        raise MonitorInputError("The dimension is a positive number of columns.", field="dimension")
+    if not isinstance(dimension, int) or not 1 <= dimension <= MAX_DIMENSION:
+        raise MonitorInputError(
+            f"The dimension is a positive number of columns, at most {MAX_DIMENSION}.", field="dimension"
+        )
     overrides = dict(params or {})
     monitor_params(overrides)
     every_minutes, crontab = check_schedule(every_minutes, crontab)

@@ -46,6 +46,9 @@ TIME_LIMIT = 30 * 60
 
 ITEMS_SCHEMA = CsvSchema({"item": "text", "category": "text"}, ("item",))
 
+#: The largest cutoff `k` and alert budget: what their columns hold (PositiveIntegerField).
+MAX_COUNT = 2**31 - 1
+
 
 class OptionError(JobError):
     """An option out of its range; `field` names it (the API's 400 and the forms show it there)."""
@@ -57,8 +60,8 @@ class OptionError(JobError):
 
 def recsys_options_check(options: RecsysOptions) -> RecsysOptions:
     """The options, or `OptionError` naming the one out of range."""
-    if options.k is not None and (isinstance(options.k, bool) or int(options.k) < 1):
-        raise OptionError("k", f"k must be at least 1, got {options.k}")
+    if options.k is not None and (isinstance(options.k, bool) or not 1 <= int(options.k) <= MAX_COUNT):
+        raise OptionError("k", f"k must lie between 1 and {MAX_COUNT}, got {options.k}")
     if not 0.0 < float(options.head_share) <= 1.0:
         raise OptionError("head_share", f"head_share must lie in (0, 1], got {options.head_share}")
     k = None if options.k is None else int(options.k)
@@ -75,8 +78,10 @@ def fraud_options_check(options: FraudOptions) -> FraudOptions:
             raise OptionError(field, f"{field} must be a finite number >= 0, got {value}")
     if options.threshold is not None and not math.isfinite(float(options.threshold)):
         raise OptionError("threshold", f"threshold must be a finite number, got {options.threshold}")
-    if options.budget is not None and (isinstance(options.budget, bool) or int(options.budget) < 0):
-        raise OptionError("budget", f"budget must be an integer >= 0, got {options.budget}")
+    if options.budget is not None and (
+        isinstance(options.budget, bool) or not 0 <= int(options.budget) <= MAX_COUNT
+    ):
+        raise OptionError("budget", f"budget must be an integer from 0 to {MAX_COUNT}, got {options.budget}")
     return FraudOptions(
         target_fpr=float(options.target_fpr),
         budget=None if options.budget is None else int(options.budget),

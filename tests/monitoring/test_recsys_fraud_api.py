@@ -193,6 +193,7 @@ class TestEvaluations:
         ("body", "field"),
         [
             ({"k": 0}, "k"),
+            ({"k": 2**31}, "k"),  # past what the column holds: was a 500 (found by the API fuzz test)
             ({"head_share": 1.5}, "head_share"),
             ({"complete": "perhaps"}, "complete"),
             ({"recommendation_set": 999}, "recommendation_set"),
@@ -209,7 +210,7 @@ class TestEvaluations:
     @pytest.mark.parametrize(
         ("body", "field"),
         [({"target_fpr": 2}, "target_fpr"), ({"fp_cost": -1}, "fp_cost"), ({"budget": -5}, "budget"),
-         ({"threshold": "high"}, "threshold")],
+         ({"budget": 2**31}, "budget"), ({"threshold": "high"}, "threshold")],
     )  # fmt: skip
     def test_it_refuses_bad_fraud_options_naming_the_field(
         self, editor: Client, scores: FraudScoreSet, body: dict[str, Any], field: str

@@ -86,6 +86,7 @@ class TestStreams:
         [
             ({"slug": "x", "name": "X"}, "dimension"),
             ({"slug": "x", "name": "X", "dimension": 0}, "dimension"),
+            ({"slug": "x", "name": "X", "dimension": 2**31}, "dimension"),  # was a 500 (integer out of range)
             ({"slug": "x y", "name": "X", "dimension": 4}, "slug"),
             ({"slug": "x", "name": "X", "dimension": 4, "crontab": "every day"}, "crontab"),
             (
