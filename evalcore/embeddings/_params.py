@@ -14,6 +14,12 @@ from evalcore.embeddings._validation import (
 
 SplitKind = Literal["contiguous", "random"]
 
+MAX_SAMPLE_ROWS = 10_000_000
+MAX_MMD_ROWS = 100_000  # MMD's kernel is quadratic in these rows (built in panels, never whole)
+MAX_PERMUTATIONS = 100_000
+MAX_BINS = 10_000
+MAX_SPLITS = 1_000
+
 
 @dataclass(frozen=True)
 class MonitorParams:
@@ -53,23 +59,25 @@ class MonitorParams:
     calibration_margin: float = 1.0
 
     def __post_init__(self) -> None:
-        check_count(self.sample_size, name="sample_size", minimum=4)
-        check_count(self.chunk_rows, name="chunk_rows")
+        # Upper bounds on what sets the work: a stream's stored parameters run on every snapshot, so a
+        # typo such as 2**40 permutations must be refused up front, not found by a job that never ends.
+        check_count(self.sample_size, name="sample_size", minimum=4, maximum=MAX_SAMPLE_ROWS)
+        check_count(self.chunk_rows, name="chunk_rows", maximum=MAX_SAMPLE_ROWS)
         check_positive(self.dead_threshold, name="dead_threshold")
         check_positive(self.uniformity_t, name="uniformity_t")
-        check_count(self.uniformity_pairs, name="uniformity_pairs")
-        check_count(self.mmd_sample_size, name="mmd_sample_size", minimum=2)
-        check_count(self.n_permutations, name="n_permutations", minimum=0)
+        check_count(self.uniformity_pairs, name="uniformity_pairs", maximum=MAX_SAMPLE_ROWS)
+        check_count(self.mmd_sample_size, name="mmd_sample_size", minimum=2, maximum=MAX_MMD_ROWS)
+        check_count(self.n_permutations, name="n_permutations", minimum=0, maximum=MAX_PERMUTATIONS)
         if self.bandwidth is not None:
             check_positive(self.bandwidth, name="bandwidth")
         if self.dimension_test not in ("ks", "psi"):
             raise EmbeddingInputError(f"dimension_test must be 'ks' or 'psi', got {self.dimension_test!r}")
         check_probability(self.alpha, name="alpha")
         check_positive(self.psi_threshold, name="psi_threshold")
-        check_count(self.psi_bins, name="psi_bins", minimum=2)
+        check_count(self.psi_bins, name="psi_bins", minimum=2, maximum=MAX_BINS)
         check_probability(self.classifier_test_share, name="classifier_test_share")
         check_positive(self.classifier_l2, name="classifier_l2")
-        check_count(self.calibration_splits, name="calibration_splits")
+        check_count(self.calibration_splits, name="calibration_splits", maximum=MAX_SPLITS)
         if self.calibration_split not in ("contiguous", "random"):
             raise EmbeddingInputError(
                 f"calibration_split must be 'contiguous' or 'random', got {self.calibration_split!r}"

@@ -11,9 +11,11 @@ class EmbeddingInputError(EvalCoreError, ValueError):
     """Embeddings a monitor cannot use: wrong shape or dtype, non-finite values, mismatched sets."""
 
 
-def check_count(value: int, *, name: str, minimum: int = 1) -> int:
+def check_count(value: int, *, name: str, minimum: int = 1, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise EmbeddingInputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise EmbeddingInputError(f"{name} must be at most {maximum:,}, got {value!r}")
     return value
 
 

@@ -417,3 +417,20 @@ class TestSpecs:
             "assert 'torch' not in sys.modules, 'torch was imported'\n"
         )
         subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("n_permutations", 2**40, "at most 100,000"),
+        ("mmd_sample_size", 10**9, "at most 100,000"),
+        ("sample_size", 10**12, "at most 10,000,000"),
+        ("psi_bins", 10**6, "at most 10,000"),
+        ("calibration_splits", 10**5, "at most 1,000"),
+        ("n_permutations", -1, ">= 0"),
+    ],
+)
+def test_monitor_params_refuse_work_no_snapshot_could_finish(field: str, value: int, message: str) -> None:
+    with pytest.raises(EmbeddingInputError, match=message):
+        MonitorParams(**{field: value})
+    assert MonitorParams(n_permutations=100_000, mmd_sample_size=100_000).n_permutations == 100_000

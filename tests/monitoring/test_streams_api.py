@@ -94,6 +94,8 @@ class TestStreams:
                 "every_minutes",
             ),
             ({"slug": "x", "name": "X", "dimension": 4, "params": {"alpha": 5}}, "params"),
+            ({"slug": "x", "name": "X", "dimension": 4, "params": {"n_permutations": 2**40}}, "params"),
+            ({"slug": "x", "name": "X", "dimension": 4, "params": {"mmd_sample_size": 10**9}}, "params"),
         ],
     )
     def test_it_refuses_a_bad_stream_naming_the_field(
