@@ -10,11 +10,37 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.core.files import File
 
 from evalcore.textfiles import byte_size
+
+
+def upload_name(upload: Any, *, default: str = "upload") -> str:
+    """The file name an upload (an UploadedFile or an open file) came with, without its folders."""
+    return Path(getattr(upload, "name", None) or default).name
+
+
+def upload_chunks(upload: Any) -> Iterator[bytes]:
+    """The upload's bytes from the start, a chunk at a time."""
+    if hasattr(upload, "chunks"):
+        yield from upload.chunks()
+        return
+    upload.seek(0)
+    while chunk := upload.read(1 << 20):
+        yield chunk
+
+
+def stored_file(upload: Any, *, default: str = "upload") -> Any:
+    """What a FileField saves: an UploadedFile as it is, an open file rewound and wrapped in a File."""
+    if hasattr(upload, "chunks"):
+        return upload
+    upload.seek(0)
+    return File(upload, name=upload_name(upload, default=default))
 
 
 def max_decompressed_bytes() -> int:

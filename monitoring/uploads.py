@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from django.core.files import File
 from django.db import transaction
 
 from annotations.models import QrelsBuild
@@ -25,7 +24,7 @@ from evalcore.errors import EvalCoreError, FormatError
 from evalplatform.auth import User
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team
-from evalplatform.uploads import upload_size, upload_too_large
+from evalplatform.uploads import stored_file, upload_chunks, upload_name, upload_size, upload_too_large
 from monitoring.models import QrelsSource, Run
 
 #: How many leading lines an upload is checked on before it is stored.
@@ -49,24 +48,11 @@ class Sniffed:
     sha256: str
 
 
-def _chunks(upload: Any) -> Iterator[bytes]:
-    if hasattr(upload, "chunks"):
-        yield from upload.chunks()
-        return
-    upload.seek(0)
-    while chunk := upload.read(1 << 20):
-        yield chunk
-
-
-def _display_name(upload: Any) -> str:
-    return Path(getattr(upload, "name", None) or "upload").name
-
-
 def size_check(upload: Any, *, size: int | None = None) -> None:
     """Refuse an upload over UPLOAD_MAX_BYTES: before reading it, or by the `size` read when it could not tell."""
     too_large = upload_too_large(upload_size(upload) if size is None else size)
     if too_large:
-        raise UploadError(f"{_display_name(upload)}: {too_large}")
+        raise UploadError(f"{upload_name(upload)}: {too_large}")
 
 
 def sniff(upload: Any, *, kind: str, fmt: str | None = None) -> Sniffed:
@@ -74,14 +60,14 @@ def sniff(upload: Any, *, kind: str, fmt: str | None = None) -> Sniffed:
 
     Raises `UploadError` naming the uploaded file's name, the line and the reason.
     """
-    name = _display_name(upload)
+    name = upload_name(upload)
     size_check(upload)
     digest = hashlib.sha256()
     size = 0
     head: list[bytes] = []
     pending = b""
     truncated = False
-    for chunk in _chunks(upload):
+    for chunk in upload_chunks(upload):
         digest.update(chunk)
         size += len(chunk)
         if len(head) < SNIFF_LINES:
@@ -131,13 +117,6 @@ def _run_tag(head: Iterable[bytes]) -> str:
     return ""
 
 
-def _stored(upload: Any) -> File[Any]:
-    if hasattr(upload, "chunks"):
-        return upload  # type: ignore[no-any-return]
-    upload.seek(0)
-    return File(upload, name=_display_name(upload))
-
-
 @transaction.atomic
 def run_upload(
     *,
@@ -151,7 +130,7 @@ def run_upload(
 ) -> Run:
     """Store an uploaded run file for the team after checking its first lines."""
     sniffed = sniff(upload, kind="run", fmt=fmt)
-    original = _display_name(upload)
+    original = upload_name(upload)
     run = Run(
         team=team,
         name=(name or sniffed.run_tag or Path(original).stem)[:200],
@@ -166,7 +145,7 @@ def run_upload(
         tags=sorted({tag.strip() for tag in tags if tag.strip()}),
         uploaded_by=uploaded_by,
     )
-    run.file.save(original, _stored(upload), save=False)
+    run.file.save(original, stored_file(upload), save=False)
     run.save()
     return run
 
@@ -183,7 +162,7 @@ def qrels_upload(
 ) -> QrelsSource:
     """Store an uploaded qrels file for the team after checking its first lines."""
     sniffed = sniff(upload, kind="qrels", fmt=fmt)
-    original = _display_name(upload)
+    original = upload_name(upload)
     source = QrelsSource(
         team=team,
         kind=QrelsSource.Kind.UPLOAD,
@@ -197,7 +176,7 @@ def qrels_upload(
         num_rows=sniffed.num_rows,
         uploaded_by=uploaded_by,
     )
-    source.file.save(original, _stored(upload), save=False)
+    source.file.save(original, stored_file(upload), save=False)
     source.save()
     return source
 

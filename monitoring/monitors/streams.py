@@ -30,7 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evalplatform.models import Team
-from evalplatform.uploads import upload_size, upload_too_large
+from evalplatform.uploads import stored_file, upload_chunks, upload_name, upload_size, upload_too_large
 from monitoring import alerts
 from monitoring.models import (
     EmbeddingSnapshot,
@@ -232,23 +232,10 @@ class NpyHeader:
     sha256: str
 
 
-def _display_name(upload: Any) -> str:
-    return Path(getattr(upload, "name", None) or "snapshot.npy").name
-
-
-def _chunks(upload: Any) -> Iterable[bytes]:
-    if hasattr(upload, "chunks"):
-        yield from upload.chunks()
-        return
-    upload.seek(0)
-    while chunk := upload.read(1 << 20):
-        yield chunk
-
-
 def check_npy(upload: Any, *, dimension: int) -> NpyHeader:
     """Read an upload's `.npy` header and measure the file; refused (on `file`) unless it holds a 2-d
     float32 or float64 array of at least 2 rows and `dimension` columns, whole."""
-    name = _display_name(upload)
+    name = upload_name(upload, default="snapshot.npy")
     too_large = upload_too_large(upload_size(upload))
     if too_large:
         raise MonitorInputError(f"{name}: {too_large}", field="file")
@@ -277,7 +264,7 @@ def check_npy(upload: Any, *, dimension: int) -> NpyHeader:
             f"{name}: {columns} columns, but the stream's dimension is {dimension}", field="file"
         )
     digest, size = hashlib.sha256(), 0
-    for chunk in _chunks(upload):
+    for chunk in upload_chunks(upload):
         digest.update(chunk)
         size += len(chunk)
     expected = offset + rows * columns * np.dtype(dtype).itemsize
@@ -288,13 +275,6 @@ def check_npy(upload: Any, *, dimension: int) -> NpyHeader:
             field="file",
         )
     return NpyHeader(rows, columns, np.dtype(dtype).name, size, digest.hexdigest())
-
-
-def _stored(upload: Any) -> Any:
-    if hasattr(upload, "chunks"):
-        return upload
-    upload.seek(0)
-    return File(upload, name=_display_name(upload))
 
 
 @transaction.atomic
@@ -312,7 +292,7 @@ def snapshot_upload(
     header = check_npy(upload, dimension=stream.dimension)
     if observed_at is not None and timezone.is_naive(observed_at):
         observed_at = timezone.make_aware(observed_at)
-    name = _display_name(upload)
+    name = upload_name(upload, default="snapshot.npy")
     snapshot = EmbeddingSnapshot(
         stream=stream,
         kind=EmbeddingSnapshot.Kind.REFERENCE if reference else EmbeddingSnapshot.Kind.CURRENT,
@@ -320,7 +300,11 @@ def snapshot_upload(
         dtype=header.dtype, size=header.size, sha256=header.sha256, observed_at=observed_at or timezone.now(),
         uploaded_by=uploaded_by,
     )  # fmt: skip
-    snapshot.file.save(name if name.endswith(".npy") else f"{name}.npy", _stored(upload), save=False)
+    snapshot.file.save(
+        name if name.endswith(".npy") else f"{name}.npy",
+        stored_file(upload, default="snapshot.npy"),
+        save=False,
+    )
     snapshot.save()
     if reference:
         stream_reference_set(stream=stream, snapshot=snapshot)

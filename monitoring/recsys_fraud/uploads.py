@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from django.core.files import File
 from django.db import transaction
 
 from evalcore.errors import EvalCoreError, FormatError
@@ -26,6 +25,7 @@ from evalcore.fraud import read_scores
 from evalcore.recsys import read_recsys_files
 from evalplatform.auth import User
 from evalplatform.models import Team
+from evalplatform.uploads import stored_file, upload_chunks, upload_name
 from monitoring.models import FraudScoreSet, RecommendationSet
 from monitoring.uploads import SNIFF_LINES, UploadError, size_check
 
@@ -53,26 +53,13 @@ class Head:
         return {"name": self.name, "size": self.size, "sha256": self.sha256}
 
 
-def _display_name(upload: Any) -> str:
-    return Path(getattr(upload, "name", None) or "upload").name
-
-
-def _chunks(upload: Any) -> Iterator[bytes]:
-    if hasattr(upload, "chunks"):
-        yield from upload.chunks()
-        return
-    upload.seek(0)
-    while chunk := upload.read(1 << 20):
-        yield chunk
-
-
 def read_head(upload: Any, *, folder: str, role: str) -> Head:
     """Write the upload's first `SNIFF_LINES` lines to `folder`, hashing and measuring the whole file."""
-    name = _display_name(upload)
+    name = upload_name(upload)
     _size_check(upload, role=role)
     digest, size, pending, truncated = hashlib.sha256(), 0, b"", False
     head: list[bytes] = []
-    for chunk in _chunks(upload):
+    for chunk in upload_chunks(upload):
         digest.update(chunk)
         size += len(chunk)
         if len(head) < SNIFF_LINES:
@@ -124,13 +111,6 @@ def _refused_as_upload_errors(heads: Iterable[Head]) -> Iterator[None]:
         raise
     except (EvalCoreError, UnicodeDecodeError, ValueError) as error:
         raise _refusal(error, heads) from None
-
-
-def _stored(upload: Any) -> Any:
-    if hasattr(upload, "chunks"):
-        return upload
-    upload.seek(0)
-    return File(upload, name=_display_name(upload))
 
 
 def _header(path: str) -> list[str]:
@@ -211,7 +191,7 @@ def recommendation_set_upload(
         num_items=counts.num_items, depth=counts.depth, uploaded_by=uploaded_by,
     )  # fmt: skip
     for role, upload in given.items():
-        getattr(recommendation_set, role).save(heads[role].name, _stored(upload), save=False)
+        getattr(recommendation_set, role).save(heads[role].name, stored_file(upload), save=False)
     recommendation_set.save()
     return recommendation_set
 
@@ -239,7 +219,7 @@ def fraud_score_set_upload(
         num_rows=None if head.truncated else examples.n,
         num_frauds=None if head.truncated else int(examples.labels.sum()),
     )  # fmt: skip
-    score_set.file.save(head.name, _stored(scores), save=False)
+    score_set.file.save(head.name, stored_file(scores), save=False)
     score_set.save()
     return score_set
 
