@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -52,6 +53,20 @@ class RecsysFiles:
     explicit_catalog: bool
     user_ids: pa.Array  # row u of the lists is user_ids[u]
     item_ids: pa.Array  # item code i is item_ids[i]
+
+    def summary(self, k: int | None) -> dict[str, Any]:
+        """What was evaluated, for a report: the cutoff (the lists' depth when `k` is None), the users
+        and items, and where the catalog and the popularity came from."""
+        lists, relevant = self.data.lists, self.data.relevant
+        return {
+            "k": k or lists.depth,
+            "n_users": lists.n_users,
+            "n_users_with_relevant": int((relevant.per_user() > 0).sum()) if relevant else 0,
+            "n_users_without_list": self.n_users_without_list,
+            "n_items": lists.n_items,
+            "catalog": "items file" if self.explicit_catalog else "every item seen",
+            "popularity_from": self.popularity_source,
+        }
 
 
 def read_recsys_files(

@@ -206,15 +206,7 @@ def _evaluate_recommendations(evaluation: RecommendationEvaluation, progress: Pr
     names_of = _category_names(stored, names, data.categories) if "items" in stored else None
     lists = stats.lists
     curves = recsys_curves(stats.exposure, data.popularity, data.categories, names_of)
-    summary = {
-        "k": options.k or lists.depth,
-        "n_users": lists.n_users,
-        "n_users_with_relevant": int((data.relevant.per_user() > 0).sum()) if data.relevant else 0,
-        "n_users_without_list": files.n_users_without_list,
-        "n_items": lists.n_items,
-        "catalog": "items file" if files.explicit_catalog else "every item seen",
-        "popularity_from": files.popularity_source,
-    }
+    summary = files.summary(options.k)
     with_list = int((lists.lengths > 0).sum())
     counts: dict[str, int | None] = {"num_users": with_list, "num_items": lists.n_items}
     if options.k is None:

@@ -94,16 +94,7 @@ class Command(BaseCommand):
                 bar.update()
         except (EvalCoreError, OSError) as exc:
             raise CommandError(str(exc)) from exc
-        lists = data.lists
-        summary: dict[str, object] = {
-            "k": options["k"] or lists.depth,
-            "n_users": lists.n_users,
-            "n_users_with_relevant": int((data.relevant.per_user() > 0).sum()) if data.relevant else 0,
-            "n_users_without_list": files.n_users_without_list,
-            "n_items": lists.n_items,
-            "catalog": "items file" if files.explicit_catalog else "every item seen",
-            "popularity_from": files.popularity_source,
-        }
+        summary = files.summary(options["k"])
         integer = {"unique_items_recommended"}
         if options["json"]:
             values = {name: json_number(value, integer=name in integer) for name, value in metrics.items()}
