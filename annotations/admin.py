@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from annotations import services
 from annotations.models import (
+    Adjudication,
     Annotation,
     Assignment,
     AttentionCheck,
@@ -91,6 +94,20 @@ class ProjectMembershipAdmin(admin.ModelAdmin):
     list_select_related = ["user", "project"]
     raw_id_fields = ["user", "project"]
 
+    # Through the services, so that a member removed or no longer an annotator hands back the tasks they
+    # hold at once instead of keeping those places until the reservations expire.
+    def save_model(self, request: HttpRequest, obj: ProjectMembership, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)  # the admin's view runs in a transaction
+        if obj.role != ProjectMembership.Role.ANNOTATOR:
+            services.reservations_release_held(project=obj.project, annotator=obj.user)
+
+    def delete_model(self, request: HttpRequest, obj: ProjectMembership) -> None:
+        services.membership_remove(project=obj.project, user=obj.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ProjectMembership]) -> None:
+        for membership in queryset.select_related("project", "user"):
+            services.membership_remove(project=membership.project, user=membership.user)
+
 
 @admin.register(Topic)
 class TopicAdmin(admin.ModelAdmin):
@@ -165,6 +182,17 @@ class AnnotationAdmin(admin.ModelAdmin):
     list_select_related = ["annotator", "task__topic", "task__document"]
     raw_id_fields = ["assignment", "project", "task", "annotator"]
     date_hierarchy = "created_at"
+
+
+@admin.register(Adjudication)
+class AdjudicationAdmin(admin.ModelAdmin):
+    """Final grades set on the adjudication pages; editable here too, as a lead would there."""
+
+    list_display = ["task", "grade", "adjudicator", "updated_at"]
+    list_filter = ["project", "grade"]
+    search_fields = ["task__topic__qid", "task__document__doc_id", "adjudicator__username"]
+    list_select_related = ["task__topic", "task__document", "adjudicator"]
+    raw_id_fields = ["project", "task", "adjudicator"]
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -8,19 +8,22 @@ nothing an annotator receives says whether a task is gold. Lookups go through
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, parser_classes
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations import selectors, services
 from annotations.imports import FORMATS, KINDS, import_upload
-from annotations.models import Annotation, Assignment, Project, ProjectMembership
+from annotations.models import COMMENT_MAX_LENGTH, Annotation, Assignment, Project, ProjectMembership
 from evalcore.errors import FormatError
 
 Role = ProjectMembership.Role
@@ -81,10 +84,22 @@ class NextOut(serializers.Serializer):
     message = serializers.CharField(allow_blank=True)
 
 
-class SubmitIn(serializers.Serializer):
+class ClaimNextIn(serializers.Serializer):
+    next = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Also claim your next task, in the same request: the reply's `next` is what POST next/ "
+        "would answer. Saves a round trip per answer.",
+    )  # fmt: skip
+
+
+class SubmitIn(ClaimNextIn):
     assignment = serializers.IntegerField(min_value=1, max_value=MAX_ID)
     grade = serializers.IntegerField(required=False, allow_null=True, min_value=0)
     unclear = serializers.BooleanField(required=False, default=False)
+    comment = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=True, max_length=COMMENT_MAX_LENGTH, default="",
+        help_text="An optional note on this answer for the project's lead.",
+    )  # fmt: skip
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs.get("unclear") and attrs.get("grade") is None:
@@ -96,8 +111,12 @@ class SubmitIn(serializers.Serializer):
         return attrs
 
 
-class SkipIn(serializers.Serializer):
+class SkipIn(ClaimNextIn):
     assignment = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+    comment = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=True, max_length=COMMENT_MAX_LENGTH, default="",
+        help_text="An optional note for the project's lead, such as why you skipped.",
+    )  # fmt: skip
 
 
 class AnswerOut(serializers.Serializer):
@@ -108,12 +127,39 @@ class AnswerOut(serializers.Serializer):
     too_fast = serializers.BooleanField()
     counts = serializers.BooleanField(help_text="Whether the answer counts (a grade given in time).")
     seconds_spent = serializers.FloatField()
+    comment = serializers.CharField(allow_blank=True, help_text="Your note for the lead.")
     created_at = serializers.DateTimeField()
+
+
+class AnsweredOut(AnswerOut):
+    next = NextOut(required=False, help_text="Your next task, when the request asked for it (`next: true`).")
 
 
 class UndoOut(serializers.Serializer):
     assignment = serializers.IntegerField(source="pk")
     message = serializers.CharField()
+
+
+class CommentOut(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    annotator = serializers.CharField(source="annotator.username")
+    qid = serializers.CharField(source="task.topic.qid")
+    query = serializers.CharField(source="task.topic.title")
+    doc_id = serializers.CharField(source="task.document.doc_id")
+    document_title = serializers.CharField(source="task.document.title", allow_blank=True)
+    grade = serializers.IntegerField(allow_null=True)
+    outcome = serializers.CharField(
+        help_text="The grade, `skipped`, `unclear`, or the grade with `(too fast)`."
+    )
+    comment = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class CommentPageOut(serializers.Serializer):
+    count = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = CommentOut(many=True)
 
 
 class ErrorOut(serializers.Serializer):
@@ -147,6 +193,8 @@ class ImportOut(serializers.Serializer):
     records = serializers.IntegerField()
     created = serializers.IntegerField()
     updated = serializers.IntegerField()
+    unchanged = serializers.IntegerField(help_text="Records already there as they are (a re-import: all).")
+    summary = serializers.CharField(help_text="What the import did, in plain words.")
 
 
 class ImportErrorOut(serializers.Serializer):
@@ -277,14 +325,27 @@ def projects(request: Request) -> Response:
 @api_view(["GET", "POST"])
 def next_task(request: Request, slug: str) -> Response:
     project = _annotator_project(request, slug)
-    state: str
     if request.method == "POST":
-        claim = services.task_claim(project=project, annotator=request.user)
-        state, assignment = claim.status, claim.assignment
-    else:
-        assignment = _held_reservation(project=project, annotator=request.user)
-        state = "task" if assignment else "none"
-    counts = selectors.queue_counts(project=project, annotator=request.user)
+        return Response(_claim_data(project, request.user))
+    assignment = _held_reservation(project=project, annotator=request.user)
+    return Response(_next_data(project, request.user, "task" if assignment else "none", assignment, None))
+
+
+def _claim_data(project: Project, annotator: Any) -> dict[str, Any]:
+    """What POST next/ answers: the claim's outcome, the task and the annotator's progress."""
+    claim = services.task_claim(project=project, annotator=annotator)
+    return _next_data(project, annotator, claim.status, claim.assignment, claim.counts)
+
+
+def _next_data(
+    project: Project,
+    annotator: Any,
+    state: str,
+    assignment: Assignment | None,
+    counts: selectors.QueueCounts | None,
+) -> dict[str, Any]:
+    if counts is None:
+        counts = selectors.queue_counts(project=project, annotator=annotator)
     data = {
         "status": state,
         "task": _task_data(project, assignment) if assignment else None,
@@ -292,7 +353,7 @@ def next_task(request: Request, slug: str) -> Response:
         "scale": project.scale,
         "message": MESSAGES[state],
     }
-    return Response(NextOut(data).data)
+    return dict(NextOut(data).data)
 
 
 def _held_reservation(*, project: Project, annotator: Any) -> Assignment | None:
@@ -301,18 +362,23 @@ def _held_reservation(*, project: Project, annotator: Any) -> Assignment | None:
     return held if held is not None and held.expires_at > timezone.now() else None
 
 
-def _answer_data(answer: Annotation) -> dict[str, Any]:
-    data = AnswerOut(answer).data
+def _answer_data(answer: Annotation, *, claim_next: bool) -> dict[str, Any]:
+    data = dict(AnswerOut(answer).data)
     data["counts"] = answer.counts
+    if claim_next:
+        # Removed meanwhile: the answer is stored all the same, and POST next/ says why there is no next.
+        with contextlib.suppress(PermissionDenied):
+            data["next"] = _claim_data(answer.project, answer.annotator)
     return data
 
 
 @extend_schema(
     request=SubmitIn,
-    responses={201: AnswerOut, 400: OpenApiResponse(ErrorOut), **ERRORS},
+    responses={201: AnsweredOut, 400: OpenApiResponse(ErrorOut), **ERRORS},
     summary="Answer your reserved task with a grade, or mark it unclear",
     description="Refused with 409 `too_fast` before the project's minimum time, unless the project flags "
-    "such answers instead (then stored with `too_fast: true`, not counted).",
+    "such answers instead (then stored with `too_fast: true`, not counted). With `next: true` the reply's "
+    "`next` holds your next task too (what POST next/ answers), in one round trip.",
     tags=["judging"],
 )
 @api_view(["POST"])
@@ -324,14 +390,20 @@ def submit(request: Request, slug: str) -> Response:
         answer = services.annotation_submit(
             project=project, annotator=request.user, assignment_id=data.validated_data["assignment"],
             grade=data.validated_data.get("grade"), unclear=data.validated_data["unclear"],
+            comment=data.validated_data["comment"],
         )  # fmt: skip
     except services.JudgingError as exc:
         return _error(exc)
-    return Response(_answer_data(answer), status=status.HTTP_201_CREATED)
+    return Response(
+        _answer_data(answer, claim_next=data.validated_data["next"]), status=status.HTTP_201_CREATED
+    )
 
 
 @extend_schema(
-    request=SkipIn, responses={201: AnswerOut, **ERRORS}, summary="Skip your reserved task", tags=["judging"]
+    request=SkipIn,
+    responses={201: AnsweredOut, **ERRORS},
+    summary="Skip your reserved task",
+    tags=["judging"],
 )
 @api_view(["POST"])
 def skip(request: Request, slug: str) -> Response:
@@ -340,17 +412,24 @@ def skip(request: Request, slug: str) -> Response:
     data.is_valid(raise_exception=True)
     try:
         answer = services.annotation_skip(
-            project=project, annotator=request.user, assignment_id=data.validated_data["assignment"]
-        )
+            project=project, annotator=request.user, assignment_id=data.validated_data["assignment"],
+            comment=data.validated_data["comment"],
+        )  # fmt: skip
     except services.JudgingError as exc:
         return _error(exc)
-    return Response(_answer_data(answer), status=status.HTTP_201_CREATED)
+    return Response(
+        _answer_data(answer, claim_next=data.validated_data["next"]), status=status.HTTP_201_CREATED
+    )
 
 
 @extend_schema(
     request=None,
     responses={200: UndoOut, **ERRORS},
-    summary="Take back your last answer (within a minute); its task is served again",
+    summary="Take back your last answer; its task is served again",
+    description="Call it again to take back the answer before, and so on: "
+    f"it reaches back over your current work session, up to your {selectors.UNDO_DEPTH} newest answers, "
+    "and stops at a pause as long as the project's break (409 `nothing_to_undo` past that). "
+    "409 `undo_conflict` when a skipped answer's place went to another annotator meanwhile.",
     tags=["judging"],
 )
 @api_view(["POST"])
@@ -408,7 +487,9 @@ def imports(request: Request, slug: str) -> Response:
     except FormatError as exc:
         body = {"detail": str(exc), "file": exc.path, "line": exc.line, "reason": exc.reason}
         return Response(ImportErrorOut(body).data, status=status.HTTP_400_BAD_REQUEST)
-    return Response(ImportOut(result.as_dict()).data, status=status.HTTP_201_CREATED)
+    return Response(
+        ImportOut({**result.as_dict(), "summary": result.summary}).data, status=status.HTTP_201_CREATED
+    )
 
 
 @extend_schema(
@@ -426,3 +507,22 @@ def overview(request: Request, slug: str) -> Response:
         "annotators": list(selectors.annotator_progress(project=project)),
     }
     return Response(OverviewOut(data).data)
+
+
+class CommentPagination(PageNumberPagination):
+    page_size = 50
+
+
+@extend_schema(
+    responses=CommentPageOut,
+    summary="Annotators' comments on their answers, newest first (leads)",
+    description="Every non-empty comment in the project with who wrote it, on which pair, and the answer "
+    "it came with; 50 a page (`?page=`).",
+    tags=["judging: leads"],
+)
+@api_view(["GET"])
+def comments(request: Request, slug: str) -> Response:
+    project = selectors.get_lead_project(request.user, slug)
+    paginator = CommentPagination()
+    page = paginator.paginate_queryset(selectors.project_comments(project=project), request)  # type: ignore[arg-type]
+    return paginator.get_paginated_response(CommentOut(page, many=True).data)

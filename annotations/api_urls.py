@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotations import api, quality_api
+from annotations import adjudication_api, api, quality_api
 
 app_name = "annotations-api"
 
@@ -16,6 +16,7 @@ urlpatterns = [
     path("projects/<slug:slug>/break/", api.end_break, name="break"),
     path("projects/<slug:slug>/imports/", api.imports, name="imports"),
     path("projects/<slug:slug>/overview/", api.overview, name="overview"),
+    path("projects/<slug:slug>/comments/", api.comments, name="comments"),
     path("projects/<slug:slug>/quality/", quality_api.quality_snapshot, name="quality"),
     path("projects/<slug:slug>/quality/recompute/", quality_api.quality_recompute, name="quality-recompute"),
     path(
@@ -23,6 +24,8 @@ urlpatterns = [
         quality_api.annotator_override,
         name="annotator-override",
     ),
+    path("projects/<slug:slug>/adjudication/", adjudication_api.adjudication_queue, name="adjudication"),
+    path("projects/<slug:slug>/adjudication/<int:task_id>/", adjudication_api.adjudicate, name="adjudicate"),
     path("projects/<slug:slug>/qrels/", quality_api.qrels_builds, name="qrels-builds"),
     path("projects/<slug:slug>/qrels/diff/", quality_api.qrels_diff, name="qrels-diff"),
     path("projects/<slug:slug>/qrels/<int:version>/", quality_api.qrels_build, name="qrels-build"),

@@ -10,7 +10,9 @@ The data goes in through the same import code as real files, so the demo exercis
 carol and dave are careful (the expected grade 82% of the time, else mostly one off; about 20 s a task), eve and
 mallory careless (random grades, a few seconds a task, a fifth of them too fast). They answer every gold
 task and the pairs of q01-q07; q08-q10 are left to alice and bob, who start with no answers. A qrels
-build then keeps carol's and dave's labels and excludes eve's and mallory's.
+build then keeps carol's and dave's labels and excludes eve's and mallory's. A careful annotator who
+strays from the expected grade says why in a comment; with the default parameters a few pairs (q03/try,
+q03/with, q05/lambda) are dropped for disagreement, so the adjudication queue has work from the start.
 """
 
 from __future__ import annotations
@@ -326,7 +328,8 @@ def demo_annotations_simulate(project: Project) -> int:
         moment = SIMULATION_START
         for task in mine:
             grade, seconds = _simulated_answer(rng, careful=simulated.careful, expected=expected[task.pk])
-            answers.append((users[simulated.username], task, grade, seconds, moment))
+            comment = _simulated_comment(careful=simulated.careful, grade=grade, expected=expected[task.pk])
+            answers.append((users[simulated.username], task, grade, seconds, moment, comment))
             moment += timedelta(seconds=seconds + rng.uniform(1, 4))
     _store_answers(project, answers)
     return len(answers)
@@ -341,7 +344,17 @@ def _simulated_answer(rng: random.Random, *, careful: bool, expected: int) -> tu
     return rng.randint(0, 4), round(rng.uniform(3.5, 11.0), 1)
 
 
-def _store_answers(project: Project, answers: list[tuple[Any, Task, int, float, datetime]]) -> None:
+def _simulated_comment(*, careful: bool, grade: int, expected: int) -> str:
+    """What a careful annotator notes when unsure (they stray from the expected grade); careless ones never
+    comment. Uses no randomness, so the answers are the same as without comments."""
+    if not careful or grade == expected:
+        return ""
+    if grade < expected:
+        return "Only part of the page is about the question, so I chose the lower grade."
+    return "The page answers the question well enough, I think, though not directly."
+
+
+def _store_answers(project: Project, answers: list[tuple[Any, Task, int, float, datetime, str]]) -> None:
     """Assignments and annotations in bulk, and the task counters they imply."""
     minimum = project.min_seconds_per_task
     assignments = Assignment.objects.bulk_create(
@@ -352,7 +365,7 @@ def _store_answers(project: Project, answers: list[tuple[Any, Task, int, float, 
                 reserved_at=start, expires_at=start + project.reservation_timeout,
                 answered_at=start + timedelta(seconds=seconds),
             )
-            for user, task, _, seconds, start in answers
+            for user, task, _, seconds, start, _ in answers
         ]
     )  # fmt: skip
     Annotation.objects.bulk_create(
@@ -360,8 +373,9 @@ def _store_answers(project: Project, answers: list[tuple[Any, Task, int, float, 
             Annotation(
                 assignment=assignment, project=project, task=task, annotator=user, grade=grade,
                 seconds_spent=seconds, too_fast=seconds < minimum, created_at=assignment.answered_at,  # type: ignore[misc]
+                comment=comment,
             )
-            for assignment, (user, task, grade, seconds, _) in zip(assignments, answers, strict=True)
+            for assignment, (user, task, grade, seconds, _, comment) in zip(assignments, answers, strict=True)
         ]
     )  # fmt: skip
     counted: dict[int, int] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
@@ -49,6 +50,34 @@ def validate_examples(value: Any) -> list[dict[str, Any]]:
     return value
 
 
+#: The columns of the row editors that `annotations/project_form.js` draws over the scale's and the
+#: guideline examples' JSON (the JSON stays the one thing submitted and validated, so the form also works
+#: without JavaScript). `type` number columns are sent as whole numbers.
+SCALE_COLUMNS: list[dict[str, Any]] = [
+    {"key": "grade", "label": "Grade", "type": "number", "min": 0, "max": MAX_GRADE},
+    {"key": "label", "label": "Label", "type": "text"},
+    {"key": "definition", "label": "Definition", "type": "textarea", "optional": True},
+]
+EXAMPLE_COLUMNS: list[dict[str, Any]] = [
+    {"key": "query", "label": "Query", "type": "text"},
+    {"key": "document", "label": "Document", "type": "textarea"},
+    {"key": "grade", "label": "Grade", "type": "number", "min": 0, "max": MAX_GRADE},
+    {"key": "reason", "label": "Why", "type": "textarea"},
+]
+
+
+def _rows_widget(columns: list[dict[str, Any]], *, add: str, remove: str) -> forms.Textarea:
+    return forms.Textarea(
+        attrs={
+            "rows": 8,
+            "class": "code",
+            "data-row-columns": json.dumps(columns),
+            "data-add-label": add,
+            "data-remove-label": remove,
+        }
+    )
+
+
 class ProjectForm(forms.ModelForm):
     class Meta:
         model = Project
@@ -61,10 +90,19 @@ class ProjectForm(forms.ModelForm):
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2}),
             "guidelines": forms.Textarea(attrs={"rows": 8}),
-            "scale": forms.Textarea(attrs={"rows": 8, "class": "code"}),
-            "guideline_examples": forms.Textarea(attrs={"rows": 8, "class": "code"}),
+            "scale": _rows_widget(SCALE_COLUMNS, add="Add a grade", remove="Remove grade"),
+            "guideline_examples": _rows_widget(
+                EXAMPLE_COLUMNS, add="Add an example", remove="Remove example"
+            ),
+            "slug": forms.TextInput(attrs={"data-slug-from": "id_name"}),
         }
-        help_texts = {"slug": "Letters, digits and hyphens; it appears in the project's URLs."}
+        help_texts = {
+            "slug": "Letters, digits and hyphens; it appears in the project's URLs. Filled in from the name "
+            "until you edit it.",
+            "scale": "One row per grade: a whole number from 0 to 9, its label, and what it means.",
+            "guideline_examples": "Worked examples shown with the guidelines: a query, a document, its grade "
+            "and why.",
+        }
 
     def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -172,6 +210,10 @@ class QrelsBuildForm(forms.Form):
     )
     min_accuracy = forms.FloatField(min_value=0, max_value=1, label="Minimum accuracy on gold")
     min_gold = forms.IntegerField(min_value=0, max_value=QrelsParams.MAX_MIN_GOLD, label="Minimum gold items")
+    # Unticked (the default, and a form posted without it) keeps adjudicated grades in the build.
+    ignore_adjudications = forms.BooleanField(
+        required=False, label="Leave out adjudicated grades", help_text="Judge every pair by the crowd alone."
+    )
 
     @classmethod
     def for_project(cls, project: Project, data: Any = None) -> QrelsBuildForm:

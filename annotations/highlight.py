@@ -6,7 +6,9 @@ wrapped in <mark>, so no markup in the document can get through and no escape se
 
 from __future__ import annotations
 
+import html
 import re
+from functools import lru_cache
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -21,8 +23,12 @@ _STOPWORDS = frozenset(
 )  # fmt: skip
 
 
+@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    """A crude suffix strip, enough for `exceptions`/`exception` and `sorting`/`sort` to meet."""
+    """A crude suffix strip, enough for `exceptions`/`exception` and `sorting`/`sort` to meet.
+
+    Cached: a document repeats its words, and a 2,000-line one is stemmed twice (full text and passages).
+    """
     word = word.lower()
     for suffix in ("ing", "es", "ed", "s"):
         if len(word) > len(suffix) + 2 and word.endswith(suffix):
@@ -37,13 +43,20 @@ def query_terms(query: str) -> frozenset[str]:
     )
 
 
+def contains_term(text: str, terms: frozenset[str]) -> bool:
+    """Whether any word of `text` is one of the query's `terms` (as `highlight` would mark it)."""
+    return any(_stem(word) in terms for word in _WORD.findall(text))
+
+
 def highlight(text: str, terms: frozenset[str]) -> SafeString:
     if not terms:
         return escape(text)
     pieces = _WORD.split(text)
-    # re.split with a capturing group alternates non-words (even indices) and words (odd indices).
+    # re.split with a capturing group alternates non-words (even indices) and words (odd indices). A word
+    # (\w+) holds no character HTML gives a meaning to, so only the pieces between words need escaping:
+    # half the work on a 2,000-line document.
     out = [
-        f"<mark>{escape(piece)}</mark>" if index % 2 and _stem(piece) in terms else escape(piece)
+        (f"<mark>{piece}</mark>" if _stem(piece) in terms else piece) if index % 2 else html.escape(piece)
         for index, piece in enumerate(pieces)
     ]
-    return mark_safe("".join(out))  # noqa: S308 - every piece is escaped above
+    return mark_safe("".join(out))  # noqa: S308 - every piece between words is escaped above

@@ -9,6 +9,7 @@ UPLOAD_MAX_DECOMPRESSED_BYTES (`evalplatform.uploads`).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -17,7 +18,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from django.db import transaction
+from django.db.models import TextField, Value
+from django.db.models.functions import MD5, Concat
 
+from annotations import hotpath
 from annotations.models import Document, GoldLabel, Project, Task, Topic
 from evalcore.documents import detect_document_format, read_documents
 from evalcore.errors import FormatError
@@ -40,6 +44,13 @@ FORMATS: dict[str, tuple[str, ...]] = {
     "pool": ("trec", "jsonl", "tsv"),
     "gold": ("trec", "tsv", "jsonl"),
 }
+#: What one record of each kind is called in messages, singular and plural.
+NOUNS: dict[str, tuple[str, str]] = {
+    "topics": ("topic", "topics"),
+    "documents": ("document", "documents"),
+    "pool": ("pool row", "pool rows"),
+    "gold": ("gold label", "gold labels"),
+}
 DEFAULT_DEPTH = 10
 BATCH_SIZE = 2000
 MAX_ID_LENGTH = 256
@@ -47,18 +58,41 @@ MAX_ID_LENGTH = 256
 
 @dataclass(frozen=True)
 class ImportResult:
+    """What an import did: `records` read, of which `created` were new, `updated` changed an existing row
+    and `unchanged` were already there as they are (a re-import of the same file: all of them)."""
+
     kind: str
     file: str
     records: int
     created: int
     updated: int
+    unchanged: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def _count(self, n: int) -> str:
+        singular, plural = NOUNS[self.kind]
+        return f"{n} {singular if n == 1 else plural}"
+
     @property
     def summary(self) -> str:
-        return f"{self.records} {KINDS[self.kind].lower()} read: {self.created} new, {self.updated} updated."
+        """In plain words: "6 pool rows added.", "1 topic added, 2 updated.", "Nothing changed: ..."."""
+        singular, plural = NOUNS[self.kind]
+        if not self.created and not self.updated:
+            if not self.unchanged:
+                return f"Nothing changed: the file holds no {plural}."
+            if self.unchanged == 1:
+                return f"Nothing changed: the {singular} was already there."
+            return f"Nothing changed: all {self.unchanged} {plural} were already there."
+        parts = []
+        if self.created:
+            parts.append(f"{self._count(self.created)} added")
+        if self.updated:
+            parts.append(f"{self.updated} updated" if parts else f"{self._count(self.updated)} updated")
+        if self.unchanged:
+            parts.append(f"{self.unchanged} already there")
+        return ", ".join(parts) + "."
 
 
 def import_file(
@@ -93,7 +127,7 @@ def import_file(
         if exc.path == name:
             raise
         raise FormatError(name, exc.line, exc.reason) from None
-    return ImportResult(kind, name, result.records, result.created, result.updated)
+    return ImportResult(kind, name, result.records, result.created, result.updated, result.unchanged)
 
 
 def _unknown(path: str | Path, line: int | None, qid: str, doc_id: str, what: str) -> FormatError:
@@ -134,7 +168,7 @@ def topics_import(*, project: Project, path: str | Path, fmt: str | None = None)
         )
     created = sum(1 for q in titles if q not in existing)
     updated = sum(1 for q, t in titles.items() if q in existing and existing[q] != t)
-    return ImportResult("topics", str(path), len(titles), created, updated)
+    return ImportResult("topics", str(path), len(titles), created, updated, len(titles) - created - updated)
 
 
 # --- documents ------------------------------------------------------------------------------------------
@@ -146,8 +180,14 @@ def documents_import(
     """Stream the file into the database in batches, inside one transaction."""
     limit = max_decompressed_bytes()
     fmt = fmt or detect_document_format(path, max_decompressed_bytes=limit)
-    existing = set(Document.objects.filter(project=project).values_list("doc_id", flat=True))
-    records = created = 0
+    # A digest per stored document (computed by the database), so a re-import can tell a changed document
+    # from one already there as it is without reading every text back.
+    existing = dict(
+        Document.objects.filter(project=project)
+        .annotate(digest=MD5(Concat("title", Value("\x1f"), "text", output_field=TextField())))
+        .values_list("doc_id", "digest")
+    )
+    records = created = unchanged = 0
     batch: list[Document] = []
     with transaction.atomic():
         for record in read_documents(path, fmt=fmt, max_decompressed_bytes=limit):  # type: ignore[arg-type]
@@ -158,7 +198,9 @@ def documents_import(
             batch.append(
                 Document(project=project, doc_id=record.doc_id, title=record.title, text=record.text)
             )
-            created += record.doc_id not in existing
+            known = existing.get(record.doc_id)
+            created += known is None
+            unchanged += known is not None and known == _digest(record.title, record.text)
             records += 1
             if len(batch) >= BATCH_SIZE:
                 _save_documents(batch)
@@ -168,7 +210,11 @@ def documents_import(
         _save_documents(batch)
         if progress and batch:
             progress(len(batch))
-    return ImportResult("documents", str(path), records, created, records - created)
+    return ImportResult("documents", str(path), records, created, records - created - unchanged, unchanged)
+
+
+def _digest(title: str, text: str) -> str:
+    return hashlib.md5(f"{title}\x1f{text}".encode(), usedforsecurity=False).hexdigest()
 
 
 def _save_documents(batch: list[Document]) -> None:
@@ -228,6 +274,7 @@ def _ensure_tasks(project: Project, pairs: list[tuple[int, int]], *, is_gold: bo
         if (topic_id, document_id) not in existing
     ]
     Task.objects.bulk_create(new, ignore_conflicts=True, batch_size=BATCH_SIZE)
+    hotpath.tasks_analyze_after(len(new))
     return len(new)
 
 
@@ -239,7 +286,8 @@ def pool_import(
     resolved = _resolve(path, project, pairs)
     with transaction.atomic():
         created = _ensure_tasks(project, resolved)
-    return ImportResult("pool", str(path), len(pairs), created, 0)
+    distinct = len(dict.fromkeys(resolved))
+    return ImportResult("pool", str(path), distinct, created, 0, distinct - created)
 
 
 def gold_import(*, project: Project, path: str | Path, fmt: str | None = None) -> ImportResult:
@@ -276,7 +324,7 @@ def gold_import(*, project: Project, path: str | Path, fmt: str | None = None) -
         )
     created = sum(1 for task_id in wanted if task_id not in before)
     updated = sum(1 for task_id, grade in wanted.items() if task_id in before and before[task_id] != grade)
-    return ImportResult("gold", str(path), len(rows), created, updated)
+    return ImportResult("gold", str(path), len(wanted), created, updated, len(wanted) - created - updated)
 
 
 def count_lines(path: str | Path) -> int:

@@ -30,6 +30,8 @@ from evalplatform.jobs import Job
 
 # The largest grade a scale may use: rating keys are single digits.
 MAX_GRADE = 9
+# The longest comment an annotator may leave on an answer.
+COMMENT_MAX_LENGTH = 2000
 
 
 def default_scale() -> list[dict[str, Any]]:
@@ -228,6 +230,11 @@ class ProjectMembership(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     quality_override_at = models.DateTimeField(null=True, blank=True)
+    can_adjudicate = models.BooleanField(
+        default=False,
+        help_text="A senior annotator the lead chose to set final grades in the adjudication queue "
+        "(leads always may).",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -277,6 +284,10 @@ class Document(models.Model):
         return self.doc_id
 
 
+TASK_RANK_MULTIPLIER = 2_654_435_761  # Knuth's multiplicative-hash constant (2**32 / the golden ratio)
+TASK_RANK_MODULUS = 2_147_483_647  # the Mersenne prime 2**31 - 1: ids below it map to distinct ranks
+
+
 class Task(models.Model):
     """One (topic, document) pair to judge.
 
@@ -292,6 +303,14 @@ class Task(models.Model):
     assigned_count = models.PositiveIntegerField(default=0)
     label_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
+    #: A fixed scramble of the id (a multiplicative hash modulo the prime 2**31 - 1), written by the database.
+    #: Fresh tasks are served in this order, each annotator from their own starting point, so that a claim
+    #: reads a few entries of an index instead of sorting every open task (`selectors.fresh_candidates`).
+    rank = models.GeneratedField(
+        expression=(F("id") * TASK_RANK_MULTIPLIER) % TASK_RANK_MODULUS,
+        output_field=models.BigIntegerField(),
+        db_persist=True,
+    )
 
     class Meta:
         ordering = ["project", "topic", "id"]
@@ -301,7 +320,12 @@ class Task(models.Model):
                 condition=Q(label_count__lte=F("assigned_count")), name="task_labels_within_assigned"
             ),
         ]
-        indexes = [models.Index(fields=["project", "is_gold", "assigned_count"], name="task_claimable")]
+        indexes = [
+            # Claims: started tasks by count, fresh ones (assigned_count 0) in rank order, both a range read.
+            models.Index(fields=["project", "is_gold", "assigned_count", "rank"], name="task_claimable_rank"),
+            # Gold claims, where gold has no overlap cap: all gold tasks in rank order.
+            models.Index(fields=["project", "is_gold", "rank"], name="task_rank"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.topic.qid} / {self.document.doc_id}"
@@ -433,6 +457,9 @@ class Annotation(models.Model):
     skipped = models.BooleanField(default=False)
     unclear = models.BooleanField(default=False)
     too_fast = models.BooleanField(default=False, help_text="Answered under the minimum time; excluded.")
+    comment = models.TextField(
+        blank=True, max_length=COMMENT_MAX_LENGTH, help_text="The annotator's optional note, for the lead."
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -468,6 +495,34 @@ class Annotation(models.Model):
         if self.unclear:
             return "unclear"
         return f"{self.grade}{' (too fast)' if self.too_fast else ''}"
+
+
+class Adjudication(models.Model):
+    """The final grade of a pair that a qrels build dropped for disagreement, set by a lead or by a member
+    the lead allowed (`ProjectMembership.can_adjudicate`).
+
+    Adjudicated grades enter later qrels builds as their own source (see `annotations.qrels`). Setting the
+    grade again overwrites it; the row keeps who set it last and when.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="adjudications")
+    task = models.OneToOneField(Task, on_delete=models.CASCADE, related_name="adjudication")
+    grade = models.PositiveSmallIntegerField()
+    note = models.TextField(blank=True, max_length=COMMENT_MAX_LENGTH)
+    adjudicator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project", "task"]
+        constraints = [
+            models.CheckConstraint(condition=Q(grade__lte=MAX_GRADE), name="adjudication_grade_range")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task}: adjudicated {self.grade}"
 
 
 # --- quality and qrels builds -------------------------------------------------------------------------
@@ -605,7 +660,15 @@ class QrelsBuild(Job):
 
     @property
     def params(self) -> QrelsParams:
-        return QrelsParams(**{name: getattr(self, name) for name in QrelsParams.names()})
+        """The parameter columns, and `use_adjudications`, which lives in `counts` (it has no column;
+        builds from before adjudication have no such key, and used none)."""
+        columns = {name: getattr(self, name) for name in QrelsParams.names() if name != "use_adjudications"}
+        return QrelsParams(**columns, use_adjudications=bool(self.counts.get("use_adjudications", False)))
+
+    @property
+    def adjudicated(self) -> int:
+        """How many of the build's pairs took their rel from an adjudication."""
+        return int(self.counts.get("adjudicated", 0))
 
 
 class QrelsJudgment(models.Model):

@@ -13,6 +13,11 @@ A build is a job (`evalplatform.jobs`):
 Exports list the judgments sorted by (qid, doc_id) in code point order, whatever the database
 collation, so the same answers and parameters give byte-identical files. `content_hash` is the sha256 of
 the TREC file.
+
+Adjudicated grades (`annotations.adjudication`) enter every build whose `use_adjudications` is on (the
+default) as their own source: the pair's rel is the adjudicated grade. The flag is stored in the build's
+`counts` (no column of its own), with how many pairs came from each source; a judgment's row keeps the
+adjudication as the last entry of its `labels`, marked `"source": "adjudication"` (see `_row`).
 """
 
 from __future__ import annotations
@@ -25,11 +30,12 @@ from django.db import transaction
 from django.db.models import Max
 from django.http import HttpResponse
 
-from annotations.models import Project, QrelsBuild, QrelsJudgment, Task
+from annotations.models import Adjudication, Project, QrelsBuild, QrelsJudgment, Task
 from annotations.quality import project_answers, project_overrides, read_snapshot
 from evalcore.judging import (
     DEFAULT_QRELS_PARAMS,
     EXPORT_FORMATS,
+    Adjudicated,
     ExportFormat,
     Judgment,
     Pairs,
@@ -62,6 +68,7 @@ def qrels_build_create(
     min_accuracy: float | None = None,
     min_gold: int | None = None,
     min_labels: int = DEFAULT_QRELS_PARAMS.min_labels,
+    use_adjudications: bool = DEFAULT_QRELS_PARAMS.use_adjudications,
     enqueue: bool = True,
 ) -> QrelsBuild:
     """A pending build with the project's next version; queued on commit unless `enqueue` is False.
@@ -75,13 +82,16 @@ def qrels_build_create(
         min_accuracy=project.min_gold_accuracy if min_accuracy is None else float(min_accuracy),
         min_gold=project.min_gold_items if min_gold is None else int(min_gold),
         min_labels=int(min_labels),
+        use_adjudications=bool(use_adjudications),
     )
+    columns = params.as_dict()
+    counts = {"use_adjudications": columns.pop("use_adjudications")}
     # Version numbers are taken under the project's row lock; the unique constraint backs it up.
     # FOR NO KEY UPDATE: annotators' answers (foreign-key checks on the project row) do not wait for it.
     Project.objects.select_for_update(no_key=True).filter(pk=project.pk).order_by().first()
     latest = QrelsBuild.objects.filter(project=project).aggregate(latest=Max("version"))["latest"] or 0
     build = QrelsBuild.objects.create(
-        project=project, version=latest + 1, created_by=created_by, **params.as_dict()
+        project=project, version=latest + 1, created_by=created_by, counts=counts, **columns
     )
     if enqueue:
         job_enqueue_on_commit(build)
@@ -108,14 +118,49 @@ def _compute(build: QrelsBuild, progress: ProgressFn) -> QrelsResult:
         answers = project_answers(build.project, with_times=True)
         pairs = project_pairs(build.project)
         overrides = project_overrides(build.project)
+        adjudications = project_adjudications(build.project)
     progress(0.5, "filtering and aggregating the labels")
-    return qrels_compute(answers, pairs=pairs, overrides=overrides, params=build.params)
+    return qrels_compute(
+        answers, pairs=pairs, overrides=overrides, params=build.params, adjudications=adjudications
+    )
+
+
+def project_adjudications(project: Project) -> dict[int, Adjudicated]:
+    """The project's adjudicated grades by task id, with who set them (one query)."""
+    rows = Adjudication.objects.filter(project=project).values_list(
+        "task_id", "grade", "adjudicator__username", "note", "updated_at"
+    )
+    return {
+        task_id: Adjudicated(grade=grade, adjudicator=username or "", note=note, at=at)
+        for task_id, grade, username, note, at in rows
+    }
+
+
+# The marker of the adjudication entry appended to a judgment row's `labels`.
+_ADJUDICATION = {"source": "adjudication"}
+
+
+def _row(build: QrelsBuild, judgment: Judgment) -> QrelsJudgment:
+    """A judgment as a row: the crowd's labels, then the adjudication (if any) as a marked last entry."""
+    extra = [{**_ADJUDICATION, **judgment.adjudication}] if judgment.adjudication is not None else []
+    return QrelsJudgment(
+        build=build, qid=judgment.qid, doc_id=judgment.doc_id, rel=judgment.rel, score=judgment.score,
+        n_labels=len(judgment.labels), labels=judgment.labels + extra,
+    )  # fmt: skip
+
+
+def _judgment(qid: str, doc_id: str, rel: int, score: float, stored: list[dict[str, Any]]) -> Judgment:
+    """The inverse of `_row`."""
+    labels = [entry for entry in stored if entry.get("source") != "adjudication"]
+    marked = [entry for entry in stored if entry.get("source") == "adjudication"]
+    adjudication = {k: v for k, v in marked[0].items() if k != "source"} if marked else None
+    return Judgment(qid=qid, doc_id=doc_id, rel=rel, score=score, labels=labels, adjudication=adjudication)
 
 
 def _store(build: QrelsBuild, result: QrelsResult) -> None:
     QrelsJudgment.objects.filter(build=build).delete()
     QrelsJudgment.objects.bulk_create(
-        [QrelsJudgment(build=build, **judgment.fields()) for judgment in result.judgments], batch_size=2000
+        [_row(build, judgment) for judgment in result.judgments], batch_size=2000
     )
     build.pairs_kept = len(result.judgments)
     build.counts = result.counts
@@ -135,7 +180,7 @@ _EXPORT_TYPES: dict[str, tuple[str, str]] = {
 def build_judgments(build: QrelsBuild) -> list[Judgment]:
     """A finished build's judgments, sorted by (qid, doc_id) in code point order."""
     rows = QrelsJudgment.objects.filter(build=build).values_list("qid", "doc_id", "rel", "score", "labels")
-    judgments = [Judgment(qid=q, doc_id=d, rel=r, score=s, labels=labels) for q, d, r, s, labels in rows]
+    judgments = [_judgment(*row) for row in rows]
     return sorted(judgments, key=lambda judgment: (judgment.qid, judgment.doc_id))
 
 
@@ -166,6 +211,7 @@ def build_summary(build: QrelsBuild) -> dict[str, Any]:
         "status": build.status,
         "parameters": build.params.as_dict(),
         "pairs_kept": build.pairs_kept,
+        "adjudicated": build.adjudicated,
         "counts": build.counts,
         "agreement": build.agreement,
         "annotators": build.annotators,

@@ -137,6 +137,10 @@ class QrelsBuildIn(serializers.Serializer):
     min_gold = serializers.IntegerField(
         min_value=0, max_value=QrelsParams.MAX_MIN_GOLD, required=False, help_text="Default: the project's."
     )
+    use_adjudications = serializers.BooleanField(
+        default=DEFAULT_QRELS_PARAMS.use_adjudications,
+        help_text="Take the adjudicated pairs' rel from their adjudication (default true).",
+    )
 
 
 class QrelsBuildOut(serializers.Serializer):
@@ -144,6 +148,7 @@ class QrelsBuildOut(serializers.Serializer):
     status = serializers.ChoiceField(choices=QrelsBuild.Status.choices)
     parameters = serializers.SerializerMethodField()
     pairs_kept = serializers.IntegerField()
+    adjudicated = serializers.IntegerField(help_text="Pairs whose rel is an adjudicated grade.")
     counts = serializers.JSONField()
     agreement = serializers.JSONField()
     annotators = serializers.JSONField(help_text='{"included": [...], "excluded": [...]}, with reasons.')
@@ -196,7 +201,8 @@ class QualityErrorOut(serializers.Serializer):
 # --- helpers --------------------------------------------------------------------------------------------
 
 
-def _error(detail: str, code: int) -> Response:
+def error_response(detail: str, code: int) -> Response:
+    """`{"detail": ...}` with status `code`: the error body of the quality, qrels and adjudication API."""
     return Response(QualityErrorOut({"detail": detail}).data, status=code)
 
 
@@ -222,7 +228,7 @@ def quality_snapshot(request: Request, slug: str) -> Response:
     project = selectors.get_project_for_reader(request.user, slug).project
     snapshot = selectors.quality_snapshot(project=project)
     if snapshot is None:
-        return _error("No quality figures yet: POST quality/recompute/ to compute them.", 404)
+        return error_response("No quality figures yet: POST quality/recompute/ to compute them.", 404)
     rows = selectors.quality_rows(
         snapshot=snapshot, memberships=selectors.annotator_memberships(project=project)
     )
@@ -277,7 +283,7 @@ def annotator_override(request: Request, slug: str, username: str) -> Response:
             by=request.user,
         )  # fmt: skip
     except ProjectMembership.DoesNotExist:
-        return _error(f"{username!r} is not an annotator of this project.", 404)
+        return error_response(f"{username!r} is not an annotator of this project.", 404)
     body = {
         "username": username,
         "decision": membership.quality_override,
@@ -315,7 +321,7 @@ def qrels_builds(request: Request, slug: str) -> Response:
     try:
         build = qrels.qrels_build_create(project=project, created_by=request.user, **data.validated_data)
     except QrelsError as exc:
-        return _error(str(exc), 400)
+        return error_response(str(exc), 400)
     build.refresh_from_db()
     code = status.HTTP_503_SERVICE_UNAVAILABLE if build.status == QrelsBuild.Status.FAILED else 202
     return Response(QrelsBuildOut(build).data, status=code)
@@ -349,9 +355,9 @@ def qrels_export(request: Request, slug: str, version: int, fmt: str) -> Respons
     project = selectors.get_project_for_reader(request.user, slug).project
     build = selectors.qrels_build_for(project=project, version=version)
     if fmt not in qrels.EXPORT_FORMATS:
-        return _error("Exports are trec or jsonl.", 404)
+        return error_response("Exports are trec or jsonl.", 404)
     if build.status != QrelsBuild.Status.DONE:
-        return _error(f"Build v{version} is {build.status}; only a done build can be exported.", 409)
+        return error_response(f"Build v{version} is {build.status}; only a done build can be exported.", 409)
     return qrels.qrels_export_response(build, fmt=fmt)  # type: ignore[arg-type]
 
 
@@ -369,7 +375,7 @@ def qrels_diff(request: Request, slug: str) -> Response:
     project = selectors.get_project_for_reader(request.user, slug).project
     old_version, new_version = _version(request, "old"), _version(request, "new")
     if old_version is None or new_version is None:
-        return _error("Give two build versions: ?old=1&new=2.", 400)
+        return error_response("Give two build versions: ?old=1&new=2.", 400)
     diff = selectors.qrels_build_diff(
         old=selectors.qrels_build_for(project=project, version=old_version),
         new=selectors.qrels_build_for(project=project, version=new_version),

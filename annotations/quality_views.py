@@ -11,12 +11,13 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST, require_safe
 
-from annotations import charts, qrels, quality, selectors
+from annotations import charts, disagreements, qrels, quality, selectors
 from annotations.forms import OverrideForm, QrelsBuildForm
 from annotations.models import Project, ProjectMembership, QrelsBuild
 from evalcore.judging import QUALITY_AGREEMENT, REASONS
@@ -59,7 +60,30 @@ def _figures(project: Project, snapshot: Any, rows: list[dict[str, Any]]) -> lis
     ]
 
 
+def _kappa_links(project: Project, snapshot: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the heatmap's click handler needs (the drill-down URL and each name's user id), and the same
+    links as a list of pairs for readers without JavaScript."""
+    ids = {row["username"]: row["user_id"] for row in rows}
+    names = [name for name in snapshot.kappa.get("annotators", []) if name in ids]
+    kappa, shared = snapshot.kappa.get("unweighted", []), snapshot.kappa.get("shared_items", [])
+    position = {name: i for i, name in enumerate(snapshot.kappa.get("annotators", []))}
+    base = reverse("annotations:quality-disagreements", args=[project.slug])
+    pairs = [
+        {
+            "a": a,
+            "b": b,
+            "kappa": kappa[position[a]][position[b]] if kappa else None,
+            "shared": shared[position[a]][position[b]] if shared else None,
+            "url": f"{base}?a={ids[a]}&b={ids[b]}",
+        }
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+    ]
+    return {"script": {"url": base, "ids": {name: ids[name] for name in names}}, "pairs": pairs}
+
+
 @login_required
+@require_safe
 def quality_dashboard(request: SignedInRequest, slug: str) -> HttpResponse:
     access = selectors.get_project_for_reader(request.user, slug)
     project = access.project
@@ -84,6 +108,8 @@ def quality_dashboard(request: SignedInRequest, slug: str) -> HttpResponse:
             "reasons": REASONS,
             "agreement_rows": _agreement_rows(snapshot.agreement) if snapshot else [],
             "figures": _figures(project, snapshot, rows) if snapshot else [],
+            "kappa_links": _kappa_links(project, snapshot, rows) if snapshot else None,
+            "recompute": selectors.latest_recompute(project=project),
             "builds": builds,
             "done_builds": done,
             "build_form": QrelsBuildForm.for_project(project),
@@ -92,12 +118,59 @@ def quality_dashboard(request: SignedInRequest, slug: str) -> HttpResponse:
     )
 
 
+def _user_id(value: str | None) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise Http404("Choose annotators from the quality page.") from exc
+
+
+@login_required
+@require_GET
+def quality_disagreements(request: SignedInRequest, slug: str) -> HttpResponse:
+    """The items where annotator `a` disagrees with `b`, or with gold and the others (leads and team
+    readers; the labels are the same ones the dashboard's figures summarise)."""
+    project = selectors.get_project_for_reader(request.user, slug).project
+    a, b = _user_id(request.GET.get("a")), _user_id(request.GET.get("b"))
+    if a is None:
+        raise Http404("Choose an annotator from the quality page.")
+    found = disagreements.disagreement_list(project=project, a=a, b=b)
+    return render(
+        request,
+        "annotations/quality_disagreements.html",
+        {"project": project, "found": found, "a_id": a, "b_id": b},
+    )
+
+
+@never_cache
+@login_required
+@require_GET
+def quality_status(request: SignedInRequest, slug: str) -> JsonResponse:
+    """The state of the latest recompute and of the recent and unfinished qrels builds, for the quality
+    page's polling script (`annotations/quality.js`)."""
+    project = selectors.get_project_for_reader(request.user, slug).project
+    recompute = selectors.latest_recompute(project=project)
+    return JsonResponse(
+        {
+            "recompute": {"id": recompute.pk, **recompute.state()} if recompute else None,
+            "builds": [
+                {"version": build.version, **build.state()}
+                for build in selectors.qrels_builds_to_watch(project=project)
+            ],
+        }
+    )
+
+
 @login_required
 @require_POST
 def quality_recompute(request: SignedInRequest, slug: str) -> HttpResponse:
     project = selectors.get_lead_project(request.user, slug)
     if quality.quality_recompute_request(project_id=project.pk, force=True):
-        messages.success(request, "Recomputing the quality figures; reload this page in a moment.")
+        messages.success(
+            request, "Recomputing the quality figures; this page shows them when they are ready."
+        )
     else:
         messages.error(
             request, "The task queue is unreachable: the figures will be recomputed once it is back."
@@ -136,7 +209,9 @@ def qrels_build_create(request: SignedInRequest, slug: str) -> HttpResponse:
         for field, errors in form.errors.items():
             messages.error(request, f"{field}: {' '.join(str(error) for error in errors)}")
         return redirect("annotations:quality", project.slug)
-    build = qrels.qrels_build_create(project=project, created_by=request.user, **form.cleaned_data)
+    params = dict(form.cleaned_data)
+    params["use_adjudications"] = not params.pop("ignore_adjudications")
+    build = qrels.qrels_build_create(project=project, created_by=request.user, **params)
     build.refresh_from_db()
     if build.status == QrelsBuild.Status.FAILED:
         messages.error(request, f"Build v{build.version} failed: {build.error}")
@@ -146,6 +221,7 @@ def qrels_build_create(request: SignedInRequest, slug: str) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def qrels_download(request: SignedInRequest, slug: str, version: int, fmt: str) -> HttpResponse:
     project = selectors.get_project_for_reader(request.user, slug).project
     if fmt not in qrels.EXPORT_FORMATS:
@@ -157,6 +233,7 @@ def qrels_download(request: SignedInRequest, slug: str, version: int, fmt: str) 
 
 
 @login_required
+@require_safe
 def qrels_diff(request: SignedInRequest, slug: str) -> HttpResponse:
     project = selectors.get_project_for_reader(request.user, slug).project
     try:

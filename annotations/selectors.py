@@ -7,44 +7,53 @@ non-members, so no view can forget the membership check.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db.models import (
     Avg,
-    BigIntegerField,
     Count,
-    Exists,
-    F,
-    Func,
     IntegerField,
     OuterRef,
     Q,
     QuerySet,
     Subquery,
     Sum,
-    Value,
 )
 from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
 
+from annotations import hotpath
 from annotations.models import (
+    TASK_RANK_MODULUS,
     Annotation,
     Assignment,
     Project,
     ProjectMembership,
     QrelsBuild,
     QrelsJudgment,
+    QualityRecompute,
     QualitySnapshot,
     Task,
 )
 from evalplatform.auth import AnyUser, User
 
 Role = ProjectMembership.Role
+#: Undo reaches back over the current work session: at most this many answers...
+UNDO_DEPTH = 20
+#: ...and never across a pause this long or longer (or the project's break, when that is longer).
 UNDO_WINDOW = timedelta(seconds=60)
+#: The rule in words, for the judge page's key help and the history page.
+UNDO_RULE = (
+    f"Undo (z) takes back your last answer and shows that task again; press it again to go one further "
+    f"back. It reaches back over your current work session, up to your {UNDO_DEPTH} newest answers, "
+    "and stops at a break."
+)
 
 # --- access -------------------------------------------------------------------------------------------
 
@@ -128,46 +137,9 @@ def projects_for_user(user: User) -> QuerySet[ProjectMembership]:
 # --- the annotator's queue ----------------------------------------------------------------------------
 
 
-class ShuffleKey(Func):
-    """A per-annotator pseudo-random sort key for a task id: a seeded 64-bit hash in PostgreSQL.
-
-    Each annotator's seed gives them their own order (against position bias), stable across reloads.
-    SQLite, the embedded demo database, gets a cheaper affine mix of the same inputs.
-    """
-
-    output_field = BigIntegerField()
-
-    def __init__(self, expression: Any, seed: int) -> None:
-        super().__init__(expression, Value(int(seed)))
-
-    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:  # type: ignore[override]
-        seed = int(self.source_expressions[1].value)  # type: ignore[attr-defined]
-        column, params = compiler.compile(self.source_expressions[0])
-        multiplier, offset = seed % 1_000_003 + 1, seed % 2_147_483_647
-        return f"(({column} * {multiplier} + {offset}) %% 2147483647)", params
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        column, params = compiler.compile(self.source_expressions[0])
-        return f"hashint8extended({column}::bigint, %s::bigint)", [
-            *params,
-            int(self.source_expressions[1].value),  # type: ignore[attr-defined]
-        ]
-
-
-def candidate_tasks(*, project: Project, annotator: User, seed: int, is_gold: bool) -> QuerySet[Task]:
-    """Tasks the annotator may be served next, best first.
-
-    Ordinary tasks that already have annotators come first (so pairs get finished), then each
-    annotator's own random order.
-    """
-    cap = project.cap_for(is_gold=is_gold)
-    tasks = Task.objects.filter(project=project, is_gold=is_gold).exclude(
-        Exists(Assignment.objects.filter(task=OuterRef("pk"), annotator=annotator))
-    )
-    if cap is not None:
-        tasks = tasks.filter(assigned_count__lt=cap)
-    tasks = tasks.annotate(shuffle=ShuffleKey(F("id"), seed))
-    return tasks.order_by("shuffle") if is_gold else tasks.order_by("-assigned_count", "shuffle")
+def rank_start(seed: int) -> int:
+    """Where in the shared `Task.rank` order one annotator starts: a point on the ring of ranks."""
+    return seed % TASK_RANK_MODULUS
 
 
 @dataclass(frozen=True)
@@ -224,31 +196,73 @@ class QueueCounts:
 
 
 def queue_counts(*, project: Project, annotator: User, now: datetime | None = None) -> QueueCounts:
-    now = now or timezone.now()
-    done = ~Q(state=Assignment.State.RESERVED)
-    live = Q(state=Assignment.State.RESERVED, expires_at__gt=now)
-    mine = Assignment.objects.filter(project=project, annotator=annotator).aggregate(
-        done_ordinary=Count("id", filter=done & Q(task__is_gold=False)),
-        done_gold=Count("id", filter=done & Q(task__is_gold=True)),
-        live_ordinary=Count("id", filter=live & Q(task__is_gold=False)),
-        live_gold=Count("id", filter=live & Q(task__is_gold=True)),
-    )
-    open_tasks = Task.objects.filter(project=project).exclude(
-        Exists(Assignment.objects.filter(task=OuterRef("pk"), annotator=annotator))
-    )
-    gold_open = Q(is_gold=True)
-    if project.gold_overlap is not None:
-        gold_open &= Q(assigned_count__lt=project.gold_overlap)
-    available = open_tasks.aggregate(
-        ordinary=Count("id", filter=Q(is_gold=False, assigned_count__lt=project.overlap)),
-        gold=Count("id", filter=gold_open),
-    )
+    """The annotator's counts: one pass over their own assignments, and the project's open totals.
+
+    A task is available to the annotator when it has a place and they never held it, so `available` is
+    the project's open tasks less those among them the annotator holds or held: no scan of the whole
+    project per annotator. The open totals may be up to `JUDGING_OPEN_TOTALS_SECONDS` old (see
+    `open_totals`)."""
+    own = hotpath.own_counts(
+        project_id=project.pk, user_id=annotator.pk, now=now or timezone.now(), overlap=project.overlap,
+        gold_overlap=project.gold_overlap,
+    )  # fmt: skip
+    totals = open_totals(project)
     return QueueCounts(
-        **mine,
-        available_ordinary=available["ordinary"],
-        available_gold=available["gold"],
+        done_ordinary=own.done_ordinary,
+        done_gold=own.done_gold,
+        live_ordinary=own.live_ordinary,
+        live_gold=own.live_gold,
+        available_ordinary=max(0, totals.ordinary - own.held_open_ordinary),
+        available_gold=max(0, totals.gold - own.held_open_gold),
         gold_share=project.gold_share_target,
     )
+
+
+#: (project id, overlap, gold overlap) -> (monotonic time counted, totals); one per web process.
+_open_totals_cache: dict[tuple[int, int, int | None], tuple[float, hotpath.OpenTotals]] = {}
+
+
+def open_totals(project: Project) -> hotpath.OpenTotals:
+    """The project's tasks with a place left, by kind: a count over the project's open tasks (an index
+    read), kept per process for `JUDGING_OPEN_TOTALS_SECONDS` (0: counted every time).
+
+    Under load every claim would count the same thousands of index entries; with the cache a web
+    process counts once a second. What it costs is the annotator's "remaining" figure and the gold plan
+    lagging the other annotators' claims by that second, as they lag them between two page loads anyway:
+    serving is unaffected, a claim locks and re-checks the task it takes."""
+    ttl = float(getattr(settings, "JUDGING_OPEN_TOTALS_SECONDS", 0))
+    key = (project.pk, project.overlap, project.gold_overlap)
+    if ttl > 0 and (cached := _open_totals_cache.get(key)) is not None and cached[0] > time.monotonic() - ttl:
+        return cached[1]
+    totals = hotpath.open_totals(
+        project_id=project.pk, overlap=project.overlap, gold_overlap=project.gold_overlap
+    )
+    if ttl > 0:
+        if len(_open_totals_cache) > 1000:
+            _open_totals_cache.clear()
+        _open_totals_cache[key] = (time.monotonic(), totals)
+    return totals
+
+
+@dataclass(frozen=True)
+class OpenProject:
+    project: Project
+    remaining: int
+
+
+def annotator_open_projects(*, user: User, limit: int = 10) -> list[OpenProject]:
+    """The projects where the user, as an annotator, still has tasks to judge, with how many: the same
+    `QueueCounts.remaining` the judge page shows (three small queries per project; `limit` projects at
+    most, the home page lists no more)."""
+    memberships = (
+        ProjectMembership.objects.filter(user=user, role=Role.ANNOTATOR)
+        .select_related("project")
+        .order_by("project__name")[:limit]
+    )
+    counted = [
+        OpenProject(m.project, queue_counts(project=m.project, annotator=user).remaining) for m in memberships
+    ]
+    return [entry for entry in counted if entry.remaining > 0]
 
 
 def gold_turn(*, counts: QueueCounts, project: Project, seed: int) -> bool:
@@ -277,14 +291,51 @@ def current_reservation(*, project: Project, annotator: User) -> Assignment | No
     )
 
 
+def undoable_annotations(*, membership: ProjectMembership, now: datetime | None = None) -> list[Annotation]:
+    """The annotator's answers that undo (and "Change" on the history page) may still take back, newest first.
+
+    The rule (`UNDO_RULE`): answers of the current work session, at most the `UNDO_DEPTH` newest. The
+    session is cut at the first pause of the project's break length (`session_break_minutes`, but never
+    under `UNDO_WINDOW`, so that a project with no break still lets a slip be undone), and at a dismissed
+    break prompt. Older answers stay as they are: the lead's agreement figures and qrels may already
+    rest on them.
+    """
+    now = now or timezone.now()
+    gap = max(timedelta(minutes=membership.project.session_break_minutes), UNDO_WINDOW)
+    answers = Annotation.objects.filter(project=membership.project_id, annotator=membership.user_id)
+    if membership.break_dismissed_at is not None:
+        answers = answers.filter(created_at__gt=membership.break_dismissed_at)
+    undoable: list[Annotation] = []
+    previous = now
+    for answer in answers.order_by("-created_at", "-pk")[:UNDO_DEPTH]:
+        if previous - answer.created_at >= gap:
+            break
+        undoable.append(answer)
+        previous = answer.created_at
+    return undoable
+
+
 def last_undoable_annotation(
     *, project: Project, annotator: User, now: datetime | None = None
 ) -> Annotation | None:
-    now = now or timezone.now()
-    return (
-        Annotation.objects.filter(project=project, annotator=annotator, created_at__gt=now - UNDO_WINDOW)
-        .order_by("-created_at")
+    """The answer the undo button takes back next (see `undoable_annotations`), or None."""
+    membership = (
+        ProjectMembership.objects.select_related("project")
+        .filter(project=project, user=annotator, role=Role.ANNOTATOR)
         .first()
+    )
+    if membership is None:
+        return None
+    undoable = undoable_annotations(membership=membership, now=now)
+    return undoable[0] if undoable else None
+
+
+def own_answers(*, membership: ProjectMembership) -> QuerySet[Annotation]:
+    """The member's own answers in the project, newest first, with what the history page shows."""
+    return (
+        Annotation.objects.filter(project=membership.project_id, annotator=membership.user_id)
+        .select_related("task__topic", "task__document")
+        .order_by("-created_at", "-pk")
     )
 
 
@@ -342,7 +393,7 @@ def topic_progress(*, project: Project) -> QuerySet[Any]:
 
 
 def annotator_progress(*, project: Project) -> QuerySet[ProjectMembership]:
-    """Per annotator member: answers by outcome, gold answers and mean seconds (one query)."""
+    """Per annotator member: answers by outcome, gold answers and labels, and mean seconds (one query)."""
     answers = (
         Annotation.objects.filter(project=project, annotator=OuterRef("user")).order_by().values("annotator")
     )
@@ -362,9 +413,22 @@ def annotator_progress(*, project: Project) -> QuerySet[ProjectMembership]:
             unclear=count(unclear=True),
             too_fast=count(too_fast=True),
             gold_answered=count(task__is_gold=True),
+            # The quality page's "gold seen": gold answers with a grade given in time (the labels that
+            # accuracy on gold is computed over); skipped, unclear and too-fast answers are left out.
+            gold_seen=count(task__is_gold=True, grade__isnull=False, too_fast=False),
             mean_seconds=mean_seconds,
         )
         .order_by("user__username")
+    )
+
+
+def project_comments(*, project: Project) -> QuerySet[Annotation]:
+    """The annotators' comments on their answers, newest first, for the lead (never for annotators)."""
+    return (
+        Annotation.objects.filter(project=project)
+        .exclude(comment="")
+        .select_related("annotator", "task__topic", "task__document")
+        .order_by("-created_at", "-pk")
     )
 
 
@@ -457,6 +521,24 @@ def qrels_build_for(*, project: Project, version: int) -> QrelsBuild:
         raise Http404(f"No qrels build v{version} in this project.")
     build.project = project
     return build
+
+
+def latest_recompute(*, project: Project) -> QualityRecompute | None:
+    """The project's newest quality recompute (pending, running or finished), for its live status."""
+    return QualityRecompute.objects.filter(project=project).order_by("-created_at", "-pk").first()
+
+
+#: The quality page's status poll reports at least this many of the newest builds, finished or not.
+WATCHED_BUILDS = 20
+
+
+def qrels_builds_to_watch(*, project: Project) -> list[QrelsBuild]:
+    """The newest builds and every unfinished one (two small queries), newest first: what the quality
+    page's polling script needs to see a build finish."""
+    recent = list(QrelsBuild.objects.filter(project=project).order_by("-version")[:WATCHED_BUILDS])
+    oldest = recent[-1].version if recent else 0
+    older = QrelsBuild.objects.unfinished().filter(project=project, version__lt=oldest).order_by("-version")
+    return recent + list(older)
 
 
 @dataclass(frozen=True)

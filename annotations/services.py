@@ -19,17 +19,19 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial, wraps
 from typing import Any, Literal, ParamSpec, TypeVar
 
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db import OperationalError, transaction
-from django.db.models import F
 from django.utils import timezone
 
-from annotations import selectors
+from annotations import hotpath, selectors
 from annotations.models import (
+    COMMENT_MAX_LENGTH,
     Annotation,
     Assignment,
     AttentionCheck,
@@ -118,10 +120,37 @@ class TooFast(JudgingError):
         )
 
 
+class CommentTooLong(JudgingError):
+    status_code = 400
+
+    def __init__(self, length: int) -> None:
+        super().__init__(
+            f"Your comment is {length} characters long; the most is {COMMENT_MAX_LENGTH}. "
+            "Please shorten it and send again."
+        )
+
+
 class NothingToUndo(JudgingError):
     def __init__(self) -> None:
-        window = int(selectors.UNDO_WINDOW.total_seconds())
-        super().__init__(f"There is no answer from the last {window} seconds to undo.")
+        super().__init__(
+            f"There is no answer left to undo: undo reaches back over your current work session, up to "
+            f"your {selectors.UNDO_DEPTH} newest answers, and stops at a break."
+        )
+
+
+class AnswerNotFound(JudgingError):
+    status_code = 404
+
+    def __init__(self) -> None:
+        super().__init__("That answer is not one of yours in this project.")
+
+
+class AnswerClosed(JudgingError):
+    def __init__(self) -> None:
+        super().__init__(
+            "That answer can no longer be changed: only answers of your current work session "
+            f"(up to your {selectors.UNDO_DEPTH} newest, not before a break) can."
+        )
 
 
 class UndoConflict(JudgingError):
@@ -135,6 +164,9 @@ class Claim:
 
     status: Literal["task", "empty", "break"]
     assignment: Assignment | None = None
+    #: The annotator's queue counts after a new claim (None when the claim served a held reservation or
+    #: a break prompt), so that a view need not count the queue a second time.
+    counts: selectors.QueueCounts | None = None
 
 
 # --- projects and members -----------------------------------------------------------------------------
@@ -167,12 +199,57 @@ def project_update(*, project: Project, changed: Iterable[str]) -> Project:
     return project
 
 
+@_retried_on_conflict
+@transaction.atomic
 def membership_set(*, project: Project, user: User, role: str) -> ProjectMembership:
-    """Add a member, or change their role. The annotator's queue order (their seed) is kept."""
+    """Add a member, or change their role. The annotator's queue order (their seed) is kept.
+
+    One who stops being an annotator hands the tasks they hold back to the pool at once, rather than
+    keeping those places from the others until the reservations expire.
+    """
     membership, _ = ProjectMembership.objects.update_or_create(
         project=project, user=user, defaults={"role": role}
     )
+    if role != Role.ANNOTATOR:
+        reservations_release_held(project=project, annotator=user)
     return membership
+
+
+@_retried_on_conflict
+@transaction.atomic
+def membership_remove(*, project: Project, user: User) -> None:
+    """Take a member off the project; the tasks they hold go back to the pool, their answers stay."""
+    ProjectMembership.objects.filter(project=project, user=user).delete()
+    reservations_release_held(project=project, annotator=user)
+
+
+def reservations_release_held(*, project: Project, annotator: User) -> int:
+    """Delete the annotator's unanswered reservations (locked first: an answer in flight wins or waits).
+
+    Runs in the caller's transaction, with the membership change that calls for it."""
+    rows = list(
+        Assignment.objects.filter(project=project, annotator=annotator, state=State.RESERVED)
+        .order_by("pk")
+        .select_for_update(of=("self",))
+        .values_list("id", "task_id")
+    )
+    if rows:
+        Assignment.objects.filter(id__in=[row_id for row_id, _ in rows]).delete()
+        _apply_counter_deltas({task_id: (-n, 0) for task_id, n in Counter(t for _, t in rows).items()})
+    return len(rows)
+
+
+def _annotator_membership(*, project: Project, annotator: User, no_key: bool = False) -> ProjectMembership:
+    """The annotator's membership, locked; PermissionDenied (a 403, not a 500) when the lead removed them or
+    changed their role after the view let the request in."""
+    try:
+        return (
+            ProjectMembership.objects.select_for_update(no_key=no_key, of=("self",))
+            .select_related("project")
+            .get(project=project, user=annotator, role=Role.ANNOTATOR)
+        )
+    except ProjectMembership.DoesNotExist:
+        raise PermissionDenied("You are no longer an annotator of this project.") from None
 
 
 def session_break_dismiss(*, membership: ProjectMembership, now: datetime | None = None) -> None:
@@ -219,118 +296,152 @@ def reservations_release_expired(*, project: Project, now: datetime | None = Non
     return len(rows)
 
 
+#: Project id -> when this process last released its expired reservations (`time.monotonic()`).
+_last_expiry_sweep: dict[int, float] = {}
+
+
+def _expiry_sweep_due(project: Project) -> bool:
+    """Whether this process should release the project's expired reservations before a claim: at most
+    once in JUDGING_EXPIRY_SWEEP_SECONDS (a reservation lasts minutes; sweeping on every claim cost a
+    transaction of its own per request under load)."""
+    every = settings.JUDGING_EXPIRY_SWEEP_SECONDS
+    clock = time.monotonic()
+    last = _last_expiry_sweep.get(project.pk)
+    if every > 0 and last is not None and clock - last < every:
+        return False
+    _last_expiry_sweep[project.pk] = clock
+    return True
+
+
 @_retried_on_conflict
 def task_claim(*, project: Project, annotator: User, now: datetime | None = None) -> Claim:
-    """Serve the annotator's next task: their live reservation if they hold one, else a new one."""
+    """Serve the annotator's next task: their live reservation if they hold one, else a new one.
+
+    Expired reservations are released first (at most every JUDGING_EXPIRY_SWEEP_SECONDS per process, and
+    always before answering "empty", so that an expired reservation never hides the last tasks)."""
+    swept = now is not None or _expiry_sweep_due(project)
     now = now or timezone.now()
-    reservations_release_expired(project=project, now=now)
+    if swept:
+        reservations_release_expired(project=project, now=now)
+    claim = _claim(project=project, annotator=annotator, now=now)
+    if claim.status == "empty" and not swept and reservations_release_expired(project=project, now=now):
+        claim = _claim(project=project, annotator=annotator, now=now)
+    return claim
+
+
+def _claim(*, project: Project, annotator: User, now: datetime) -> Claim:
     with transaction.atomic():
-        membership = (
-            # Locks only the membership row: claims of one annotator queue up, other annotators' do not.
-            ProjectMembership.objects.select_for_update(of=("self",))
-            .select_related("project")
-            .get(project=project, user=annotator, role=Role.ANNOTATOR)
-        )
-        current = selectors.current_reservation(project=project, annotator=annotator)
-        if (
-            current is not None
-            and current.expires_at <= now
-            and not _expired_place_free(project=project, assignment=current, now=now)
-        ):
-            current.delete()
-            _apply_counter_deltas({current.task_id: (-1, 0)})
-            current = None
-        if current is not None:
-            current.expires_at = now + project.reservation_timeout
-            current.save(update_fields=["expires_at"])
-            return Claim("task", current)
-        if selectors.session_state(membership=membership, now=now).break_due:
-            return Claim("break")
+        # Locks only the membership row: claims of one annotator queue up, other annotators' do not.
+        seed = hotpath.membership_lock(project_id=project.pk, user_id=annotator.pk)
+        if seed is None:
+            raise PermissionDenied("You are no longer an annotator of this project.")
+        if hotpath.held_reservation(project_id=project.pk, user_id=annotator.pk) is not None:
+            held = _held_claim(project=project, annotator=annotator, now=now)
+            if held is not None:
+                return held
+        if project.session_cap_minutes:
+            membership = _annotator_membership(project=project, annotator=annotator)
+            if selectors.session_state(membership=membership, now=now).break_due:
+                return Claim("break")
         counts = selectors.queue_counts(project=project, annotator=annotator, now=now)
-        gold_first = selectors.gold_turn(counts=counts, project=project, seed=membership.shuffle_seed)
+        gold_first = selectors.gold_turn(counts=counts, project=project, seed=seed)
         kinds = [True, False] if gold_first else [False, True] if counts.gold_allowed else [False]
         for is_gold in kinds:
-            assignment = _claim_one(
-                project=project, annotator=annotator, membership=membership, is_gold=is_gold, now=now
+            assignment_id = _claim_one(
+                project=project, annotator=annotator, seed=seed, is_gold=is_gold, now=now
             )
-            if assignment is not None:
-                return Claim("task", assignment)
-    return Claim("empty")
+            if assignment_id is not None:
+                kind = "gold" if is_gold else "ordinary"
+                after = {f"live_{kind}": getattr(counts, f"live_{kind}") + 1,
+                         f"available_{kind}": max(0, getattr(counts, f"available_{kind}") - 1)}  # fmt: skip
+                assignment = Assignment.objects.select_related("task__topic", "task__document").get(
+                    pk=assignment_id
+                )
+                return Claim("task", assignment, replace(counts, **after))
+        return Claim("empty", counts=counts)
 
 
-# Candidates are ranked without locks (a top-N sort), then locked one by one with SKIP LOCKED: a single
+def _held_claim(*, project: Project, annotator: User, now: datetime) -> Claim | None:
+    """The reservation the annotator holds, its expiry moved on; None when it expired and lost its place
+    (then it is deleted and the annotator claims afresh)."""
+    current = selectors.current_reservation(project=project, annotator=annotator)
+    if current is None:
+        return None
+    if current.expires_at <= now and not _expired_place_free(
+        project=project, task_id=current.task_id, assignment_id=current.pk, now=now
+    ):
+        current.delete()
+        _apply_counter_deltas({current.task_id: (-1, 0)})
+        return None
+    current.expires_at = now + project.reservation_timeout
+    current.save(update_fields=["expires_at"])
+    return Claim("task", current)
+
+
+# Candidates are ranked without locks, then locked one by one with SKIP LOCKED: a single
 # `ORDER BY ... FOR UPDATE SKIP LOCKED LIMIT 1` would make PostgreSQL sort every candidate row in full.
 CLAIM_WINDOWS = (16, 256)
 
 
-def _claim_one(
-    *,
-    project: Project,
-    annotator: User,
-    membership: ProjectMembership,
-    is_gold: bool,
-    now: datetime,
-) -> Assignment | None:
+def _claim_one(*, project: Project, annotator: User, seed: int, is_gold: bool, now: datetime) -> int | None:
+    """Reserve one task of the kind for the annotator: the new assignment's id, or None."""
     cap = project.cap_for(is_gold=is_gold)
-    ranked = selectors.candidate_tasks(
-        project=project, annotator=annotator, seed=membership.shuffle_seed, is_gold=is_gold
-    ).values_list("id", flat=True)
+    where = {"project_id": project.pk, "user_id": annotator.pk}
+    # Started tasks first (ordinary tasks with more than one place), in the annotator's own order. Then
+    # fresh tasks round the rank ring from the annotator's starting point, read off an index. Each stage
+    # gives its query for a window of so many candidates.
+    stages = [
+        partial(hotpath.fresh_candidates_sql, **where, is_gold=is_gold, gold_overlap=project.gold_overlap,
+                start=selectors.rank_start(seed), wrapped=wrapped)
+        for wrapped in (False, True)
+    ]  # fmt: skip
+    if not is_gold and cap is not None and cap > 1:
+        stages.insert(0, partial(hotpath.started_candidates_sql, **where, overlap=cap, seed=seed))
     claim: dict[str, Any] = {"project": project, "annotator": annotator, "cap": cap, "now": now}
     tried: set[int] = set()
     busy: list[int] = []
-    for window in CLAIM_WINDOWS:
-        ids = list(ranked[:window])
-        for task_id in ids:
-            if task_id in tried:
-                continue
-            tried.add(task_id)
-            assignment, held_by_another = _claim_task(task_id=task_id, wait=False, **claim)
-            if assignment is not None:
-                return assignment
-            if held_by_another:
-                busy.append(task_id)
-        if len(ids) < window:
-            break
+    for stage in stages:
+        for window in CLAIM_WINDOWS:
+            ids = hotpath.candidate_ids(stage(limit=window))
+            for task_id in ids:
+                if task_id in tried:
+                    continue
+                tried.add(task_id)
+                assignment_id, held_by_another = _claim_task(task_id=task_id, wait=False, **claim)
+                if assignment_id is not None:
+                    return assignment_id
+                if held_by_another:
+                    busy.append(task_id)
+            if len(ids) < window:
+                break
     # Every open candidate was locked by another claim a moment ago (near the end of a queue, many
     # annotators want the same few tasks): wait for those short transactions rather than report "empty".
     for task_id in busy:
-        assignment, _ = _claim_task(task_id=task_id, wait=True, **claim)
-        if assignment is not None:
-            return assignment
+        assignment_id, _ = _claim_task(task_id=task_id, wait=True, **claim)
+        if assignment_id is not None:
+            return assignment_id
     return None
 
 
 def _claim_task(
     *, project: Project, annotator: User, task_id: int, cap: int | None, now: datetime, wait: bool
-) -> tuple[Assignment | None, bool]:
-    """Lock the task, re-count its places and reserve it: (the assignment, whether another claim held it)."""
-    locked = (
-        Task.objects.select_for_update(skip_locked=not wait, no_key=True, of=("self",))
-        .select_related("topic", "document")
-        .filter(pk=task_id)
-    )
+) -> tuple[int | None, bool]:
+    """Lock the task, re-count its places and reserve it: (the assignment's id, whether another claim held it)."""
+    assigned = hotpath.task_lock(task_id=task_id, cap=cap, wait=wait)
+    if assigned is None:
+        return None, not wait and hotpath.task_has_place(task_id=task_id, cap=cap)
     if cap is not None:
-        locked = locked.filter(assigned_count__lt=cap)
-    task = locked.first()
-    if task is None:
-        still_open = Task.objects.filter(pk=task_id)
-        if cap is not None:
-            still_open = still_open.filter(assigned_count__lt=cap)
-        return None, not wait and still_open.exists()
-    occupied = Assignment.objects.filter(task=task).occupying(now).count()
-    if cap is not None and occupied >= cap:
-        # The counter fell behind; correct it so the fast filter passes over this task.
-        Task.objects.filter(pk=task.pk).update(assigned_count=max(occupied, task.assigned_count, cap))
-        return None, False
-    assignment = Assignment.objects.create(
-        project=project,
-        task=task,
-        annotator=annotator,
-        reserved_at=now,
+        occupied = hotpath.occupying_count(task_id=task_id, now=now)
+        if occupied >= cap:
+            # The counter fell behind; correct it so the fast filter passes over this task.
+            hotpath.assigned_count_set(task_id=task_id, value=max(occupied, assigned, cap))
+            return None, False
+    assignment_id = hotpath.reservation_insert(
+        project_id=project.pk, task_id=task_id, user_id=annotator.pk, now=now,
         expires_at=now + project.reservation_timeout,
-    )
-    Task.objects.filter(pk=task.pk).update(assigned_count=F("assigned_count") + 1)
-    return assignment, False
+    )  # fmt: skip
+    hotpath.counters_add(task_id=task_id, assigned=1, labels=0)
+    return assignment_id, False
 
 
 # --- answering ------------------------------------------------------------------------------------------
@@ -343,29 +454,42 @@ def annotation_submit(
     assignment_id: int,
     grade: int | None = None,
     unclear: bool = False,
+    comment: str = "",
     now: datetime | None = None,
 ) -> Annotation:
     """Answer a reserved task with a grade, or flag it as unclear (no grade).
 
     The seconds spent are measured on the server from when the task was served. An answer under the
     project's minimum time is refused (TooFast) or stored flagged as too fast, by the project's policy.
+    The optional comment is a note for the lead (see `annotation_comment_set` to change it later).
     """
     if not unclear and grade not in project.grades:
         raise InvalidGrade(grade, project.grades)
     return _answer(
         project=project, annotator=annotator, assignment_id=assignment_id, now=now or timezone.now(),
-        grade=None if unclear else grade, skipped=False, unclear=unclear,
+        grade=None if unclear else grade, skipped=False, unclear=unclear, comment=_clean_comment(comment),
     )  # fmt: skip
 
 
 def annotation_skip(
-    *, project: Project, annotator: User, assignment_id: int, now: datetime | None = None
+    *, project: Project, annotator: User, assignment_id: int, comment: str = "", now: datetime | None = None
 ) -> Annotation:
-    """Decline a task. It goes to another annotator; this one is not served it again."""
+    """Decline a task. It goes to another annotator; this one is not served it again.
+
+    A comment says why, for the lead (a broken document, a query they cannot judge).
+    """
     return _answer(
         project=project, annotator=annotator, assignment_id=assignment_id, now=now or timezone.now(),
-        grade=None, skipped=True, unclear=False,
+        grade=None, skipped=True, unclear=False, comment=_clean_comment(comment),
     )  # fmt: skip
+
+
+def _clean_comment(comment: str) -> str:
+    """The comment as stored: stripped, refused (before anything is written) when over the limit."""
+    comment = comment.strip()
+    if len(comment) > COMMENT_MAX_LENGTH:
+        raise CommentTooLong(len(comment))
+    return comment
 
 
 @_retried_on_conflict
@@ -379,12 +503,10 @@ def _answer(
     grade: int | None,
     skipped: bool,
     unclear: bool,
+    comment: str,
 ) -> Annotation:
-    assignment = (
-        Assignment.objects.select_for_update(of=("self",))
-        .select_related("task")
-        .filter(pk=assignment_id, project=project, annotator=annotator)
-        .first()
+    assignment = hotpath.assignment_lock(
+        assignment_id=assignment_id, project_id=project.pk, user_id=annotator.pk
     )
     if assignment is None:
         raise AssignmentNotFound()
@@ -395,47 +517,59 @@ def _answer(
     if too_fast and project.too_fast_policy == Project.TooFastPolicy.REFUSE:
         raise TooFast(seconds_spent=seconds, min_seconds=project.min_seconds_per_task)
     if assignment.expires_at <= now and not _expired_place_free(
-        project=project, assignment=assignment, now=now
+        project=project, task_id=assignment.task_id, assignment_id=assignment.id, now=now
     ):
         raise ReservationExpired()  # the release is left to `reservations_release_expired`
     counts = grade is not None and not too_fast
-    assignment.state = State.LABELLED if counts else State.RELEASED
-    assignment.answered_at = now
-    assignment.save(update_fields=["state", "answered_at"])
+    hotpath.assignment_answered(
+        assignment_id=assignment.id, state=State.LABELLED if counts else State.RELEASED, now=now
+    )
     _apply_counter_deltas({assignment.task_id: (0, 1) if counts else (-1, 0)})
     transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
-    return Annotation.objects.create(
-        assignment=assignment, project=project, task_id=assignment.task_id, annotator=annotator,
+    answer = Annotation(
+        assignment_id=assignment.id, project=project, task_id=assignment.task_id, annotator=annotator,
         grade=grade, seconds_spent=seconds, skipped=skipped, unclear=unclear, too_fast=too_fast, created_at=now,
+        comment=comment,
     )  # fmt: skip
+    hotpath.annotation_insert(answer)
+    return answer
 
 
-def _expired_place_free(*, project: Project, assignment: Assignment, now: datetime) -> bool:
+def _expired_place_free(*, project: Project, task_id: int, assignment_id: int, now: datetime) -> bool:
     """Whether an expired reservation not yet released may keep its place: nobody took it meanwhile."""
-    task = Task.objects.select_for_update(no_key=True, of=("self",)).get(pk=assignment.task_id)
+    task = Task.objects.select_for_update(no_key=True, of=("self",)).get(pk=task_id)
     cap = project.cap_for(is_gold=task.is_gold)
-    others = Assignment.objects.filter(task=task).exclude(pk=assignment.pk).occupying(now).count()
-    return cap is None or others < cap
+    return cap is None or hotpath.occupying_count(task_id=task_id, now=now, excluding=assignment_id) < cap
+
+
+def annotation_undo(*, project: Project, annotator: User, now: datetime | None = None) -> Assignment:
+    """Take back the annotator's last undoable answer and serve that task again.
+
+    Pressed again, it takes back the answer before, and so on over the current work session (the rule is
+    `selectors.undoable_annotations`).
+    """
+    return annotation_reopen(project=project, annotator=annotator, now=now)
 
 
 @_retried_on_conflict
 @transaction.atomic
-def annotation_undo(*, project: Project, annotator: User, now: datetime | None = None) -> Assignment:
-    """Take back the annotator's last answer (within the undo window) and serve that task again.
+def annotation_reopen(
+    *, project: Project, annotator: User, annotation_id: int | None = None, now: datetime | None = None
+) -> Assignment:
+    """Take back one of the annotator's own answers (`annotation_id`, or None for the last one) and
+    serve that task again; the answer must still be undoable (`selectors.undoable_annotations`).
 
-    Any other task they hold goes back to the pool, so the undone one is next.
+    Any other task they hold goes back to the pool, so the reopened one is next. A skipped, unclear or
+    too-fast answer gave its place up; when another annotator has taken that place since, UndoConflict.
     """
     now = now or timezone.now()
     # Every lock below is taken on the rows meant and nothing joined to them (`of=("self",)`, no ordering
     # join): a lock on the project row would deadlock with a concurrent answer's foreign-key check.
-    ProjectMembership.objects.select_for_update(no_key=True, of=("self",)).get(
-        project=project, user=annotator, role=Role.ANNOTATOR
-    )
-    last = selectors.last_undoable_annotation(project=project, annotator=annotator, now=now)
-    if last is None:
-        raise NothingToUndo()
+    # The membership lock comes first: it queues this annotator's claims, answers' undos and reopens.
+    membership = _annotator_membership(project=project, annotator=annotator, no_key=True)
+    answer = _reopenable(membership=membership, annotation_id=annotation_id, now=now)
     assignment = (
-        Assignment.objects.select_for_update(of=("self",)).select_related("task").get(pk=last.assignment_id)
+        Assignment.objects.select_for_update(of=("self",)).select_related("task").get(pk=answer.assignment_id)
     )
     deltas: dict[int, tuple[int, int]] = {}
     held = list(
@@ -455,9 +589,10 @@ def annotation_undo(*, project: Project, annotator: User, now: datetime | None =
         if cap is not None and Assignment.objects.filter(task=task).occupying(now).count() >= cap:
             raise UndoConflict()
         deltas[assignment.task_id] = (deltas.get(assignment.task_id, (0, 0))[0] + 1, 0)
-    last.delete()
+    answer.delete()
     assignment.state = State.RESERVED
     assignment.answered_at = None
+    # `reserved_at` stays: the task was read once already, so the minimum time does not start over.
     assignment.expires_at = max(now, assignment.reserved_at) + project.reservation_timeout
     assignment.save(update_fields=["state", "answered_at", "expires_at"])
     _apply_counter_deltas(deltas)
@@ -465,11 +600,46 @@ def annotation_undo(*, project: Project, annotator: User, now: datetime | None =
     return assignment
 
 
+def _reopenable(*, membership: ProjectMembership, annotation_id: int | None, now: datetime) -> Annotation:
+    """The answer to reopen: the newest undoable one, or the one asked for if it is still undoable."""
+    undoable = selectors.undoable_annotations(membership=membership, now=now)
+    if annotation_id is None:
+        if not undoable:
+            raise NothingToUndo()
+        return undoable[0]
+    for answer in undoable:
+        if answer.pk == annotation_id:
+            return answer
+    own = Annotation.objects.filter(
+        pk=annotation_id, project=membership.project_id, annotator=membership.user_id
+    ).exists()
+    raise AnswerClosed() if own else AnswerNotFound()
+
+
+@transaction.atomic
+def annotation_comment_set(
+    *, project: Project, annotator: User, annotation_id: int, comment: str
+) -> Annotation:
+    """Add, change or clear the comment on one of the annotator's own answers, at any time.
+
+    Only the note changes: the grade, and so the counters and quality figures, stay as they are.
+    """
+    comment = _clean_comment(comment)
+    answer = (
+        Annotation.objects.select_for_update(of=("self",))
+        .filter(pk=annotation_id, project=project, annotator=annotator)
+        .first()
+    )
+    if answer is None:
+        raise AnswerNotFound()
+    answer.comment = comment
+    answer.save(update_fields=["comment"])
+    return answer
+
+
 def _apply_counter_deltas(deltas: dict[int, tuple[int, int]]) -> None:
     """Add (assigned, labels) deltas to task counters, in task id order so that lockers never deadlock."""
     for task_id in sorted(deltas):
         d_assigned, d_labels = deltas[task_id]
         if d_assigned or d_labels:
-            Task.objects.filter(pk=task_id).update(
-                assigned_count=F("assigned_count") + d_assigned, label_count=F("label_count") + d_labels
-            )
+            hotpath.counters_add(task_id=task_id, assigned=d_assigned, labels=d_labels)

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotations import quality_views, views
+from annotations import adjudication_views, quality_views, views
 
 app_name = "annotations"
 
@@ -14,11 +14,29 @@ urlpatterns = [
     path("projects/<slug:slug>/members/", views.member_add, name="member-add"),
     path("projects/<slug:slug>/import/", views.project_import, name="project-import"),
     path("projects/<slug:slug>/guidelines/", views.guidelines, name="guidelines"),
+    path("projects/<slug:slug>/comments/", views.project_comments, name="project-comments"),
     path("projects/<slug:slug>/judge/", views.judge, name="judge"),
     path("projects/<slug:slug>/judge/undo/", views.judge_undo, name="judge-undo"),
     path("projects/<slug:slug>/judge/continue/", views.judge_continue, name="judge-continue"),
+    path("projects/<slug:slug>/judge/history/", views.judge_history, name="judge-history"),
+    path(
+        "projects/<slug:slug>/judge/history/<int:annotation_id>/change/",
+        views.judge_change,
+        name="judge-change",
+    ),
+    path(
+        "projects/<slug:slug>/judge/history/<int:annotation_id>/comment/",
+        views.judge_comment,
+        name="judge-comment",
+    ),
     path("projects/<slug:slug>/judge/<int:assignment_id>/", views.judge_answer, name="judge-answer"),
     path("projects/<slug:slug>/quality/", quality_views.quality_dashboard, name="quality"),
+    path(
+        "projects/<slug:slug>/quality/disagreements/",
+        quality_views.quality_disagreements,
+        name="quality-disagreements",
+    ),
+    path("projects/<slug:slug>/quality/status.json", quality_views.quality_status, name="quality-status"),
     path(
         "projects/<slug:slug>/quality/recompute/", quality_views.quality_recompute, name="quality-recompute"
     ),
@@ -26,6 +44,15 @@ urlpatterns = [
         "projects/<slug:slug>/quality/annotators/<int:user_id>/override/",
         quality_views.annotator_override,
         name="annotator-override",
+    ),
+    path("projects/<slug:slug>/adjudication/", adjudication_views.adjudication_queue, name="adjudication"),
+    path(
+        "projects/<slug:slug>/adjudication/<int:task_id>/", adjudication_views.adjudicate, name="adjudicate"
+    ),
+    path(
+        "projects/<slug:slug>/adjudication/adjudicators/<int:user_id>/",
+        adjudication_views.adjudicator_allow,
+        name="adjudicator-allow",
     ),
     path("projects/<slug:slug>/qrels/", quality_views.qrels_build_create, name="qrels-build"),
     path("projects/<slug:slug>/qrels/diff/", quality_views.qrels_diff, name="qrels-diff"),

@@ -11,21 +11,25 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Page, Paginator
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.urls import reverse
+from django.views.decorators.http import require_POST, require_safe
 
 from annotations import selectors, services
 from annotations.forms import ImportForm, MemberForm, ProjectForm
 from annotations.highlight import query_terms
 from annotations.imports import FORMATS, KINDS, import_upload
-from annotations.models import Annotation, GoldLabel, ProjectMembership
+from annotations.models import COMMENT_MAX_LENGTH, Annotation, GoldLabel, Project, ProjectMembership
 from evalcore.errors import FormatError
 from evalplatform.auth import SignedInRequest
 from evalplatform.roles import Role as PlatformRole
 from evalplatform.roles import user_has_role
 
 Role = ProjectMembership.Role
+HISTORY_PAGE_SIZE = 50
 
 
 def _can_create_projects(user: Any) -> bool:
@@ -36,6 +40,7 @@ def _can_create_projects(user: Any) -> bool:
 
 
 @login_required
+@require_safe
 def project_list(request: SignedInRequest) -> HttpResponse:
     memberships = list(selectors.projects_for_user(request.user))
     return render(
@@ -61,6 +66,7 @@ def project_create(request: SignedInRequest) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def project_detail(request: SignedInRequest, slug: str) -> HttpResponse:
     membership = selectors.get_project_for_member(request.user, slug)
     if membership.role == Role.ANNOTATOR:
@@ -80,6 +86,15 @@ def project_detail(request: SignedInRequest, slug: str) -> HttpResponse:
             "member_form": MemberForm(),
         },
     )
+
+
+@login_required
+@require_safe
+def project_comments(request: SignedInRequest, slug: str) -> HttpResponse:
+    """The annotators' comments on their answers, newest first: what they flagged for the lead."""
+    project = selectors.get_lead_project(request.user, slug)
+    page, rows = _answers_page(request, project, selectors.project_comments(project=project))
+    return render(request, "annotations/comments.html", {"project": project, "page": page, "rows": rows})
 
 
 @login_required
@@ -136,6 +151,7 @@ def project_import(request: SignedInRequest, slug: str) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def guidelines(request: SignedInRequest, slug: str) -> HttpResponse:
     project = selectors.get_project_for_member(request.user, slug).project
     return render(request, "annotations/guidelines.html", {"project": project})
@@ -145,6 +161,7 @@ def guidelines(request: SignedInRequest, slug: str) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def judge(request: SignedInRequest, slug: str) -> HttpResponse:
     membership = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR)
     project = membership.project
@@ -152,8 +169,9 @@ def judge(request: SignedInRequest, slug: str) -> HttpResponse:
     context: dict[str, Any] = {
         "project": project,
         "claim": claim,
-        "progress": selectors.queue_counts(project=project, annotator=request.user),
+        "progress": claim.counts or selectors.queue_counts(project=project, annotator=request.user),
         "undoable": selectors.last_undoable_annotation(project=project, annotator=request.user),
+        "undo_rule": selectors.UNDO_RULE,
     }
     if claim.assignment is not None:
         task = claim.assignment.task
@@ -171,7 +189,8 @@ def judge(request: SignedInRequest, slug: str) -> HttpResponse:
     return render(request, "annotations/judge.html", context)
 
 
-def _posted_grade(request: HttpRequest) -> int | None:
+def posted_grade(request: HttpRequest) -> int | None:
+    """The form's `grade` as an integer, or None (the service then refuses it as off the scale)."""
     try:
         return int(request.POST.get("grade", ""))
     except ValueError:
@@ -193,14 +212,19 @@ def _saved_message(answer: Annotation, label: str) -> str:
 def judge_answer(request: SignedInRequest, slug: str, assignment_id: int) -> HttpResponse:
     project = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR).project
     action = request.POST.get("action", "grade")
-    common: dict[str, Any] = {"project": project, "annotator": request.user, "assignment_id": assignment_id}
+    common: dict[str, Any] = {
+        "project": project,
+        "annotator": request.user,
+        "assignment_id": assignment_id,
+        "comment": request.POST.get("comment", ""),
+    }
     try:
         if action == "skip":
             answer = services.annotation_skip(**common)
         elif action == "unclear":
             answer = services.annotation_submit(**common, unclear=True)
         else:
-            answer = services.annotation_submit(**common, grade=_posted_grade(request))
+            answer = services.annotation_submit(**common, grade=posted_grade(request))
     except services.TooFast as exc:
         messages.warning(request, str(exc))
     except services.JudgingError as exc:
@@ -221,6 +245,83 @@ def judge_undo(request: SignedInRequest, slug: str) -> HttpResponse:
     else:
         messages.info(request, "Undone. Here is that task again.")
     return redirect("annotations:judge", slug)
+
+
+@login_required
+@require_safe
+def judge_history(request: SignedInRequest, slug: str) -> HttpResponse:
+    """The annotator's own answers in this project, newest first, with "Change" while each is still open."""
+    membership = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR)
+    project = membership.project
+    page, rows = _answers_page(request, project, selectors.own_answers(membership=membership))
+    open_ids = {answer.pk for answer in selectors.undoable_annotations(membership=membership)}
+    return render(
+        request,
+        "annotations/history.html",
+        {
+            "project": project,
+            "page": page,
+            "rows": rows,
+            "open_ids": open_ids,
+            "undo_rule": selectors.UNDO_RULE,
+            "comment_max_length": COMMENT_MAX_LENGTH,
+        },
+    )
+
+
+def _answers_page(
+    request: HttpRequest, project: Project, answers: QuerySet[Annotation]
+) -> tuple[Page[Annotation], list[tuple[Annotation, str]]]:
+    """The page `?page=` of `answers` (`HISTORY_PAGE_SIZE` a page), each with its outcome in words."""
+    page = Paginator(answers, HISTORY_PAGE_SIZE).get_page(request.GET.get("page"))
+    return page, [(answer, _outcome_text(answer, project.grade_label(answer.grade))) for answer in page]
+
+
+def _outcome_text(answer: Annotation, label: str) -> str:
+    if answer.skipped:
+        return "Skipped"
+    if answer.unclear:
+        return "Unclear"
+    text = f"{answer.grade} ({label})" if label and label != str(answer.grade) else str(answer.grade)
+    return f"{text}, too fast: does not count" if answer.too_fast else text
+
+
+@login_required
+@require_POST
+def judge_change(request: SignedInRequest, slug: str, annotation_id: int) -> HttpResponse:
+    """Take back one answer from the history page and serve its task again on the judge page."""
+    project = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR).project
+    try:
+        services.annotation_reopen(project=project, annotator=request.user, annotation_id=annotation_id)
+    except services.JudgingError as exc:  # someone else's answer reads as no answer: nothing is told
+        messages.error(request, str(exc))
+        return redirect("annotations:judge-history", slug)
+    messages.info(request, "Here is that task again: your answer was taken back. Answer it anew.")
+    return redirect("annotations:judge", slug)
+
+
+@login_required
+@require_POST
+def judge_comment(request: SignedInRequest, slug: str, annotation_id: int) -> HttpResponse:
+    """Add, change or clear the comment on one of the annotator's own answers."""
+    project = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR).project
+    try:
+        answer = services.annotation_comment_set(
+            project=project,
+            annotator=request.user,
+            annotation_id=annotation_id,
+            comment=request.POST.get("comment", ""),
+        )
+    except services.JudgingError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Saved your comment." if answer.comment else "Removed your comment.")
+    return redirect(_history_url(slug, request.POST.get("page")))
+
+
+def _history_url(slug: str, page: str | None) -> str:
+    url = reverse("annotations:judge-history", args=[slug])
+    return f"{url}?page={int(page)}" if page and page.isdigit() else url
 
 
 @login_required

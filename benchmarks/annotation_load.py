@@ -4,13 +4,16 @@ Starts gunicorn against the PostgreSQL database at DATABASE_URL (migrated first)
 its own (`load-<id>`: topics, documents, tasks, 10% gold, overlap 3, no minimum time, no break prompt)
 with one annotator and API token per simulated client, and drives them from one asyncio process over
 keep-alive HTTP/1.1 connections on 127.0.0.1: each client claims (`POST .../next/`) and answers
-(`POST .../submit/`) until the queue is empty or the time is up. Then it checks the database: every
+(`POST .../submit/`) until the queue is empty or the time is up (`--mode submit-next`: answers with
+`"next": true`, which claims the next task in the same request; `--rate N`: paced at N answers/s in all,
+open loop, each request's latency counted from when it was due). Then it checks the database: every
 answer the API accepted is stored exactly once, no task has more annotators than its cap, and no
 annotator holds a task twice. The project, users and tokens are deleted at the end (`--keep` keeps
 them).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/evalplatform_load \\
-        .venv/bin/python benchmarks/annotation_load.py [--clients 50] [--seconds 20] [--web-workers 4]
+        .venv/bin/python benchmarks/annotation_load.py [--clients 50] [--seconds 20] [--web-workers 4] \\
+        [--mode next-submit|submit-next] [--rate 0]
 
 The last line of output is one JSON object: throughput_per_s (accepted answers per second), p50_ms,
 p95_ms, p99_ms (over every request, claims and answers), errors (responses other than 200/201 and
@@ -53,6 +56,17 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--threads", type=int, default=1, help="threads per gunicorn worker (1: sync workers)"
     )
+    parser.add_argument(
+        "--mode", choices=["next-submit", "submit-next"], default="next-submit",
+        help="next-submit: claim (POST next/), then answer (POST submit/), two requests per answer (the "
+        "default); submit-next: answer with `next: true`, which claims the next task in the same request",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rate", type=float, default=0.0,
+        help="answers per second for all clients together, paced (open loop): each client starts its "
+        "answers on a fixed schedule and a request's latency counts from when it was due, so a server that "
+        "falls behind shows it. 0 (the default): closed loop, each client asks again as soon as answered",
+    )  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the project, users and tokens")
     return parser.parse_args()
 
@@ -99,7 +113,7 @@ def create_project(run_id: str, *, tasks: int, clients: int, overlap: int) -> tu
     from django.contrib.auth.models import User
     from rest_framework.authtoken.models import Token
 
-    from annotations import services
+    from annotations import hotpath, services
     from annotations.models import Document, GoldLabel, ProjectMembership, Task, Topic
 
     lead = User.objects.create_user(f"{run_id}-lead")
@@ -135,6 +149,7 @@ def create_project(run_id: str, *, tasks: int, clients: int, overlap: int) -> tu
         ]
     )
     tokens = Token.objects.bulk_create([Token(user=user, key=Token.generate_key()) for user in users])
+    hotpath.tasks_analyze_after(len(rows))  # as a judging import does (outside a transaction: at once)
     return project.slug, [token.key for token in tokens]
 
 
@@ -271,37 +286,55 @@ class Connection:
             self.writer = None
 
 
-async def annotator(port: int, slug: str, token: str, deadline: float, tally: Tally, seed: int) -> None:
+async def annotator(
+    port: int, slug: str, token: str, deadline: float, tally: Tally, seed: int, *, mode: str, interval: float
+) -> None:
+    """One simulated annotator. `interval` > 0 paces it: answer k is due at a random phase + k * interval,
+    and the latency of the request that starts it counts from that time."""
     rng = np.random.default_rng(seed)
     connection = Connection(port, token)
     base = f"/api/projects/{slug}"
+    due = time.perf_counter() + (rng.uniform(0, interval) if interval else 0.0)
+    held: int | None = None  # the reservation the last submit-next reply handed over
+
+    async def request(path: str, body: dict[str, Any], what: str, since: float) -> tuple[int, dict[str, Any]]:
+        try:
+            status, reply = await connection.post(path, body)
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            tally.error(f"{what}: {type(exc).__name__}")
+            return 0, {}
+        tally.latencies.append(time.perf_counter() - since)
+        return status, reply
+
     try:
         while time.monotonic() < deadline:
-            started = time.perf_counter()
-            try:
-                status, claim = await connection.post(f"{base}/next/", {})
-            except (OSError, asyncio.IncompleteReadError) as exc:
-                tally.error(f"next: {type(exc).__name__}")
-                continue
-            tally.latencies.append(time.perf_counter() - started)
-            if status != 200:
-                tally.error(f"next: HTTP {status}")
-                continue
-            if claim["status"] != "task":
-                return  # the queue is empty for this annotator
-            assignment = claim["task"]["assignment"]
-            started = time.perf_counter()
-            try:
-                status, _ = await connection.post(
-                    f"{base}/submit/", {"assignment": assignment, "grade": int(rng.integers(0, 5))}
-                )
-            except (OSError, asyncio.IncompleteReadError) as exc:
-                tally.error(f"submit: {type(exc).__name__}")
-                continue
-            tally.latencies.append(time.perf_counter() - started)
-            if status == 201:
-                tally.accepted.add(assignment)
+            if interval:
+                await asyncio.sleep(max(0.0, due - time.perf_counter()))
+                started, due = due, due + interval
             else:
+                started = time.perf_counter()
+            if held is None:
+                status, claim = await request(f"{base}/next/", {}, "next", started)
+                if status != 200:
+                    if status:
+                        tally.error(f"next: HTTP {status}")
+                    continue
+                if claim["status"] != "task":
+                    return  # the queue is empty for this annotator
+                held, started = claim["task"]["assignment"], time.perf_counter()
+            body: dict[str, Any] = {"assignment": held, "grade": int(rng.integers(0, 5))}
+            if mode == "submit-next":
+                body["next"] = True
+            status, answer = await request(f"{base}/submit/", body, "submit", started)
+            answered, held = held, None
+            if status == 201:
+                tally.accepted.add(answered)
+                following = answer.get("next")
+                if following and following["status"] == "task":
+                    held = following["task"]["assignment"]
+                elif following:
+                    return  # the queue is empty for this annotator
+            elif status:
                 tally.error(f"submit: HTTP {status}")
     finally:
         await connection.close()
@@ -319,12 +352,18 @@ async def warm_up(port: int, slug: str, tokens: list[str]) -> None:
         await asyncio.gather(*(read(token) for token in tokens))
 
 
-async def drive(port: int, slug: str, tokens: list[str], seconds: float) -> tuple[Tally, float]:
+async def drive(
+    port: int, slug: str, tokens: list[str], seconds: float, *, mode: str, rate: float
+) -> tuple[Tally, float]:
     await warm_up(port, slug, tokens)
     tally = Tally()
+    interval = len(tokens) / rate if rate else 0.0
     started = time.monotonic()
     await asyncio.gather(
-        *(annotator(port, slug, token, started + seconds, tally, seed) for seed, token in enumerate(tokens))
+        *(
+            annotator(port, slug, token, started + seconds, tally, seed, mode=mode, interval=interval)
+            for seed, token in enumerate(tokens)
+        )
     )
     return tally, time.monotonic() - started
 
@@ -341,9 +380,10 @@ def main() -> int:
     port = free_port()
     server = start_gunicorn(port, workers=args.web_workers, threads=args.threads)
     try:
+        pace = f"paced at {args.rate:g} answers/s" if args.rate else "closed loop"
         print(f"gunicorn: {args.web_workers} workers x {args.threads} threads on 127.0.0.1:{port}; "
-              f"{args.clients} clients for up to {args.seconds:g} s")  # fmt: skip
-        tally, elapsed = asyncio.run(drive(port, slug, tokens, args.seconds))
+              f"{args.clients} clients for up to {args.seconds:g} s, {args.mode}, {pace}")  # fmt: skip
+        tally, elapsed = asyncio.run(drive(port, slug, tokens, args.seconds, mode=args.mode, rate=args.rate))
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -367,7 +407,8 @@ def main() -> int:
         "p99_ms": round(float(p99), 2), "errors": errors, "lost": checks["lost"],
         "duplicated": checks["duplicated"], "over_assigned": checks["over_assigned"] + checks["held_twice"],
         "requests": len(tally.latencies), "seconds": round(elapsed, 2), "clients": args.clients,
-        "web_workers": args.web_workers, "threads": args.threads, "target_met": met,
+        "web_workers": args.web_workers, "threads": args.threads, "mode": args.mode, "rate": args.rate,
+        "target_met": met,
     }))  # fmt: skip
     return (
         1 if checks["lost"] or checks["duplicated"] or checks["over_assigned"] or checks["held_twice"] else 0

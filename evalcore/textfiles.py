@@ -136,6 +136,24 @@ def text_lines(
             raise FormatError(name, number + 1, exc.reason) from None
 
 
+def json_error(exc: json.JSONDecodeError) -> str:
+    """The reason of a JSON error in one line of a JSON Lines file, by column: the caller names the file's
+    line, so json's own "line 1 column 5" (or "line 2 column 1" at the line's newline) would name a second,
+    wrong one.
+
+    >>> try:
+    ...     json.loads('{"a": 1')
+    ... except json.JSONDecodeError as exc:
+    ...     json_error(exc)
+    "invalid JSON: expecting ',' delimiter at the end of the line"
+    """
+    reason = exc.msg[:1].lower() + exc.msg[1:]
+    rest = exc.doc[exc.pos :] if isinstance(exc.doc, str) else ""
+    if not rest.strip():
+        return f"invalid JSON: {reason} at the end of the line"
+    return f"invalid JSON: {reason} at column {exc.colno}"
+
+
 def json_object(line: str) -> dict[str, object]:
     """One JSON Lines record; ValueError with the reason for anything but an object, including one nested
     deeper than Python's parser goes, or a field that is not text (an unpaired surrogate escape)."""
@@ -143,6 +161,8 @@ def json_object(line: str) -> dict[str, object]:
         record = json.loads(line)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(json_error(exc)) from None
     if not isinstance(record, dict):
         raise ValueError("each line must be a JSON object")
     if "\\ud" in line or "\\uD" in line:  # only an escape can make an unpaired surrogate

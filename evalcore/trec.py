@@ -134,19 +134,36 @@ def _split(line: str, fmt: Format) -> list[str]:
     return line.split()
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _out_of_range(value: int) -> bool:
+    return not _INT64[0] <= value <= _INT64[1]
+
+
+def _range_problem(text: str) -> str:
+    shown = text if len(text) <= 40 else f"{text[:40]}..."
+    return f"relevance {shown!r} is out of range (a 64-bit integer)"
+
+
 def _value_problem(text: str, integer: bool, strict: bool) -> str | None:
     if integer:
-        if strict or _leading_integer(text) is None:
-            try:
-                int(text)
-            except ValueError:
-                return f"relevance {text!r} is not an integer"
-        return None
+        try:
+            value = int(text) if strict else _leading_integer(text)
+            if value is None:
+                int(text)  # raises: trec_eval would read it as 0, which is refused rather than guessed
+        except ValueError:
+            # Python's int() also refuses more than 4,300 digits: out of range either way.
+            digits = _LEADING_INTEGER.match(text)
+            if digits and len(digits.group().strip().lstrip("+-")) > 4000:
+                return _range_problem(text)
+            return f"relevance {text!r} is not an integer"
+        return _range_problem(text) if value is not None and _out_of_range(value) else None
     try:
-        value = float(text)
+        score = float(text)
     except ValueError:
         return f"score {text!r} is not a number"
-    return f"score {text!r} is not a number" if math.isnan(value) else None
+    return f"score {text!r} is not a number" if math.isnan(score) else None
 
 
 def _leading_integer(text: str) -> int | None:
@@ -382,6 +399,8 @@ def _json_value(value: object, integer: bool) -> float:
         raise ValueError(f"{kind} {json.dumps(value)} is not a number")
     if integer and (isinstance(value, float) and not value.is_integer()):
         raise ValueError(f"relevance {json.dumps(value)} is not an integer")
+    if integer and _out_of_range(int(value)):
+        raise ValueError(_range_problem(json.dumps(value)))
     if not integer and math.isnan(value):
         raise ValueError("score is not a number")
     return value
@@ -462,13 +481,30 @@ def _relevance(column: pa.ChunkedArray, path: PathLike, skip_header: bool) -> np
     """Relevance read as trec_eval reads it: the leading integer of each value (C's atol)."""
     if pa.types.is_integer(column.type):
         return to_numpy(column)
-    text = pc.cast(column, pa.string()) if pa.types.is_binary(column.type) else column
-    digits = pc.struct_field(pc.extract_regex(text, r"^\s*(?P<v>[+-]?[0-9]+)"), "v")
+    # Matched as bytes: a value that is not UTF-8 (`0\xff`) must not make a cast to text raise.
+    digits = pc.struct_field(pc.extract_regex(column, r"^\s*(?P<v>[+-]?[0-9]+)"), "v")
     if digits.null_count:
         row = int(np.flatnonzero(to_numpy(pc.is_null(digits)))[0])
         line = _line_numbers(path, [row], skip_header)[0]
-        raise FormatError(str(path), line, f"relevance {text[row].as_py()!r} is not an integer")
-    return to_numpy(pc.cast(digits, pa.int64()))
+        value = column[row].as_py()
+        text = value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
+        raise FormatError(str(path), line, f"relevance {text!r} is not an integer")
+    try:  # Arrow's cast takes `-2` but not `+2`
+        return to_numpy(pc.cast(pc.replace_substring_regex(digits, r"^\+", ""), pa.int64()))
+    except pa.ArrowInvalid:  # a leading integer past 64 bits
+        row = next(i for i, value in enumerate(digits.to_pylist()) if not _fits_int64(value))
+        line = _line_numbers(path, [row], skip_header)[0]
+        value = digits[row].as_py()
+        raise FormatError(
+            str(path), line, _range_problem(decode([value])[0] if isinstance(value, bytes) else value)
+        ) from None
+
+
+def _fits_int64(digits: bytes) -> bool:
+    try:
+        return not _out_of_range(int(digits))
+    except ValueError:  # more digits than Python's int() takes
+        return False
 
 
 def _check_ids(

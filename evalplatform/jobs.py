@@ -138,6 +138,7 @@ class Job(models.Model):
         """The job's state as JSON-ready data, for polling pages and the API."""
         return {
             "status": self.status,
+            "label": JobStatus(self.status).label,
             "percent": self.percent,
             "note": self.progress_note,
             "error": self.error,
@@ -372,12 +373,19 @@ def job_finish(claim: Claim, store: Callable[[Job], None]) -> JobOutcome:
 # --- queueing -----------------------------------------------------------------------------------------
 
 
+_TASK_IMPORT_LOCK = threading.Lock()
+
+
 def job_enqueue(job: Job, *, countdown: float = 0) -> bool:
     """Send the job's task. An unreachable broker fails a pending job with a message that says so."""
     from celery import current_app
 
     if job.task_name not in current_app.tasks:  # a web process has not imported the apps' tasks modules
-        current_app.loader.import_default_modules()
+        # One thread imports them; another that asked meanwhile waits for it, rather than finding the
+        # registry half-filled ("never registered": seen with several threads answering at once).
+        with _TASK_IMPORT_LOCK:
+            if job.task_name not in current_app.tasks:
+                current_app.loader.import_default_modules()
     try:
         current_app.tasks[job.task_name].apply_async((job.pk,), countdown=countdown, retry=False)
     except (BrokerError, OSError) as error:

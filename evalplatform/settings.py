@@ -71,6 +71,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "evalplatform.csp.ContentSecurityPolicyMiddleware",
+    # A request that lost its database connection (a restart, a failover) answers 503 with Retry-After.
+    "evalplatform.dbdown.DatabaseUnavailableMiddleware",
     # Last: it turns a login that axes refused into the lockout page (HTTP 429).
     "axes.middleware.AxesMiddleware",
 ]
@@ -178,6 +180,12 @@ MEDIA_URL = "media/"  # uploads are never served as static files; views stream t
 # expands to gigabytes costs a read buffer, not its expanded size.
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 2 * 1024**3)
 UPLOAD_MAX_DECOMPRESSED_BYTES = env_int("UPLOAD_MAX_DECOMPRESSED_BYTES", 4 * 1024**3)
+# Judging under load: each web process counts a project's open tasks at most once in this many seconds
+# (the annotator's "remaining" lags other annotators' claims by as much; 0 counts on every claim), and
+# releases expired reservations at most once in JUDGING_EXPIRY_SWEEP_SECONDS per project (a claim that
+# finds nothing sweeps at once before it answers "empty").
+JUDGING_OPEN_TOTALS_SECONDS = env_int("JUDGING_OPEN_TOTALS_SECONDS", 1)
+JUDGING_EXPIRY_SWEEP_SECONDS = env_int("JUDGING_EXPIRY_SWEEP_SECONDS", 5)
 
 # Security: secure by default when DEBUG is off; each can be relaxed from the environment (e.g. behind
 # a TLS-terminating proxy that already redirects, set SECURE_SSL_REDIRECT=false).
@@ -214,9 +222,11 @@ SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 
 # REST API.
 REST_FRAMEWORK = {
+    # Token first: a request with no credentials gets 401 with a `WWW-Authenticate: Token` challenge (the
+    # first class's), as HTTP says, rather than the 403 that session authentication answers.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -338,8 +348,13 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "filters": {"plain_refusals": {"()": "evalplatform.logs.PlainRefusals"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    # django-axes announces itself at INFO in every process (commands included); lockouts are warnings.
-    "loggers": {"axes": {"level": "WARNING"}},
+    "loggers": {
+        # django-axes announces itself at INFO in every process (commands included); lockouts are warnings.
+        "axes": {"level": "WARNING"},
+        # A 403 or 404 is a one-line warning, not a traceback.
+        "django.request": {"filters": ["plain_refusals"]},
+    },
 }

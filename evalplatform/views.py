@@ -10,8 +10,9 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_safe
 
+from annotations.selectors import annotator_open_projects
 from evalplatform.auth import SignedInRequest
 from evalplatform.health import health_report, public_health_report
 from evalplatform.roles import Role, user_roles
@@ -24,6 +25,7 @@ HOME_ALERTS = 20
 
 
 @login_required
+@require_safe
 def home(request: SignedInRequest) -> HttpResponse:
     roles = user_roles(request.user)
     memberships = team_memberships(user=request.user)
@@ -34,6 +36,7 @@ def home(request: SignedInRequest) -> HttpResponse:
         {
             "roles": sorted(role.label for role in roles),
             "is_annotator": Role.ANNOTATOR in roles,
+            "open_projects": annotator_open_projects(user=request.user),
             "is_lead": Role.PROJECT_LEAD in roles or request.user.is_superuser,
             "is_team_member": Role.TEAM_MEMBER in roles or request.user.is_superuser or bool(teams),
             "memberships": memberships,

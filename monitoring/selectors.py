@@ -25,7 +25,9 @@ from monitoring.models import (
     ComparisonSummary,
     Evaluation,
     EvaluationResult,
+    FraudScoreEvaluation,
     QrelsSource,
+    RecommendationEvaluation,
     Run,
 )
 
@@ -61,19 +63,26 @@ def get_comparison(*, team: Team, pk: Any) -> Comparison:
     return get_one(queryset.prefetch_related("runs", "summaries", "pairs"), pk, "comparison")  # type: ignore[no-any-return]
 
 
-#: The jobs a page can poll, by the name in its URL.
-JOB_MODELS: dict[str, type[Evaluation] | type[Comparison]] = {
+TeamJob = Evaluation | Comparison | RecommendationEvaluation | FraudScoreEvaluation
+
+#: The team's jobs a page can poll (`monitoring/_job.html`, `jobs.js`), by the name in their URL.
+JOB_MODELS: dict[str, type[TeamJob]] = {
     "evaluation": Evaluation,
     "comparison": Comparison,
+    "recommendation": RecommendationEvaluation,
+    "fraud": FraudScoreEvaluation,
 }
+# What `Job.state()` reads: the rows' results and parameters are not loaded.
+_STATE_FIELDS = ("id", "team_id", "status", "error", "progress", "progress_note", "attempts", "created_at",
+                 "started_at", "finished_at")  # fmt: skip
 
 
-def get_job(*, team: Team, kind: str, pk: Any) -> Evaluation | Comparison:
-    """One of the team's evaluations or comparisons, for its state only (no results are read)."""
+def get_job(*, team: Team, kind: str, pk: Any) -> TeamJob:
+    """One of the team's jobs, for its state only."""
     model = JOB_MODELS.get(kind)
     if model is None:
-        raise Http404("Jobs are evaluations or comparisons.")
-    return get_one(model.objects.filter(team=team), pk, kind)  # type: ignore[no-any-return]
+        raise Http404(f"Jobs are {', '.join(JOB_MODELS)}.")
+    return get_one(model.objects.filter(team=team).only(*_STATE_FIELDS), pk, kind)  # type: ignore[no-any-return]
 
 
 def team_runs(*, team: Team) -> QuerySet[Run]:

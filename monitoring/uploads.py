@@ -98,7 +98,7 @@ def sniff(upload: Any, *, kind: str, fmt: str | None = None) -> Sniffed:
             ) from None
         except (EvalCoreError, UnicodeDecodeError, ValueError) as error:
             raise UploadError(f"{name}: {error}") from None
-    tag = _run_tag(head) if kind == "run" and detected == "trec" else ""
+    tag = _run_tag(head, name) if kind == "run" and detected == "trec" else ""
     return Sniffed(
         format=str(detected),
         num_queries=None if truncated else len(data.qids),
@@ -109,10 +109,14 @@ def sniff(upload: Any, *, kind: str, fmt: str | None = None) -> Sniffed:
     )
 
 
-def _run_tag(head: Iterable[bytes]) -> str:
-    for line in head:
+def _run_tag(head: Iterable[bytes], name: str) -> str:
+    """The first line's run tag, which becomes the run's name; one with a NUL byte, which no database text
+    column holds, is refused (it was a 500)."""
+    for number, line in enumerate(head, start=1):
         fields = line.split()
         if len(fields) >= 6:
+            if b"\x00" in fields[5]:
+                raise UploadError(f"{name}:{number}: the run tag contains a NUL character")
             return fields[5].decode("utf-8", errors="replace")[:200]
     return ""
 

@@ -63,12 +63,6 @@ urlpatterns = [
         {"kind": "recommendation"},
         name="recsys-csv",
     ),
-    path(
-        TEAM + RECSYS_EVALUATION + "state.json",
-        recsys_fraud.job_state,
-        {"kind": "recommendation"},
-        name="recsys-job-state",
-    ),
     path(TEAM + "fraud-scores/new/", recsys_fraud.fraud_upload, name="fraud-upload"),
     path(TEAM + "fraud-scores/<int:pk>/", recsys_fraud.fraud_set, name="fraud-set"),
     path(TEAM + "fraud-scores/<int:pk>/evaluate/", recsys_fraud.fraud_evaluate, name="fraud-evaluate"),
@@ -78,11 +72,5 @@ urlpatterns = [
         recsys_fraud.dashboard_csv,
         {"kind": "fraud"},
         name="fraud-csv",
-    ),
-    path(
-        TEAM + FRAUD_EVALUATION + "state.json",
-        recsys_fraud.job_state,
-        {"kind": "fraud"},
-        name="fraud-job-state",
     ),
 ]

@@ -150,6 +150,14 @@ def uploads_in_media_root(settings: Any, media_root: Path) -> None:
     settings.MEDIA_ROOT = media_root
 
 
+@pytest.fixture(autouse=True)
+def judging_counts_exact(settings: Any) -> None:
+    """Tests read queue counts right after the writes they check: no per-process caching of the open
+    totals nor skipped expiry sweeps (production's load settings; `test_claim_load_settings` tests those)."""
+    settings.JUDGING_OPEN_TOTALS_SECONDS = 0
+    settings.JUDGING_EXPIRY_SWEEP_SECONDS = 0
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(
     live_services: None,
@@ -318,6 +326,15 @@ def theo(db: None):  # type: ignore[no-untyped-def]
 
 
 # --- screenshots ----------------------------------------------------------------------------------
+
+
+def browser_log_in(page: Any, live_server: Any, username: str, password: str) -> None:
+    """Sign in through the login form in the browser tests' Chromium page, and wait for the home page."""
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_server.url}/")
 
 
 def screenshot_path(name: str) -> Path:

@@ -9,6 +9,7 @@ embeddings) falls back to a read-only memory map sliced by rows. Nothing here im
 from __future__ import annotations
 
 import os
+import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,17 @@ class RowSource(Protocol):
     def chunks(self, start: int, stop: int, chunk_rows: int) -> Iterator[Any]: ...
 
 
+#: What numpy's header parser raises on a corrupt header: it runs Python's tokenizer on the header text.
+HEADER_ERRORS = (ValueError, OSError, SyntaxError, TypeError, tokenize.TokenError)
+
+
 def _check_dtype(dtype: np.dtype[Any], where: str) -> None:
+    if dtype.hasobject:
+        # Its data is a pickle, which runs code when loaded: refused on the header, never unpickled.
+        raise EmbeddingInputError(
+            f"{where}dtype {dtype}: the file holds pickled Python objects, which are never loaded; "
+            "save a float32 or float64 array"
+        )
     if dtype.kind != "f" or dtype.itemsize not in ACCEPTED_ITEMSIZES:
         raise EmbeddingInputError(
             f"{where}dtype {dtype}: embeddings must be floating point (float16, float32 or float64)"
@@ -82,7 +93,7 @@ class NpyFile:
 
 
 def _memmap_chunks(npy: NpyFile, start: int, stop: int, chunk_rows: int) -> Iterator[np.ndarray]:
-    mapped = np.load(npy.path, mmap_mode="r")
+    mapped = np.load(npy.path, mmap_mode="r", allow_pickle=False)
     for lo in range(start, stop, chunk_rows):
         yield np.ascontiguousarray(mapped[lo : min(lo + chunk_rows, stop)])
 
@@ -96,7 +107,7 @@ def open_npy(path: str | os.PathLike[str]) -> NpyFile:
         try:
             version = np.lib.format.read_magic(handle)
             shape, fortran_order, dtype = _read_header(handle, version)
-        except (ValueError, OSError, SyntaxError) as exc:
+        except HEADER_ERRORS as exc:
             raise EmbeddingInputError(f"{path}: not a .npy file ({exc})") from exc
         offset = handle.tell()
     where = f"{path}: "

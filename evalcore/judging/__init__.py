@@ -6,18 +6,25 @@ pairs into `Pairs`, then:
 - `quality_figures(answers, overrides=..., min_accuracy=..., min_gold=...)`: per annotator, accuracy on
   gold, speed, too-fast share and agreement with the others' consensus; per project, agreement metrics
   with bootstrap intervals, Cohen's kappa matrices and the label distribution.
+- `pair_disagreements` / `annotator_disagreements`: the items behind a kappa cell or an annotator's
+  accuracy and consensus, largest disagreement first (the quality page's drill-down).
 - `annotator_reliability`: seed 004's rule (accuracy on gold >= 0.7 on >= 10 gold items), then the leads'
   overrides (`Override`: auto, include, exclude).
-- `qrels_compute(answers, pairs=..., overrides=..., params=QrelsParams(...))`: the judgments of a qrels
-  build with its counts and agreement figures; `qrels_text` writes them as TREC qrels or JSONL.
+- `qrels_compute(answers, pairs=..., overrides=..., params=QrelsParams(...), adjudications=...)`: the
+  judgments of a qrels build with its counts and agreement figures, adjudicated grades (`Adjudicated`)
+  as their own source; `qrels_text` writes them as TREC qrels or JSONL.
+- `qrels_disagreements`: the pairs the same computation drops for disagreement (the adjudication queue).
 """
 
 from evalcore.judging._answers import Answers, Pairs
+from evalcore.judging._disagreements import LabelDisagreements, annotator_disagreements, pair_disagreements
 from evalcore.judging._qrels import (
     AGGREGATIONS,
     DEFAULT_QRELS_PARAMS,
     EXPORT_FORMATS,
+    Adjudicated,
     Aggregation,
+    DroppedPairs,
     ExportFormat,
     Judgment,
     QrelsCounts,
@@ -25,6 +32,7 @@ from evalcore.judging._qrels import (
     QrelsParams,
     QrelsResult,
     qrels_compute,
+    qrels_disagreements,
     qrels_jsonl,
     qrels_text,
     qrels_trec,
@@ -58,10 +66,13 @@ __all__ = [
     "QUALITY_AGREEMENT",
     "REASONS",
     "TOLERANCE",
+    "Adjudicated",
     "Aggregation",
     "Answers",
+    "DroppedPairs",
     "ExportFormat",
     "Judgment",
+    "LabelDisagreements",
     "Override",
     "Pairs",
     "QrelsCounts",
@@ -72,9 +83,12 @@ __all__ = [
     "Reliability",
     "agreement_figures",
     "agreement_values",
+    "annotator_disagreements",
     "annotator_reliability",
     "answers_quality",
+    "pair_disagreements",
     "qrels_compute",
+    "qrels_disagreements",
     "qrels_jsonl",
     "qrels_text",
     "qrels_trec",

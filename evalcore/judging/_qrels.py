@@ -7,6 +7,11 @@ aggregate it (`aggregate_labels`: median rounded down by default, mean rounded h
 ties to the lower grade, or Dawid-Skene anchored by the gold labels, estimated on all the pairs' used
 labels).
 
+Adjudication: `qrels_disagreements` lists the pairs such a computation drops for disagreement (the
+adjudication queue). A pair given a final grade by an adjudicator (`Adjudicated`) enters the qrels as its
+own source when `use_adjudications` is on: its rel is that grade, whatever the crowd's labels say, and its
+provenance keeps the crowd's used labels alongside.
+
 Exports (`qrels_trec`, `qrels_jsonl`) list the judgments sorted by (qid, doc_id) in plain string order
 (code points, as Python sorts `str`), one line each, so the same answers and parameters give
 byte-identical files.
@@ -23,13 +28,25 @@ from typing import Any, ClassVar, Literal, TypeAlias, TypedDict
 
 import numpy as np
 
-from evalcore.aggregation import DISAGREEMENT, KEPT, TOO_FEW_LABELS, aggregate_labels, agreement_filter
+from evalcore.aggregation import (
+    DISAGREEMENT,
+    TOO_FEW_LABELS,
+    AgreementFilter,
+    aggregate_labels,
+    agreement_filter,
+)
 from evalcore.agreement import LongLabels
 from evalcore.errors import EvalCoreError
 from evalcore.judging._answers import Answers, Pairs
 from evalcore.judging._quality import agreement_values
-from evalcore.judging._reliability import Override, Reason, annotator_reliability, answers_quality
-from evalcore.stats._validation import BoolArray
+from evalcore.judging._reliability import (
+    Override,
+    Reason,
+    Reliability,
+    annotator_reliability,
+    answers_quality,
+)
+from evalcore.stats._validation import BoolArray, FloatArray, IntArray
 
 Aggregation: TypeAlias = Literal["median", "mean", "majority", "dawid_skene"]
 AGGREGATIONS: dict[Aggregation, str] = {
@@ -53,7 +70,8 @@ class QrelsParams:
 
     `min_accuracy` and `min_gold` are the reliability thresholds (a project's own thresholds fill them
     when a build does not set them); `tolerance` keeps a pair whose labels span at most that many grades;
-    `min_labels` is the fewest labels a kept pair needs.
+    `min_labels` is the fewest labels a kept pair needs. `use_adjudications` lets adjudicated grades
+    override the crowd's labels (see `qrels_compute`).
     """
 
     tolerance: float = 1.0
@@ -61,6 +79,7 @@ class QrelsParams:
     min_accuracy: float = 0.7
     min_gold: int = 10
     min_labels: int = 2
+    use_adjudications: bool = True
 
     # Upper bounds, beyond which a build could keep nothing anyway (and the stored columns overflow).
     MAX_TOLERANCE: ClassVar[float] = 1_000.0
@@ -113,11 +132,23 @@ class LabelCounts(TypedDict):
     dropped: dict[str, int]  # attention_check, too_fast, excluded_annotator
 
 
+class SourceCounts(TypedDict):
+    crowd: int
+    adjudication: int
+
+
 class QrelsCounts(TypedDict):
-    """What a build kept and dropped, by reason: stored with the build and shown to the lead."""
+    """What a build kept and dropped, by reason: stored with the build and shown to the lead.
+
+    `pairs.kept` counts every judgment, `sources` splits them into the crowd's aggregates and adjudicated
+    grades (`adjudicated` repeats the latter); the dropped counts leave out the adjudicated pairs.
+    """
 
     pairs: PairCounts
     labels: LabelCounts
+    adjudicated: int
+    sources: SourceCounts
+    use_adjudications: bool
 
 
 class AnnotatorVerdict(TypedDict):
@@ -126,17 +157,46 @@ class AnnotatorVerdict(TypedDict):
 
 
 @dataclass(frozen=True)
+class Adjudicated:
+    """The final grade an adjudicator set for a pair the crowd disagreed on."""
+
+    grade: int
+    adjudicator: str
+    note: str = ""
+    at: datetime | None = None
+
+    def provenance(self) -> dict[str, Any]:
+        return {
+            "adjudicator": self.adjudicator,
+            "grade": self.grade,
+            "note": self.note,
+            "adjudicated_at": _timestamp(self.at) if self.at is not None else None,
+        }
+
+
+@dataclass(frozen=True)
 class Judgment:
-    """One judged pair: its relevance, the aggregate before rounding, and the labels it came from."""
+    """One judged pair: its relevance, the aggregate before rounding, and the labels it came from.
+
+    `adjudication` is set when the rel is an adjudicator's grade (`Adjudicated.provenance()`); `labels`
+    are then the crowd's used labels, kept alongside.
+    """
 
     qid: str
     doc_id: str
     rel: int
     score: float
     labels: list[dict[str, Any]] = field(default_factory=list)
+    adjudication: dict[str, Any] | None = None
+
+    @property
+    def source(self) -> str:
+        return "crowd" if self.adjudication is None else "adjudication"
 
     def fields(self) -> dict[str, Any]:
-        return {
+        """The JSONL object. Crowd pairs keep the shape they always had; an adjudicated pair adds
+        `"source": "adjudication"` and the adjudicator's grade, name, note and time."""
+        fields: dict[str, Any] = {
             "qid": self.qid,
             "doc_id": self.doc_id,
             "rel": self.rel,
@@ -144,6 +204,10 @@ class Judgment:
             "n_labels": len(self.labels),
             "labels": self.labels,
         }
+        if self.adjudication is not None:
+            fields["source"] = "adjudication"
+            fields["adjudication"] = self.adjudication
+        return fields
 
 
 @dataclass(frozen=True)
@@ -154,10 +218,24 @@ class QrelsResult:
     annotators: dict[str, list[AnnotatorVerdict]]
 
 
-def qrels_compute(
+@dataclass(frozen=True, eq=False)
+class _Filtered:
+    """The labels a build uses and the crowd's verdict per candidate pair (see `_filter`)."""
+
+    reliability: Reliability
+    used: BoolArray
+    too_fast: BoolArray
+    excluded: BoolArray
+    candidates: IntArray
+    position: IntArray
+    labels: LongLabels
+    verdict: AgreementFilter
+
+
+def _filter(
     answers: Answers, *, pairs: Pairs, overrides: Mapping[int, Override], params: QrelsParams
-) -> QrelsResult:
-    """Filter, check agreement and aggregate; see the module docstring. Judgments come out sorted."""
+) -> _Filtered:
+    """Drop attention checks, too-fast labels and the excluded annotators' labels; check agreement."""
     reliability = annotator_reliability(
         answers_quality(answers),
         overrides=overrides,
@@ -171,7 +249,6 @@ def qrels_compute(
     used = graded & ~attention & ~answers.too_fast & ~excluded
 
     candidates = np.setdiff1d(pairs.task, answers.attention)
-    position = np.searchsorted(pairs.task, candidates)
     labels = LongLabels.from_codes(
         np.searchsorted(candidates, answers.task[used]).astype(np.int64),
         answers.annotator_code[used],
@@ -179,75 +256,170 @@ def qrels_compute(
         items=candidates,
         annotators=answers.annotators,
     )
-    kept = agreement_filter(labels, tolerance=params.tolerance, min_labels=params.min_labels)
+    return _Filtered(
+        reliability=reliability,
+        used=used,
+        too_fast=too_fast,
+        excluded=excluded,
+        candidates=candidates,
+        position=np.searchsorted(pairs.task, candidates),
+        labels=labels,
+        verdict=agreement_filter(labels, tolerance=params.tolerance, min_labels=params.min_labels),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class DroppedPairs:
+    """The pairs a build drops for disagreement: task ids (sorted), the spread (max - min) of their used
+    labels and how many used labels each has, aligned."""
+
+    task: IntArray
+    spread: FloatArray
+    n_labels: IntArray
+
+    def __len__(self) -> int:
+        return int(self.task.size)
+
+
+def qrels_disagreements(
+    answers: Answers, *, pairs: Pairs, overrides: Mapping[int, Override], params: QrelsParams
+) -> DroppedPairs:
+    """The pairs `qrels_compute` with the same inputs drops for disagreement, whatever the adjudications:
+    the adjudication queue (the caller leaves out the pairs already adjudicated)."""
+    filtered = _filter(answers, pairs=pairs, overrides=overrides, params=params)
+    verdict = filtered.verdict
+    dropped = verdict.reason == DISAGREEMENT
+    return DroppedPairs(
+        task=filtered.candidates[dropped],
+        spread=verdict.spread[dropped],
+        n_labels=verdict.n_labels[dropped].astype(np.int64),
+    )
+
+
+def qrels_compute(
+    answers: Answers,
+    *,
+    pairs: Pairs,
+    overrides: Mapping[int, Override],
+    params: QrelsParams,
+    adjudications: Mapping[int, Adjudicated] | None = None,
+) -> QrelsResult:
+    """Filter, check agreement and aggregate; see the module docstring. Judgments come out sorted.
+
+    `adjudications` maps a task id to its adjudicated grade; with `params.use_adjudications` each such
+    pair (attention checks aside) is judged by that grade, kept or dropped by the crowd alike.
+    """
+    filtered = _filter(answers, pairs=pairs, overrides=overrides, params=params)
+    labels, verdict, candidates, position = (
+        filtered.labels, filtered.verdict, filtered.candidates, filtered.position,
+    )  # fmt: skip
+    adjudications = adjudications if params.use_adjudications and adjudications else {}
+    adjudicated = np.isin(candidates, np.fromiter(adjudications, dtype=np.int64, count=len(adjudications)))
+    judged = verdict.kept | adjudicated
     scores = (
         aggregate_labels(labels, method=params.aggregation, gold=answers.gold)
         if labels.n_labels
         else np.full(labels.n_items, np.nan)
     )
     rel = np.floor(scores + 0.5)  # the mean is rounded half up; the other methods give grades already
-    provenance = _provenance(answers, used, labels, kept.kept)
+    provenance = _provenance(answers, filtered.used, labels, judged)
     judgments = sorted(
         (
-            Judgment(
+            _judgment(
                 qid=pairs.qid[position[u]],
                 doc_id=pairs.doc_id[position[u]],
-                rel=int(rel[u]),
+                rel=int(rel[u]) if not adjudicated[u] else None,
                 score=float(scores[u]),
                 labels=provenance[u],
+                adjudication=adjudications.get(int(candidates[u])),
             )
-            for u in np.flatnonzero(kept.kept).tolist()
+            for u in np.flatnonzero(judged).tolist()
         ),
         key=lambda judgment: (judgment.qid, judgment.doc_id),
     )
     check_trec_safe(judgments)
-    reasons = kept.counts()
-    no_labels = int(np.count_nonzero(labels.labels_per_item == 0))
-    ids = reliability.annotators.tolist()
-    answered = np.bincount(answers.annotator_code[graded], minlength=len(ids)) > 0
-    counts: QrelsCounts = {
+    return QrelsResult(
+        judgments=judgments,
+        counts=_counts(answers, filtered, adjudicated, params=params),
+        agreement={
+            "used_labels": agreement_values(labels),
+            "kept_pairs": agreement_values(labels.select(verdict.kept[labels.item])),
+        },
+        annotators=_verdicts(answers, filtered),
+    )
+
+
+def _judgment(
+    *, qid: str, doc_id: str, rel: int | None, score: float, labels: list[dict[str, Any]],
+    adjudication: Adjudicated | None,
+) -> Judgment:  # fmt: skip
+    """A crowd judgment, or (`adjudication` given) one whose rel and score are the adjudicated grade."""
+    if adjudication is None:
+        assert rel is not None
+        return Judgment(qid=qid, doc_id=doc_id, rel=rel, score=score, labels=labels)
+    grade = int(adjudication.grade)
+    return Judgment(
+        qid=qid, doc_id=doc_id, rel=grade, score=float(grade), labels=labels,
+        adjudication=adjudication.provenance(),
+    )  # fmt: skip
+
+
+def _counts(
+    answers: Answers, filtered: _Filtered, adjudicated: BoolArray, *, params: QrelsParams
+) -> QrelsCounts:
+    labels, verdict = filtered.labels, filtered.verdict
+    crowd = verdict.kept & ~adjudicated
+    open_ = ~adjudicated
+    no_labels = int(np.count_nonzero((labels.labels_per_item == 0) & open_))
+    too_few = int(np.count_nonzero((verdict.reason == TOO_FEW_LABELS) & open_))
+    judged = verdict.kept | adjudicated
+    n_adjudicated = int(np.count_nonzero(adjudicated))
+    attention = answers.on_attention_check
+    graded = answers.graded
+    return {
         "pairs": {
-            "total": int(candidates.size),
-            "kept": reasons[KEPT],
+            "total": int(filtered.candidates.size),
+            "kept": int(np.count_nonzero(judged)),
             "dropped": {
                 "no_labels": no_labels,
-                "too_few_labels": reasons[TOO_FEW_LABELS] - no_labels,
-                "disagreement": reasons[DISAGREEMENT],
+                "too_few_labels": too_few - no_labels,
+                "disagreement": int(np.count_nonzero((verdict.reason == DISAGREEMENT) & open_)),
             },
         },
         "labels": {
             "total": int(np.count_nonzero(graded)),
-            "used": int(np.count_nonzero(used)),
-            "in_kept_pairs": int(np.count_nonzero(kept.kept[labels.item])),
+            "used": int(np.count_nonzero(filtered.used)),
+            "in_kept_pairs": int(np.count_nonzero(judged[labels.item])),
             "dropped": {
                 "attention_check": int(np.count_nonzero(graded & attention)),
-                "too_fast": int(np.count_nonzero(too_fast)),
-                "excluded_annotator": int(np.count_nonzero(excluded)),
+                "too_fast": int(np.count_nonzero(filtered.too_fast)),
+                "excluded_annotator": int(np.count_nonzero(filtered.excluded)),
             },
         },
+        "adjudicated": n_adjudicated,
+        "sources": {"crowd": int(np.count_nonzero(crowd)), "adjudication": n_adjudicated},
+        "use_adjudications": params.use_adjudications,
     }
-    return QrelsResult(
-        judgments=judgments,
-        counts=counts,
-        agreement={
-            "used_labels": agreement_values(labels),
-            "kept_pairs": agreement_values(labels.select(kept.kept[labels.item])),
-        },
-        annotators={
-            key: [
-                {"username": answers.username(ids[i]), "reason": reliability.reasons[i]}
-                for i in range(len(ids))
-                if answered[i] and bool(reliability.included[i]) == (key == "included")
-            ]
-            for key in ("included", "excluded")
-        },
-    )
+
+
+def _verdicts(answers: Answers, filtered: _Filtered) -> dict[str, list[AnnotatorVerdict]]:
+    reliability = filtered.reliability
+    ids = reliability.annotators.tolist()
+    answered = np.bincount(answers.annotator_code[answers.graded], minlength=len(ids)) > 0
+    return {
+        key: [
+            {"username": answers.username(ids[i]), "reason": reliability.reasons[i]}
+            for i in range(len(ids))
+            if answered[i] and bool(reliability.included[i]) == (key == "included")
+        ]
+        for key in ("included", "excluded")
+    }
 
 
 def _provenance(
     answers: Answers, used: BoolArray, labels: LongLabels, kept: BoolArray
 ) -> dict[int, list[dict[str, Any]]]:
-    """Per kept item, its labels as {annotator, grade, seconds, created_at}, by annotator then time.
+    """Per judged item, its labels as {annotator, grade, seconds, created_at}, by annotator then time.
 
     Label row j of `labels` is answer `flatnonzero(used)[j]`: the labels were built from `used` in order.
     """

@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import re
+import tokenize
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -249,8 +250,15 @@ def check_npy(upload: Any, *, dimension: int) -> NpyHeader:
         else:
             raise ValueError(f"version {version[0]}.{version[1]} is not supported; save with numpy.save")
         offset = upload.tell()
-    except (ValueError, OSError, SyntaxError, TypeError) as error:
+    except (ValueError, OSError, SyntaxError, TypeError, tokenize.TokenError) as error:
+        # numpy runs Python's tokenizer on the header text: a corrupt header can end in any of these.
         raise MonitorInputError(f"{name}: not a .npy file ({error})", field="file") from None
+    if np.dtype(dtype).hasobject:
+        raise MonitorInputError(
+            f"{name}: dtype {dtype}: the file holds pickled Python objects, which are never loaded; "
+            "snapshots are float32 or float64",
+            field="file",
+        )
     if np.dtype(dtype).kind != "f" or np.dtype(dtype).name not in ACCEPTED_DTYPES:
         raise MonitorInputError(f"{name}: dtype {dtype}: snapshots are float32 or float64", field="file")
     if len(shape) != 2 or shape[0] < 2:
@@ -337,6 +345,13 @@ def vectors_array(vectors: Any, *, dimension: int) -> np.ndarray:
     bad = np.flatnonzero(~np.isfinite(array).all(axis=1))
     if bad.size:
         raise MonitorInputError(f"vector {int(bad[0])}: NaN or infinite values", field="vectors")
+    # Snapshots are float32: a number past its range (about 3.4e38) would be stored as infinity.
+    too_large = np.flatnonzero((np.abs(array) > np.finfo(np.float32).max).any(axis=1))
+    if too_large.size:
+        raise MonitorInputError(
+            f"vector {int(too_large[0])}: a value past float32's range (±3.4e38) would be stored as infinity",
+            field="vectors",
+        )
     return array.astype(np.float32)
 
 

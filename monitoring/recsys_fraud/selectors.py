@@ -56,25 +56,6 @@ def get_fraud_evaluation(*, team: Team, pk: Any) -> FraudScoreEvaluation:
     return get_one(queryset.prefetch_related("results"), pk, "fraud evaluation")  # type: ignore[no-any-return]
 
 
-#: The jobs a page can poll, by the name in its URL.
-JOB_MODELS: dict[str, type[RecommendationEvaluation] | type[FraudScoreEvaluation]] = {
-    "recommendation": RecommendationEvaluation,
-    "fraud": FraudScoreEvaluation,
-}
-
-
-def get_job(*, team: Team, kind: str, pk: Any) -> RecommendationEvaluation | FraudScoreEvaluation:
-    """One of the team's recommendation or fraud evaluations, for its state only."""
-    model = JOB_MODELS.get(kind)
-    if model is None:
-        raise Http404("Jobs here are recommendation or fraud evaluations.")
-    return get_one(model.objects.filter(team=team).only(*_STATE_FIELDS), pk, kind)  # type: ignore[no-any-return]
-
-
-_STATE_FIELDS = ("id", "team_id", "status", "error", "progress", "progress_note", "attempts", "created_at",
-                 "started_at", "finished_at")  # fmt: skip
-
-
 def team_recommendation_sets(*, team: Team) -> QuerySet[RecommendationSet]:
     return (
         RecommendationSet.objects.filter(team=team)

@@ -8,7 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from evalcore.metrics import metric_registry
 from evalplatform.auth import SignedInRequest
@@ -50,6 +50,7 @@ def _page(request: HttpRequest, team: str, *, rule_form: RuleForm | None = None,
 
 
 @login_required
+@require_safe
 def alerts_page(request: SignedInRequest, team: str) -> HttpResponse:
     return _page(request, team)
 

@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_safe
 
 from evalplatform.auth import SignedInRequest
 from evalplatform.jobs import JobStatus
@@ -22,6 +23,7 @@ DIFFERENCE_ROWS = 200
 
 
 @login_required
+@require_safe
 def comparison_detail(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership = get_team_for_member(request.user, team)
     comparison = selectors.get_comparison(team=membership.team, pk=pk)
@@ -78,6 +80,7 @@ def _finished(request: HttpRequest, team: str, pk: int) -> tuple[str, Comparison
 
 
 @login_required
+@require_safe
 def comparison_csv(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     """The significance table: every pair of runs on every measure."""
     slug, comparison, view = _finished(request, team, pk)
@@ -93,6 +96,7 @@ def comparison_csv(request: SignedInRequest, team: str, pk: int) -> HttpResponse
 
 
 @login_required
+@require_safe
 def pair_csv(request: SignedInRequest, team: str, pk: int, pair: int) -> HttpResponse:
     """One pair's per-query values and differences, sorted as the chart shows them."""
     slug, comparison, view = _finished(request, team, pk)

@@ -85,6 +85,6 @@ def comparison_create(request: SignedInRequest, team: str) -> HttpResponse:
 @login_required
 @require_GET
 def job_state(request: SignedInRequest, team: str, kind: str, pk: int) -> JsonResponse:
-    """`job.state()` of one of the team's evaluations or comparisons, for the pages' polling script."""
+    """`job.state()` of one of the team's jobs (`selectors.JOB_MODELS`), for the pages' polling script."""
     membership = get_team_for_member(request.user, team)
     return JsonResponse(selectors.get_job(team=membership.team, kind=kind, pk=pk).state())

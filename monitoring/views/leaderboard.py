@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.views.decorators.http import require_safe
 
 from evalplatform.auth import SignedInRequest
 from evalplatform.models import TeamMembership
@@ -63,6 +64,7 @@ def _page(request: HttpRequest, team: str, pk: int) -> tuple[TeamMembership, Lea
 
 
 @login_required
+@require_safe
 def leaderboard(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership, page = _page(request, team, pk)
     charted = next((c for c in page.columns if c.key == page.sort), page.columns[0] if page.columns else None)
@@ -84,6 +86,7 @@ def leaderboard(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def leaderboard_csv(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership, page = _page(request, team, pk)
     header = ["rank", "run_id", "run", "evaluation_id"]

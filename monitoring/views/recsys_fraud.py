@@ -14,10 +14,9 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from evalcore.fraud import FraudOptions
 from evalcore.recsys import DEFAULT_HEAD_SHARE
@@ -194,6 +193,7 @@ def _say_started(request: HttpRequest, evaluation: RecommendationEvaluation | Fr
 
 
 @login_required
+@require_safe
 def recsys_set(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership = get_team_for_member(request.user, team)
     chosen = selectors.get_recommendation_set(team=membership.team, pk=pk)
@@ -220,6 +220,7 @@ def recsys_evaluate(request: SignedInRequest, team: str, pk: int) -> HttpRespons
 
 
 @login_required
+@require_safe
 def recsys_evaluation(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership = get_team_for_member(request.user, team)
     evaluation = selectors.get_recommendation_evaluation(team=membership.team, pk=pk)
@@ -287,6 +288,7 @@ def _start_fraud(request: SignedInRequest, chosen: FraudScoreSet, form: FraudOpt
 
 
 @login_required
+@require_safe
 def fraud_set(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership = get_team_for_member(request.user, team)
     chosen = selectors.get_fraud_score_set(team=membership.team, pk=pk)
@@ -313,6 +315,7 @@ def fraud_evaluate(request: SignedInRequest, team: str, pk: int) -> HttpResponse
 
 
 @login_required
+@require_safe
 def fraud_evaluation(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership = get_team_for_member(request.user, team)
     evaluation = selectors.get_fraud_evaluation(team=membership.team, pk=pk)
@@ -396,6 +399,7 @@ def _set_page(
 
 
 @login_required
+@require_safe
 def dashboard_csv(request: SignedInRequest, team: str, kind: str, pk: int, table: str) -> HttpResponse:
     """One dashboard table as CSV: the stored numbers at full precision, every stored point."""
     membership = get_team_for_member(request.user, team)
@@ -406,12 +410,3 @@ def dashboard_csv(request: SignedInRequest, team: str, kind: str, pk: int, table
     found = selectors.dashboard_table(evaluation, table)
     filename = f"{membership.team.slug}-{kind}-evaluation{evaluation.pk}-{table}.csv"
     return csv_response(filename, found.header, found.rows)
-
-
-@never_cache
-@login_required
-@require_GET
-def job_state(request: SignedInRequest, team: str, kind: str, pk: int) -> JsonResponse:
-    """`job.state()` of one of the team's recommendation or fraud evaluations, for the pages' polling."""
-    membership = get_team_for_member(request.user, team)
-    return JsonResponse(selectors.get_job(team=membership.team, kind=kind, pk=pk).state())

@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_safe
 
 from evalplatform.auth import SignedInRequest
 from evalplatform.jobs import JobStatus
@@ -21,6 +22,7 @@ WORST_QUERIES = 20
 
 
 @login_required
+@require_safe
 def run_detail(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership = get_team_for_member(request.user, team)
     run = selectors.get_run(team=membership.team, pk=pk)
@@ -58,6 +60,7 @@ def _distribution(evaluation: Evaluation, measure: str) -> dict[str, Any]:
 
 
 @login_required
+@require_safe
 def evaluation_csv(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     """Every per-query value of a finished evaluation: one row per query, one column per measure."""
     membership = get_team_for_member(request.user, team)

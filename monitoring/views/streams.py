@@ -10,7 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_safe
 
 from evalplatform.teams import get_team_for_member
 from monitoring import charts_monitors, monitors, selectors
@@ -27,6 +27,7 @@ def _stream(request: HttpRequest, team: str, stream: str) -> tuple[Any, Embeddin
 
 
 @login_required
+@require_safe
 def stream_detail(request: HttpRequest, team: str, stream: str) -> HttpResponse:
     membership, found = _stream(request, team, stream)
     charts = []
@@ -61,6 +62,7 @@ def _spectrum_rows(run: Any) -> list[tuple[int, float, float | None]]:
 
 
 @login_required
+@require_safe
 def series_csv(request: HttpRequest, team: str, stream: str) -> HttpResponse:
     """Every metric of every finished run: a row per run in observed order, a column per metric."""
     membership, found = _stream(request, team, stream)
@@ -69,6 +71,7 @@ def series_csv(request: HttpRequest, team: str, stream: str) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def spectrum_csv(request: HttpRequest, team: str, stream: str) -> HttpResponse:
     """The scree's numbers: rank, the latest snapshot's eigenvalue, the reference's."""
     membership, found = _stream(request, team, stream)
@@ -79,6 +82,7 @@ def spectrum_csv(request: HttpRequest, team: str, stream: str) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def alerts_csv(request: HttpRequest, team: str, stream: str) -> HttpResponse:
     membership, found = _stream(request, team, stream)
     header = ["rule", "metric", "severity", "status", "value", "threshold", "latest_value", "observations",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_safe
 
 from evalplatform.auth import SignedInRequest
 from evalplatform.teams import get_team_for_member
@@ -15,12 +16,14 @@ LIST_LIMIT = 50
 
 
 @login_required
+@require_safe
 def team_list(request: SignedInRequest) -> HttpResponse:
     memberships = selectors.team_memberships(user=request.user)
     return render(request, "monitoring/team_list.html", {"memberships": memberships})
 
 
 @login_required
+@require_safe
 def team_home(request: SignedInRequest, team: str) -> HttpResponse:
     membership = get_team_for_member(request.user, team)
     found = membership.team

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
 
 from annotations import services
+from annotations.demo import demo_project_create
 from annotations.models import (
     Annotation,
     Assignment,
@@ -20,6 +22,7 @@ from annotations.models import (
     Task,
     Topic,
 )
+from evalplatform.demo import demo_accounts_create
 from tests.conftest import ALICE, BOB, LENA, Persona, QueuedTasks, make_user
 
 
@@ -70,6 +73,23 @@ def build_project(
 def fast_password_hashing(settings: Any) -> None:
     """Personas are created in every test; the production hasher would dominate the run time."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def lead_client(client: Client, lena: User) -> Client:
+    """The test client, signed in as lena (the lead of the projects `build_project` makes)."""
+    client.force_login(lena)
+    return client
+
+
+@pytest.fixture
+def demo(transactional_db: None) -> Project:
+    """The demo project and accounts, with no answers yet and a one-second minimum time (browser tests)."""
+    demo_accounts_create()
+    project = demo_project_create()
+    Project.objects.filter(pk=project.pk).update(min_seconds_per_task=1)
+    project.refresh_from_db()
+    return project
 
 
 @pytest.fixture

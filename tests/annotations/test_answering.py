@@ -139,8 +139,8 @@ class TestUndo:
         assert (task.assigned_count, task.label_count) == (1, 1)
         assert Task.objects.get(pk=following.task_id).assigned_count == 0
 
-    def test_it_only_undoes_within_the_window(self, lena: User, alice: User) -> None:
-        project = build_project(lead=lena, annotators=[alice])
+    def test_it_does_not_undo_across_a_break(self, lena: User, alice: User) -> None:
+        project = build_project(lead=lena, annotators=[alice], session_break_minutes=5)
         assignment = serve(project, alice)
         answered_at = timezone.now()
         services.annotation_submit(
@@ -148,10 +148,26 @@ class TestUndo:
         )
         with pytest.raises(services.NothingToUndo):
             services.annotation_undo(
-                project=project,
-                annotator=alice,
-                now=answered_at + selectors.UNDO_WINDOW + timedelta(seconds=1),
+                project=project, annotator=alice, now=answered_at + timedelta(minutes=5, seconds=1)
             )
+        assert Annotation.objects.count() == 1
+
+    def test_it_undoes_a_slip_after_a_minute_when_the_project_has_no_break(
+        self, lena: User, alice: User
+    ) -> None:
+        project = build_project(lead=lena, annotators=[alice], session_break_minutes=0)
+        assignment = serve(project, alice)
+        answered_at = timezone.now()
+        services.annotation_submit(
+            project=project, annotator=alice, assignment_id=assignment.pk, grade=1, now=answered_at
+        )
+        later = answered_at + selectors.UNDO_WINDOW - timedelta(seconds=1)
+        assert services.annotation_undo(project=project, annotator=alice, now=later).pk == assignment.pk
+        services.annotation_submit(
+            project=project, annotator=alice, assignment_id=assignment.pk, grade=1, now=later
+        )
+        with pytest.raises(services.NothingToUndo):
+            services.annotation_undo(project=project, annotator=alice, now=later + selectors.UNDO_WINDOW)
 
     def test_it_cannot_undo_a_skip_whose_place_went_to_someone_else(
         self, lena: User, alice: User, bob: User

@@ -159,20 +159,28 @@ class TestAnnotatorApi:
 class TestLeadApi:
     def test_it_imports_an_uploaded_file(self, client: Client, lena: User, project: Project) -> None:
         client.force_login(lena)
-        upload = SimpleUploadedFile(
-            "more.jsonl", b'{"doc_id": "n1", "text": "new"}\n{"doc_id": "n2", "text": "new"}\n'
-        )
-        response = client.post(
-            f"/api/projects/{project.slug}/imports/", {"kind": "documents", "file": upload}
-        )
-        assert response.status_code == 201
-        assert response.json() == {
+        content = b'{"doc_id": "n1", "text": "new"}\n{"doc_id": "n2", "text": "new"}\n'
+        answers = [
+            client.post(
+                f"/api/projects/{project.slug}/imports/",
+                {"kind": "documents", "file": SimpleUploadedFile("more.jsonl", content)},
+            )
+            for _ in range(2)
+        ]
+        assert [response.status_code for response in answers] == [201, 201]
+        first, again = (response.json() for response in answers)
+        assert first == {
             "kind": "documents",
             "file": "more.jsonl",
             "records": 2,
             "created": 2,
             "updated": 0,
+            "unchanged": 0,
+            "summary": "2 documents added.",
         }
+        assert (again["created"], again["unchanged"]) == (0, 2) and again["summary"].startswith(
+            "Nothing changed"
+        )
 
     def test_it_imports_nothing_and_names_the_line_of_a_bad_upload(
         self, client: Client, lena: User, project: Project

@@ -11,30 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from annotations.demo import DEMO_SLUG, demo_project_create
+from annotations.demo import DEMO_SLUG
 from annotations.models import Annotation, Project
-from evalplatform.demo import demo_accounts_create
-from tests.conftest import screenshot_path
+from tests.conftest import browser_log_in, screenshot_path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = screenshot_path("rating-page.png")
 
 
-@pytest.fixture
-def demo(transactional_db: None) -> Project:
-    demo_accounts_create()
-    project = demo_project_create()
-    Project.objects.filter(pk=project.pk).update(min_seconds_per_task=1)
-    project.refresh_from_db()
-    return project
-
-
 def log_in(page, live_server, username: str = "alice", password: str = "demo-alice-pass") -> None:  # type: ignore[no-untyped-def]
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
+    browser_log_in(page, live_server, username, password)
 
 
 def open_queue(page, live_server) -> None:  # type: ignore[no-untyped-def]

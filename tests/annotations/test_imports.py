@@ -21,7 +21,9 @@ from django.test import Client
 from django.utils.html import escape
 
 from annotations import services
+from annotations.imports import import_file
 from annotations.models import Document, GoldLabel, Project, Task, Topic
+from evalcore.errors import FormatError
 from evalcore.textfiles import byte_size
 from tests.conftest import ROOT, _database_url_for
 from tests.evalcore.test_textfiles import gzip_of_zeros
@@ -99,6 +101,7 @@ class TestTopics:
         result = run_command("import_topics", project.slug, str(files["topics"]))
         assert result == {
             "project": "news", "kind": "topics", "file": str(files["topics"]), "records": 2, "created": 2, "updated": 0,
+            "unchanged": 0,
         }  # fmt: skip
         topic = Topic.objects.get(project=project, qid="401")
         assert topic.title == "foreign minorities, Germany"
@@ -131,7 +134,8 @@ class TestDocuments:
     def test_it_imports_documents_and_is_idempotent(self, project: Project, files: dict[str, Path]) -> None:
         first = run_command("import_documents", project.slug, str(files["documents"]))
         again = run_command("import_documents", project.slug, str(files["documents"]))
-        assert (first["records"], first["created"], again["created"], again["updated"]) == (6, 6, 0, 6)
+        assert (first["records"], first["created"], again["created"], again["updated"]) == (6, 6, 0, 0)
+        assert again["unchanged"] == 6
         assert Document.objects.filter(project=project).count() == 6
         assert Document.objects.get(doc_id="c").title == "Title c"
 
@@ -139,7 +143,7 @@ class TestDocuments:
         path = tmp_path / "docs.jsonl"
         good = "".join(json.dumps({"doc_id": f"d{i}", "text": "fine"}) + "\n" for i in range(4500))
         path.write_text(good + '{"doc_id": "broken", "text": }\n')
-        with pytest.raises(CommandError, match=rf"{path}:4501: Expecting value"):
+        with pytest.raises(CommandError, match=rf"{path}:4501: invalid JSON: expecting value at column 30$"):
             call_command("import_documents", project.slug, str(path), stdout=StringIO(), stderr=StringIO())
         assert Document.objects.count() == 0
 
@@ -476,3 +480,70 @@ class TestExitStatus:
         assert f"{path}:3: expected doc_id<TAB>text" in done.stderr
         assert json.loads(done.stdout)["error"]["line"] == 3
         assert Document.objects.count() == 0
+
+
+@pytest.mark.django_db
+class TestMessages:
+    """What an import says, in plain words: what was added or updated, and "nothing changed" on a
+    re-import of the same file."""
+
+    def test_it_counts_what_was_added_and_says_nothing_changed_on_a_reimport(
+        self, project: Project, tmp_path: Path
+    ) -> None:
+        topics, docs, pool = tmp_path / "topics.tsv", tmp_path / "docs.jsonl", tmp_path / "pool.tsv"
+        topics.write_text("q1\tfirst\nq2\tsecond\n")
+        docs.write_text(
+            "".join(json.dumps({"doc_id": f"d{i}", "text": f"text {i}"}) + "\n" for i in range(3))
+        )
+        pool.write_text("".join(f"q{q}\td{d}\n" for q in (1, 2) for d in range(3)))
+        summaries = [
+            import_file(project=project, kind=kind, path=path).summary
+            for kind, path in (("topics", topics), ("documents", docs), ("pool", pool))
+        ]
+        assert summaries == ["2 topics added.", "3 documents added.", "6 pool rows added."]
+        again = [
+            import_file(project=project, kind=kind, path=path).summary
+            for kind, path in (("topics", topics), ("documents", docs), ("pool", pool))
+        ]
+        assert again == [
+            "Nothing changed: all 2 topics were already there.",
+            "Nothing changed: all 3 documents were already there.",
+            "Nothing changed: all 6 pool rows were already there.",
+        ]
+
+    def test_it_tells_changed_rows_from_rows_already_there(self, project: Project, tmp_path: Path) -> None:
+        docs = tmp_path / "docs.jsonl"
+        docs.write_text(
+            json.dumps({"doc_id": "d0", "text": "old"})
+            + "\n"
+            + json.dumps({"doc_id": "d1", "text": "same"})
+            + "\n"
+        )
+        import_file(project=project, kind="documents", path=docs)
+        docs.write_text(
+            "".join(
+                json.dumps({"doc_id": f"d{i}", "text": text}) + "\n"
+                for i, text in enumerate(["new", "same", "x"])
+            )
+        )
+        result = import_file(project=project, kind="documents", path=docs)
+        assert (result.created, result.updated, result.unchanged) == (1, 1, 1)
+        assert result.summary == "1 document added, 1 updated, 1 already there."
+        topics = tmp_path / "topics.tsv"
+        topics.write_text("q1\tonly\n")
+        import_file(project=project, kind="topics", path=topics)
+        assert import_file(project=project, kind="topics", path=topics).summary == (
+            "Nothing changed: the topic was already there."
+        )
+
+    def test_it_names_the_line_of_a_json_error_once(self, project: Project, tmp_path: Path) -> None:
+        path = tmp_path / "docs.jsonl"
+        path.write_text(
+            '{"doc_id": "a", "text": "x"}\n{"doc_id": "b", "text": "y"}\n{"doc_id": "c", "text": "z"\n'
+        )
+        with pytest.raises(FormatError) as error:
+            import_file(project=project, kind="documents", path=path, display_name="docs.jsonl")
+        assert (
+            str(error.value) == "docs.jsonl:3: invalid JSON: expecting ',' delimiter at the end of the line"
+        )
+        assert "line 2" not in str(error.value) and "column 1" not in str(error.value)

@@ -163,6 +163,7 @@ class TestApiDenials:
                 "too_fast",
                 "counts",
                 "seconds_spent",
+                "comment",
                 "created_at",
             }
 

@@ -40,12 +40,6 @@ def fixed_words_after(prefix: str, patterns: list[Any]) -> set[str]:
     return words
 
 
-@pytest.fixture
-def lead_client(client: Client, lena: User) -> Client:
-    client.force_login(lena)
-    return client
-
-
 @pytest.mark.django_db
 class TestReservedProjectSlugs:
     def test_it_refuses_new_in_the_creation_form_naming_the_field(self, lead_client: Client) -> None:

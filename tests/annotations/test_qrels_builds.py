@@ -90,6 +90,9 @@ class TestBuilding:
                 "in_kept_pairs": 37,
                 "dropped": {"attention_check": 1, "too_fast": 1, "excluded_annotator": 11},
             },
+            "adjudicated": 0,
+            "sources": {"crowd": 13, "adjudication": 0},
+            "use_adjudications": True,
         }
         assert result.pairs_kept == 13 == QrelsJudgment.objects.filter(build=result).count()
         assert result.annotators == {
@@ -328,7 +331,9 @@ class TestCommands:
         assert data["status"] == "done" and data["version"] == 1 and data["pairs_kept"] == 13
         assert data["parameters"] == {
             "tolerance": 1.0, "aggregation": "mean", "min_accuracy": 0.7, "min_gold": 10, "min_labels": 2,
+            "use_adjudications": True,
         }  # fmt: skip
+        assert data["adjudicated"] == 0
         assert [a["username"] for a in data["annotators"]["excluded"]] == ["ann3"]
         assert data["content_hash"] == QrelsBuild.objects.get(pk=data["build"]).content_hash
 

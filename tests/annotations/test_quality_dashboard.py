@@ -50,12 +50,6 @@ def project(lena: User, people: list[User]) -> Project:
     return project
 
 
-@pytest.fixture
-def lead_client(client: Client, lena: User) -> Client:
-    client.force_login(lena)
-    return client
-
-
 def done_build(project: Project, **params: Any) -> QrelsBuild:
     build = qrels.qrels_build_create(project=project, created_by=None, enqueue=False, **params)
     qrels.qrels_build_run(build_id=build.pk)

@@ -39,7 +39,7 @@ class TestJsonl:
     @pytest.mark.parametrize(
         ("line", "reason"),
         [
-            ('{"doc_id": "d2", "text": "ok"', "Expecting ',' delimiter"),
+            ('{"doc_id": "d2", "text": "ok"', "invalid JSON: expecting ',' delimiter at the end of the line"),
             ('["d2", "text"]', "each line must be a JSON object"),
             ('{"text": "no id"}', 'missing field "doc_id"'),
             ('{"doc_id": "", "text": "empty id"}', '"doc_id" is empty'),

@@ -128,7 +128,11 @@ class TestReadQrels:
                 'missing field "docno" or "doc_id"',
             ),
             (['{"qid": "1", "docno": "a", "rel": 1.5}'], 1, "relevance 1.5 is not an integer"),
-            (['{"qid": "1", "docno": "a", "rel": 1}', "", "{not json"], 3, "Expecting property name"),
+            (
+                ['{"qid": "1", "docno": "a", "rel": 1}', "", "{not json"],
+                3,
+                "invalid JSON: expecting property name enclosed in double quotes at column 2",
+            ),
             (['{"qid": "1", "docno": "a", "rel": "x"}'], 1, 'relevance "x" is not a number'),
         ],
     )

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from evalplatform.csp import POLICY, REDOC_POLICY
-from tests.conftest import LENA
+from tests.conftest import LENA, browser_log_in
 
 ROOT = Path(__file__).resolve().parents[2]
 REDOCLY_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
@@ -27,14 +27,6 @@ def csp_violations(page: Any) -> list[str]:
         lambda message: seen.append(message.text) if "Content Security Policy" in message.text else None,
     )
     return seen
-
-
-def log_in(page: Any, live_server: Any, username: str, password: str) -> None:
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
 
 
 @pytest.mark.django_db
@@ -91,7 +83,7 @@ class TestUnderTheBrowser:
         self, page, live_server, lena: User
     ) -> None:
         violations = csp_violations(page)
-        log_in(page, live_server, LENA.username, LENA.password)
+        browser_log_in(page, live_server, LENA.username, LENA.password)
         page.goto(f"{live_server.url}/api/docs/")
         page.wait_for_selector(".swagger-ui .info .title", timeout=30_000)
         assert "evalplatform API" in page.locator(".swagger-ui .info .title").inner_text()

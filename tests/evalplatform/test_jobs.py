@@ -192,6 +192,7 @@ class TestQueueing:
     def test_it_describes_a_job_for_polling(self, job: QualityRecompute) -> None:
         state = job.state()
         assert state["status"] == "pending" and state["percent"] is None and state["seconds"] is None
+        assert state["label"] == "Pending"
 
 
 def test_it_declares_the_stale_job_sweep_in_the_beat_schedule(settings: Any) -> None:

@@ -14,7 +14,7 @@ counts as allowed), from these personas:
     admin    a superuser, member of nothing
 
 A persona left out of a row is denied, with the code its view family uses for a denial (`expected`):
-anonymous users go to the login page (HTML) or get 403 (API); a member of the project or team who lacks the
+anonymous users go to the login page (HTML) or get 401 with a token challenge (API); a member of the project or team who lacks the
 role gets 403, anyone else 404, so nothing tells an outsider that an object exists. The Django admin is one
 row (`test_it_keeps_everyone_but_staff_out_of_the_admin`). Last, alice reads every URL she may and judges
 her whole queue, and meets no gold label and no label of another annotator.
@@ -157,7 +157,7 @@ def world_build() -> World:
     event = AlertEvent.objects.get(rule=rule)
     ids = {
         "slug": "alpha", "team": "search", "stream": "encoder", "version": build.version, "fmt": "trec",
-        "user_id": carol.pk, "username": "carol",
+        "user_id": carol.pk, "username": "carol", "task_id": tasks[0].pk,
         "run": run.pk, "qrels": source.pk, "evaluation": evaluation.pk, "comparison": comparison.pk,
         "pair": ComparisonPair.objects.filter(comparison=comparison).values_list("pk", flat=True)[0],
         "recs": recs.pk, "recs_eval": recs_eval.pk, "scores": scores.pk, "fraud_eval": fraud_eval.pk,
@@ -193,7 +193,7 @@ WROTE = {"200", "201", "202", "204", "302>", "400", "409"}
 class Row:
     """Who may GET and who may POST (None: the method is not allowed, 405), what `<pk>` names, and other
     methods the URL takes. The family is `public`, or a scope (`site`, `project` A, `team` T) and a surface
-    (`page`: anonymous users go to the login page; `api`: they get 403, session auth sends no challenge)."""
+    (`page`: anonymous users go to the login page; `api`: they get 401 and a `WWW-Authenticate: Token` challenge)."""
 
     family: str
     get: frozenset[str] | None
@@ -212,7 +212,7 @@ def api(scope: str, get: Any, post: Any = None, pk: str = "", **other: frozenset
 
 MATRIX: dict[str, Row] = {
     # The site: no membership needed.
-    "home": page("site", SIGNED),
+    "home": page("site", SIGNED, post=None),
     "healthz": Row("public", ALL, None),
     "plotly-js": Row("public", ALL, None),
     "login": Row("public", ALL, ALL),
@@ -222,29 +222,38 @@ MATRIX: dict[str, Row] = {
     "api-docs": Row("public", ALL, None),
     "api-redoc": Row("public", ALL, None),
     "admin": Row("admin", None, None),  # the whole Django admin: `test_it_keeps_everyone_but_staff_out_of_the_admin`
-    "annotations:project-list": page("site", SIGNED),
+    "annotations:project-list": page("site", SIGNED, post=None),
     "annotations:project-create": page("site", LEAD, LEAD),  # project leads (a group) and the admin
-    "monitoring:team-list": page("site", SIGNED),
+    "monitoring:team-list": page("site", SIGNED, post=None),
     "annotations-api:projects": api("site", SIGNED),
     "monitoring-api:teams": api("site", SIGNED),
     "monitoring-api:metrics": api("site", SIGNED),
     "monitoring-api:metric": api("site", SIGNED),
     # Project A: its annotator judges, its lead (and the admin) runs it, team T reads quality and qrels.
-    "annotations:project-detail": page("project", MEMBERS),
+    "annotations:project-detail": page("project", MEMBERS, post=None),
     "annotations:project-edit": page("project", LEAD, LEAD),
     "annotations:member-add": page("project", None, LEAD),
     "annotations:project-import": page("project", LEAD, LEAD),
-    "annotations:guidelines": page("project", MEMBERS),
-    "annotations:judge": page("project", ANNOTATOR),
+    "annotations:guidelines": page("project", MEMBERS, post=None),
+    "annotations:project-comments": page("project", LEAD, post=None),
+    "annotations:judge": page("project", ANNOTATOR, post=None),
     "annotations:judge-undo": page("project", None, ANNOTATOR),
     "annotations:judge-continue": page("project", None, ANNOTATOR),
     "annotations:judge-answer": page("project", None, ANNOTATOR),
-    "annotations:quality": page("project", QUALITY),
+    "annotations:judge-history": page("project", ANNOTATOR, post=None),
+    "annotations:judge-change": page("project", None, ANNOTATOR),
+    "annotations:judge-comment": page("project", None, ANNOTATOR),
+    "annotations:quality": page("project", QUALITY, post=None),
+    "annotations:quality-disagreements": page("project", QUALITY, None),
+    "annotations:quality-status": page("project", QUALITY, None),
     "annotations:quality-recompute": page("project", None, LEAD),
     "annotations:annotator-override": page("project", None, LEAD),
+    "annotations:adjudication": page("project", LEAD, post=None),
+    "annotations:adjudicate": page("project", LEAD, LEAD),
+    "annotations:adjudicator-allow": page("project", None, LEAD),
     "annotations:qrels-build": page("project", None, LEAD),
-    "annotations:qrels-diff": page("project", QUALITY),
-    "annotations:qrels-download": page("project", QUALITY),
+    "annotations:qrels-diff": page("project", QUALITY, post=None),
+    "annotations:qrels-download": page("project", QUALITY, post=None),
     "annotations-api:next": api("project", ANNOTATOR, ANNOTATOR),
     "annotations-api:submit": api("project", None, ANNOTATOR),
     "annotations-api:skip": api("project", None, ANNOTATOR),
@@ -253,51 +262,52 @@ MATRIX: dict[str, Row] = {
     "annotations-api:progress": api("project", ANNOTATOR),
     "annotations-api:imports": api("project", None, LEAD),
     "annotations-api:overview": api("project", LEAD),
+    "annotations-api:comments": api("project", LEAD),
     "annotations-api:quality": api("project", QUALITY),
     "annotations-api:quality-recompute": api("project", None, LEAD),
     "annotations-api:annotator-override": api("project", None, LEAD),
+    "annotations-api:adjudication": api("project", LEAD),
+    "annotations-api:adjudicate": api("project", None, LEAD),
     "annotations-api:qrels-builds": api("project", QUALITY, LEAD),
     "annotations-api:qrels-diff": api("project", QUALITY),
     "annotations-api:qrels-build": api("project", QUALITY),
     "annotations-api:qrels-export": api("project", QUALITY),
     # Team T: its members read, its editors (and the admin) write.
-    "monitoring:team": page("team", TEAM),
+    "monitoring:team": page("team", TEAM, post=None),
     "monitoring:run-upload": page("team", EDITORS, EDITORS),
-    "monitoring:run-detail": page("team", TEAM, pk="run"),
+    "monitoring:run-detail": page("team", TEAM, pk="run", post=None),
     "monitoring:qrels-add": page("team", EDITORS, EDITORS),
     "monitoring:qrels-from-build": page("team", None, EDITORS),
     "monitoring:evaluation-create": page("team", EDITORS, EDITORS),
-    "monitoring:evaluation-csv": page("team", TEAM, pk="evaluation"),
+    "monitoring:evaluation-csv": page("team", TEAM, pk="evaluation", post=None),
     "monitoring:comparison-create": page("team", EDITORS, EDITORS),
-    "monitoring:comparison-detail": page("team", TEAM, pk="comparison"),
-    "monitoring:comparison-csv": page("team", TEAM, pk="comparison"),
-    "monitoring:comparison-pair-csv": page("team", TEAM, pk="comparison"),
-    "monitoring:leaderboard": page("team", TEAM, pk="qrels"),
-    "monitoring:leaderboard-csv": page("team", TEAM, pk="qrels"),
+    "monitoring:comparison-detail": page("team", TEAM, pk="comparison", post=None),
+    "monitoring:comparison-csv": page("team", TEAM, pk="comparison", post=None),
+    "monitoring:comparison-pair-csv": page("team", TEAM, pk="comparison", post=None),
+    "monitoring:leaderboard": page("team", TEAM, pk="qrels", post=None),
+    "monitoring:leaderboard-csv": page("team", TEAM, pk="qrels", post=None),
     "monitoring:job-state": page("team", TEAM, None, pk="evaluation"),
-    "monitoring:alerts": page("team", TEAM),
+    "monitoring:alerts": page("team", TEAM, post=None),
     "monitoring:alert-rule-create": page("team", None, EDITORS),
     "monitoring:alert-rule-change": page("team", None, EDITORS, pk="rule"),
     "monitoring:channel-create": page("team", None, EDITORS),
     "monitoring:channel-delete": page("team", None, EDITORS, pk="spare_channel"),
     "monitoring:alert-acknowledge": page("team", None, EDITORS, pk="event"),
-    "monitoring:stream-detail": page("team", TEAM),
-    "monitoring:stream-series-csv": page("team", TEAM),
-    "monitoring:stream-spectrum-csv": page("team", TEAM),
-    "monitoring:stream-alerts-csv": page("team", TEAM),
+    "monitoring:stream-detail": page("team", TEAM, post=None),
+    "monitoring:stream-series-csv": page("team", TEAM, post=None),
+    "monitoring:stream-spectrum-csv": page("team", TEAM, post=None),
+    "monitoring:stream-alerts-csv": page("team", TEAM, post=None),
     "monitoring:stream-run-state": page("team", TEAM, None, pk="monitor"),
     "monitoring:recsys-upload": page("team", EDITORS, EDITORS),
-    "monitoring:recsys-set": page("team", TEAM, pk="recs"),
+    "monitoring:recsys-set": page("team", TEAM, pk="recs", post=None),
     "monitoring:recsys-evaluate": page("team", None, EDITORS, pk="recs"),
-    "monitoring:recsys-evaluation": page("team", TEAM, pk="recs_eval"),
-    "monitoring:recsys-csv": page("team", TEAM, pk="recs_eval"),
-    "monitoring:recsys-job-state": page("team", TEAM, None, pk="recs_eval"),
+    "monitoring:recsys-evaluation": page("team", TEAM, pk="recs_eval", post=None),
+    "monitoring:recsys-csv": page("team", TEAM, pk="recs_eval", post=None),
     "monitoring:fraud-upload": page("team", EDITORS, EDITORS),
-    "monitoring:fraud-set": page("team", TEAM, pk="scores"),
+    "monitoring:fraud-set": page("team", TEAM, pk="scores", post=None),
     "monitoring:fraud-evaluate": page("team", None, EDITORS, pk="scores"),
-    "monitoring:fraud-evaluation": page("team", TEAM, pk="fraud_eval"),
-    "monitoring:fraud-csv": page("team", TEAM, pk="fraud_eval"),
-    "monitoring:fraud-job-state": page("team", TEAM, None, pk="fraud_eval"),
+    "monitoring:fraud-evaluation": page("team", TEAM, pk="fraud_eval", post=None),
+    "monitoring:fraud-csv": page("team", TEAM, pk="fraud_eval", post=None),
     "monitoring-api:team": api("team", TEAM),
     "monitoring-api:runs": api("team", TEAM, EDITORS),
     "monitoring-api:run": api("team", TEAM, pk="run"),
@@ -355,8 +365,13 @@ PARAMS = {
     "name": "map",
     "fmt": "trec",
     "assignment_id": 0,
+    "annotation_id": 0,
 }
-QUERIES = {"annotations:qrels-diff": "?old=1&new=1", "annotations-api:qrels-diff": "?old=1&new=1"}
+QUERIES = {
+    "annotations:qrels-diff": "?old=1&new=1",
+    "annotations-api:qrels-diff": "?old=1&new=1",
+    "annotations:quality-disagreements": "?a={user_id}",
+}
 
 
 def expected(name: str, method: str, persona: str) -> str:
@@ -368,7 +383,7 @@ def expected(name: str, method: str, persona: str) -> str:
         who, method = row.get, "get"
     scope, _, surface = row.family.partition("-")
     if persona == "anon" and scope != "public":
-        return "302L" if surface == "page" else "403"
+        return "302L" if surface == "page" else "401"
     if who is None:
         return "405"
     if persona in who:
@@ -394,7 +409,7 @@ def path_of(name: str, route: str, ids: dict[str, Any]) -> str:
             return plotly_js_version()
         return str(ids[param] if param in ids else PARAMS[param])
 
-    return re.sub(r"<(?:\w+:)?(\w+)>", fill, route) + QUERIES.get(name, "")
+    return re.sub(r"<(?:\w+:)?(\w+)>", fill, route) + QUERIES.get(name, "").format(**ids)
 
 
 def logged_in(user: User | None) -> Client:

@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 
 from evalplatform.models import Team
 from monitoring.models import Comparison, Evaluation, Run
-from tests.conftest import THEO, WorkerProcess, screenshot_path
+from tests.conftest import THEO, WorkerProcess, browser_log_in, screenshot_path
 from tests.monitoring.conftest import synthetic_collection
 
 LEADERBOARD = screenshot_path("leaderboard.png")
@@ -25,11 +25,7 @@ JOB_TIMEOUT = 90_000
 
 
 def log_in(page: Any, live_server: Any) -> None:
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.get_by_label("Username").fill(THEO.username)
-    page.get_by_label("Password").fill(THEO.password)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
+    browser_log_in(page, live_server, THEO.username, THEO.password)
 
 
 def text_file(name: str, text: str) -> dict[str, Any]:

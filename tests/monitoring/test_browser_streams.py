@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from evalplatform.models import Team
 from monitoring import demo_streams
 from monitoring.models import AlertEvent
-from tests.conftest import THEO, screenshot_path
+from tests.conftest import THEO, browser_log_in, screenshot_path
 
 SCREENSHOT = screenshot_path("stream-dashboard.png")
 
@@ -29,11 +29,7 @@ def test_it_draws_the_demo_streams_dashboard_and_acknowledges_an_alert(
     assert demo is not None
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.get_by_label("Username").fill(THEO.username)
-    page.get_by_label("Password").fill(THEO.password)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
+    browser_log_in(page, live_server, THEO.username, THEO.password)
     page.goto(f"{live_server.url}/teams/search/")
     page.get_by_role("link", name="Query encoder").click()
     assert page.get_by_role("heading", level=1).inner_text() == "Query encoder"

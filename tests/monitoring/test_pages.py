@@ -201,7 +201,7 @@ class TestTeamHome:
         evaluation = evaluations.evaluation_create(run=good, qrels=qrels, enqueue=False)
         page = logged_in(client, vera).get("/teams/search/").content.decode()
         assert f'data-job-url="/teams/search/jobs/evaluation/{evaluation.pk}.json"' in page
-        assert "data-reload-when-done" in page and 'src="/static/monitoring/jobs.js"' in page
+        assert "data-reload-when-done" in page and 'src="/static/evalplatform/jobs.js"' in page
 
     def test_it_shows_a_failed_jobs_error(self, client: Client, team: Team, theo: User, sources: Any) -> None:
         qrels, _, _ = sources

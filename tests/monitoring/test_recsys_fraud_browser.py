@@ -16,7 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from evalplatform.models import Team
 from monitoring import recsys_fraud
 from monitoring.demo import FRAUD_OPTIONS, demo_fraud_text, demo_recsys_texts
-from tests.conftest import THEO, screenshot_path
+from tests.conftest import THEO, browser_log_in, screenshot_path
 
 RECSYS_SCREENSHOT = screenshot_path("recsys-dashboard.png")
 FRAUD_SCREENSHOT = screenshot_path("fraud-dashboard.png")
@@ -27,11 +27,7 @@ def csv_file(name: str, text: str) -> SimpleUploadedFile:
 
 
 def log_in(page: Any, live_server: Any) -> None:
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.get_by_label("Username").fill(THEO.username)
-    page.get_by_label("Password").fill(THEO.password)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
+    browser_log_in(page, live_server, THEO.username, THEO.password)
 
 
 def drawn(page: Any, figures: list[str]) -> None:

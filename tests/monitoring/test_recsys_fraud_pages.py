@@ -113,8 +113,8 @@ class TestUploadForms:
         assert queued.names() == ["monitoring.tasks.recommendation_evaluation_run"]
         page = client.get(response["Location"]).content.decode()
         assert "Queued" in page or "Evaluation queued" in page
-        assert f'data-job-url="/teams/search/recommendations/evaluations/{evaluation.pk}/state.json"' in page
-        state = client.get(f"/teams/search/recommendations/evaluations/{evaluation.pk}/state.json").json()
+        assert f'data-job-url="/teams/search/jobs/recommendation/{evaluation.pk}.json"' in page
+        state = client.get(f"/teams/search/jobs/recommendation/{evaluation.pk}.json").json()
         assert state["status"] == "pending"
 
     def test_it_uploads_fraud_scores_without_evaluating_them(
@@ -346,7 +346,7 @@ class TestFraudDashboard:
         logged_in(client, otto)
         assert client.get(fraud_done.get_absolute_url()).status_code == 404
         assert client.get(fraud_done.get_absolute_url() + "roc.csv").status_code == 404
-        assert client.get(fraud_done.get_absolute_url() + "state.json").status_code == 404
+        assert client.get(f"/teams/search/jobs/fraud/{fraud_done.pk}.json").status_code == 404
 
     def test_it_reads_the_dashboard_in_a_fixed_number_of_queries(
         self, client: Client, vera: User, fraud_done: FraudScoreEvaluation, django_assert_max_num_queries: Any

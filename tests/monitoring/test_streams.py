@@ -188,6 +188,7 @@ class TestSnapshots:
             ([[0.0] * DIM, [0.0] * (DIM - 1) + [None]], "vector 1: every entry must be a number"),
             ([[0.0] * DIM, [0.0] * (DIM - 1) + [[1.0]]], "vector 1: every entry must be a number"),
             ([[0.0] * DIM, [0.0] * (DIM - 1) + [float("nan")]], "vector 1: NaN or infinite"),
+            ([[0.0] * DIM, [0.0] * (DIM - 1) + [-1e308]], "vector 1: a value past float32's range"),
         ],
     )
     def test_it_refuses_bad_vectors_naming_the_first(

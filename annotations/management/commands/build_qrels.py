@@ -47,6 +47,11 @@ class Command(BaseCommand):
             default=DEFAULT_QRELS_PARAMS.min_labels,
             help="keep pairs with at least this many labels (default %(default)d)",
         )
+        parser.add_argument(
+            "--no-adjudications",
+            action="store_true",
+            help="ignore the adjudicated grades: every pair judged by the annotators' labels alone",
+        )
         parser.add_argument("--user", metavar="USERNAME", help="record this account as the build's creator")
         mode = parser.add_mutually_exclusive_group()
         mode.add_argument(
@@ -69,7 +74,8 @@ class Command(BaseCommand):
             build = qrels.qrels_build_create(
                 project=project, created_by=creator, tolerance=options["tolerance"],
                 aggregation=options["aggregation"], min_accuracy=options["min_accuracy"],
-                min_gold=options["min_gold"], min_labels=options["min_labels"], enqueue=not options["sync"],
+                min_gold=options["min_gold"], min_labels=options["min_labels"],
+                use_adjudications=not options["no_adjudications"], enqueue=not options["sync"],
             )  # fmt: skip
         except QrelsError as error:
             raise CommandError(str(error)) from error
@@ -105,7 +111,8 @@ def as_text(build: QrelsBuild) -> str:
         f"{a['username']} ({REASONS.get(a['reason'], a['reason'])})" for a in build.annotators["excluded"]
     )
     return (
-        f"Built {head}: {pairs['kept']} of {pairs['total']} pairs kept (dropped: {dropped}).\n"
+        f"Built {head}: {pairs['kept']} of {pairs['total']} pairs kept, {build.adjudicated} of them "
+        f"adjudicated (dropped: {dropped}).\n"
         f"Excluded annotators: {excluded or 'none'}.\n"
         f"sha256 of the TREC export: {build.content_hash}"
     )

@@ -21,7 +21,7 @@ from annotations.demo import (
     demo_project_create,
     demo_summary,
 )
-from annotations.models import QrelsBuild
+from annotations.models import Annotation, Project, QrelsBuild
 from evalplatform.demo import demo_accounts_create
 from monitoring.demo import DEMO_EDITOR, DemoSearchTeam, demo_search_team_load, demo_team_summary
 from monitoring.demo_streams import demo_stream_load
@@ -74,7 +74,7 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(f"Demo judging project {project.slug!r}: ")
             + f"{summary['topics']} queries, {summary['documents']} documents, {summary['tasks']} tasks "
-            f"({summary['gold_tasks']} gold), {summary['answers']} answers from the simulated annotators "
+            f"({summary['gold_tasks']} gold), {_simulated_answers(project)} answers from the simulated annotators "
             f"{', '.join(a.username for a in SIMULATED_ANNOTATORS)}. Log in as alice or bob and open "
             f"/projects/{project.slug}/judge/; as lead, /projects/{project.slug}/quality/."
         )
@@ -82,6 +82,13 @@ class Command(BaseCommand):
             self.stdout.write(
                 self.style.SUCCESS(f"Demo search team {search.team.slug!r}: ") + _team_line(search)
             )
+
+
+def _simulated_answers(project: Project) -> int:
+    """The simulated annotators' answers only: once alice or bob have judged, the project's total counts
+    theirs too, which this message does not claim."""
+    names = [annotator.username for annotator in SIMULATED_ANNOTATORS]
+    return Annotation.objects.filter(project=project, annotator__username__in=names).count()
 
 
 def _team_line(search: DemoSearchTeam) -> str:

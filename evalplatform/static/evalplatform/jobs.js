@@ -2,9 +2,10 @@
 // <span class="job" data-job-url="URL"> polls URL (the job's state as JSON) until the job is done or
 // failed, and redraws its badge, progress, note and error. With data-reload-when-done, the page reloads
 // once the job has finished, so the results it stored appear.
+// `window.JobBadge.show(element, state)` redraws one badge (evalplatform/_job_badge.html) from a job's
+// state, for pages that poll their jobs another way (the judging project's quality page).
 (function () {
   "use strict";
-  var LABELS = { pending: "Pending", running: "Running", done: "Done", failed: "Failed" };
   var FIRST_DELAY = 1000;
   var MAX_DELAY = 10000;
 
@@ -15,7 +16,7 @@
     var note = element.querySelector(".job-note");
     var error = element.querySelector(".job-error");
     element.dataset.status = state.status;
-    badge.textContent = LABELS[state.status] || state.status;
+    badge.textContent = state.label || state.status;
     badge.className = "badge job-badge status-" + state.status;
     var known = state.status === "running" && state.percent !== null;
     bar.hidden = !known;
@@ -24,6 +25,8 @@
     note.textContent = state.status === "running" ? state.note || "" : "";
     error.textContent = state.status === "failed" ? state.error || "" : "";
   }
+
+  window.JobBadge = { show: show };
 
   function poll(element, delay) {
     fetch(element.dataset.jobUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })

@@ -1,0 +1,339 @@
+"""The statements of a claim and an answer, in SQL.
+
+Every answer an annotator gives runs these: through the ORM they cost about 20 ms of Python per answer
+(building and compiling querysets, making model instances), written out about 2 ms. Each function is one
+statement, the same as the ORM query it replaced, reading only the columns it needs; the callers in
+`annotations.services` keep the transactions, the lock order and the rules.
+
+Two databases are served: PostgreSQL, and SQLite for the embedded demo. Their differences are the row
+locks (SQLite has none, and serialises writers on the whole database instead), the shuffle hash
+(`shuffle_sql`) and how datetimes travel (`_db_time`, `_py_time`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils.dateparse import parse_datetime
+
+from annotations.models import (
+    TASK_RANK_MODULUS,
+    Annotation,
+    Assignment,
+    ProjectMembership,
+    Task,
+)
+
+TASK = Task._meta.db_table
+ASSIGNMENT = Assignment._meta.db_table
+ANNOTATION = Annotation._meta.db_table
+MEMBERSHIP = ProjectMembership._meta.db_table
+RESERVED, LABELLED = Assignment.State.RESERVED.value, Assignment.State.LABELLED.value
+
+
+def shuffle_sql(column: str, seed: int) -> tuple[str, list[Any]]:
+    """A per-annotator pseudo-random sort key for a task id: a seeded 64-bit hash in PostgreSQL, a cheaper
+    affine mix of the same inputs in SQLite. Each annotator's seed gives them their own order."""
+    seed = int(seed)
+    if connection.vendor == "postgresql":
+        return f"hashint8extended({column}::bigint, %s::bigint)", [seed]
+    return f"(({column} * %s + %s) %% {TASK_RANK_MODULUS})", [seed % 1_000_003 + 1, seed % TASK_RANK_MODULUS]
+
+
+def _lock(clause: str) -> str:
+    return f" {clause}" if connection.features.has_select_for_update else ""
+
+
+def _db_time(value: datetime) -> Any:
+    return connection.ops.adapt_datetimefield_value(value)
+
+
+def _py_time(value: Any) -> datetime:
+    """A datetime read by a raw query: PostgreSQL gives it aware, SQLite as UTC text."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    parsed = parse_datetime(str(value))
+    assert parsed is not None, value
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _has_place(cap: int | None, column: str = "assigned_count") -> tuple[str, list[Any]]:
+    """The condition that a task has a place under `cap` (None: no limit), and its parameters."""
+    return ("1 = 1", []) if cap is None else (f"{column} < %s", [cap])
+
+
+def _one(sql: str, params: list[Any]) -> tuple[Any, ...] | None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()  # type: ignore[no-any-return]
+
+
+def _column(sql: str, params: list[Any]) -> list[Any]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _write(sql: str, params: list[Any]) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return int(cursor.rowcount)
+
+
+#: A bulk insert of this many tasks or more refreshes the planner's statistics of the task table.
+ANALYZE_AFTER_ROWS = 1000
+
+
+def tasks_analyze_after(new_rows: int) -> None:
+    """After a commit that added `new_rows` tasks, refresh PostgreSQL's statistics of the task table.
+
+    Autovacuum would, within a minute or so; until then the planner takes a project of thousands of new
+    tasks for an empty one and reads its claims' candidates by scanning the whole project (0.6 s a claim
+    in the load benchmark) instead of the rank index."""
+    if new_rows >= ANALYZE_AFTER_ROWS and connection.vendor == "postgresql":
+        transaction.on_commit(lambda: _write(f"ANALYZE {TASK}", []))
+
+
+# --- the claim ------------------------------------------------------------------------------------------
+
+
+def membership_lock(*, project_id: int, user_id: int) -> int | None:
+    """Lock the annotator's membership row (their claims queue up on it); their shuffle seed, or None when
+    they are no longer an annotator of the project."""
+    row = _one(
+        f"SELECT shuffle_seed FROM {MEMBERSHIP} WHERE project_id = %s AND user_id = %s AND role = %s"
+        + _lock("FOR UPDATE"),
+        [project_id, user_id, ProjectMembership.Role.ANNOTATOR.value],
+    )
+    return None if row is None else int(row[0])
+
+
+def held_reservation(*, project_id: int, user_id: int) -> int | None:
+    """The id of the annotator's oldest unanswered reservation (live or expired), if any."""
+    row = _one(
+        f"SELECT id FROM {ASSIGNMENT} WHERE project_id = %s AND annotator_id = %s AND state = %s "
+        "ORDER BY reserved_at LIMIT 1",
+        [project_id, user_id, RESERVED],
+    )
+    return None if row is None else int(row[0])
+
+
+@dataclass(frozen=True)
+class OwnCounts:
+    done_ordinary: int
+    done_gold: int
+    live_ordinary: int
+    live_gold: int
+    #: Tasks with a place left that the annotator holds or held: the project's open tasks less these are
+    #: the ones still available to them.
+    held_open_ordinary: int
+    held_open_gold: int
+
+
+def own_counts(
+    *, project_id: int, user_id: int, now: datetime, overlap: int, gold_overlap: int | None
+) -> OwnCounts:
+    """One pass over the annotator's own assignments (and their tasks' counters)."""
+    gold_place, gold_params = _has_place(gold_overlap, "t.assigned_count")
+    row = _one(
+        "SELECT "
+        "COUNT(*) FILTER (WHERE a.state <> %s AND NOT t.is_gold), "
+        "COUNT(*) FILTER (WHERE a.state <> %s AND t.is_gold), "
+        "COUNT(*) FILTER (WHERE a.state = %s AND a.expires_at > %s AND NOT t.is_gold), "
+        "COUNT(*) FILTER (WHERE a.state = %s AND a.expires_at > %s AND t.is_gold), "
+        "COUNT(*) FILTER (WHERE NOT t.is_gold AND t.assigned_count < %s), "
+        f"COUNT(*) FILTER (WHERE t.is_gold AND {gold_place}) "
+        f"FROM {ASSIGNMENT} a JOIN {TASK} t ON t.id = a.task_id WHERE a.project_id = %s AND a.annotator_id = %s",
+        [
+            RESERVED,
+            RESERVED,
+            RESERVED,
+            _db_time(now),
+            RESERVED,
+            _db_time(now),
+            overlap,
+            *gold_params,
+            project_id,
+            user_id,
+        ],  # fmt: skip
+    )
+    assert row is not None
+    return OwnCounts(*(int(value or 0) for value in row))
+
+
+@dataclass(frozen=True)
+class OpenTotals:
+    """How many of the project's tasks have a place left, by kind."""
+
+    ordinary: int
+    gold: int
+
+
+def open_totals(*, project_id: int, overlap: int, gold_overlap: int | None) -> OpenTotals:
+    """The project's tasks with a place left, by kind: a read of the project's range of an index."""
+    gold_place, gold_params = _has_place(gold_overlap)
+    row = _one(
+        "SELECT COUNT(*) FILTER (WHERE NOT is_gold AND assigned_count < %s), "
+        f"COUNT(*) FILTER (WHERE is_gold AND {gold_place}) FROM {TASK} WHERE project_id = %s",
+        [overlap, *gold_params, project_id],
+    )
+    assert row is not None
+    return OpenTotals(ordinary=int(row[0] or 0), gold=int(row[1] or 0))
+
+
+# The annotator never held the task. A scalar subquery, not NOT EXISTS: PostgreSQL runs it per candidate
+# row as a probe by task id (a task has a handful of assignments), whatever its statistics say. As an
+# anti-join it was planned, on freshly filled tables, as a nested loop over all the annotator's assignments
+# for every candidate. `+ 0` keeps the planner off the annotator index for the same reason: a probe by
+# annotator reads all of their assignments.
+_NOT_MINE = f"(SELECT 1 FROM {ASSIGNMENT} a WHERE a.task_id = t.id AND a.annotator_id + 0 = %s) IS NULL"
+
+
+def started_candidates_sql(
+    *, project_id: int, user_id: int, overlap: int, seed: int, limit: int
+) -> tuple[str, list[Any]]:
+    """Ordinary tasks that others started and that have a place, fullest first, then in the annotator's own
+    order: a small set while a queue is being worked through (about one task per annotator at work)."""
+    shuffle, shuffle_params = shuffle_sql("t.id", seed)
+    return (
+        f"SELECT t.id FROM {TASK} t WHERE t.project_id = %s AND NOT t.is_gold "
+        f"AND t.assigned_count > 0 AND t.assigned_count < %s AND {_NOT_MINE} "
+        f"ORDER BY t.assigned_count DESC, {shuffle} LIMIT %s",
+        [project_id, overlap, user_id, *shuffle_params, limit],
+    )
+
+
+def fresh_candidates_sql(
+    *, project_id: int, user_id: int, is_gold: bool, gold_overlap: int | None, start: int, wrapped: bool,
+    limit: int,
+) -> tuple[str, list[Any]]:  # fmt: skip
+    """Tasks in `Task.rank` order round the ring from `start`: ordinary tasks nobody holds yet, or gold
+    tasks with a place. `wrapped` reads the part of the ring before `start`. A range read of the
+    `task_claimable_rank` (ordinary) or `task_rank` (gold) index, however large the project."""
+    places, place_params = (
+        ("t.assigned_count = 0", []) if not is_gold else _has_place(gold_overlap, "t.assigned_count")
+    )
+    side = "<" if wrapped else ">="
+    return (
+        f"SELECT t.id FROM {TASK} t WHERE t.project_id = %s AND t.is_gold = %s AND {places} "
+        f"AND t.rank {side} %s AND {_NOT_MINE} ORDER BY t.rank LIMIT %s",
+        [project_id, is_gold, *place_params, start, user_id, limit],
+    )
+
+
+def candidate_ids(query: tuple[str, list[Any]]) -> list[int]:
+    return [int(task_id) for task_id in _column(*query)]
+
+
+def task_lock(*, task_id: int, cap: int | None, wait: bool) -> int | None:
+    """Lock the task if it still has a place (SKIP LOCKED unless `wait`): its assigned count, or None."""
+    place, params = _has_place(cap)
+    features = connection.features
+    lock = "FOR NO KEY UPDATE" if features.has_select_for_no_key_update else "FOR UPDATE"
+    if not wait and features.has_select_for_update_skip_locked:
+        lock += " SKIP LOCKED"
+    row = _one(
+        f"SELECT assigned_count FROM {TASK} WHERE id = %s AND {place}" + _lock(lock), [task_id, *params]
+    )
+    return None if row is None else int(row[0])
+
+
+def task_has_place(*, task_id: int, cap: int | None) -> bool:
+    place, params = _has_place(cap)
+    return _one(f"SELECT 1 FROM {TASK} WHERE id = %s AND {place}", [task_id, *params]) is not None
+
+
+def occupying_count(*, task_id: int, now: datetime, excluding: int | None = None) -> int:
+    """The assignments holding a place of the task now: answers that count and live reservations."""
+    other = "" if excluding is None else " AND id <> %s"
+    row = _one(
+        f"SELECT COUNT(*) FROM {ASSIGNMENT} WHERE task_id = %s{other} "
+        "AND (state = %s OR (state = %s AND expires_at > %s))",
+        [task_id, *([] if excluding is None else [excluding]), LABELLED, RESERVED, _db_time(now)],
+    )
+    assert row is not None
+    return int(row[0])
+
+
+def assigned_count_set(*, task_id: int, value: int) -> None:
+    _write(f"UPDATE {TASK} SET assigned_count = %s WHERE id = %s", [value, task_id])
+
+
+def reservation_insert(
+    *, project_id: int, task_id: int, user_id: int, now: datetime, expires_at: datetime
+) -> int:
+    row = _one(
+        f"INSERT INTO {ASSIGNMENT} (project_id, task_id, annotator_id, state, reserved_at, expires_at) "
+        "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+        [project_id, task_id, user_id, RESERVED, _db_time(now), _db_time(expires_at)],
+    )
+    assert row is not None
+    return int(row[0])
+
+
+def counters_add(*, task_id: int, assigned: int, labels: int) -> None:
+    """Add to a task's counters (the caller orders several by task id, so that lockers never deadlock)."""
+    _write(
+        f"UPDATE {TASK} SET assigned_count = assigned_count + %s, label_count = label_count + %s WHERE id = %s",
+        [assigned, labels, task_id],
+    )
+
+
+# --- the answer -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LockedAssignment:
+    id: int
+    task_id: int
+    state: str
+    reserved_at: datetime
+    expires_at: datetime
+
+
+def assignment_lock(*, assignment_id: int, project_id: int, user_id: int) -> LockedAssignment | None:
+    """Lock one of the annotator's assignments in the project (None when there is no such)."""
+    row = _one(
+        f"SELECT id, task_id, state, reserved_at, expires_at FROM {ASSIGNMENT} "
+        "WHERE id = %s AND project_id = %s AND annotator_id = %s" + _lock("FOR UPDATE"),
+        [assignment_id, project_id, user_id],
+    )
+    if row is None:
+        return None
+    return LockedAssignment(int(row[0]), int(row[1]), str(row[2]), _py_time(row[3]), _py_time(row[4]))
+
+
+def assignment_answered(*, assignment_id: int, state: str, now: datetime) -> None:
+    _write(
+        f"UPDATE {ASSIGNMENT} SET state = %s, answered_at = %s WHERE id = %s",
+        [state, _db_time(now), assignment_id],
+    )
+
+
+def annotation_insert(answer: Annotation) -> None:
+    """Insert the (unsaved) answer and give it its id, as `save()` would, in one statement."""
+    row = _one(
+        f"INSERT INTO {ANNOTATION} (assignment_id, project_id, task_id, annotator_id, grade, seconds_spent, "
+        "skipped, unclear, too_fast, comment, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "RETURNING id",
+        [
+            answer.assignment_id,
+            answer.project_id,
+            answer.task_id,
+            answer.annotator_id,
+            answer.grade,
+            answer.seconds_spent,
+            answer.skipped,
+            answer.unclear,
+            answer.too_fast,
+            answer.comment,
+            _db_time(answer.created_at),
+        ],  # fmt: skip
+    )
+    assert row is not None
+    answer.pk = int(row[0])
+    answer._state.adding = False
+    answer._state.db = connection.alias

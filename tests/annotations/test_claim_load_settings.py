@@ -1,0 +1,185 @@
+"""What the annotation hot path does for load: answer-and-claim in one request, claims that read an index
+instead of sorting the project, open totals counted once a second per process, and expiry sweeps that
+are throttled but never hide the last tasks."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from annotations import hotpath, selectors, services
+from annotations.models import TASK_RANK_MODULUS, Assignment, ProjectMembership, Task
+from tests.annotations.conftest import build_project
+from tests.annotations.test_assignment import answer_all, assert_counters_match
+
+
+def post(client: Client, url: str, body: dict[str, object] | None = None) -> Any:
+    return client.post(url, body or {}, content_type="application/json")
+
+
+@pytest.mark.django_db
+class TestSubmitAndClaimNext:
+    def test_it_answers_and_hands_over_the_next_task_until_the_queue_is_empty(
+        self, client: Client, lena: User, alice: User
+    ) -> None:
+        project = build_project(lead=lena, annotators=[alice], topics=2, docs_per_topic=3)
+        client.force_login(alice)
+        base = f"/api/projects/{project.slug}"
+        held = post(client, f"{base}/next/").json()["task"]["assignment"]
+        seen = [held]
+        while True:
+            reply = post(client, f"{base}/submit/", {"assignment": held, "grade": 2, "next": True})
+            assert reply.status_code == 201
+            body = reply.json()
+            assert body["assignment"] == held and body["grade"] == 2 and body["counts"] is True
+            following = body["next"]
+            # The same shape as POST next/ answers, with the progress after this answer.
+            assert set(following) == {"status", "task", "progress", "scale", "message"}
+            if following["status"] != "task":
+                assert following["status"] == "empty" and following["task"] is None
+                break
+            held = following["task"]["assignment"]
+            assert held not in seen
+            seen.append(held)
+            assert following["progress"]["done"] == len(seen) - 1
+            assert Assignment.objects.get(pk=held).state == Assignment.State.RESERVED
+        assert len(seen) == 6
+        assert following["progress"] == {"done": 6, "remaining": 0, "assigned": 6, "percent": 100}
+        assert_counters_match(project)
+
+    def test_without_next_the_reply_is_the_answer_alone(
+        self, client: Client, lena: User, alice: User
+    ) -> None:
+        project = build_project(lead=lena, annotators=[alice])
+        client.force_login(alice)
+        held = post(client, f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        body = post(client, f"/api/projects/{project.slug}/submit/", {"assignment": held, "grade": 1}).json()
+        assert "next" not in body
+        assert not Assignment.objects.filter(annotator=alice, state=Assignment.State.RESERVED).exists()
+
+    def test_skip_can_claim_the_next_task_too(self, client: Client, lena: User, alice: User) -> None:
+        project = build_project(lead=lena, annotators=[alice])
+        client.force_login(alice)
+        held = post(client, f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        body = post(client, f"/api/projects/{project.slug}/skip/", {"assignment": held, "next": True}).json()
+        assert body["skipped"] is True
+        assert body["next"]["status"] == "task" and body["next"]["task"]["assignment"] != held
+
+    def test_a_refused_answer_claims_nothing(self, client: Client, lena: User, alice: User) -> None:
+        project = build_project(lead=lena, annotators=[alice])
+        client.force_login(alice)
+        held = post(client, f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        bad = post(
+            client, f"/api/projects/{project.slug}/submit/", {"assignment": held, "grade": 9, "next": True}
+        )
+        assert bad.status_code == 400 and "next" not in bad.json()
+        assert list(Assignment.objects.filter(annotator=alice).values_list("pk", flat=True)) == [held]
+
+
+@pytest.mark.django_db
+class TestClaimsReadAnIndex:
+    def test_fresh_tasks_come_in_rank_order_from_the_annotators_starting_point(
+        self, lena: User, alice: User
+    ) -> None:
+        project = build_project(lead=lena, annotators=[alice], topics=3, docs_per_topic=10, overlap=1)
+        ranks = dict(Task.objects.filter(project=project).values_list("id", "rank"))
+        # The rank is the id scrambled: distinct, and not in id order.
+        assert all(rank == task_id * 2_654_435_761 % TASK_RANK_MODULUS for task_id, rank in ranks.items())
+        assert len(set(ranks.values())) == len(ranks)
+        start = sorted(ranks.values())[12]
+        seed = start + 5 * TASK_RANK_MODULUS  # a 62-bit seed lands on the ring at seed % modulus
+        ProjectMembership.objects.filter(project=project, user=alice).update(shuffle_seed=seed)
+        served = [task.pk for task in answer_all(project, alice)]
+        expected = sorted(ranks, key=lambda task_id: (ranks[task_id] < start, ranks[task_id]))
+        assert served == expected
+
+    def test_the_fresh_read_is_an_index_range_without_a_sort(self, lena: User, alice: User) -> None:
+        if connection.vendor != "postgresql":
+            pytest.fail("the claim path is tuned for PostgreSQL; run the tests on it")
+        project = build_project(lead=lena, annotators=[alice], topics=4, docs_per_topic=50, gold_per_topic=5)
+        membership = ProjectMembership.objects.get(project=project, user=alice)
+        with connection.cursor() as cursor:
+            # Test tables are small, and a sequential scan and a sort cost little there; forbid them (for
+            # this transaction) to see whether an index serves the claim's order by itself.
+            for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
+                cursor.execute(f"SET LOCAL {setting} = off")
+            for is_gold in (False, True):
+                sql, params = hotpath.fresh_candidates_sql(
+                    project_id=project.pk, user_id=alice.pk, is_gold=is_gold, gold_overlap=None,
+                    start=selectors.rank_start(membership.shuffle_seed), wrapped=False, limit=16,
+                )  # fmt: skip
+                cursor.execute("EXPLAIN " + sql, params)
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+                assert "Index" in plan and ("task_claimable_rank" in plan or "task_rank" in plan), plan
+                assert "Sort" not in plan, plan
+
+    def test_a_claim_costs_no_more_queries_in_a_large_project_than_in_a_small_one(
+        self, lena: User, alice: User, bob: User
+    ) -> None:
+        small = build_project(lead=lena, annotators=[alice], topics=1, docs_per_topic=5, slug="small")
+        large = build_project(lead=lena, annotators=[bob], topics=20, docs_per_topic=100, slug="large")
+        counted = []
+        for project, person in ((small, alice), (large, bob)):
+            answer_all(project, person, limit=2)
+            with CaptureQueriesContext(connection) as queries:
+                assert services.task_claim(project=project, annotator=person).status == "task"
+            counted.append(len(queries))
+        # The large one may even need fewer: the small one's ring can run out and be read from its start.
+        assert counted[1] <= counted[0], counted
+
+
+@pytest.mark.django_db
+class TestLoadSettings:
+    def test_open_totals_are_counted_once_per_period_in_a_process(
+        self, settings: Any, lena: User, alice: User, bob: User, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        settings.JUDGING_OPEN_TOTALS_SECONDS = 60
+        clock = [1000.0]
+        monkeypatch.setattr(selectors.time, "monotonic", lambda: clock[0])
+        monkeypatch.setattr(selectors, "_open_totals_cache", {})
+        project = build_project(lead=lena, annotators=[alice, bob], topics=1, docs_per_topic=6, overlap=1)
+        assert selectors.queue_counts(project=project, annotator=alice).available_ordinary == 6
+        answer_all(project, bob, limit=2)  # bob fills two tasks: alice's figure lags until the next count
+        with CaptureQueriesContext(connection) as queries:
+            lagging = selectors.queue_counts(project=project, annotator=alice)
+        assert lagging.available_ordinary == 6 and len(queries) == 1  # her own assignments only
+        # Serving is exact all the same: alice is never given a task bob filled.
+        served = answer_all(project, alice)
+        assert len(served) == 4
+        clock[0] += 61
+        assert selectors.queue_counts(project=project, annotator=alice).available_ordinary == 0
+        # A change of overlap is a new key: counted at once.
+        project.overlap = 2
+        project.save(update_fields=["overlap"])
+        assert selectors.queue_counts(project=project, annotator=alice).available_ordinary == 2
+
+    def test_exact_counts_with_the_period_at_zero(self, lena: User, alice: User, bob: User) -> None:
+        project = build_project(lead=lena, annotators=[alice, bob], topics=1, docs_per_topic=6, overlap=1)
+        assert selectors.queue_counts(project=project, annotator=alice).available_ordinary == 6
+        answer_all(project, bob, limit=2)
+        assert selectors.queue_counts(project=project, annotator=alice).available_ordinary == 4
+
+    def test_a_throttled_sweep_still_frees_an_expired_task_before_answering_empty(
+        self, settings: Any, lena: User, alice: User, bob: User, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        settings.JUDGING_EXPIRY_SWEEP_SECONDS = 3600
+        monkeypatch.setattr(services, "_last_expiry_sweep", {})
+        project = build_project(lead=lena, annotators=[alice, bob], topics=1, docs_per_topic=1, overlap=1)
+        held = services.task_claim(
+            project=project, annotator=alice
+        ).assignment  # this sweep starts the period
+        assert held is not None
+        an_hour_ago = timezone.now() - timedelta(hours=1)
+        Assignment.objects.filter(pk=held.pk).update(reserved_at=an_hour_ago - timedelta(minutes=30),
+                                                     expires_at=an_hour_ago)  # fmt: skip
+        claim = services.task_claim(project=project, annotator=bob)  # within the period: no sweep first...
+        assert claim.status == "task" and claim.assignment.task_id == held.task_id  # ...but before "empty"
+        assert not Assignment.objects.filter(pk=held.pk).exists()
+        assert_counters_match(project)

@@ -1,0 +1,35 @@
+"""The load benchmark runs, in both modes and paced, and its integrity checks hold: a short run with few
+clients on a database of its own (the benchmark measures speed; this checks that it works)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from tests.conftest import _database_url_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.services
+@pytest.mark.django_db
+@pytest.mark.parametrize("args", [["--mode", "next-submit"], ["--mode", "submit-next", "--rate", "40"]])
+def test_the_load_benchmark_runs_and_loses_nothing(args: list[str]) -> None:
+    settings_dict = {**connection.settings_dict, "NAME": f"{connection.settings_dict['NAME']}_load"}
+    # Its quality recomputes must not reach the tests' worker, which reads another database.
+    env = {**os.environ, "DATABASE_URL": _database_url_for(settings_dict), "CELERY_BROKER_URL": "memory://"}
+    command = [sys.executable, "benchmarks/annotation_load.py", "--clients", "4", "--seconds", "3", "--tasks",
+               "400", "--web-workers", "2", *args]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["throughput_per_s"] > 0 and result["requests"] > 0
+    assert (result["errors"], result["lost"], result["duplicated"], result["over_assigned"]) == (0, 0, 0, 0)
+    assert result["mode"] == args[1]
+    assert result["p50_ms"] <= result["p95_ms"] <= result["p99_ms"]
