@@ -256,14 +256,20 @@ def _error(exc: services.JudgingError) -> Response:
     return Response(ErrorOut(body).data, status=exc.status_code)
 
 
+# The replies of claims and answers, which every answer makes, are written as their serializers (`NextOut`,
+# `AnswerOut`: the schema) would write them, without running them: serializing cost more Python than the
+# rest of the request. tests/annotations/test_api_replies.py holds each to its serializer.
+_WHEN = serializers.DateTimeField()  # a datetime's text, as the serializers write it
+
+
 def _task_data(project: Project, assignment: Assignment) -> dict[str, Any]:
     task = assignment.task
     return {
         "assignment": assignment.pk,
         "query": {"text": task.topic.title, "description": task.topic.description},
         "document": {"title": task.document.title, "text": task.document.text},
-        "served_at": assignment.reserved_at,
-        "expires_at": assignment.expires_at,
+        "served_at": _WHEN.to_representation(assignment.reserved_at),
+        "expires_at": _WHEN.to_representation(assignment.expires_at),
         "min_seconds": project.min_seconds_per_task,
         "seconds_left": round(max(0.0, project.min_seconds_per_task - assignment.seconds_since_served()), 2),
     }
@@ -346,14 +352,16 @@ def _next_data(
 ) -> dict[str, Any]:
     if counts is None:
         counts = selectors.queue_counts(project=project, annotator=annotator)
-    data = {
+    return {
         "status": state,
         "task": _task_data(project, assignment) if assignment else None,
         "progress": _progress_data(counts),
-        "scale": project.scale,
+        "scale": [
+            {key: level[key] for key in ("grade", "label", "definition") if key in level}
+            for level in project.scale
+        ],
         "message": MESSAGES[state],
     }
-    return dict(NextOut(data).data)
 
 
 def _held_reservation(*, project: Project, annotator: Any) -> Assignment | None:
@@ -363,8 +371,17 @@ def _held_reservation(*, project: Project, annotator: Any) -> Assignment | None:
 
 
 def _answer_data(answer: Annotation, *, claim_next: bool) -> dict[str, Any]:
-    data = dict(AnswerOut(answer).data)
-    data["counts"] = answer.counts
+    data = {
+        "assignment": answer.assignment_id,
+        "grade": answer.grade,
+        "skipped": answer.skipped,
+        "unclear": answer.unclear,
+        "too_fast": answer.too_fast,
+        "counts": answer.counts,
+        "seconds_spent": float(answer.seconds_spent),
+        "comment": answer.comment,
+        "created_at": _WHEN.to_representation(answer.created_at),
+    }
     if claim_next:
         # Removed meanwhile: the answer is stored all the same, and POST next/ says why there is no next.
         with contextlib.suppress(PermissionDenied):

@@ -23,14 +23,21 @@ from annotations.models import (
     TASK_RANK_MODULUS,
     Annotation,
     Assignment,
+    Document,
+    Project,
     ProjectMembership,
     Task,
+    Topic,
 )
+from evalplatform import sqlrows
 
 TASK = Task._meta.db_table
 ASSIGNMENT = Assignment._meta.db_table
 ANNOTATION = Annotation._meta.db_table
 MEMBERSHIP = ProjectMembership._meta.db_table
+PROJECT = Project._meta.db_table
+TOPIC = Topic._meta.db_table
+DOCUMENT = Document._meta.db_table
 RESERVED, LABELLED = Assignment.State.RESERVED.value, Assignment.State.LABELLED.value
 
 
@@ -66,19 +73,19 @@ def _has_place(cap: int | None, column: str = "assigned_count") -> tuple[str, li
 
 
 def _one(sql: str, params: list[Any]) -> tuple[Any, ...] | None:
-    with connection.cursor() as cursor:
+    with sqlrows.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone()  # type: ignore[no-any-return]
 
 
 def _column(sql: str, params: list[Any]) -> list[Any]:
-    with connection.cursor() as cursor:
+    with sqlrows.cursor() as cursor:
         cursor.execute(sql, params)
         return [row[0] for row in cursor.fetchall()]
 
 
 def _write(sql: str, params: list[Any]) -> int:
-    with connection.cursor() as cursor:
+    with sqlrows.cursor() as cursor:
         cursor.execute(sql, params)
         return int(cursor.rowcount)
 
@@ -95,6 +102,48 @@ def tasks_analyze_after(new_rows: int) -> None:
     in the load benchmark) instead of the rank index."""
     if new_rows >= ANALYZE_AFTER_ROWS and connection.vendor == "postgresql":
         transaction.on_commit(lambda: _write(f"ANALYZE {TASK}", []))
+
+
+# --- the lookups every request makes --------------------------------------------------------------------
+
+
+def membership_of(*, slug: str, user_id: int) -> ProjectMembership | None:
+    """The user's membership of the project `slug`, with `.project` loaded (None: not a member)."""
+    member, project = sqlrows.columns(ProjectMembership, "m"), sqlrows.columns(Project, "p")
+    row = _one(
+        f"SELECT {member.select}, {project.select} FROM {MEMBERSHIP} m "
+        f"JOIN {PROJECT} p ON p.id = m.project_id WHERE p.slug = %s AND m.user_id = %s ORDER BY m.id LIMIT 1",
+        [slug, user_id],
+    )
+    if row is None:
+        return None
+    membership: ProjectMembership = sqlrows.instance(member, row)
+    membership.project = sqlrows.instance(project, row, member.width)
+    return membership
+
+
+def served_assignment(assignment_id: int) -> Assignment:
+    """The assignment with its task, topic and document loaded: what a claim hands the annotator."""
+    shapes = [
+        sqlrows.columns(model, alias)
+        for model, alias in ((Assignment, "a"), (Task, "t"), (Topic, "q"), (Document, "d"))
+    ]
+    row = _one(
+        f"SELECT {', '.join(shape.select for shape in shapes)} FROM {ASSIGNMENT} a "
+        f"JOIN {TASK} t ON t.id = a.task_id JOIN {TOPIC} q ON q.id = t.topic_id "
+        f"JOIN {DOCUMENT} d ON d.id = t.document_id WHERE a.id = %s",
+        [assignment_id],
+    )
+    if row is None:
+        raise Assignment.DoesNotExist(assignment_id)
+    start, loaded = 0, []
+    for shape in shapes:
+        loaded.append(sqlrows.instance(shape, row, start))
+        start += shape.width
+    assignment, task, topic, document = loaded
+    task.topic, task.document = topic, document
+    assignment.task = task
+    return assignment  # type: ignore[no-any-return]
 
 
 # --- the claim ------------------------------------------------------------------------------------------

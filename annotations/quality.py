@@ -31,6 +31,7 @@ from annotations.models import (
     QualitySnapshot,
 )
 from evalcore.judging import Answers, Override, quality_figures
+from evalplatform import sqlrows
 from evalplatform.auth import User
 from evalplatform.jobs import JobOutcome, JobStatus, ProgressFn, job_enqueue, job_run
 
@@ -160,6 +161,19 @@ def _store(job: QualityRecompute, fields: dict[str, Any]) -> None:
     )
 
 
+def _pending_recompute(*, project_id: int, sent_after: datetime) -> tuple[int, bool] | None:
+    """The project's pending recompute: its id and whether it was sent after `sent_after`. Every answer
+    asks, so the statement is written out (a queryset cost more than the rest of the answer's check)."""
+    with sqlrows.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, queued_at IS NOT NULL AND queued_at > %s FROM {QualityRecompute._meta.db_table} "
+            "WHERE project_id = %s AND status = %s ORDER BY id LIMIT 1",
+            [connection.ops.adapt_datetimefield_value(sent_after), project_id, JobStatus.PENDING.value],
+        )
+        row = cursor.fetchone()
+    return None if row is None else (int(row[0]), bool(row[1]))
+
+
 def quality_recompute_request(
     *,
     project_id: int,
@@ -177,12 +191,12 @@ def quality_recompute_request(
     """
     now = now or timezone.now()
     countdown = (0 if force else DEBOUNCE_SECONDS) if countdown is None else countdown
-    pending = QualityRecompute.objects.filter(project_id=project_id, status=JobStatus.PENDING).first()
+    pending = _pending_recompute(project_id=project_id, sent_after=now - PENDING_LEASE)
     if pending is not None:
-        sent_lately = pending.queued_at is not None and pending.queued_at > now - PENDING_LEASE
+        pending_id, sent_lately = pending
         if sent_lately and not force:
             return False
-        return job_enqueue(pending, countdown=countdown)
+        return job_enqueue(QualityRecompute.objects.get(pk=pending_id), countdown=countdown)
     try:
         with transaction.atomic():
             job = QualityRecompute.objects.create(

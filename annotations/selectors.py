@@ -67,9 +67,7 @@ def get_project_for_member(user: AnyUser, slug: str, *, role: str | None = None)
     """
     if not user.is_authenticated:
         raise Http404("No such project.")
-    membership = (
-        ProjectMembership.objects.select_related("project").filter(project__slug=slug, user=user).first()
-    )
+    membership = hotpath.membership_of(slug=slug, user_id=user.pk)
     if membership is None and getattr(user, "is_superuser", False):
         project = Project.objects.filter(slug=slug).first()
         if project is not None:

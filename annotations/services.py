@@ -354,9 +354,7 @@ def _claim(*, project: Project, annotator: User, now: datetime) -> Claim:
                 kind = "gold" if is_gold else "ordinary"
                 after = {f"live_{kind}": getattr(counts, f"live_{kind}") + 1,
                          f"available_{kind}": max(0, getattr(counts, f"available_{kind}") - 1)}  # fmt: skip
-                assignment = Assignment.objects.select_related("task__topic", "task__document").get(
-                    pk=assignment_id
-                )
+                assignment = hotpath.served_assignment(assignment_id)
                 return Claim("task", assignment, replace(counts, **after))
         return Claim("empty", counts=counts)
 

@@ -112,6 +112,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"]["transaction_mode"] = "IMMEDIATE"
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The judging hot path's statements (evalplatform.sqlrows.cursor) bind on the server, and psycopg
+    # prepares them after this many runs on a connection; Django's own queries bind on the client and are
+    # never prepared. 0 turns it off, for a pooler in transaction mode without prepared-statement support.
+    _prepare_threshold = env_int("DATABASE_PREPARE_THRESHOLD", 5)
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
+        _prepare_threshold if _prepare_threshold > 0 else None
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -225,7 +233,7 @@ REST_FRAMEWORK = {
     # Token first: a request with no credentials gets 401 with a `WWW-Authenticate: Token` challenge (the
     # first class's), as HTTP says, rather than the 403 that session authentication answers.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "evalplatform.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import time
 
@@ -143,14 +144,19 @@ class TestPassages:
         reading_view(small, terms)  # warm the stem cache
 
         def seconds(text: str) -> float:
-            start = time.perf_counter()
-            view = reading_view(text, terms)
-            for block in view.blocks:
-                block_html(block, terms)
-            return time.perf_counter() - start
+            """The best of three, so that a busy machine (CI runs other processes) does not decide."""
+            best = math.inf
+            for _ in range(3):
+                start = time.perf_counter()
+                view = reading_view(text, terms)
+                for block in view.blocks:
+                    block_html(block, terms)
+                best = min(best, time.perf_counter() - start)
+            return best
 
         assert seconds(small) < 0.1, "a 2,500-line document in well under the time of a page"
-        assert seconds(large) < 15 * seconds(small), "ten times the text, not a hundred times the time"
+        # Linear is 10x, quadratic 100x; the margin between them absorbs timer noise.
+        assert seconds(large) < 35 * seconds(small), "ten times the text, not a hundred times the time"
 
 
 @pytest.mark.django_db

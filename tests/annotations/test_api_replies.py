@@ -1,0 +1,136 @@
+"""The judging API's hot replies and lookups, written out for speed, against what the ORM and DRF give.
+
+`annotations.api` writes the claim and answer replies without running their serializers, and the token,
+the membership and the task served are read by hand-written SQL (`evalplatform.sqlrows`). Each is held
+here to the serializer or queryset it stands for, on real requests.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from rest_framework.authtoken.models import Token
+
+from annotations import hotpath, selectors
+from annotations.api import AnswerOut, NextOut
+from annotations.models import Annotation, Assignment, Project, ProjectMembership
+from tests.annotations.conftest import build_project
+
+
+@pytest.fixture
+def project(lena: User, alice: User) -> Project:
+    project = build_project(lead=lena, annotators=[alice], topics=2, docs_per_topic=3, gold_per_topic=1)
+    # A level without a definition, and a topic with a description: both shapes of each field.
+    project.scale = [*project.scale[:4], {"grade": 4, "label": "Perfect"}]
+    project.save(update_fields=["scale"])
+    project.topics.filter(qid="q0").update(description="What the query means.")
+    return project
+
+
+@pytest.fixture
+def api(client: Client, alice: User) -> Client:
+    token = Token.objects.create(user=alice)
+    client.defaults["HTTP_AUTHORIZATION"] = f"Token {token.key}"
+    return client
+
+
+def post(client: Client, url: str, body: dict[str, Any] | None = None) -> Any:
+    return client.post(url, json.dumps(body or {}), content_type="application/json")
+
+
+def as_serialized(serializer: Any) -> Any:
+    """The serializer's output as it reaches the client: through JSON."""
+    return json.loads(json.dumps(serializer.data))
+
+
+@pytest.mark.django_db
+class TestReplies:
+    def test_claims_and_answers_are_what_their_serializers_write(self, api: Client, project: Project) -> None:
+        base = f"/api/projects/{project.slug}"
+        reply = post(api, f"{base}/next/").json()
+        held = reply["task"]["assignment"]
+        assert reply == as_serialized(NextOut(reply))
+        descriptions = {reply["task"]["query"]["description"]}
+        assert [level.get("definition") for level in reply["scale"]][-1] is None
+        for body in (
+            {"assignment": held, "grade": 3, "comment": "  fine  ", "next": True},
+            {"unclear": True, "next": True},
+            {"skip": True, "next": True},
+        ):
+            path = "skip" if body.pop("skip", False) else "submit"
+            body.setdefault("assignment", held)
+            answered = post(api, f"{base}/{path}/", body)
+            assert answered.status_code == 201, answered.content
+            data = answered.json()
+            stored = Annotation.objects.get(assignment_id=body["assignment"])
+            assert {k: v for k, v in data.items() if k != "next"} == as_serialized(AnswerOut(stored))
+            assert data["next"] == as_serialized(NextOut(data["next"]))
+            held = data["next"]["task"]["assignment"]
+            descriptions.add(data["next"]["task"]["query"]["description"])
+        while (reply := post(api, f"{base}/next/").json())["status"] == "task":
+            descriptions.add(reply["task"]["query"]["description"])
+            assert reply == as_serialized(NextOut(reply))
+            post(api, f"{base}/submit/", {"assignment": reply["task"]["assignment"], "grade": 1})
+        assert descriptions == {"", "What the query means."}
+        assert reply["status"] == "empty" and reply["task"] is None
+        assert reply == as_serialized(NextOut(reply))
+
+
+@pytest.mark.django_db
+class TestLookups:
+    def test_the_served_assignment_is_the_querysets(self, api: Client, project: Project) -> None:
+        held = post(api, f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
+        mine = hotpath.served_assignment(held)
+        orm = Assignment.objects.select_related("task__topic", "task__document").get(pk=held)
+        for ours, theirs in (
+            (mine, orm),
+            (mine.task, orm.task),
+            (mine.task.topic, orm.task.topic),
+            (mine.task.document, orm.task.document),
+        ):
+            fields = type(theirs)._meta.concrete_fields
+            assert [getattr(ours, f.attname) for f in fields] == [getattr(theirs, f.attname) for f in fields]
+            assert not ours._state.adding and ours._state.db == theirs._state.db
+        with pytest.raises(Assignment.DoesNotExist):
+            hotpath.served_assignment(held + 10_000)
+
+    def test_the_membership_is_the_querysets(self, project: Project, alice: User, bob: User) -> None:
+        mine = hotpath.membership_of(slug=project.slug, user_id=alice.pk)
+        orm = ProjectMembership.objects.select_related("project").get(project=project, user=alice)
+        assert mine is not None
+        for ours, theirs in ((mine, orm), (mine.project, orm.project)):
+            fields = type(theirs)._meta.concrete_fields
+            assert [getattr(ours, f.attname) for f in fields] == [getattr(theirs, f.attname) for f in fields]
+        assert mine.project.scale == orm.project.scale and isinstance(mine.project.scale, list)
+        assert hotpath.membership_of(slug=project.slug, user_id=bob.pk) is None
+        assert hotpath.membership_of(slug="no-such-project", user_id=alice.pk) is None
+        assert selectors.get_project_for_member(alice, project.slug).project == project
+
+    def test_a_token_signs_in_its_user_and_nothing_else(
+        self, client: Client, project: Project, alice: User
+    ) -> None:
+        token = Token.objects.create(user=alice)
+        url = f"/api/projects/{project.slug}/progress/"
+        assert client.get(url, HTTP_AUTHORIZATION=f"Token {token.key}").status_code == 200
+        wrong = client.get(url, HTTP_AUTHORIZATION="Token " + "0" * 40)
+        assert wrong.status_code == 401 and wrong.json()["detail"] == "Invalid token."
+        alice.is_active = False
+        alice.save(update_fields=["is_active"])
+        inactive = client.get(url, HTTP_AUTHORIZATION=f"Token {token.key}")
+        assert inactive.status_code == 401 and inactive.json()["detail"] == "User inactive or deleted."
+
+    def test_the_hot_statements_are_prepared_in_postgresql(self, project: Project, alice: User) -> None:
+        for _ in range(8):  # psycopg prepares a statement on its fifth run on the connection
+            assert hotpath.membership_of(slug=project.slug, user_id=alice.pk) is not None
+            assert not User.objects.filter(username="nobody-by-this-name").exists()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement FROM pg_prepared_statements")
+            prepared = [row[0] for row in cursor.fetchall()]
+        assert any(f"FROM {hotpath.MEMBERSHIP} m" in statement for statement in prepared), prepared
+        # Django's own queries bind on the client and stay unprepared.
+        assert not any('"auth_user"."username"' in statement for statement in prepared), prepared
