@@ -160,16 +160,6 @@ def membership_lock(*, project_id: int, user_id: int) -> int | None:
     return None if row is None else int(row[0])
 
 
-def held_reservation(*, project_id: int, user_id: int) -> int | None:
-    """The id of the annotator's oldest unanswered reservation (live or expired), if any."""
-    row = _one(
-        f"SELECT id FROM {ASSIGNMENT} WHERE project_id = %s AND annotator_id = %s AND state = %s "
-        "ORDER BY reserved_at LIMIT 1",
-        [project_id, user_id, RESERVED],
-    )
-    return None if row is None else int(row[0])
-
-
 @dataclass(frozen=True)
 class OwnCounts:
     done_ordinary: int
@@ -180,6 +170,8 @@ class OwnCounts:
     #: the ones still available to them.
     held_open_ordinary: int
     held_open_gold: int
+    #: The annotator's unanswered reservations, live or expired (a claim serves such one again).
+    reserved: int
 
 
 def own_counts(
@@ -194,7 +186,8 @@ def own_counts(
         "COUNT(*) FILTER (WHERE a.state = %s AND a.expires_at > %s AND NOT t.is_gold), "
         "COUNT(*) FILTER (WHERE a.state = %s AND a.expires_at > %s AND t.is_gold), "
         "COUNT(*) FILTER (WHERE NOT t.is_gold AND t.assigned_count < %s), "
-        f"COUNT(*) FILTER (WHERE t.is_gold AND {gold_place}) "
+        f"COUNT(*) FILTER (WHERE t.is_gold AND {gold_place}), "
+        "COUNT(*) FILTER (WHERE a.state = %s) "
         f"FROM {ASSIGNMENT} a JOIN {TASK} t ON t.id = a.task_id WHERE a.project_id = %s AND a.annotator_id = %s",
         [
             RESERVED,
@@ -205,6 +198,7 @@ def own_counts(
             _db_time(now),
             overlap,
             *gold_params,
+            RESERVED,
             project_id,
             user_id,
         ],  # fmt: skip
@@ -323,6 +317,59 @@ def reservation_insert(
     return int(row[0])
 
 
+@dataclass(frozen=True)
+class Reservation:
+    #: The assignments holding a place of the task before this one (None: not counted, the task has no cap).
+    occupied: int | None
+    #: The new assignment's id; None when the task had no place left (`occupied` reached the cap).
+    assignment_id: int | None
+
+
+def reservation_take(
+    *, project_id: int, task_id: int, user_id: int, now: datetime, expires_at: datetime, cap: int | None
+) -> Reservation:
+    """With the task locked: re-count the places it has taken (answers that count, live reservations), and
+    if one is left under `cap`, reserve it for the annotator and add one to its assigned count.
+
+    One statement in PostgreSQL (its sub-statements share one snapshot, taken after the task's lock); the
+    same three steps one by one in SQLite, where the whole database is locked for writing anyway."""
+    if connection.vendor != "postgresql":
+        occupied = None if cap is None else occupying_count(task_id=task_id, now=now)
+        if occupied is not None and cap is not None and occupied >= cap:
+            return Reservation(occupied, None)
+        assignment_id = reservation_insert(
+            project_id=project_id, task_id=task_id, user_id=user_id, now=now, expires_at=expires_at
+        )
+        counters_add(task_id=task_id, assigned=1, labels=0)
+        return Reservation(occupied, assignment_id)
+    place, place_params = ("", []) if cap is None else (" WHERE (SELECT n FROM occupied) < %s", [cap])
+    row = _one(
+        f"WITH occupied AS (SELECT COUNT(*) AS n FROM {ASSIGNMENT} WHERE task_id = %s "
+        "AND (state = %s OR (state = %s AND expires_at > %s))), "
+        f"taken AS (INSERT INTO {ASSIGNMENT} (project_id, task_id, annotator_id, state, reserved_at, expires_at) "
+        f"SELECT %s, %s, %s, %s, %s, %s{place} RETURNING id), "
+        f"counted AS (UPDATE {TASK} SET assigned_count = assigned_count + 1 "
+        "WHERE id = %s AND EXISTS (SELECT 1 FROM taken)) "
+        "SELECT (SELECT n FROM occupied), (SELECT id FROM taken)",
+        [
+            task_id,
+            LABELLED,
+            RESERVED,
+            _db_time(now),
+            project_id,
+            task_id,
+            user_id,
+            RESERVED,
+            _db_time(now),
+            _db_time(expires_at),
+            *place_params,
+            task_id,
+        ],  # fmt: skip
+    )
+    assert row is not None
+    return Reservation(None if cap is None else int(row[0]), None if row[1] is None else int(row[1]))
+
+
 def counters_add(*, task_id: int, assigned: int, labels: int) -> None:
     """Add to a task's counters (the caller orders several by task id, so that lockers never deadlock)."""
     _write(
@@ -362,27 +409,57 @@ def assignment_answered(*, assignment_id: int, state: str, now: datetime) -> Non
     )
 
 
-def annotation_insert(answer: Annotation) -> None:
-    """Insert the (unsaved) answer and give it its id, as `save()` would, in one statement."""
+_ANNOTATION_INSERT = (
+    f"INSERT INTO {ANNOTATION} (assignment_id, project_id, task_id, annotator_id, grade, seconds_spent, "
+    "skipped, unclear, too_fast, comment, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    "RETURNING id"
+)
+
+
+def answer_record(answer: Annotation, *, state: str, assigned: int, labels: int) -> None:
+    """Store an answer to the locked assignment: the assignment takes `state`, its task's counters move by
+    `assigned` and `labels`, and the (unsaved) answer is inserted and given its id, as `save()` would.
+
+    One statement in PostgreSQL (the three writes as sub-statements of one), three in SQLite."""
+    if connection.vendor != "postgresql":
+        assignment_answered(assignment_id=answer.assignment_id, state=state, now=answer.created_at)
+        counters_add(task_id=answer.task_id, assigned=assigned, labels=labels)
+        annotation_insert(answer)
+        return
     row = _one(
-        f"INSERT INTO {ANNOTATION} (assignment_id, project_id, task_id, annotator_id, grade, seconds_spent, "
-        "skipped, unclear, too_fast, comment, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-        "RETURNING id",
+        f"WITH answered AS (UPDATE {ASSIGNMENT} SET state = %s, answered_at = %s WHERE id = %s), "
+        f"counted AS (UPDATE {TASK} SET assigned_count = assigned_count + %s, label_count = label_count + %s "
+        f"WHERE id = %s) {_ANNOTATION_INSERT}",
         [
-            answer.assignment_id,
-            answer.project_id,
-            answer.task_id,
-            answer.annotator_id,
-            answer.grade,
-            answer.seconds_spent,
-            answer.skipped,
-            answer.unclear,
-            answer.too_fast,
-            answer.comment,
+            state,
             _db_time(answer.created_at),
+            answer.assignment_id,
+            assigned,
+            labels,
+            answer.task_id,
+            *_annotation_values(answer),
         ],  # fmt: skip
     )
     assert row is not None
-    answer.pk = int(row[0])
+    _saved(answer, int(row[0]))
+
+
+def annotation_insert(answer: Annotation) -> None:
+    """Insert the (unsaved) answer and give it its id, as `save()` would, in one statement."""
+    row = _one(_ANNOTATION_INSERT, _annotation_values(answer))
+    assert row is not None
+    _saved(answer, int(row[0]))
+
+
+def _saved(answer: Annotation, pk: int) -> None:
+    answer.pk = pk
     answer._state.adding = False
     answer._state.db = connection.alias
+
+
+def _annotation_values(answer: Annotation) -> list[Any]:
+    return [
+        answer.assignment_id, answer.project_id, answer.task_id, answer.annotator_id, answer.grade,
+        answer.seconds_spent, answer.skipped, answer.unclear, answer.too_fast, answer.comment,
+        _db_time(answer.created_at),
+    ]  # fmt: skip

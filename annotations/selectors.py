@@ -193,17 +193,25 @@ class QueueCounts:
         return round(100 * self.done / self.assigned) if self.assigned else 100
 
 
-def queue_counts(*, project: Project, annotator: User, now: datetime | None = None) -> QueueCounts:
-    """The annotator's counts: one pass over their own assignments, and the project's open totals.
+def own_counts(*, project: Project, annotator: User, now: datetime | None = None) -> hotpath.OwnCounts:
+    """One pass over the annotator's own assignments in the project (and their tasks' counters)."""
+    return hotpath.own_counts(
+        project_id=project.pk, user_id=annotator.pk, now=now or timezone.now(), overlap=project.overlap,
+        gold_overlap=project.gold_overlap,
+    )  # fmt: skip
+
+
+def queue_counts(
+    *, project: Project, annotator: User, now: datetime | None = None, own: hotpath.OwnCounts | None = None
+) -> QueueCounts:
+    """The annotator's counts: one pass over their own assignments (`own`, when the caller has just made
+    it at `now`), and the project's open totals.
 
     A task is available to the annotator when it has a place and they never held it, so `available` is
     the project's open tasks less those among them the annotator holds or held: no scan of the whole
     project per annotator. The open totals may be up to `JUDGING_OPEN_TOTALS_SECONDS` old (see
     `open_totals`)."""
-    own = hotpath.own_counts(
-        project_id=project.pk, user_id=annotator.pk, now=now or timezone.now(), overlap=project.overlap,
-        gold_overlap=project.gold_overlap,
-    )  # fmt: skip
+    own = own or own_counts(project=project, annotator=annotator, now=now)
     totals = open_totals(project)
     return QueueCounts(
         done_ordinary=own.done_ordinary,

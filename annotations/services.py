@@ -335,15 +335,17 @@ def _claim(*, project: Project, annotator: User, now: datetime) -> Claim:
         seed = hotpath.membership_lock(project_id=project.pk, user_id=annotator.pk)
         if seed is None:
             raise PermissionDenied("You are no longer an annotator of this project.")
-        if hotpath.held_reservation(project_id=project.pk, user_id=annotator.pk) is not None:
+        own = selectors.own_counts(project=project, annotator=annotator, now=now)
+        if own.reserved:
             held = _held_claim(project=project, annotator=annotator, now=now)
             if held is not None:
                 return held
+            own = selectors.own_counts(project=project, annotator=annotator, now=now)  # it was let go
         if project.session_cap_minutes:
             membership = _annotator_membership(project=project, annotator=annotator)
             if selectors.session_state(membership=membership, now=now).break_due:
                 return Claim("break")
-        counts = selectors.queue_counts(project=project, annotator=annotator, now=now)
+        counts = selectors.queue_counts(project=project, annotator=annotator, now=now, own=own)
         gold_first = selectors.gold_turn(counts=counts, project=project, seed=seed)
         kinds = [True, False] if gold_first else [False, True] if counts.gold_allowed else [False]
         for is_gold in kinds:
@@ -428,18 +430,14 @@ def _claim_task(
     assigned = hotpath.task_lock(task_id=task_id, cap=cap, wait=wait)
     if assigned is None:
         return None, not wait and hotpath.task_has_place(task_id=task_id, cap=cap)
-    if cap is not None:
-        occupied = hotpath.occupying_count(task_id=task_id, now=now)
-        if occupied >= cap:
-            # The counter fell behind; correct it so the fast filter passes over this task.
-            hotpath.assigned_count_set(task_id=task_id, value=max(occupied, assigned, cap))
-            return None, False
-    assignment_id = hotpath.reservation_insert(
+    taken = hotpath.reservation_take(
         project_id=project.pk, task_id=task_id, user_id=annotator.pk, now=now,
-        expires_at=now + project.reservation_timeout,
+        expires_at=now + project.reservation_timeout, cap=cap,
     )  # fmt: skip
-    hotpath.counters_add(task_id=task_id, assigned=1, labels=0)
-    return assignment_id, False
+    if taken.assignment_id is None and taken.occupied is not None and cap is not None:
+        # The counter fell behind the places taken; correct it so the fast filter passes over this task.
+        hotpath.assigned_count_set(task_id=task_id, value=max(taken.occupied, assigned, cap))
+    return taken.assignment_id, False
 
 
 # --- answering ------------------------------------------------------------------------------------------
@@ -519,17 +517,18 @@ def _answer(
     ):
         raise ReservationExpired()  # the release is left to `reservations_release_expired`
     counts = grade is not None and not too_fast
-    hotpath.assignment_answered(
-        assignment_id=assignment.id, state=State.LABELLED if counts else State.RELEASED, now=now
-    )
-    _apply_counter_deltas({assignment.task_id: (0, 1) if counts else (-1, 0)})
     transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
     answer = Annotation(
         assignment_id=assignment.id, project=project, task_id=assignment.task_id, annotator=annotator,
         grade=grade, seconds_spent=seconds, skipped=skipped, unclear=unclear, too_fast=too_fast, created_at=now,
         comment=comment,
     )  # fmt: skip
-    hotpath.annotation_insert(answer)
+    # The assignment answered (or released: a skip, an unclear or too-fast answer gives its place back),
+    # the task's counters and the answer, written together.
+    hotpath.answer_record(
+        answer, state=State.LABELLED if counts else State.RELEASED, assigned=0 if counts else -1,
+        labels=1 if counts else 0,
+    )  # fmt: skip
     return answer
 
 

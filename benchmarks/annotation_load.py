@@ -67,6 +67,14 @@ def parse_args() -> argparse.Namespace:
         "answers on a fixed schedule and a request's latency counts from when it was due, so a server that "
         "falls behind shows it. 0 (the default): closed loop, each client asks again as soon as answered",
     )  # fmt: skip
+    parser.add_argument(
+        "--ramp-up", type=float, default=3.0,
+        help="seconds at the start whose requests are reported apart, not in the figures (3): the clients "
+        "run as in the rest, while the web processes make their first connections and prepared statements",
+    )  # fmt: skip
+    parser.add_argument(
+        "--timeline", action="store_true", help="print requests, p50 and p99 for each second of the run"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the project, users and tokens")
     return parser.parse_args()
 
@@ -228,7 +236,12 @@ def start_gunicorn(port: int, *, workers: int, threads: int) -> subprocess.Popen
 @dataclass
 class Tally:
     latencies: list[float] = field(default_factory=list)
+    #: When each request was due and when it ended (time.perf_counter()), in the order of `latencies`.
+    due: list[float] = field(default_factory=list)
+    ended: list[float] = field(default_factory=list)
     accepted: set[int] = field(default_factory=set)
+    #: When each accepted answer's reply came.
+    accepted_at: list[float] = field(default_factory=list)
     errors: dict[str, int] = field(default_factory=dict)
 
     def error(self, what: str) -> None:
@@ -287,15 +300,16 @@ class Connection:
 
 
 async def annotator(
-    port: int, slug: str, token: str, deadline: float, tally: Tally, seed: int, *, mode: str, interval: float
-) -> None:
-    """One simulated annotator. `interval` > 0 paces it: answer k is due at a random phase + k * interval,
-    and the latency of the request that starts it counts from that time."""
+    port: int, slug: str, token: str, deadline: float, tally: Tally, seed: int, *, mode: str, interval: float,
+    held: int | None,
+) -> None:  # fmt: skip
+    """One simulated annotator, holding the reservation `held` (claimed in the warm-up). `interval` > 0
+    paces it: answer k is due at a random phase + k * interval, and the latency of the request that
+    starts it counts from that time."""
     rng = np.random.default_rng(seed)
     connection = Connection(port, token)
     base = f"/api/projects/{slug}"
     due = time.perf_counter() + (rng.uniform(0, interval) if interval else 0.0)
-    held: int | None = None  # the reservation the last submit-next reply handed over
 
     async def request(path: str, body: dict[str, Any], what: str, since: float) -> tuple[int, dict[str, Any]]:
         try:
@@ -303,7 +317,10 @@ async def annotator(
         except (OSError, asyncio.IncompleteReadError) as exc:
             tally.error(f"{what}: {type(exc).__name__}")
             return 0, {}
-        tally.latencies.append(time.perf_counter() - since)
+        ended = time.perf_counter()
+        tally.latencies.append(ended - since)
+        tally.due.append(since)
+        tally.ended.append(ended)
         return status, reply
 
     try:
@@ -329,6 +346,7 @@ async def annotator(
             answered, held = held, None
             if status == 201:
                 tally.accepted.add(answered)
+                tally.accepted_at.append(time.perf_counter())
                 following = answer.get("next")
                 if following and following["status"] == "task":
                     held = following["task"]["assignment"]
@@ -340,32 +358,95 @@ async def annotator(
         await connection.close()
 
 
-async def warm_up(port: int, slug: str, tokens: list[str]) -> None:
-    """Untimed: every client reads its progress twice, so each web worker has loaded the code and connected."""
+async def warm_up(port: int, slug: str, tokens: list[str]) -> list[int | None]:
+    """Untimed: every client reads its progress twice, so each web worker has connected, then claims its
+    first task, so that the timed run starts as annotators at work do (answering), not with all of them
+    claiming in the same instant. The reservations each client holds (None: nothing was left)."""
 
     async def read(token: str) -> None:
         connection = Connection(port, token)
         await connection.post(f"/api/projects/{slug}/progress/", {}, method="GET")
         await connection.close()
 
+    async def claim(token: str) -> int | None:
+        connection = Connection(port, token)
+        try:
+            status, reply = await connection.post(f"/api/projects/{slug}/next/", {})
+        finally:
+            await connection.close()
+        return int(reply["task"]["assignment"]) if status == 200 and reply["status"] == "task" else None
+
     for _ in range(2):
         await asyncio.gather(*(read(token) for token in tokens))
+    return list(await asyncio.gather(*(claim(token) for token in tokens)))
 
 
 async def drive(
     port: int, slug: str, tokens: list[str], seconds: float, *, mode: str, rate: float
-) -> tuple[Tally, float]:
-    await warm_up(port, slug, tokens)
+) -> tuple[Tally, float, float]:
+    """Run the clients for `seconds`: the tally, when they started (time.perf_counter()) and how long
+    they ran."""
+    first = await warm_up(port, slug, tokens)
     tally = Tally()
     interval = len(tokens) / rate if rate else 0.0
-    started = time.monotonic()
+    begin, started = time.perf_counter(), time.monotonic()
     await asyncio.gather(
         *(
-            annotator(port, slug, token, started + seconds, tally, seed, mode=mode, interval=interval)
-            for seed, token in enumerate(tokens)
+            annotator(
+                port, slug, token, started + seconds, tally, seed, mode=mode, interval=interval, held=held
+            )
+            for seed, (token, held) in enumerate(zip(tokens, first, strict=True))
         )
     )
-    return tally, time.monotonic() - started
+    return tally, begin, time.monotonic() - started
+
+
+@dataclass(frozen=True)
+class Figures:
+    answers: int
+    seconds: float
+    requests: int
+    p50: float
+    p95: float
+    p99: float
+
+    @property
+    def per_s(self) -> float:
+        return self.answers / self.seconds if self.seconds > 0 else 0.0
+
+    def line(self) -> str:
+        return (
+            f"{self.answers:,} answers accepted in {self.seconds:.1f} s: {self.per_s:.0f}/s; {self.requests:,} "
+            f"requests, p50 {self.p50:.1f} ms, p95 {self.p95:.1f} ms, p99 {self.p99:.1f} ms"
+        )
+
+
+def figures(tally: Tally, start: float, end: float) -> Figures:
+    """Answers accepted between `start` and `end` (time.perf_counter()), and the latency of the requests
+    due in that span."""
+    due = np.array(tally.due)
+    latencies = np.array(tally.latencies)[(due >= start) & (due < end)] * 1000
+    percentiles = np.percentile(latencies, [50, 95, 99]) if latencies.size else np.zeros(3)
+    accepted_at = np.array(tally.accepted_at)
+    answers = int(((accepted_at >= start) & (accepted_at < end)).sum())
+    p50, p95, p99 = (float(value) for value in percentiles)
+    return Figures(answers, end - start, int(latencies.size), p50, p95, p99)
+
+
+def print_timeline(tally: Tally) -> None:
+    """Requests ended, p50 and p99 latency for each second of the run: shows whether a tail is spread
+    evenly or comes in bursts (a sweep, a checkpoint, autovacuum)."""
+    ended = np.array(tally.ended)
+    latencies = np.array(tally.latencies) * 1000
+    second = (ended - ended.min()).astype(np.int64)
+    order = np.argsort(second, kind="stable")
+    bounds = np.searchsorted(second[order], np.arange(second.max() + 2))
+    print("second  requests  p50 ms  p99 ms")
+    for k in range(second.max() + 1):
+        chunk = latencies[order[bounds[k] : bounds[k + 1]]]
+        if chunk.size:
+            p50, p99 = np.percentile(chunk, [50, 99])
+            print(f"{k:6d}  {chunk.size:8d}  {p50:6.1f}  {p99:6.1f}")
 
 
 # --- main -----------------------------------------------------------------------------------------------
@@ -383,30 +464,35 @@ def main() -> int:
         pace = f"paced at {args.rate:g} answers/s" if args.rate else "closed loop"
         print(f"gunicorn: {args.web_workers} workers x {args.threads} threads on 127.0.0.1:{port}; "
               f"{args.clients} clients for up to {args.seconds:g} s, {args.mode}, {pace}")  # fmt: skip
-        tally, elapsed = asyncio.run(drive(port, slug, tokens, args.seconds, mode=args.mode, rate=args.rate))
+        tally, begin, elapsed = asyncio.run(
+            drive(port, slug, tokens, args.ramp_up + args.seconds, mode=args.mode, rate=args.rate)
+        )
     finally:
         server.terminate()
         server.wait(timeout=30)
     checks = integrity(slug, tally.accepted)
     if not args.keep:
         delete_project(run_id)
-    latencies = np.array(tally.latencies) * 1000 if tally.latencies else np.zeros(1)
-    p50, p95, p99 = np.percentile(latencies, [50, 95, 99])
-    per_s = len(tally.accepted) / elapsed
+    cut = begin + min(args.ramp_up, elapsed)
+    ramp, run = figures(tally, begin, cut), figures(tally, cut, begin + elapsed)
     errors = sum(tally.errors.values())
-    print(f"{len(tally.accepted):,} answers accepted in {elapsed:.1f} s: {per_s:.0f}/s; "
-          f"{len(tally.latencies):,} requests, p50 {p50:.1f} ms, p95 {p95:.1f} ms, p99 {p99:.1f} ms")  # fmt: skip
+    if args.ramp_up > 0:
+        print(f"ramp-up, not counted: {ramp.line()}")
+    print(run.line())
     print(f"errors: {errors} {tally.errors or ''}")
+    if args.timeline and tally.ended:
+        print_timeline(tally)
     print(f"database: {checks['stored']:,} answers stored; lost {checks['lost']}, duplicated "
           f"{checks['duplicated']}, tasks over their cap {checks['over_assigned']}, "
           f"tasks held twice by one annotator {checks['held_twice']}")  # fmt: skip
-    met = per_s >= TARGET_PER_S and p99 < TARGET_P99_MS
+    met = bool(run.per_s >= TARGET_PER_S and run.p99 < TARGET_P99_MS)
     print(f"target ({TARGET_PER_S}/s with p99 < {TARGET_P99_MS} ms): {'met' if met else 'NOT met'}")
     print(json.dumps({
-        "throughput_per_s": round(per_s, 1), "p50_ms": round(float(p50), 2), "p95_ms": round(float(p95), 2),
-        "p99_ms": round(float(p99), 2), "errors": errors, "lost": checks["lost"],
+        "throughput_per_s": round(run.per_s, 1), "p50_ms": round(run.p50, 2), "p95_ms": round(run.p95, 2),
+        "p99_ms": round(run.p99, 2), "errors": errors, "lost": checks["lost"],
         "duplicated": checks["duplicated"], "over_assigned": checks["over_assigned"] + checks["held_twice"],
-        "requests": len(tally.latencies), "seconds": round(elapsed, 2), "clients": args.clients,
+        "requests": run.requests, "seconds": round(run.seconds, 2), "ramp_up_seconds": round(ramp.seconds, 2),
+        "ramp_up_p99_ms": round(ramp.p99, 2), "clients": args.clients,
         "web_workers": args.web_workers, "threads": args.threads, "mode": args.mode, "rate": args.rate,
         "target_met": met,
     }))  # fmt: skip

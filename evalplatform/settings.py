@@ -117,9 +117,13 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # prepares them after this many runs on a connection; Django's own queries bind on the client and are
     # never prepared. 0 turns it off, for a pooler in transaction mode without prepared-statement support.
     _prepare_threshold = env_int("DATABASE_PREPARE_THRESHOLD", 5)
-    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
-        _prepare_threshold if _prepare_threshold > 0 else None
-    )
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _options["prepare_threshold"] = _prepare_threshold if _prepare_threshold > 0 else None
+    # No JIT compilation: a claim's candidate query is read off an index in a fraction of a millisecond,
+    # but its cost estimate (a probe per candidate row) can pass jit_above_cost, and PostgreSQL then spent
+    # 5-50 ms compiling it on every run. Nothing here runs the long analytic queries JIT is for.
+    if "jit" not in str(_options.get("options", "")):
+        _options["options"] = f"{_options.get('options', '')} -c jit=off".strip()
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
