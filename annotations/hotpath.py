@@ -178,8 +178,20 @@ def own_counts(
     *, project_id: int, user_id: int, now: datetime, overlap: int, gold_overlap: int | None
 ) -> OwnCounts:
     """One pass over the annotator's own assignments (and their tasks' counters)."""
-    gold_place, gold_params = _has_place(gold_overlap, "t.assigned_count")
     row = _one(
+        *own_counts_sql(
+            project_id=project_id, user_id=user_id, now=now, overlap=overlap, gold_overlap=gold_overlap
+        )
+    )
+    assert row is not None
+    return OwnCounts(*(int(value or 0) for value in row))
+
+
+def own_counts_sql(
+    *, project_id: int, user_id: int, now: datetime, overlap: int, gold_overlap: int | None
+) -> tuple[str, list[Any]]:
+    gold_place, gold_params = _has_place(gold_overlap, "t.assigned_count")
+    return (
         "SELECT "
         "COUNT(*) FILTER (WHERE a.state <> %s AND NOT t.is_gold), "
         "COUNT(*) FILTER (WHERE a.state <> %s AND t.is_gold), "
@@ -188,7 +200,10 @@ def own_counts(
         "COUNT(*) FILTER (WHERE NOT t.is_gold AND t.assigned_count < %s), "
         f"COUNT(*) FILTER (WHERE t.is_gold AND {gold_place}), "
         "COUNT(*) FILTER (WHERE a.state = %s) "
-        f"FROM {ASSIGNMENT} a JOIN {TASK} t ON t.id = a.task_id WHERE a.project_id = %s AND a.annotator_id = %s",
+        # Each task by its key (OFFSET 0 keeps the subquery from being merged into a join): as a join,
+        # the generic plan of the prepared statement was a hash join over every task of every project.
+        f"FROM {ASSIGNMENT} a CROSS JOIN LATERAL (SELECT is_gold, assigned_count FROM {TASK} "
+        "WHERE id = a.task_id OFFSET 0) t WHERE a.project_id = %s AND a.annotator_id = %s",
         [
             RESERVED,
             RESERVED,
@@ -203,8 +218,6 @@ def own_counts(
             user_id,
         ],  # fmt: skip
     )
-    assert row is not None
-    return OwnCounts(*(int(value or 0) for value in row))
 
 
 @dataclass(frozen=True)
