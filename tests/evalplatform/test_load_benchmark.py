@@ -24,8 +24,8 @@ def test_the_load_benchmark_runs_and_loses_nothing(args: list[str]) -> None:
     settings_dict = {**connection.settings_dict, "NAME": f"{connection.settings_dict['NAME']}_load"}
     # Its quality recomputes must not reach the tests' worker, which reads another database.
     env = {**os.environ, "DATABASE_URL": _database_url_for(settings_dict), "CELERY_BROKER_URL": "memory://"}
-    command = [sys.executable, "benchmarks/annotation_load.py", "--clients", "4", "--seconds", "3", "--tasks",
-               "400", "--web-workers", "2", *args]  # fmt: skip
+    command = [sys.executable, "benchmarks/annotation_load.py", "--clients", "4", "--seconds", "3", "--ramp-up",
+               "1", "--vacuum-every", "1", "--tasks", "400", "--web-workers", "2", "--timeline", *args]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -33,3 +33,5 @@ def test_the_load_benchmark_runs_and_loses_nothing(args: list[str]) -> None:
     assert (result["errors"], result["lost"], result["duplicated"], result["over_assigned"]) == (0, 0, 0, 0)
     assert result["mode"] == args[1]
     assert result["p50_ms"] <= result["p95_ms"] <= result["p99_ms"]
+    assert result["ramp_up_seconds"] == 1.0 and result["ramp_up_p99_ms"] > 0
+    assert "second  requests  p50 ms  p99 ms" in done.stdout  # the timeline
