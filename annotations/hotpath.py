@@ -191,6 +191,14 @@ def own_counts_sql(
     *, project_id: int, user_id: int, now: datetime, overlap: int, gold_overlap: int | None
 ) -> tuple[str, list[Any]]:
     gold_place, gold_params = _has_place(gold_overlap, "t.assigned_count")
+    if connection.vendor == "postgresql":
+        # Each task by its key (OFFSET 0 keeps the subquery from being merged into a join): as a join, the
+        # generic plan of the prepared statement was a hash join over every task of every project.
+        tasks = (
+            f"CROSS JOIN LATERAL (SELECT is_gold, assigned_count FROM {TASK} WHERE id = a.task_id OFFSET 0) t"
+        )
+    else:  # SQLite has no LATERAL; its planner reads each task by its key anyway
+        tasks = f"JOIN {TASK} t ON t.id = a.task_id"
     return (
         "SELECT "
         "COUNT(*) FILTER (WHERE a.state <> %s AND NOT t.is_gold), "
@@ -200,10 +208,7 @@ def own_counts_sql(
         "COUNT(*) FILTER (WHERE NOT t.is_gold AND t.assigned_count < %s), "
         f"COUNT(*) FILTER (WHERE t.is_gold AND {gold_place}), "
         "COUNT(*) FILTER (WHERE a.state = %s) "
-        # Each task by its key (OFFSET 0 keeps the subquery from being merged into a join): as a join,
-        # the generic plan of the prepared statement was a hash join over every task of every project.
-        f"FROM {ASSIGNMENT} a CROSS JOIN LATERAL (SELECT is_gold, assigned_count FROM {TASK} "
-        "WHERE id = a.task_id OFFSET 0) t WHERE a.project_id = %s AND a.annotator_id = %s",
+        f"FROM {ASSIGNMENT} a {tasks} WHERE a.project_id = %s AND a.annotator_id = %s",
         [
             RESERVED,
             RESERVED,

@@ -9,15 +9,18 @@ keep-alive HTTP/1.1 connections on 127.0.0.1: each client claims (`POST .../next
 open loop, each request's latency counted from when it was due). Then it checks the database: every
 answer the API accepted is stored exactly once, no task has more annotators than its cap, and no
 annotator holds a task twice. The project, users and tokens are deleted at the end (`--keep` keeps
-them).
+them). Before the clock starts, each client claims its first task; the first `--ramp-up` seconds (3) are
+reported apart; the judging tables are vacuumed before and after the run and every `--vacuum-every`
+seconds (5) during it, as autovacuum would (0 leaves it to autovacuum).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/evalplatform_load \\
         .venv/bin/python benchmarks/annotation_load.py [--clients 50] [--seconds 20] [--web-workers 4] \\
-        [--mode next-submit|submit-next] [--rate 0]
+        [--mode next-submit|submit-next] [--rate 0] [--ramp-up 3] [--vacuum-every 5] [--timeline]
 
 The last line of output is one JSON object: throughput_per_s (accepted answers per second), p50_ms,
-p95_ms, p99_ms (over every request, claims and answers), errors (responses other than 200/201 and
-connection failures), lost, duplicated, over_assigned, and the run's settings. The exit status is 1
+p95_ms, p99_ms (over every request after the ramp-up, claims and answers), errors (responses other than
+200/201 and connection failures), lost, duplicated, over_assigned, the ramp-up's ramp_up_p99_ms, and
+the run's settings. The exit status is 1
 when an integrity check fails, 0 otherwise (the throughput target is reported, not enforced).
 """
 
