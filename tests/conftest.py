@@ -7,6 +7,7 @@ with the reason. No skip is tolerated in CI at all (see pytest_runtest_makerepor
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,6 +27,16 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 ROOT = Path(__file__).resolve().parent.parent
+
+
+_ASSET = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*?\b(?:src|href)=["']([^"']+)["']""", re.IGNORECASE)
+_REMOTE = re.compile(r"(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
+
+
+def remote_assets(html: str) -> list[str]:
+    """The scripts, stylesheets, images and frames a page loads from another host (a CDN, say). Looking
+    for the word "cdn" in the page instead failed now and then: a random CSRF token held it."""
+    return [url for url in _ASSET.findall(html) if _REMOTE.match(url)]
 
 
 def _unavailable(reason: str) -> None:

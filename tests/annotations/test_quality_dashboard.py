@@ -19,7 +19,7 @@ from annotations.demo import DEMO_SLUG
 from annotations.models import Project, ProjectMembership, QrelsBuild, QualitySnapshot, Task
 from evalplatform.charts import plotly_js_version
 from tests.annotations.conftest import QueuedTasks, build_project, record_answers
-from tests.conftest import THEO, make_user, screenshot_path
+from tests.conftest import THEO, make_user, remote_assets, screenshot_path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = screenshot_path("quality-dashboard.png")
@@ -108,7 +108,7 @@ class TestDashboard:
         assert len(figures["figure-kappa"]["layout"]["updatemenus"][0]["buttons"]) == 3
         assert {trace["type"] for trace in figures["figure-labels"]["data"]} == {"bar"}
         assert f'<script src="/vendor/plotly-{plotly_js_version()}.min.js" defer></script>' in page
-        assert "cdn" not in page.lower() and "https://" not in page
+        assert remote_assets(page) == [] and "https://" not in page
         assert 'data-figure="figure-kappa"' in page
         assert "Krippendorff&#x27;s alpha, ordinal" in page and "95% CI" in page
 

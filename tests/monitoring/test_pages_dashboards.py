@@ -18,7 +18,7 @@ from evalplatform.charts import plotly_js_version
 from evalplatform.models import Team
 from monitoring import evaluations, uploads
 from monitoring.models import ComparisonPair, ComparisonSummary, EvaluationResult, QrelsSource, Run
-from tests.conftest import QueuedTasks
+from tests.conftest import QueuedTasks, remote_assets
 from tests.monitoring.conftest import upload
 from tests.monitoring.test_pages import (
     add_sources,
@@ -77,7 +77,7 @@ class TestLeaderboard:
         layout = figure(page, "figure-leaderboard")["layout"]
         assert layout["yaxis"]["range"] == pytest.approx([-0.04, 1.04])  # the registry's range, padded
         assert f'<script src="/vendor/plotly-{plotly_js_version()}.min.js" defer></script>' in page
-        assert "cdn" not in page.lower() and "https://" not in page
+        assert remote_assets(page) == [] and "https://" not in page
         assert 'id="chart-numbers"' in page and f"{stored['bm25'].value:.4f}" in page
 
     def test_it_sorts_by_a_column_in_the_registrys_direction_or_by_name(

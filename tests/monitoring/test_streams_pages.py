@@ -19,7 +19,7 @@ from django.test.utils import CaptureQueriesContext
 from evalplatform.models import Team
 from monitoring import monitors
 from monitoring.models import AlertEvent, EmbeddingStream
-from tests.conftest import QueuedTasks
+from tests.conftest import QueuedTasks, remote_assets
 from tests.monitoring.test_streams import DIM, embeddings, make_stream, npy_upload
 
 PAGE = "/teams/search/streams/query-encoder/"
@@ -74,7 +74,7 @@ class TestDashboard:
         scree = charts["figure-spectrum"]
         assert scree["layout"]["yaxis"]["type"] == "log"
         assert [trace["name"].split(" ")[0] for trace in scree["data"]] == ["reference", "snapshot"]
-        assert "plotly" in html and "cdn" not in html.lower()
+        assert "plotly" in html and remote_assets(html) == []
         # The numbers beside: the table of the dead-dimension chart, and the alert list.
         assert '<table class="data" id="stream-alerts">' in html
         assert "dead_dimensions" in html and "Acknowledge" not in html  # vera only views
