@@ -216,11 +216,6 @@ def delete_project(run_id: str) -> None:
     User.objects.filter(username__startswith=f"{run_id}-").delete()
 
 
-#: The tables a claim and an answer write to: a task's counters change twice per answer, and the index the
-#: claims read (by assigned count) takes a new entry each time, so dead row versions pile up fast.
-HOT_TABLES = ("annotations_task", "annotations_assignment")
-
-
 class Vacuumer(threading.Thread):
     """VACUUM the tables judging writes to every `every` seconds while the clients run, on a connection of
     its own, as autovacuum would at this write rate (a few thousand dead rows a second). Where autovacuum
@@ -228,17 +223,21 @@ class Vacuumer(threading.Thread):
 
     def __init__(self, config: dict[str, Any], every: float) -> None:
         super().__init__(daemon=True)
-        self.config, self.every, self.stop, self.runs = config, every, threading.Event(), 0
+        self.config, self.every, self.stop = config, every, threading.Event()
 
     def run(self) -> None:
         import psycopg
 
+        from annotations.models import Assignment, Task
+
+        # The tables a claim and an answer write to: a task's counters change twice per answer, and the
+        # index the claims read (by assigned count) takes a new entry each time, so dead rows pile up fast.
+        tables = ", ".join(model._meta.db_table for model in (Task, Assignment))
         with psycopg.connect(
             dbname=self.config["NAME"], autocommit=True, **connect_params(self.config)
         ) as db:
             while not self.stop.wait(self.every):
-                db.execute(f"VACUUM {', '.join(HOT_TABLES)}")
-                self.runs += 1
+                db.execute(f"VACUUM {tables}")
 
 
 def vacuum() -> None:

@@ -13,13 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from django.db import connection
 from django.db.backends.utils import CursorWrapper
 from django.db.models import Model
-
-M = TypeVar("M", bound=Model)
 
 
 @dataclass(frozen=True)
