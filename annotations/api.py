@@ -8,10 +8,8 @@ nothing an annotator receives says whether a task is gold. Lookups go through
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -370,7 +368,9 @@ def _held_reservation(*, project: Project, annotator: Any) -> Assignment | None:
     return held if held is not None and held.expires_at > timezone.now() else None
 
 
-def _answer_data(answer: Annotation, *, claim_next: bool) -> dict[str, Any]:
+def _answer_data(answer: Annotation, claim: services.Claim | None = None) -> dict[str, Any]:
+    """An answer's reply; with the claim made with it (`next: true`), that claim as POST next/ gives it
+    (no `next` when the annotator was removed meanwhile: the answer is stored, and POST next/ says why)."""
     data = {
         "assignment": answer.assignment_id,
         "grade": answer.grade,
@@ -382,10 +382,10 @@ def _answer_data(answer: Annotation, *, claim_next: bool) -> dict[str, Any]:
         "comment": answer.comment,
         "created_at": _WHEN.to_representation(answer.created_at),
     }
-    if claim_next:
-        # Removed meanwhile: the answer is stored all the same, and POST next/ says why there is no next.
-        with contextlib.suppress(PermissionDenied):
-            data["next"] = _claim_data(answer.project, answer.annotator)
+    if claim is not None:
+        data["next"] = _next_data(
+            answer.project, answer.annotator, claim.status, claim.assignment, claim.counts
+        )
     return data
 
 
@@ -403,17 +403,16 @@ def submit(request: Request, slug: str) -> Response:
     project = _annotator_project(request, slug)
     data = SubmitIn(data=request.data)
     data.is_valid(raise_exception=True)
+    fields = data.validated_data
+    answer = services.annotation_submit_and_claim if fields["next"] else services.annotation_submit
     try:
-        answer = services.annotation_submit(
-            project=project, annotator=request.user, assignment_id=data.validated_data["assignment"],
-            grade=data.validated_data.get("grade"), unclear=data.validated_data["unclear"],
-            comment=data.validated_data["comment"],
+        answered = answer(
+            project=project, annotator=request.user, assignment_id=fields["assignment"],
+            grade=fields.get("grade"), unclear=fields["unclear"], comment=fields["comment"],
         )  # fmt: skip
     except services.JudgingError as exc:
         return _error(exc)
-    return Response(
-        _answer_data(answer, claim_next=data.validated_data["next"]), status=status.HTTP_201_CREATED
-    )
+    return _answered_reply(answered)
 
 
 @extend_schema(
@@ -427,16 +426,24 @@ def skip(request: Request, slug: str) -> Response:
     project = _annotator_project(request, slug)
     data = SkipIn(data=request.data)
     data.is_valid(raise_exception=True)
+    fields = data.validated_data
+    skip = services.annotation_skip_and_claim if fields["next"] else services.annotation_skip
     try:
-        answer = services.annotation_skip(
-            project=project, annotator=request.user, assignment_id=data.validated_data["assignment"],
-            comment=data.validated_data["comment"],
-        )  # fmt: skip
+        answered = skip(
+            project=project,
+            annotator=request.user,
+            assignment_id=fields["assignment"],
+            comment=fields["comment"],
+        )
     except services.JudgingError as exc:
         return _error(exc)
-    return Response(
-        _answer_data(answer, claim_next=data.validated_data["next"]), status=status.HTTP_201_CREATED
-    )
+    return _answered_reply(answered)
+
+
+def _answered_reply(answered: Annotation | services.Answered) -> Response:
+    if isinstance(answered, services.Answered):
+        return Response(_answer_data(answered.annotation, answered.claim), status=status.HTTP_201_CREATED)
+    return Response(_answer_data(answered), status=status.HTTP_201_CREATED)
 
 
 @extend_schema(

@@ -420,6 +420,24 @@ def assignment_lock(*, assignment_id: int, project_id: int, user_id: int) -> Loc
     return LockedAssignment(int(row[0]), int(row[1]), str(row[2]), _py_time(row[3]), _py_time(row[4]))
 
 
+def membership_assignment_lock(
+    *, assignment_id: int, project_id: int, user_id: int
+) -> tuple[int, LockedAssignment] | None:
+    """Lock the annotator's membership row and one of their assignments in the project, in one statement
+    (the membership first, as a claim and an undo take them): their shuffle seed and the assignment. None
+    when they are no longer an annotator of the project or have no such assignment."""
+    row = _one(
+        f"SELECT m.shuffle_seed, a.id, a.task_id, a.state, a.reserved_at, a.expires_at FROM {MEMBERSHIP} m "
+        f"JOIN {ASSIGNMENT} a ON a.id = %s AND a.project_id = m.project_id AND a.annotator_id = m.user_id "
+        "WHERE m.project_id = %s AND m.user_id = %s AND m.role = %s" + _lock("FOR UPDATE OF m, a"),
+        [assignment_id, project_id, user_id, ProjectMembership.Role.ANNOTATOR.value],
+    )
+    if row is None:
+        return None
+    locked = LockedAssignment(int(row[1]), int(row[2]), str(row[3]), _py_time(row[4]), _py_time(row[5]))
+    return int(row[0]), locked
+
+
 def assignment_answered(*, assignment_id: int, state: str, now: datetime) -> None:
     _write(
         f"UPDATE {ASSIGNMENT} SET state = %s, answered_at = %s WHERE id = %s",

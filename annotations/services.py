@@ -15,6 +15,7 @@ failing the answer when the broker is down; see `annotations.quality.quality_rec
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections import Counter
@@ -167,6 +168,19 @@ class Claim:
     #: The annotator's queue counts after a new claim (None when the claim served a held reservation or
     #: a break prompt), so that a view need not count the queue a second time.
     counts: selectors.QueueCounts | None = None
+
+
+@dataclass(frozen=True)
+class Answered:
+    """An answer and the claim of the annotator's next task made with it (`..._and_claim`)."""
+
+    annotation: Annotation
+    #: None when the annotator is no longer an annotator of the project (the answer is kept all the same).
+    claim: Claim | None
+
+
+class _ClaimWouldWait(Exception):
+    """Every open candidate was locked by another claim, and this claim may not wait for them."""
 
 
 # --- projects and members -----------------------------------------------------------------------------
@@ -335,30 +349,36 @@ def _claim(*, project: Project, annotator: User, now: datetime) -> Claim:
         seed = hotpath.membership_lock(project_id=project.pk, user_id=annotator.pk)
         if seed is None:
             raise PermissionDenied("You are no longer an annotator of this project.")
-        own = selectors.own_counts(project=project, annotator=annotator, now=now)
-        if own.reserved:
-            held = _held_claim(project=project, annotator=annotator, now=now)
-            if held is not None:
-                return held
-            own = selectors.own_counts(project=project, annotator=annotator, now=now)  # it was let go
-        if project.session_cap_minutes:
-            membership = _annotator_membership(project=project, annotator=annotator)
-            if selectors.session_state(membership=membership, now=now).break_due:
-                return Claim("break")
-        counts = selectors.queue_counts(project=project, annotator=annotator, now=now, own=own)
-        gold_first = selectors.gold_turn(counts=counts, project=project, seed=seed)
-        kinds = [True, False] if gold_first else [False, True] if counts.gold_allowed else [False]
-        for is_gold in kinds:
-            assignment_id = _claim_one(
-                project=project, annotator=annotator, seed=seed, is_gold=is_gold, now=now
-            )
-            if assignment_id is not None:
-                kind = "gold" if is_gold else "ordinary"
-                after = {f"live_{kind}": getattr(counts, f"live_{kind}") + 1,
-                         f"available_{kind}": max(0, getattr(counts, f"available_{kind}") - 1)}  # fmt: skip
-                assignment = hotpath.served_assignment(assignment_id)
-                return Claim("task", assignment, replace(counts, **after))
-        return Claim("empty", counts=counts)
+        return _claim_locked(project=project, annotator=annotator, now=now, seed=seed, may_wait=True)
+
+
+def _claim_locked(*, project: Project, annotator: User, now: datetime, seed: int, may_wait: bool) -> Claim:
+    """The claim, in a transaction that holds the annotator's membership row. Unless `may_wait`, it does
+    not wait for tasks that other claims hold locked (_ClaimWouldWait instead)."""
+    own = selectors.own_counts(project=project, annotator=annotator, now=now)
+    if own.reserved:
+        held = _held_claim(project=project, annotator=annotator, now=now)
+        if held is not None:
+            return held
+        own = selectors.own_counts(project=project, annotator=annotator, now=now)  # it was let go
+    if project.session_cap_minutes:
+        membership = _annotator_membership(project=project, annotator=annotator)
+        if selectors.session_state(membership=membership, now=now).break_due:
+            return Claim("break")
+    counts = selectors.queue_counts(project=project, annotator=annotator, now=now, own=own)
+    gold_first = selectors.gold_turn(counts=counts, project=project, seed=seed)
+    kinds = [True, False] if gold_first else [False, True] if counts.gold_allowed else [False]
+    for is_gold in kinds:
+        assignment_id = _claim_one(
+            project=project, annotator=annotator, seed=seed, is_gold=is_gold, now=now, may_wait=may_wait
+        )
+        if assignment_id is not None:
+            kind = "gold" if is_gold else "ordinary"
+            after = {f"live_{kind}": getattr(counts, f"live_{kind}") + 1,
+                     f"available_{kind}": max(0, getattr(counts, f"available_{kind}") - 1)}  # fmt: skip
+            assignment = hotpath.served_assignment(assignment_id)
+            return Claim("task", assignment, replace(counts, **after))
+    return Claim("empty", counts=counts)
 
 
 def _held_claim(*, project: Project, annotator: User, now: datetime) -> Claim | None:
@@ -383,7 +403,9 @@ def _held_claim(*, project: Project, annotator: User, now: datetime) -> Claim | 
 CLAIM_WINDOWS = (16, 256)
 
 
-def _claim_one(*, project: Project, annotator: User, seed: int, is_gold: bool, now: datetime) -> int | None:
+def _claim_one(
+    *, project: Project, annotator: User, seed: int, is_gold: bool, now: datetime, may_wait: bool
+) -> int | None:
     """Reserve one task of the kind for the annotator: the new assignment's id, or None."""
     cap = project.cap_for(is_gold=is_gold)
     where = {"project_id": project.pk, "user_id": annotator.pk}
@@ -416,6 +438,8 @@ def _claim_one(*, project: Project, annotator: User, seed: int, is_gold: bool, n
                 break
     # Every open candidate was locked by another claim a moment ago (near the end of a queue, many
     # annotators want the same few tasks): wait for those short transactions rather than report "empty".
+    if busy and not may_wait:
+        raise _ClaimWouldWait()
     for task_id in busy:
         assignment_id, _ = _claim_task(task_id=task_id, wait=True, **claim)
         if assignment_id is not None:
@@ -459,12 +483,37 @@ def annotation_submit(
     project's minimum time is refused (TooFast) or stored flagged as too fast, by the project's policy.
     The optional comment is a note for the lead (see `annotation_comment_set` to change it later).
     """
-    if not unclear and grade not in project.grades:
-        raise InvalidGrade(grade, project.grades)
+    fields = _submitted(project, grade=grade, unclear=unclear, comment=comment)
     return _answer(
         project=project, annotator=annotator, assignment_id=assignment_id, now=now or timezone.now(),
-        grade=None if unclear else grade, skipped=False, unclear=unclear, comment=_clean_comment(comment),
-    )  # fmt: skip
+        claim_next=False, **fields,
+    )[0]  # fmt: skip
+
+
+def annotation_submit_and_claim(
+    *,
+    project: Project,
+    annotator: User,
+    assignment_id: int,
+    grade: int | None = None,
+    unclear: bool = False,
+    comment: str = "",
+    now: datetime | None = None,
+) -> Answered:
+    """`annotation_submit`, and the claim of the annotator's next task (what `task_claim` gives) made in
+    the same transaction: one commit where an answer and then a claim take two (see `_answer`)."""
+    fields = _submitted(project, grade=grade, unclear=unclear, comment=comment)
+    return _answer_and_claim(
+        project=project, annotator=annotator, assignment_id=assignment_id, now=now or timezone.now(), **fields
+    )
+
+
+def _submitted(project: Project, *, grade: int | None, unclear: bool, comment: str) -> dict[str, Any]:
+    """A submitted answer's stored fields, checked before anything is written."""
+    if not unclear and grade not in project.grades:
+        raise InvalidGrade(grade, project.grades)
+    return {"grade": None if unclear else grade, "skipped": False, "unclear": unclear,
+            "comment": _clean_comment(comment)}  # fmt: skip
 
 
 def annotation_skip(
@@ -476,8 +525,22 @@ def annotation_skip(
     """
     return _answer(
         project=project, annotator=annotator, assignment_id=assignment_id, now=now or timezone.now(),
-        grade=None, skipped=True, unclear=False, comment=_clean_comment(comment),
+        claim_next=False, **_skipped(comment),
+    )[0]  # fmt: skip
+
+
+def annotation_skip_and_claim(
+    *, project: Project, annotator: User, assignment_id: int, comment: str = "", now: datetime | None = None
+) -> Answered:
+    """`annotation_skip`, and the claim of the annotator's next task in the same transaction."""
+    return _answer_and_claim(
+        project=project, annotator=annotator, assignment_id=assignment_id, now=now or timezone.now(),
+        **_skipped(comment),
     )  # fmt: skip
+
+
+def _skipped(comment: str) -> dict[str, Any]:
+    return {"grade": None, "skipped": True, "unclear": False, "comment": _clean_comment(comment)}
 
 
 def _clean_comment(comment: str) -> str:
@@ -488,8 +551,26 @@ def _clean_comment(comment: str) -> str:
     return comment
 
 
+def _answer_and_claim(*, project: Project, annotator: User, now: datetime, **answer: Any) -> Answered:
+    """Answer, and claim the next task in the answer's transaction when that needs no waiting.
+
+    The claim falls back to its own transaction after the answer's commit (`task_claim`) when the queue's
+    open tasks were all locked by other claims (waiting for them while holding the answered task's lock
+    could deadlock), or when it found the queue empty before this process's expiry sweep was due (the
+    fallback sweeps and looks again)."""
+    swept = _expiry_sweep_due(project)
+    if swept:
+        reservations_release_expired(project=project, now=now)
+    annotation, claim, member = _answer(
+        project=project, annotator=annotator, now=now, claim_next=True, swept=swept, **answer
+    )
+    if member and claim is None:
+        with contextlib.suppress(PermissionDenied):  # removed meanwhile: the answer is kept, no claim
+            claim = task_claim(project=project, annotator=annotator)
+    return Answered(annotation, claim)
+
+
 @_retried_on_conflict
-@transaction.atomic
 def _answer(
     *,
     project: Project,
@@ -500,36 +581,66 @@ def _answer(
     skipped: bool,
     unclear: bool,
     comment: str,
-) -> Annotation:
-    assignment = hotpath.assignment_lock(
-        assignment_id=assignment_id, project_id=project.pk, user_id=annotator.pk
-    )
-    if assignment is None:
-        raise AssignmentNotFound()
-    if assignment.state != State.RESERVED:
-        raise AlreadyAnswered()
-    seconds = max(0.0, (now - assignment.reserved_at).total_seconds())
-    too_fast = grade is not None and seconds < project.min_seconds_per_task
-    if too_fast and project.too_fast_policy == Project.TooFastPolicy.REFUSE:
-        raise TooFast(seconds_spent=seconds, min_seconds=project.min_seconds_per_task)
-    if assignment.expires_at <= now and not _expired_place_free(
-        project=project, task_id=assignment.task_id, assignment_id=assignment.id, now=now
-    ):
-        raise ReservationExpired()  # the release is left to `reservations_release_expired`
-    counts = grade is not None and not too_fast
-    transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
-    answer = Annotation(
-        assignment_id=assignment.id, project=project, task_id=assignment.task_id, annotator=annotator,
-        grade=grade, seconds_spent=seconds, skipped=skipped, unclear=unclear, too_fast=too_fast, created_at=now,
-        comment=comment,
-    )  # fmt: skip
-    # The assignment answered (or released: a skip, an unclear or too-fast answer gives its place back),
-    # the task's counters and the answer, written together.
-    hotpath.answer_record(
-        answer, state=State.LABELLED if counts else State.RELEASED, assigned=0 if counts else -1,
-        labels=1 if counts else 0,
-    )  # fmt: skip
-    return answer
+    claim_next: bool,
+    swept: bool = False,
+) -> tuple[Annotation, Claim | None, bool]:
+    """Store the answer; with `claim_next`, claim the next task in the same transaction. Returns the
+    answer, the claim (None when not asked for, or left to a transaction of its own: see
+    `_answer_and_claim`) and whether the annotator is still an annotator of the project. Retried as a
+    whole, the claim included, when PostgreSQL picks it as a deadlock victim: nothing of it was committed."""
+    with transaction.atomic():
+        seed, assignment = _answer_locks(
+            project=project, annotator=annotator, assignment_id=assignment_id, claim_next=claim_next
+        )
+        if assignment is None:
+            raise AssignmentNotFound()
+        if assignment.state != State.RESERVED:
+            raise AlreadyAnswered()
+        seconds = max(0.0, (now - assignment.reserved_at).total_seconds())
+        too_fast = grade is not None and seconds < project.min_seconds_per_task
+        if too_fast and project.too_fast_policy == Project.TooFastPolicy.REFUSE:
+            raise TooFast(seconds_spent=seconds, min_seconds=project.min_seconds_per_task)
+        if assignment.expires_at <= now and not _expired_place_free(
+            project=project, task_id=assignment.task_id, assignment_id=assignment.id, now=now
+        ):
+            raise ReservationExpired()  # the release is left to `reservations_release_expired`
+        counts = grade is not None and not too_fast
+        transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
+        answer = Annotation(
+            assignment_id=assignment.id, project=project, task_id=assignment.task_id, annotator=annotator,
+            grade=grade, seconds_spent=seconds, skipped=skipped, unclear=unclear, too_fast=too_fast,
+            created_at=now, comment=comment,
+        )  # fmt: skip
+        # The assignment answered (or released: a skip, an unclear or too-fast answer gives its place
+        # back), the task's counters and the answer, written together.
+        hotpath.answer_record(
+            answer, state=State.LABELLED if counts else State.RELEASED, assigned=0 if counts else -1,
+            labels=1 if counts else 0,
+        )  # fmt: skip
+        claim = None
+        if seed is not None:
+            with contextlib.suppress(_ClaimWouldWait):
+                claim = _claim_locked(
+                    project=project, annotator=annotator, now=now, seed=seed, may_wait=False
+                )
+            if claim is not None and claim.status == "empty" and not swept:
+                claim = None
+        return answer, claim, seed is not None
+
+
+def _answer_locks(
+    *, project: Project, annotator: User, assignment_id: int, claim_next: bool
+) -> tuple[int | None, hotpath.LockedAssignment | None]:
+    """Lock the assignment answered; with `claim_next`, the annotator's membership row first (the order
+    a claim and an undo take them in), in the same statement: (their shuffle seed, or None, the assignment)."""
+    where = {"project_id": project.pk, "user_id": annotator.pk}
+    if not claim_next:
+        return None, hotpath.assignment_lock(assignment_id=assignment_id, **where)
+    locked = hotpath.membership_assignment_lock(assignment_id=assignment_id, **where)
+    if locked is not None:
+        return locked
+    # No such assignment, or no longer an annotator: take them one by one to tell which.
+    return hotpath.membership_lock(**where), hotpath.assignment_lock(assignment_id=assignment_id, **where)
 
 
 def _expired_place_free(*, project: Project, task_id: int, assignment_id: int, now: datetime) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
-from django.db.backends.utils import CursorWrapper
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.db.models import Model
 
 
@@ -77,12 +77,28 @@ def cursor() -> Iterator[CursorWrapper]:
     """Django's cursor (its error translation, its query log), binding parameters on the server in
     PostgreSQL: psycopg then prepares a statement once it has run a few times on the connection, and
     PostgreSQL no longer parses and plans it on every request. Django's own cursors bind on the client.
-    Statements through it use plain `%s` placeholders with typed parameters (cast where a type is unclear)."""
-    with connection.cursor() as wrapper:
-        if connection.vendor == "postgresql":
-            import psycopg
+    Statements through it use plain `%s` placeholders with typed parameters (cast where a type is unclear).
 
-            client_side = wrapper.cursor
-            wrapper.cursor = psycopg.Cursor(connection.connection)
-            client_side.close()
-        yield wrapper
+    In PostgreSQL one server-binding cursor is kept per connection and reused (making two cursors per
+    statement, Django's and its replacement, was a tenth of a judging request's Python); callers read
+    their rows before the next statement, as with any cursor."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as wrapper:
+            yield wrapper
+        return
+    import psycopg
+
+    # What `connection.cursor()` does, but wrapping the connection's kept cursor instead of a new one.
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    raw = connection.connection
+    kept: psycopg.Cursor[Any] | None = getattr(connection, _KEPT, None)
+    if kept is None or kept.closed or kept.connection is not raw:
+        kept = psycopg.Cursor(raw)
+        setattr(connection, _KEPT, kept)
+    yield (CursorDebugWrapper if connection.queries_logged else CursorWrapper)(kept, connection)
+
+
+#: The attribute of a thread's database wrapper that holds its kept server-binding cursor.
+_KEPT = "_sqlrows_server_cursor"

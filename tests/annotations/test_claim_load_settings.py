@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
+from django.db import OperationalError, connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotations import hotpath, selectors, services
-from annotations.models import TASK_RANK_MODULUS, Assignment, ProjectMembership, Task
+from annotations.models import TASK_RANK_MODULUS, Annotation, Assignment, ProjectMembership, Task
 from evalplatform import sqlrows
 from tests.annotations.conftest import build_project
 from tests.annotations.test_assignment import answer_all, assert_counters_match
@@ -82,6 +82,105 @@ class TestSubmitAndClaimNext:
         )
         assert bad.status_code == 400 and "next" not in bad.json()
         assert list(Assignment.objects.filter(annotator=alice).values_list("pk", flat=True)) == [held]
+
+
+@pytest.mark.django_db
+class TestAnswerAndClaimInOneTransaction:
+    """`services.annotation_submit_and_claim`: the answer and the next claim commit together, and fall
+    back to a claim of its own only where the claim would wait or might miss an expired reservation."""
+
+    def test_the_claim_is_made_in_the_answers_transaction(
+        self, lena: User, alice: User, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        project = build_project(lead=lena, annotators=[alice])
+        held = services.task_claim(project=project, annotator=alice).assignment
+        assert held is not None
+
+        def separate_claim(**kwargs: Any) -> services.Claim:
+            raise AssertionError("the claim took a transaction of its own")
+
+        monkeypatch.setattr(services, "task_claim", separate_claim)
+        answered = services.annotation_submit_and_claim(
+            project=project, annotator=alice, assignment_id=held.pk, grade=3
+        )
+        assert answered.annotation.grade == 3 and answered.claim is not None
+        assert answered.claim.status == "task" and answered.claim.assignment is not None
+        assert answered.claim.assignment.task_id != held.task_id
+        assert_counters_match(project)
+
+    def test_a_claim_that_fails_takes_the_answer_back_with_it(
+        self, lena: User, alice: User, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        project = build_project(lead=lena, annotators=[alice])
+        held = services.task_claim(project=project, annotator=alice).assignment
+        assert held is not None
+
+        def lost_connection(assignment_id: int) -> Assignment:
+            raise OperationalError("server closed the connection unexpectedly")
+
+        monkeypatch.setattr(hotpath, "served_assignment", lost_connection)
+        with pytest.raises(OperationalError):
+            services.annotation_submit_and_claim(
+                project=project, annotator=alice, assignment_id=held.pk, grade=3
+            )
+        # Nothing half-written: the client's retry answers the same reservation.
+        assert not Annotation.objects.filter(assignment=held).exists()
+        assert list(Assignment.objects.filter(annotator=alice).values_list("pk", "state")) == [
+            (held.pk, Assignment.State.RESERVED)
+        ]
+        assert_counters_match(project)
+
+    def test_when_every_candidate_is_locked_it_claims_after_the_commit_and_waits(
+        self, lena: User, alice: User, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        project = build_project(lead=lena, annotators=[alice])
+        held = services.task_claim(project=project, annotator=alice).assignment
+        assert held is not None
+        real_lock, waited = hotpath.task_lock, []
+
+        def every_task_locked_by_another(*, task_id: int, cap: int | None, wait: bool) -> int | None:
+            waited.append(wait)
+            return real_lock(task_id=task_id, cap=cap, wait=True) if wait else None
+
+        monkeypatch.setattr(hotpath, "task_lock", every_task_locked_by_another)
+        answered = services.annotation_submit_and_claim(
+            project=project, annotator=alice, assignment_id=held.pk, grade=1
+        )
+        assert answered.annotation.pk is not None
+        assert answered.claim is not None and answered.claim.status == "task"
+        # The answer's transaction tried without waiting; the claim of its own waited for the lock.
+        assert waited[0] is False and waited[-1] is True
+        assert_counters_match(project)
+
+    def test_a_throttled_sweep_still_frees_an_expired_task_before_answering_empty(
+        self, settings: Any, lena: User, alice: User, bob: User, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        settings.JUDGING_EXPIRY_SWEEP_SECONDS = 3600
+        monkeypatch.setattr(services, "_last_expiry_sweep", {})
+        project = build_project(lead=lena, annotators=[alice, bob], topics=1, docs_per_topic=2, overlap=1)
+        mine = services.task_claim(project=project, annotator=alice).assignment  # starts the sweep period
+        theirs = services.task_claim(project=project, annotator=bob).assignment
+        assert mine is not None and theirs is not None
+        an_hour_ago = timezone.now() - timedelta(hours=1)
+        Assignment.objects.filter(pk=theirs.pk).update(reserved_at=an_hour_ago - timedelta(minutes=30),
+                                                       expires_at=an_hour_ago)  # fmt: skip
+        answered = services.annotation_submit_and_claim(
+            project=project, annotator=alice, assignment_id=mine.pk, grade=2
+        )
+        assert answered.claim is not None and answered.claim.status == "task"
+        assert answered.claim.assignment is not None and answered.claim.assignment.task_id == theirs.task_id
+        assert_counters_match(project)
+
+    def test_a_removed_annotators_answer_is_kept_without_a_claim(self, lena: User, alice: User) -> None:
+        project = build_project(lead=lena, annotators=[alice])
+        held = services.task_claim(project=project, annotator=alice).assignment
+        assert held is not None
+        ProjectMembership.objects.filter(project=project, user=alice).delete()
+        answered = services.annotation_submit_and_claim(
+            project=project, annotator=alice, assignment_id=held.pk, grade=2
+        )
+        assert answered.claim is None
+        assert Annotation.objects.get(assignment=held).grade == 2
 
 
 @pytest.mark.django_db
