@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from django.contrib.auth.models import User as AuthUser
 from django.db import connection, transaction
 from django.utils.dateparse import parse_datetime
+from rest_framework.authtoken.models import Token
 
 from annotations.models import (
     TASK_RANK_MODULUS,
@@ -120,6 +122,50 @@ def membership_of(*, slug: str, user_id: int) -> ProjectMembership | None:
     membership: ProjectMembership = sqlrows.instance(member, row)
     membership.project = sqlrows.instance(project, row, member.width)
     return membership
+
+
+def token_member_of(*, key: str, slug: str) -> tuple[Token, AuthUser, ProjectMembership | None] | None:
+    """The API token `key` and its user, with that user's membership of the project `slug` (`.project`
+    loaded; None: not a member) read in the same statement: what an annotator's API request reads first,
+    in one round trip instead of two. None when there is no such token."""
+    shapes = [
+        sqlrows.columns(model, alias)
+        for model, alias in ((Token, "t"), (AuthUser, "u"), (ProjectMembership, "m"), (Project, "p"))
+    ]
+    row = _one(
+        f"SELECT {', '.join(shape.select for shape in shapes)} FROM {Token._meta.db_table} t "
+        f"JOIN {AuthUser._meta.db_table} u ON u.id = t.user_id "
+        f"LEFT JOIN {MEMBERSHIP} m ON m.id = (SELECT m2.id FROM {MEMBERSHIP} m2 JOIN {PROJECT} p2 "
+        "ON p2.id = m2.project_id WHERE p2.slug = %s AND m2.user_id = t.user_id ORDER BY m2.id LIMIT 1) "
+        f"LEFT JOIN {PROJECT} p ON p.id = m.project_id WHERE t.key = %s",
+        [slug, key],
+    )
+    if row is None:
+        return None
+    token_shape, user_shape, member_shape, project_shape = shapes
+    token = sqlrows.instance(token_shape, row)
+    user = sqlrows.instance(user_shape, row, token_shape.width)
+    start = token_shape.width + user_shape.width
+    membership = None
+    if row[start] is not None:
+        membership = sqlrows.instance(member_shape, row, start)
+        membership.project = sqlrows.instance(project_shape, row, start + member_shape.width)
+    return token, user, membership
+
+
+#: The attribute of a request's user that holds the memberships read with its sign-in, by project slug.
+_SIGNED_IN_WITH = "_memberships_read_at_sign_in"
+
+
+def membership_remember(user: AuthUser, slug: str, membership: ProjectMembership | None) -> None:
+    """Keep the membership read with the user's sign-in on this request's user, for `membership_known`."""
+    setattr(user, _SIGNED_IN_WITH, {slug: membership})
+
+
+def membership_known(user: Any, slug: str) -> tuple[bool, ProjectMembership | None]:
+    """(True, the membership) when this request's sign-in already read the user's membership of `slug`."""
+    known: dict[str, ProjectMembership | None] = getattr(user, _SIGNED_IN_WITH, {})
+    return (True, known[slug]) if slug in known else (False, None)
 
 
 def served_assignment(assignment_id: int) -> Assignment:

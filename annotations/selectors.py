@@ -67,7 +67,9 @@ def get_project_for_member(user: AnyUser, slug: str, *, role: str | None = None)
     """
     if not user.is_authenticated:
         raise Http404("No such project.")
-    membership = hotpath.membership_of(slug=slug, user_id=user.pk)
+    known, membership = hotpath.membership_known(user, slug)  # read with an API token's sign-in
+    if not known:
+        membership = hotpath.membership_of(slug=slug, user_id=user.pk)
     if membership is None and getattr(user, "is_superuser", False):
         project = Project.objects.filter(slug=slug).first()
         if project is not None:

@@ -124,6 +124,9 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # 5-50 ms compiling it on every run. Nothing here runs the long analytic queries JIT is for.
     if "jit" not in str(_options.get("options", "")):
         _options["options"] = f"{_options.get('options', '')} -c jit=off".strip()
+    # Django's backend, with a health check of a kept connection that makes no round trip unless the
+    # server sent something unasked (evalplatform/postgresql/base.py).
+    DATABASES["default"]["ENGINE"] = "evalplatform.postgresql"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -14,6 +14,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 
 from annotations import hotpath, selectors
@@ -123,6 +124,39 @@ class TestLookups:
         alice.save(update_fields=["is_active"])
         inactive = client.get(url, HTTP_AUTHORIZATION=f"Token {token.key}")
         assert inactive.status_code == 401 and inactive.json()["detail"] == "User inactive or deleted."
+
+    def test_a_token_sign_in_reads_the_membership_in_the_same_statement(
+        self, client: Client, project: Project, alice: User, bob: User, lena: User
+    ) -> None:
+        token = Token.objects.create(user=alice)
+        found = hotpath.token_member_of(key=token.key, slug=project.slug)
+        assert found is not None
+        ours_token, ours_user, mine = found
+        orm = ProjectMembership.objects.select_related("project").get(project=project, user=alice)
+        assert mine is not None
+        for ours, theirs in (
+            (ours_token, token),
+            (ours_user, alice),
+            (mine, orm),
+            (mine.project, orm.project),
+        ):
+            fields = type(theirs)._meta.concrete_fields
+            assert [getattr(ours, f.attname) for f in fields] == [getattr(theirs, f.attname) for f in fields]
+        assert hotpath.token_member_of(key=token.key, slug="no-such-project")[2] is None  # type: ignore[index]
+        assert hotpath.token_member_of(key="0" * 40, slug=project.slug) is None
+        # Through the API: one statement reads the token, its user and the membership; none reads it again.
+        url = f"/api/projects/{project.slug}/progress/"
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(url, HTTP_AUTHORIZATION=f"Token {token.key}").status_code == 200
+        membership_reads = [q["sql"] for q in queries if hotpath.MEMBERSHIP in q["sql"]]
+        assert len(membership_reads) == 1 and "authtoken_token" in membership_reads[0], membership_reads
+        # Another member's project or no project: the same answers as before.
+        outsider = Token.objects.create(user=bob)
+        ProjectMembership.objects.filter(project=project, user=bob).delete()
+        assert client.get(url, HTTP_AUTHORIZATION=f"Token {outsider.key}").status_code == 404
+        lead_token = Token.objects.create(user=lena)
+        assert client.get(url, HTTP_AUTHORIZATION=f"Token {lead_token.key}").status_code == 403
+        assert client.get("/api/projects/", HTTP_AUTHORIZATION=f"Token {token.key}").status_code == 200
 
     def test_the_hot_statements_are_prepared_in_postgresql(self, project: Project, alice: User) -> None:
         if connection.vendor != "postgresql":
