@@ -170,10 +170,7 @@ def membership_known(user: Any, slug: str) -> tuple[bool, ProjectMembership | No
 
 def served_assignment(assignment_id: int) -> Assignment:
     """The assignment with its task, topic and document loaded: what a claim hands the annotator."""
-    shapes = [
-        sqlrows.columns(model, alias)
-        for model, alias in ((Assignment, "a"), (Task, "t"), (Topic, "q"), (Document, "d"))
-    ]
+    shapes = _served_shapes()
     row = _one(
         f"SELECT {', '.join(shape.select for shape in shapes)} FROM {ASSIGNMENT} a "
         f"JOIN {TASK} t ON t.id = a.task_id JOIN {TOPIC} q ON q.id = t.topic_id "
@@ -182,7 +179,20 @@ def served_assignment(assignment_id: int) -> Assignment:
     )
     if row is None:
         raise Assignment.DoesNotExist(assignment_id)
-    start, loaded = 0, []
+    return _served(shapes, row, 0)
+
+
+def _served_shapes() -> list[sqlrows.Shape]:
+    return [
+        sqlrows.columns(model, alias)
+        for model, alias in ((Assignment, "a"), (Task, "t"), (Topic, "q"), (Document, "d"))
+    ]
+
+
+def _served(shapes: list[sqlrows.Shape], row: tuple[Any, ...], start: int) -> Assignment:
+    """The assignment of a row read with `_served_shapes`' columns from `start` on, its task, topic and
+    document attached."""
+    loaded = []
     for shape in shapes:
         loaded.append(sqlrows.instance(shape, row, start))
         start += shape.width
@@ -387,6 +397,8 @@ class Reservation:
     occupied: int | None
     #: The new assignment's id; None when the task had no place left (`occupied` reached the cap).
     assignment_id: int | None
+    #: The new assignment as `served_assignment` gives it, when read in the same statement (PostgreSQL).
+    served: Assignment | None = None
 
 
 def reservation_take(
@@ -395,8 +407,9 @@ def reservation_take(
     """With the task locked: re-count the places it has taken (answers that count, live reservations), and
     if one is left under `cap`, reserve it for the annotator and add one to its assigned count.
 
-    One statement in PostgreSQL (its sub-statements share one snapshot, taken after the task's lock); the
-    same three steps one by one in SQLite, where the whole database is locked for writing anyway."""
+    One statement in PostgreSQL (its sub-statements share one snapshot, taken after the task's lock),
+    which also reads what the annotator is served (`served`); the same three steps one by one in SQLite,
+    where the whole database is locked for writing anyway."""
     if connection.vendor != "postgresql":
         occupied = None if cap is None else occupying_count(task_id=task_id, now=now)
         if occupied is not None and cap is not None and occupied >= cap:
@@ -407,14 +420,20 @@ def reservation_take(
         counters_add(task_id=task_id, assigned=1, labels=0)
         return Reservation(occupied, assignment_id)
     place, place_params = ("", []) if cap is None else (" WHERE (SELECT n FROM occupied) < %s", [cap])
+    shapes = _served_shapes()
+    # The task, topic and document are read by the main query, which sees the rows as they were before
+    # the statement: the task's assigned count is taken from the update instead.
     row = _one(
         f"WITH occupied AS (SELECT COUNT(*) AS n FROM {ASSIGNMENT} WHERE task_id = %s "
         "AND (state = %s OR (state = %s AND expires_at > %s))), "
-        f"taken AS (INSERT INTO {ASSIGNMENT} (project_id, task_id, annotator_id, state, reserved_at, expires_at) "
-        f"SELECT %s, %s, %s, %s, %s, %s{place} RETURNING id), "
+        f"a AS (INSERT INTO {ASSIGNMENT} (project_id, task_id, annotator_id, state, reserved_at, expires_at) "
+        f"SELECT %s, %s, %s, %s, %s, %s{place} RETURNING *), "
         f"counted AS (UPDATE {TASK} SET assigned_count = assigned_count + 1 "
-        "WHERE id = %s AND EXISTS (SELECT 1 FROM taken)) "
-        "SELECT (SELECT n FROM occupied), (SELECT id FROM taken)",
+        "WHERE id = %s AND EXISTS (SELECT 1 FROM a) RETURNING assigned_count) "
+        f"SELECT (SELECT n FROM occupied), (SELECT assigned_count FROM counted), "
+        f"{', '.join(shape.select for shape in shapes)} FROM (SELECT 1) AS one LEFT JOIN a ON TRUE "
+        f"LEFT JOIN {TASK} t ON t.id = a.task_id LEFT JOIN {TOPIC} q ON q.id = t.topic_id "
+        f"LEFT JOIN {DOCUMENT} d ON d.id = t.document_id",
         [
             task_id,
             LABELLED,
@@ -431,7 +450,12 @@ def reservation_take(
         ],  # fmt: skip
     )
     assert row is not None
-    return Reservation(None if cap is None else int(row[0]), None if row[1] is None else int(row[1]))
+    occupied = None if cap is None else int(row[0])
+    if row[2] is None:
+        return Reservation(occupied, None)
+    served = _served(shapes, row, 2)
+    served.task.assigned_count = int(row[1])
+    return Reservation(occupied, served.pk, served)
 
 
 def counters_add(*, task_id: int, assigned: int, labels: int) -> None:

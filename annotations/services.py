@@ -369,14 +369,13 @@ def _claim_locked(*, project: Project, annotator: User, now: datetime, seed: int
     gold_first = selectors.gold_turn(counts=counts, project=project, seed=seed)
     kinds = [True, False] if gold_first else [False, True] if counts.gold_allowed else [False]
     for is_gold in kinds:
-        assignment_id = _claim_one(
+        assignment = _claim_one(
             project=project, annotator=annotator, seed=seed, is_gold=is_gold, now=now, may_wait=may_wait
         )
-        if assignment_id is not None:
+        if assignment is not None:
             kind = "gold" if is_gold else "ordinary"
             after = {f"live_{kind}": getattr(counts, f"live_{kind}") + 1,
                      f"available_{kind}": max(0, getattr(counts, f"available_{kind}") - 1)}  # fmt: skip
-            assignment = hotpath.served_assignment(assignment_id)
             return Claim("task", assignment, replace(counts, **after))
     return Claim("empty", counts=counts)
 
@@ -405,8 +404,8 @@ CLAIM_WINDOWS = (16, 256)
 
 def _claim_one(
     *, project: Project, annotator: User, seed: int, is_gold: bool, now: datetime, may_wait: bool
-) -> int | None:
-    """Reserve one task of the kind for the annotator: the new assignment's id, or None."""
+) -> Assignment | None:
+    """Reserve one task of the kind for the annotator: the new assignment as served, or None."""
     cap = project.cap_for(is_gold=is_gold)
     where = {"project_id": project.pk, "user_id": annotator.pk}
     # Started tasks first (ordinary tasks with more than one place), in the annotator's own order. Then
@@ -429,9 +428,9 @@ def _claim_one(
                 if task_id in tried:
                     continue
                 tried.add(task_id)
-                assignment_id, held_by_another = _claim_task(task_id=task_id, wait=False, **claim)
-                if assignment_id is not None:
-                    return assignment_id
+                served, held_by_another = _claim_task(task_id=task_id, wait=False, **claim)
+                if served is not None:
+                    return served
                 if held_by_another:
                     busy.append(task_id)
             if len(ids) < window:
@@ -441,16 +440,17 @@ def _claim_one(
     if busy and not may_wait:
         raise _ClaimWouldWait()
     for task_id in busy:
-        assignment_id, _ = _claim_task(task_id=task_id, wait=True, **claim)
-        if assignment_id is not None:
-            return assignment_id
+        served, _ = _claim_task(task_id=task_id, wait=True, **claim)
+        if served is not None:
+            return served
     return None
 
 
 def _claim_task(
     *, project: Project, annotator: User, task_id: int, cap: int | None, now: datetime, wait: bool
-) -> tuple[int | None, bool]:
-    """Lock the task, re-count its places and reserve it: (the assignment's id, whether another claim held it)."""
+) -> tuple[Assignment | None, bool]:
+    """Lock the task, re-count its places and reserve it: (the new assignment as served, with its task,
+    topic and document; whether another claim held the task)."""
     assigned = hotpath.task_lock(task_id=task_id, cap=cap, wait=wait)
     if assigned is None:
         return None, not wait and hotpath.task_has_place(task_id=task_id, cap=cap)
@@ -458,10 +458,12 @@ def _claim_task(
         project_id=project.pk, task_id=task_id, user_id=annotator.pk, now=now,
         expires_at=now + project.reservation_timeout, cap=cap,
     )  # fmt: skip
-    if taken.assignment_id is None and taken.occupied is not None and cap is not None:
-        # The counter fell behind the places taken; correct it so the fast filter passes over this task.
-        hotpath.assigned_count_set(task_id=task_id, value=max(taken.occupied, assigned, cap))
-    return taken.assignment_id, False
+    if taken.assignment_id is None:
+        if taken.occupied is not None and cap is not None:
+            # The counter fell behind the places taken; correct it so the fast filter passes over this task.
+            hotpath.assigned_count_set(task_id=task_id, value=max(taken.occupied, assigned, cap))
+        return None, False
+    return taken.served or hotpath.served_assignment(taken.assignment_id), False
 
 
 # --- answering ------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 
-from annotations import hotpath, selectors
+from annotations import hotpath, selectors, services
 from annotations.api import AnswerOut, NextOut
 from annotations.models import Annotation, Assignment, Project, ProjectMembership
 from tests.annotations.conftest import build_project
@@ -84,19 +84,26 @@ class TestReplies:
 
 @pytest.mark.django_db
 class TestLookups:
-    def test_the_served_assignment_is_the_querysets(self, api: Client, project: Project) -> None:
-        held = post(api, f"/api/projects/{project.slug}/next/").json()["task"]["assignment"]
-        mine = hotpath.served_assignment(held)
+    def test_the_served_assignment_is_the_querysets(self, api: Client, project: Project, alice: User) -> None:
+        claim = services.task_claim(
+            project=project, annotator=alice
+        )  # read with the reservation (PostgreSQL)
+        assert claim.assignment is not None
+        held = claim.assignment.pk
         orm = Assignment.objects.select_related("task__topic", "task__document").get(pk=held)
-        for ours, theirs in (
-            (mine, orm),
-            (mine.task, orm.task),
-            (mine.task.topic, orm.task.topic),
-            (mine.task.document, orm.task.document),
-        ):
-            fields = type(theirs)._meta.concrete_fields
-            assert [getattr(ours, f.attname) for f in fields] == [getattr(theirs, f.attname) for f in fields]
-            assert not ours._state.adding and ours._state.db == theirs._state.db
+        assert orm.task.assigned_count == 1  # the count after the reservation, as the claim's copy says
+        for mine in (claim.assignment, hotpath.served_assignment(held)):
+            for ours, theirs in (
+                (mine, orm),
+                (mine.task, orm.task),
+                (mine.task.topic, orm.task.topic),
+                (mine.task.document, orm.task.document),
+            ):
+                fields = type(theirs)._meta.concrete_fields
+                assert [getattr(ours, f.attname) for f in fields] == [
+                    getattr(theirs, f.attname) for f in fields
+                ]
+                assert not ours._state.adding and ours._state.db == theirs._state.db
         with pytest.raises(Assignment.DoesNotExist):
             hotpath.served_assignment(held + 10_000)
 

@@ -115,10 +115,10 @@ class TestAnswerAndClaimInOneTransaction:
         held = services.task_claim(project=project, annotator=alice).assignment
         assert held is not None
 
-        def lost_connection(assignment_id: int) -> Assignment:
+        def lost_connection(**kwargs: Any) -> hotpath.Reservation:
             raise OperationalError("server closed the connection unexpectedly")
 
-        monkeypatch.setattr(hotpath, "served_assignment", lost_connection)
+        monkeypatch.setattr(hotpath, "reservation_take", lost_connection)
         with pytest.raises(OperationalError):
             services.annotation_submit_and_claim(
                 project=project, annotator=alice, assignment_id=held.pk, grade=3
