@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 from django.contrib.auth.models import User as AuthUser
@@ -47,17 +48,23 @@ def shuffle_sql(column: str, seed: int) -> tuple[str, list[Any]]:
     """A per-annotator pseudo-random sort key for a task id: a seeded 64-bit hash in PostgreSQL, a cheaper
     affine mix of the same inputs in SQLite. Each annotator's seed gives them their own order."""
     seed = int(seed)
-    if connection.vendor == "postgresql":
+    if sqlrows.vendor() == "postgresql":
         return f"hashint8extended({column}::bigint, %s::bigint)", [seed]
     return f"(({column} * %s + %s) %% {TASK_RANK_MODULUS})", [seed % 1_000_003 + 1, seed % TASK_RANK_MODULUS]
 
 
 def _lock(clause: str) -> str:
-    return f" {clause}" if connection.features.has_select_for_update else ""
+    return f" {clause}" if _row_locks() else ""
+
+
+@cache
+def _row_locks() -> bool:
+    return bool(connection.features.has_select_for_update)
 
 
 def _db_time(value: datetime) -> Any:
-    return connection.ops.adapt_datetimefield_value(value)
+    # psycopg takes an aware datetime as it is (what PostgreSQL's `adapt_datetimefield_value` returns).
+    return value if sqlrows.vendor() == "postgresql" else connection.ops.adapt_datetimefield_value(value)
 
 
 def _py_time(value: Any) -> datetime:
@@ -102,7 +109,7 @@ def tasks_analyze_after(new_rows: int) -> None:
     Autovacuum would, within a minute or so; until then the planner takes a project of thousands of new
     tasks for an empty one and reads its claims' candidates by scanning the whole project (0.6 s a claim
     in the load benchmark) instead of the rank index."""
-    if new_rows >= ANALYZE_AFTER_ROWS and connection.vendor == "postgresql":
+    if new_rows >= ANALYZE_AFTER_ROWS and sqlrows.vendor() == "postgresql":
         transaction.on_commit(lambda: _write(f"ANALYZE {TASK}", []))
 
 
@@ -247,7 +254,7 @@ def own_counts_sql(
     *, project_id: int, user_id: int, now: datetime, overlap: int, gold_overlap: int | None
 ) -> tuple[str, list[Any]]:
     gold_place, gold_params = _has_place(gold_overlap, "t.assigned_count")
-    if connection.vendor == "postgresql":
+    if sqlrows.vendor() == "postgresql":
         # Each task by its key (OFFSET 0 keeps the subquery from being merged into a join): as a join, the
         # generic plan of the prepared statement was a hash join over every task of every project.
         tasks = (
@@ -410,7 +417,7 @@ def reservation_take(
     One statement in PostgreSQL (its sub-statements share one snapshot, taken after the task's lock),
     which also reads what the annotator is served (`served`); the same three steps one by one in SQLite,
     where the whole database is locked for writing anyway."""
-    if connection.vendor != "postgresql":
+    if sqlrows.vendor() != "postgresql":
         occupied = None if cap is None else occupying_count(task_id=task_id, now=now)
         if occupied is not None and cap is not None and occupied >= cap:
             return Reservation(occupied, None)
@@ -527,7 +534,7 @@ def answer_record(answer: Annotation, *, state: str, assigned: int, labels: int)
     `assigned` and `labels`, and the (unsaved) answer is inserted and given its id, as `save()` would.
 
     One statement in PostgreSQL (the three writes as sub-statements of one), three in SQLite."""
-    if connection.vendor != "postgresql":
+    if sqlrows.vendor() != "postgresql":
         assignment_answered(assignment_id=answer.assignment_id, state=state, now=answer.created_at)
         counters_add(task_id=answer.task_id, assigned=assigned, labels=labels)
         annotation_insert(answer)
@@ -548,6 +555,63 @@ def answer_record(answer: Annotation, *, state: str, assigned: int, labels: int)
     )
     assert row is not None
     _saved(answer, int(row[0]))
+
+
+def answer_plain(answer: Annotation, *, min_seconds: int) -> bool:
+    """Store an answer in one statement, locks and checks included, when it is the plain case: the
+    annotator's assignment is still reserved, its reservation has not expired, and a grade comes after
+    the minimum time. On success the (unsaved) answer gets its id, its task and the seconds spent, measured
+    from when the task was served, as `answer_record` would store them; True. False, with nothing written,
+    for anything else (refusals, an expired reservation that may keep its place, a too-fast grade): the
+    caller then takes the locks and applies the rules one by one. Always False in SQLite.
+
+    In PostgreSQL's autocommit mode this is the answer's whole transaction: no BEGIN and COMMIT round
+    trips, and no lock held between statements. The assignment and then its task are locked, as in the
+    step-by-step path (and an undo, which locks the membership first, waits on the same rows)."""
+    if sqlrows.vendor() != "postgresql":
+        return False
+    labelled = answer.grade is not None
+    now = _db_time(answer.created_at)
+    row = _one(
+        f"WITH answered AS (UPDATE {ASSIGNMENT} SET state = %s, answered_at = %s "
+        "WHERE id = %s AND project_id = %s AND annotator_id = %s AND state = %s AND expires_at > %s "
+        "AND (%s OR EXTRACT(EPOCH FROM %s - reserved_at) >= %s) "
+        "RETURNING task_id, GREATEST(0, EXTRACT(EPOCH FROM %s - reserved_at))::float8 AS seconds), "
+        f"counted AS (UPDATE {TASK} SET assigned_count = assigned_count + %s, label_count = label_count + %s "
+        "WHERE id = (SELECT task_id FROM answered)) "
+        f"INSERT INTO {ANNOTATION} (assignment_id, project_id, task_id, annotator_id, grade, seconds_spent, "
+        "skipped, unclear, too_fast, comment, created_at) "
+        "SELECT %s, %s, task_id, %s, %s, seconds, %s, %s, FALSE, %s, %s FROM answered "
+        "RETURNING id, task_id, seconds_spent",
+        [
+            LABELLED if labelled else Assignment.State.RELEASED.value,
+            now,
+            answer.assignment_id,
+            answer.project_id,
+            answer.annotator_id,
+            RESERVED,
+            now,
+            not labelled,  # a skip or an unclear answer is never too fast
+            now,
+            min_seconds,
+            now,
+            0 if labelled else -1,  # a skip or an unclear answer gives its place back
+            1 if labelled else 0,
+            answer.assignment_id,
+            answer.project_id,
+            answer.annotator_id,
+            answer.grade,
+            answer.skipped,
+            answer.unclear,
+            answer.comment,
+            now,
+        ],  # fmt: skip
+    )
+    if row is None:
+        return False
+    answer.task_id, answer.seconds_spent, answer.too_fast = int(row[1]), float(row[2]), False
+    _saved(answer, int(row[0]))
+    return True
 
 
 def annotation_insert(answer: Annotation) -> None:

@@ -590,6 +590,15 @@ def _answer(
     answer, the claim (None when not asked for, or left to a transaction of its own: see
     `_answer_and_claim`) and whether the annotator is still an annotator of the project. Retried as a
     whole, the claim included, when PostgreSQL picks it as a deadlock victim: nothing of it was committed."""
+    if not claim_next:
+        # The plain case in one statement (PostgreSQL); anything else goes the step-by-step way below.
+        plain = Annotation(
+            assignment_id=assignment_id, project=project, annotator=annotator, grade=grade, skipped=skipped,
+            unclear=unclear, created_at=now, comment=comment,
+        )  # fmt: skip
+        if hotpath.answer_plain(plain, min_seconds=project.min_seconds_per_task):
+            transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
+            return plain, None, False
     with transaction.atomic():
         seed, assignment = _answer_locks(
             project=project, annotator=annotator, assignment_id=assignment_id, claim_next=claim_next

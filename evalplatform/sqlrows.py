@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.db.models import Model
 
@@ -40,7 +41,7 @@ _shapes: dict[tuple[type[Model], str, str], Shape] = {}
 
 def columns(model: type[Model], alias: str) -> Shape:
     """The select list of `model`'s concrete columns under `alias` (cached per process and database)."""
-    key = (model, alias, connection.vendor)
+    key = (model, alias, vendor())
     shape = _shapes.get(key)
     if shape is None:
         fields = model._meta.concrete_fields
@@ -64,12 +65,20 @@ def columns(model: type[Model], alias: str) -> Shape:
 def instance(shape: Shape, row: tuple[Any, ...] | list[Any], start: int = 0) -> Any:
     """The instance of `shape.model` in `row[start:start + shape.width]`, as the ORM would load it."""
     values = list(row[start : start + shape.width])
+    db = connections[DEFAULT_DB_ALIAS]
     for position, converters, column in shape.converters:
         value = values[position]
         for convert in converters:
-            value = convert(value, column, connection)
+            value = convert(value, column, db)
         values[position] = value
-    return shape.model.from_db(connection.alias, shape.attnames, values)
+    return shape.model.from_db(db.alias, shape.attnames, values)
+
+
+@cache
+def vendor() -> str:
+    """The default database's vendor ("postgresql", "sqlite"): fixed for the process, and read here once
+    instead of through the connection proxy (a thread-local lookup) on every statement."""
+    return str(connections[DEFAULT_DB_ALIAS].vendor)
 
 
 @contextmanager
@@ -82,22 +91,23 @@ def cursor() -> Iterator[CursorWrapper]:
     In PostgreSQL one server-binding cursor is kept per connection and reused (making two cursors per
     statement, Django's and its replacement, was a tenth of a judging request's Python); callers read
     their rows before the next statement, as with any cursor."""
-    if connection.vendor != "postgresql":
-        with connection.cursor() as wrapper:
+    db = connections[DEFAULT_DB_ALIAS]  # the thread's wrapper, looked up once
+    if vendor() != "postgresql":
+        with db.cursor() as wrapper:
             yield wrapper
         return
     import psycopg
 
     # What `connection.cursor()` does, but wrapping the connection's kept cursor instead of a new one.
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    connection.validate_thread_sharing()
-    raw = connection.connection
-    kept: psycopg.Cursor[Any] | None = getattr(connection, _KEPT, None)
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    db.validate_thread_sharing()
+    raw = db.connection
+    kept: psycopg.Cursor[Any] | None = getattr(db, _KEPT, None)
     if kept is None or kept.closed or kept.connection is not raw:
         kept = psycopg.Cursor(raw)
-        setattr(connection, _KEPT, kept)
-    yield (CursorDebugWrapper if connection.queries_logged else CursorWrapper)(kept, connection)
+        setattr(db, _KEPT, kept)
+    yield (CursorDebugWrapper if db.queries_logged else CursorWrapper)(kept, db)
 
 
 #: The attribute of a thread's database wrapper that holds its kept server-binding cursor.

@@ -184,6 +184,85 @@ class TestAnswerAndClaimInOneTransaction:
 
 
 @pytest.mark.django_db
+class TestPlainAnswerInOneStatement:
+    """`hotpath.answer_plain`: an answer that needs no rule but the plain ones is one statement in
+    PostgreSQL, and stores what the step-by-step path stores; anything else takes that path."""
+
+    @staticmethod
+    def held(project: Any, annotator: User, served_at: Any) -> Assignment:
+        claim = services.task_claim(project=project, annotator=annotator)
+        assert claim.assignment is not None
+        Assignment.objects.filter(pk=claim.assignment.pk).update(reserved_at=served_at)
+        return claim.assignment
+
+    @pytest.mark.parametrize("kind", ["grade", "unclear", "skip"])
+    def test_it_stores_what_the_step_by_step_path_stores(
+        self, kind: str, lena: User, alice: User, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        if connection.vendor != "postgresql":
+            pytest.fail("the one-statement answer is PostgreSQL's; run the tests on it")
+        project = build_project(lead=lena, annotators=[alice], topics=1, docs_per_topic=4, overlap=2)
+        project.min_seconds_per_task = 5
+        project.save(update_fields=["min_seconds_per_task"])
+        now = timezone.now()
+        answer = {
+            "grade": lambda **kw: services.annotation_submit(**kw, grade=3, comment=" why "),
+            "unclear": lambda **kw: services.annotation_submit(**kw, unclear=True),
+            "skip": lambda **kw: services.annotation_skip(**kw, comment="broken"),
+        }[kind]
+        stored = []
+        for one_statement in (True, False):
+            if not one_statement:
+                monkeypatch.setattr(hotpath, "answer_plain", lambda *args, **kwargs: False)
+            held = self.held(project, alice, now - timedelta(seconds=7.25))
+            with CaptureQueriesContext(connection) as queries:
+                made = answer(project=project, annotator=alice, assignment_id=held.pk, now=now)
+            if one_statement:
+                assert len(queries) == 1, [q["sql"] for q in queries]
+            row = Annotation.objects.get(pk=made.pk)
+            fields = ["grade", "seconds_spent", "skipped", "unclear", "too_fast", "comment", "created_at"]
+            assert [getattr(made, f) for f in fields] == [getattr(row, f) for f in fields]
+            assert made.task_id == held.task_id == row.task_id
+            stored.append(
+                ([getattr(row, f) for f in fields], Assignment.objects.get(pk=held.pk).state, row.counts)
+            )
+        assert stored[0] == stored[1]
+        assert stored[0][0][1] == 7.25
+        assert_counters_match(project)
+
+    def test_refusals_and_too_fast_answers_take_the_step_by_step_path(
+        self, lena: User, alice: User, bob: User
+    ) -> None:
+        project = build_project(lead=lena, annotators=[alice, bob], topics=1, docs_per_topic=4)
+        project.min_seconds_per_task = 5
+        project.save(update_fields=["min_seconds_per_task"])
+        now = timezone.now()
+        held = self.held(project, alice, now - timedelta(seconds=2))
+        with pytest.raises(services.TooFast):
+            services.annotation_submit(
+                project=project, annotator=alice, assignment_id=held.pk, grade=2, now=now
+            )
+        with pytest.raises(services.AssignmentNotFound):  # another annotator's task
+            services.annotation_submit(
+                project=project, annotator=bob, assignment_id=held.pk, grade=2, now=now
+            )
+        # A skip is never too fast; then the task is answered, and a second answer is refused.
+        services.annotation_skip(project=project, annotator=alice, assignment_id=held.pk, now=now)
+        with pytest.raises(services.AlreadyAnswered):
+            services.annotation_submit(
+                project=project, annotator=alice, assignment_id=held.pk, grade=2, now=now
+            )
+        # An expired reservation whose place nobody took is still answered (the step-by-step path).
+        late = self.held(project, alice, now - timedelta(hours=2))
+        Assignment.objects.filter(pk=late.pk).update(expires_at=now - timedelta(hours=1))
+        answer = services.annotation_submit(
+            project=project, annotator=alice, assignment_id=late.pk, grade=1, now=now
+        )
+        assert answer.grade == 1 and answer.counts
+        assert_counters_match(project)
+
+
+@pytest.mark.django_db
 class TestClaimsReadAnIndex:
     def test_fresh_tasks_come_in_rank_order_from_the_annotators_starting_point(
         self, lena: User, alice: User
