@@ -253,6 +253,16 @@ def own_counts(
 def own_counts_sql(
     *, project_id: int, user_id: int, now: datetime, overlap: int, gold_overlap: int | None
 ) -> tuple[str, list[Any]]:
+    (select, select_params), (source, source_params) = _own_counts_parts(
+        project_id=project_id, user_id=user_id, now=now, overlap=overlap, gold_overlap=gold_overlap
+    )
+    return f"SELECT {select} {source}", [*select_params, *source_params]
+
+
+def _own_counts_parts(
+    *, project_id: int, user_id: int, now: datetime, overlap: int, gold_overlap: int | None
+) -> tuple[tuple[str, list[Any]], tuple[str, list[Any]]]:
+    """The own counts' select list and its FROM and WHERE, each with its parameters."""
     gold_place, gold_params = _has_place(gold_overlap, "t.assigned_count")
     if sqlrows.vendor() == "postgresql":
         # Each task by its key (OFFSET 0 keeps the subquery from being merged into a join): as a join, the
@@ -262,29 +272,87 @@ def own_counts_sql(
         )
     else:  # SQLite has no LATERAL; its planner reads each task by its key anyway
         tasks = f"JOIN {TASK} t ON t.id = a.task_id"
-    return (
-        "SELECT "
+    select = (
         "COUNT(*) FILTER (WHERE a.state <> %s AND NOT t.is_gold), "
         "COUNT(*) FILTER (WHERE a.state <> %s AND t.is_gold), "
         "COUNT(*) FILTER (WHERE a.state = %s AND a.expires_at > %s AND NOT t.is_gold), "
         "COUNT(*) FILTER (WHERE a.state = %s AND a.expires_at > %s AND t.is_gold), "
         "COUNT(*) FILTER (WHERE NOT t.is_gold AND t.assigned_count < %s), "
         f"COUNT(*) FILTER (WHERE t.is_gold AND {gold_place}), "
-        "COUNT(*) FILTER (WHERE a.state = %s) "
-        f"FROM {ASSIGNMENT} a {tasks} WHERE a.project_id = %s AND a.annotator_id = %s",
-        [
-            RESERVED,
-            RESERVED,
-            RESERVED,
-            _db_time(now),
-            RESERVED,
-            _db_time(now),
-            overlap,
-            *gold_params,
-            RESERVED,
-            project_id,
-            user_id,
-        ],  # fmt: skip
+        "COUNT(*) FILTER (WHERE a.state = %s)"
+    )
+    select_params = [RESERVED, RESERVED, RESERVED, _db_time(now), RESERVED, _db_time(now), overlap,
+                     *gold_params, RESERVED]  # fmt: skip
+    source = f"FROM {ASSIGNMENT} a {tasks} WHERE a.project_id = %s AND a.annotator_id = %s"
+    return (select, select_params), (source, [project_id, user_id])
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The first window of a claim's ordinary candidates, read with the annotator's own counts."""
+
+    #: Started tasks (`started_candidates_sql`); None when the claim does not read them (no overlap > 1).
+    started: list[int] | None
+    #: Fresh tasks round the ring from the annotator's starting point (`fresh_candidates_sql`, not wrapped).
+    fresh: list[int]
+
+
+def own_counts_with_candidates(
+    *, project_id: int, user_id: int, now: datetime, overlap: int, gold_overlap: int | None,
+    started_cap: int | None, seed: int, start: int, window: int,
+) -> tuple[OwnCounts, Candidates | None]:  # fmt: skip
+    """The annotator's own counts and, in the same statement, the first `window` of their ordinary
+    candidates of each stage a claim reads (PostgreSQL; a claim of an ordinary task, the most common,
+    then needs no other read before its lock). In SQLite the counts alone, and None."""
+    if sqlrows.vendor() != "postgresql":
+        row = _one(
+            *own_counts_sql(
+                project_id=project_id, user_id=user_id, now=now, overlap=overlap, gold_overlap=gold_overlap
+            )
+        )
+        assert row is not None
+        return OwnCounts(*(int(value or 0) for value in row)), None
+    row = _one(
+        *own_counts_with_candidates_sql(
+            project_id=project_id,
+            user_id=user_id,
+            now=now,
+            overlap=overlap,
+            gold_overlap=gold_overlap,
+            started_cap=started_cap,
+            seed=seed,
+            start=start,
+            window=window,
+        )  # fmt: skip
+    )
+    assert row is not None
+    found = OwnCounts(*(int(value or 0) for value in row[:-2]))
+    return found, Candidates(
+        started=None if started_cap is None else [int(v) for v in row[-2]], fresh=[int(v) for v in row[-1]]
+    )
+
+
+def own_counts_with_candidates_sql(
+    *, project_id: int, user_id: int, now: datetime, overlap: int, gold_overlap: int | None,
+    started_cap: int | None, seed: int, start: int, window: int,
+) -> tuple[str, list[Any]]:  # fmt: skip
+    """`own_counts_sql` with two more columns: the arrays of the started and the fresh candidates."""
+    where = {"project_id": project_id, "user_id": user_id}
+    (select, select_params), (source, source_params) = _own_counts_parts(
+        **where, now=now, overlap=overlap, gold_overlap=gold_overlap
+    )
+    fresh, fresh_params = fresh_candidates_sql(
+        **where, is_gold=False, gold_overlap=gold_overlap, start=start, wrapped=False, limit=window
+    )
+    if started_cap is not None:
+        started, started_params = started_candidates_sql(
+            **where, overlap=started_cap, seed=seed, limit=window
+        )
+    else:
+        started, started_params = "SELECT NULL::bigint WHERE FALSE", []
+    return (
+        f"SELECT {select}, ARRAY({started}), ARRAY({fresh}) {source}",
+        [*select_params, *started_params, *fresh_params, *source_params],
     )
 
 

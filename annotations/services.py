@@ -355,7 +355,13 @@ def _claim(*, project: Project, annotator: User, now: datetime) -> Claim:
 def _claim_locked(*, project: Project, annotator: User, now: datetime, seed: int, may_wait: bool) -> Claim:
     """The claim, in a transaction that holds the annotator's membership row. Unless `may_wait`, it does
     not wait for tasks that other claims hold locked (_ClaimWouldWait instead)."""
-    own = selectors.own_counts(project=project, annotator=annotator, now=now)
+    # The counts, with the first ordinary candidates read in the same statement (PostgreSQL).
+    overlap = project.overlap
+    own, prefetched = hotpath.own_counts_with_candidates(
+        project_id=project.pk, user_id=annotator.pk, now=now, overlap=overlap, gold_overlap=project.gold_overlap,
+        started_cap=overlap if overlap > 1 else None, seed=seed, start=selectors.rank_start(seed),
+        window=CLAIM_WINDOWS[0],
+    )  # fmt: skip
     if own.reserved:
         held = _held_claim(project=project, annotator=annotator, now=now)
         if held is not None:
@@ -370,8 +376,9 @@ def _claim_locked(*, project: Project, annotator: User, now: datetime, seed: int
     kinds = [True, False] if gold_first else [False, True] if counts.gold_allowed else [False]
     for is_gold in kinds:
         assignment = _claim_one(
-            project=project, annotator=annotator, seed=seed, is_gold=is_gold, now=now, may_wait=may_wait
-        )
+            project=project, annotator=annotator, seed=seed, is_gold=is_gold, now=now, may_wait=may_wait,
+            prefetched=None if is_gold else prefetched,
+        )  # fmt: skip
         if assignment is not None:
             kind = "gold" if is_gold else "ordinary"
             after = {f"live_{kind}": getattr(counts, f"live_{kind}") + 1,
@@ -403,9 +410,17 @@ CLAIM_WINDOWS = (16, 256)
 
 
 def _claim_one(
-    *, project: Project, annotator: User, seed: int, is_gold: bool, now: datetime, may_wait: bool
+    *,
+    project: Project,
+    annotator: User,
+    seed: int,
+    is_gold: bool,
+    now: datetime,
+    may_wait: bool,
+    prefetched: hotpath.Candidates | None = None,
 ) -> Assignment | None:
-    """Reserve one task of the kind for the annotator: the new assignment as served, or None."""
+    """Reserve one task of the kind for the annotator: the new assignment as served, or None.
+    `prefetched`: the first window of each stage's candidates, already read (ordinary tasks only)."""
     cap = project.cap_for(is_gold=is_gold)
     where = {"project_id": project.pk, "user_id": annotator.pk}
     # Started tasks first (ordinary tasks with more than one place), in the annotator's own order. Then
@@ -416,14 +431,20 @@ def _claim_one(
                 start=selectors.rank_start(seed), wrapped=wrapped)
         for wrapped in (False, True)
     ]  # fmt: skip
+    # Each stage's first window, where the caller read it already.
+    first: list[list[int] | None] = [prefetched.fresh if prefetched else None, None]
     if not is_gold and cap is not None and cap > 1:
         stages.insert(0, partial(hotpath.started_candidates_sql, **where, overlap=cap, seed=seed))
+        first.insert(0, prefetched.started if prefetched else None)
     claim: dict[str, Any] = {"project": project, "annotator": annotator, "cap": cap, "now": now}
     tried: set[int] = set()
     busy: list[int] = []
-    for stage in stages:
+    for stage, read in zip(stages, first, strict=True):
         for window in CLAIM_WINDOWS:
-            ids = hotpath.candidate_ids(stage(limit=window))
+            if window == CLAIM_WINDOWS[0] and read is not None:
+                ids = read
+            else:
+                ids = hotpath.candidate_ids(stage(limit=window))
             for task_id in ids:
                 if task_id in tried:
                     continue

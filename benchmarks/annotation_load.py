@@ -329,16 +329,23 @@ class Connection:
             try:
                 self.writer.write(request)
                 await self.writer.drain()
-                status_line = await self.reader.readline()
-                if not status_line:
-                    raise ConnectionResetError("closed by the server")
+                # The status line and headers in one read (the generator's own CPU is taken from the
+                # server's on this machine: a read per header line cost a tenth of a millisecond a reply).
+                try:
+                    head_bytes = await self.reader.readuntil(b"\r\n\r\n")
+                except asyncio.IncompleteReadError as exc:
+                    if not exc.partial:
+                        raise ConnectionResetError("closed by the server") from None
+                    raise
+                status_line, *lines = head_bytes.decode("latin-1").split("\r\n")
                 status = int(status_line.split()[1])
                 length, close = 0, False
-                while (line := await self.reader.readline()) not in (b"\r\n", b""):
-                    name, _, value = line.decode("latin-1").partition(":")
-                    if name.lower() == "content-length":
+                for line in lines:
+                    name, _, value = line.partition(":")
+                    name = name.lower()
+                    if name == "content-length":
                         length = int(value)
-                    elif name.lower() == "connection" and value.strip().lower() == "close":
+                    elif name == "connection" and value.strip().lower() == "close":
                         close = True
                 data = await self.reader.readexactly(length) if length else b""
                 if close:

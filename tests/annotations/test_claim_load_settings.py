@@ -318,11 +318,48 @@ class TestClaimsReadAnIndex:
             # (for this transaction) to see whether the statement leaves it any other way to read tasks.
             cursor.execute("SET LOCAL enable_nestloop = off")
             cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        with sqlrows.cursor() as cursor:  # server-side parameters: the plan is made without their values
-            cursor.execute("EXPLAIN " + sql, params)
-            plan = "\n".join(row[0] for row in cursor.fetchall())
-        assert "Hash Join" not in plan and "Merge Join" not in plan, plan
-        assert f"Seq Scan on {hotpath.TASK}" not in plan and "annotations_task_pkey" in plan, plan
+        # Alone, and as a claim reads them: with its first candidates in the same statement.
+        combined = hotpath.own_counts_with_candidates_sql(
+            project_id=project.pk, user_id=alice.pk, now=timezone.now(), overlap=project.overlap,
+            gold_overlap=project.gold_overlap, started_cap=project.overlap, seed=7, start=0, window=16,
+        )  # fmt: skip
+        for statement, values in ((sql, params), combined):
+            with sqlrows.cursor() as cursor:  # server-side parameters: the plan is made without their values
+                cursor.execute("EXPLAIN " + statement, values)
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+            assert "Hash Join" not in plan and "Merge Join" not in plan, plan
+            assert f"Seq Scan on {hotpath.TASK}" not in plan and "annotations_task_pkey" in plan, plan
+
+    def test_the_counts_and_first_candidates_read_together_are_those_read_apart(
+        self, lena: User, alice: User, bob: User
+    ) -> None:
+        project = build_project(
+            lead=lena, annotators=[alice, bob], topics=3, docs_per_topic=12, gold_per_topic=2
+        )
+        answer_all(project, bob, limit=9)
+        answer_all(project, alice, limit=3)
+        seed = 3 * TASK_RANK_MODULUS  # the ring from rank 0: every fresh task lies ahead of the start
+        ProjectMembership.objects.filter(project=project, user=alice).update(shuffle_seed=seed)
+        now, where = timezone.now(), {"project_id": project.pk, "user_id": alice.pk}
+        for window in (1, 4, 16):
+            counts, first = hotpath.own_counts_with_candidates(
+                **where, now=now, overlap=project.overlap, gold_overlap=project.gold_overlap,
+                started_cap=project.overlap, seed=seed, start=selectors.rank_start(seed), window=window,
+            )  # fmt: skip
+            assert counts == selectors.own_counts(project=project, annotator=alice, now=now)
+            if connection.vendor != "postgresql":
+                assert first is None
+                continue
+            assert first is not None
+            started = hotpath.started_candidates_sql(
+                **where, overlap=project.overlap, seed=seed, limit=window
+            )
+            fresh = hotpath.fresh_candidates_sql(
+                **where, is_gold=False, gold_overlap=None, start=selectors.rank_start(seed), wrapped=False,
+                limit=window,
+            )  # fmt: skip
+            assert first.started == hotpath.candidate_ids(started) and first.started
+            assert first.fresh == hotpath.candidate_ids(fresh) and first.fresh
 
     def test_a_claim_costs_no_more_queries_in_a_large_project_than_in_a_small_one(
         self, lena: User, alice: User, bob: User
