@@ -12,13 +12,17 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from annotations.models import (
@@ -129,6 +133,7 @@ def _compute(job: QualityRecompute, progress: ProgressFn) -> dict[str, Any]:
     project = job.project
     progress(None, "reading the answers")
     with read_snapshot():
+        read = answers_fingerprint(project.pk)  # of the answers read below, in the same snapshot
         answers = project_answers(project)
         overrides = project_overrides(project)
         latest = Annotation.objects.filter(project=project).order_by("-created_at").values_list("created_at")
@@ -139,6 +144,7 @@ def _compute(job: QualityRecompute, progress: ProgressFn) -> dict[str, Any]:
     )
     return {
         **figures,
+        _READ: read,
         "latest_answer_at": latest_answer_at,
         "min_gold_accuracy": project.min_gold_accuracy,
         "min_gold_items": project.min_gold_items,
@@ -146,6 +152,13 @@ def _compute(job: QualityRecompute, progress: ProgressFn) -> dict[str, Any]:
 
 
 def _store(job: QualityRecompute, fields: dict[str, Any]) -> None:
+    read = fields[_READ]
+    fields = {key: value for key, value in fields.items() if key != _READ}
+    if answers_fingerprint(job.project_id) != read:
+        # Answers came or went after the figures' read: their requests may have joined this job while
+        # it was pending (or been skipped by a web process's memo, `quality_recompute_request`), so
+        # the next recompute is requested here, once this one is stored.
+        transaction.on_commit(partial(quality_recompute_request, project_id=job.project_id))
     current = (
         # The snapshot row only: ordering by project would join and lock the project row.
         QualitySnapshot.objects.select_for_update(no_key=True, of=("self",))
@@ -159,6 +172,22 @@ def _store(job: QualityRecompute, fields: dict[str, Any]) -> None:
         project_id=job.project_id,
         defaults={**fields, "computed_at": timezone.now(), "requested_at": job.created_at},
     )
+
+
+#: The key of the figures' dict that carries `answers_fingerprint` as the job read it, to `_store`.
+_READ = "_answers_read"
+
+
+def answers_fingerprint(project_id: int) -> tuple[int, int]:
+    """How many answers the project has, and its newest answer's id: any answer stored or taken back
+    (an undo) changes it."""
+    row = Annotation.objects.filter(project_id=project_id).aggregate(n=Count("id"), top=Max("id"))
+    return int(row["n"]), int(row["top"] or 0)
+
+
+#: Project id -> until when (`time.monotonic()`) this process knows a pending recompute that new answers
+#: join: `quality_recompute_request` asks the database again only after that.
+_joined: dict[int, float] = {}
 
 
 def _pending_recompute(*, project_id: int, sent_after: datetime) -> tuple[int, bool] | None:
@@ -188,13 +217,22 @@ def quality_recompute_request(
     sends it `DEBOUNCE_SECONDS` later; later requests join it. A lead's request (`force=True`) sends the
     pending job (or a new one) at once. Never raises for an unreachable broker: answering must keep
     working without Redis (the job is then failed with the reason, and the next request tries again).
+
+    Every answer asks: once a process has seen the pending job sent, it joins it without asking the
+    database for `QUALITY_JOIN_MEMO_SECONDS`. Answers that miss a job started meanwhile are not lost:
+    each recompute compares the answers after it stored its figures with those it read (`_store`),
+    and requests the next one when they differ.
     """
+    memo = float(getattr(settings, "QUALITY_JOIN_MEMO_SECONDS", 0))
+    if not force and memo > 0 and _joined.get(project_id, 0.0) > time.monotonic():
+        return False  # joins the pending recompute this process saw a moment ago
     now = now or timezone.now()
     countdown = (0 if force else DEBOUNCE_SECONDS) if countdown is None else countdown
     pending = _pending_recompute(project_id=project_id, sent_after=now - PENDING_LEASE)
     if pending is not None:
         pending_id, sent_lately = pending
         if sent_lately and not force:
+            _joined[project_id] = time.monotonic() + memo
             return False
         return job_enqueue(QualityRecompute.objects.get(pk=pending_id), countdown=countdown)
     try:

@@ -201,6 +201,10 @@ UPLOAD_MAX_DECOMPRESSED_BYTES = env_int("UPLOAD_MAX_DECOMPRESSED_BYTES", 4 * 102
 # finds nothing sweeps at once before it answers "empty").
 JUDGING_OPEN_TOTALS_SECONDS = env_int("JUDGING_OPEN_TOTALS_SECONDS", 1)
 JUDGING_EXPIRY_SWEEP_SECONDS = env_int("JUDGING_EXPIRY_SWEEP_SECONDS", 5)
+# An answer joins the project's pending quality recompute; having seen it, a web process joins it without
+# asking the database for this many seconds (each recompute requests the next when answers changed while
+# it ran; 0 asks on every answer).
+QUALITY_JOIN_MEMO_SECONDS = env_int("QUALITY_JOIN_MEMO_SECONDS", 2)
 
 # Security: secure by default when DEBUG is off; each can be relaxed from the environment (e.g. behind
 # a TLS-terminating proxy that already redirects, set SECURE_SSL_REDIRECT=false).

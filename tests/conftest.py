@@ -164,9 +164,11 @@ def uploads_in_media_root(settings: Any, media_root: Path) -> None:
 @pytest.fixture(autouse=True)
 def judging_counts_exact(settings: Any) -> None:
     """Tests read queue counts right after the writes they check: no per-process caching of the open
-    totals nor skipped expiry sweeps (production's load settings; `test_claim_load_settings` tests those)."""
+    totals, skipped expiry sweeps nor remembered pending recomputes (production's load settings;
+    `test_claim_load_settings` tests those)."""
     settings.JUDGING_OPEN_TOTALS_SECONDS = 0
     settings.JUDGING_EXPIRY_SWEEP_SECONDS = 0
+    settings.QUALITY_JOIN_MEMO_SECONDS = 0
 
 
 @pytest.fixture(scope="session")

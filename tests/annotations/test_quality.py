@@ -287,6 +287,52 @@ class TestRecomputeRequests:
         assert len(queued.sent) == 3 and queued.sent[1][1] == queued.sent[2][1]
         assert recomputes(project) == [("done", "answers"), ("pending", "answers")]
 
+    def test_a_process_joins_a_pending_recompute_it_saw_without_asking_again(
+        self, project: Project, queued: QueuedTasks, settings: Any, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        settings.QUALITY_JOIN_MEMO_SECONDS = 60
+        monkeypatch.setattr(quality, "_joined", {})
+        assert quality.quality_recompute_request(project_id=project.pk) is True  # creates and sends it
+        asked = []
+        real = quality._pending_recompute
+        monkeypatch.setattr(quality, "_pending_recompute", lambda **kw: asked.append(kw) or real(**kw))
+        assert quality.quality_recompute_request(project_id=project.pk) is False  # asks, sees it pending
+        assert quality.quality_recompute_request(project_id=project.pk) is False  # remembers: no query
+        assert len(asked) == 1
+        # A lead's request is never held back by the memo.
+        assert quality.quality_recompute_request(project_id=project.pk, force=True) is True
+        assert [options["countdown"] for _, _, options in queued.sent] == [quality.DEBOUNCE_SECONDS, 0]
+
+    def test_a_recompute_requests_the_next_when_answers_changed_while_it_ran(
+        self,
+        project: Project,
+        people: list[User],
+        queued: QueuedTasks,
+        monkeypatch: pytest.MonkeyPatch,
+        django_capture_on_commit_callbacks: Any,
+    ) -> None:
+        first, later = tasks(project, gold=False)[:2]
+        record_answers(project, [(people[0], first, 2)])
+        job = QualityRecompute.objects.create(project=project)
+        real_overrides = quality.project_overrides
+
+        def an_answer_arrives_meanwhile(on: Project) -> Any:
+            overrides = real_overrides(on)
+            record_answers(project, [(people[1], later, 3)])  # after the answers were read
+            return overrides
+
+        monkeypatch.setattr(quality, "project_overrides", an_answer_arrives_meanwhile)
+        with django_capture_on_commit_callbacks(execute=True):
+            assert quality.quality_recompute_run(job_id=job.pk).status == "done"
+        assert recomputes(project) == [("done", "answers"), ("pending", "answers")]
+        assert queued.names() == [RECOMPUTE]
+        # With nothing new since its read, a recompute requests nothing more.
+        monkeypatch.setattr(quality, "project_overrides", real_overrides)
+        pending = QualityRecompute.objects.get(project=project, status="pending")
+        with django_capture_on_commit_callbacks(execute=True):
+            assert quality.quality_recompute_run(job_id=pending.pk).status == "done"
+        assert recomputes(project) == [("done", "answers"), ("done", "answers")]
+
     def test_it_queues_a_leads_recompute_at_once_even_when_one_is_pending(
         self, project: Project, queued: QueuedTasks
     ) -> None:
