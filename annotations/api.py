@@ -109,6 +109,27 @@ class SubmitIn(ClaimNextIn):
         return attrs
 
 
+_SUBMIT_KEYS = frozenset({"assignment", "grade", "unclear", "comment", "next"})
+
+
+def plain_submit(data: Any) -> dict[str, Any] | None:
+    """The fields of an answer in its everyday shape (a JSON object of integers and booleans, no comment),
+    as `SubmitIn` validates them, without building the serializer (its fields are deep-copied for every
+    instance: a tenth of an answer's Python). None for any other body: `SubmitIn` then validates it and
+    explains what is wrong. `tests/annotations/test_api_replies.py` holds the two to the same results."""
+    if type(data) is not dict or not data.keys() <= _SUBMIT_KEYS or data.get("comment", "") != "":
+        return None
+    assignment, grade = data.get("assignment"), data.get("grade")
+    unclear, claim_next = data.get("unclear", False), data.get("next", False)
+    if type(assignment) is not int or not 1 <= assignment <= MAX_ID:
+        return None
+    if type(unclear) is not bool or type(claim_next) is not bool:
+        return None
+    if unclear and grade is not None or not unclear and (type(grade) is not int or grade < 0):
+        return None
+    return {"assignment": assignment, "grade": grade, "unclear": unclear, "comment": "", "next": claim_next}
+
+
 class SkipIn(ClaimNextIn):
     assignment = serializers.IntegerField(min_value=1, max_value=MAX_ID)
     comment = serializers.CharField(
@@ -401,9 +422,11 @@ def _answer_data(answer: Annotation, claim: services.Claim | None = None) -> dic
 @api_view(["POST"])
 def submit(request: Request, slug: str) -> Response:
     project = _annotator_project(request, slug)
-    data = SubmitIn(data=request.data)
-    data.is_valid(raise_exception=True)
-    fields = data.validated_data
+    fields = plain_submit(request.data)
+    if fields is None:
+        data = SubmitIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = data.validated_data
     answer = services.annotation_submit_and_claim if fields["next"] else services.annotation_submit
     try:
         answered = answer(

@@ -15,10 +15,12 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
 
 from annotations import hotpath, selectors, services
-from annotations.api import AnswerOut, NextOut
+from annotations.api import AnswerOut, NextOut, SubmitIn, plain_submit
 from annotations.models import Annotation, Assignment, Project, ProjectMembership
 from tests.annotations.conftest import build_project
 
@@ -177,3 +179,63 @@ class TestLookups:
         assert any(f"FROM {hotpath.MEMBERSHIP} m" in statement for statement in prepared), prepared
         # Django's own queries bind on the client and stay unprepared.
         assert not any('"auth_user"."username"' in statement for statement in prepared), prepared
+
+
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-3, max_value=6),
+    st.sampled_from([2**63 - 1, 2**63, 10**30]),
+    st.floats(allow_nan=False, max_value=10, min_value=-10),
+    st.sampled_from(["", " ", "3", "true", "x", " note ", "a\x00b"]),
+    st.lists(st.integers(), max_size=1),
+)
+_BODIES = st.dictionaries(
+    st.sampled_from(["assignment", "grade", "unclear", "comment", "next", "skip"]), _VALUES, max_size=6
+)
+
+
+class TestPlainSubmit:
+    """`api.plain_submit` reads an answer's body without the serializer: for every body it accepts,
+    `SubmitIn` accepts it too, with the same fields."""
+
+    @settings(max_examples=400, deadline=None)
+    @given(body=st.one_of(_BODIES, st.lists(st.integers(), max_size=2), st.text(max_size=3)))
+    def test_what_it_accepts_the_serializer_accepts_alike(self, body: Any) -> None:
+        fast = plain_submit(body)
+        if fast is None:
+            return
+        serializer = SubmitIn(data=body)
+        assert serializer.is_valid(), serializer.errors
+        assert {key: serializer.validated_data.get(key) for key in fast} == fast
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            {"assignment": 7, "grade": 2},
+            {"assignment": 7, "grade": 0, "next": True},
+            {"assignment": 7, "unclear": True, "next": False},
+            {"assignment": 7, "grade": 4, "comment": "", "unclear": False},
+        ],
+    )
+    def test_it_takes_the_everyday_shapes(self, body: dict[str, Any]) -> None:
+        fast = plain_submit(body)
+        assert fast is not None
+        serializer = SubmitIn(data=body)
+        assert serializer.is_valid()
+        assert {key: serializer.validated_data.get(key) for key in fast} == fast
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            {"assignment": 7, "grade": 2, "comment": " a note "},  # trimmed by the serializer
+            {"assignment": "7", "grade": 2},  # a string the serializer converts
+            {"assignment": 7},  # no grade: the serializer says why
+            {"assignment": 7, "grade": 2, "unclear": True},
+            {"assignment": 7, "grade": True},
+            {"assignment": 0, "grade": 1},
+            {"assignment": 7, "grade": 1, "extra": 1},
+        ],
+    )
+    def test_anything_else_goes_to_the_serializer(self, body: dict[str, Any]) -> None:
+        assert plain_submit(body) is None
