@@ -3,10 +3,11 @@
 Starts gunicorn against the PostgreSQL database at DATABASE_URL (migrated first), creates a project of
 its own (`load-<id>`: topics, documents, tasks, 10% gold, overlap 3, no minimum time, no break prompt)
 with one annotator and API token per simulated client, and drives them from one asyncio process over
-keep-alive HTTP/1.1 connections on 127.0.0.1: each client claims (`POST .../next/`) and answers
-(`POST .../submit/`) until the queue is empty or the time is up (`--mode submit-next`: answers with
-`"next": true`, which claims the next task in the same request; `--rate N`: paced at N answers/s in all,
-open loop, each request's latency counted from when it was due). Then it checks the database: every
+HTTP/1.1 on 127.0.0.1: each client claims its first task (`POST .../next/`), then answers each task
+(`POST .../submit/`) with `"next": true`, whose reply holds the next task (`--mode next-submit`: a claim
+and an answer, two requests per task), until the queue is empty or the time is up. The clients are
+paced at `--rate` answers/s in all (300, the target; open loop: a request's latency counts from when it
+was due; 0: closed loop, each client asks again as soon as answered). Then it checks the database: every
 answer the API accepted is stored exactly once, no task has more annotators than its cap, and no
 annotator holds a task twice. The project, users and tokens are deleted at the end (`--keep` keeps
 them). Before the clock starts, each client claims its first task; the first `--ramp-up` seconds (3) are
@@ -15,13 +16,13 @@ seconds (5) during it, with ANALYZE, as autovacuum would (0 leaves it to autovac
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/evalplatform_load \\
         .venv/bin/python benchmarks/annotation_load.py [--clients 50] [--seconds 20] [--web-workers 4] \\
-        [--mode next-submit|submit-next] [--rate 0] [--ramp-up 3] [--vacuum-every 5] [--timeline]
+        [--mode submit-next|next-submit] [--rate 300] [--ramp-up 3] [--vacuum-every 5] [--timeline]
 
 The last line of output is one JSON object: throughput_per_s (accepted answers per second), p50_ms,
 p95_ms, p99_ms (over every request after the ramp-up, claims and answers), errors (responses other than
 200/201 and connection failures), lost, duplicated, over_assigned, the ramp-up's ramp_up_p99_ms, and
-the run's settings. The exit status is 1
-when an integrity check fails, 0 otherwise (the throughput target is reported, not enforced).
+the run's settings, with target_met. The exit status is 1 when an integrity check fails, 0 otherwise
+(the throughput target is reported, not enforced).
 """
 
 from __future__ import annotations
@@ -61,15 +62,17 @@ def parse_args() -> argparse.Namespace:
         "--threads", type=int, default=1, help="threads per gunicorn worker (1: sync workers)"
     )
     parser.add_argument(
-        "--mode", choices=["next-submit", "submit-next"], default="next-submit",
-        help="next-submit: claim (POST next/), then answer (POST submit/), two requests per answer (the "
-        "default); submit-next: answer with `next: true`, which claims the next task in the same request",
+        "--mode", choices=["next-submit", "submit-next"], default="submit-next",
+        help="submit-next (the default): claim the first task (POST next/), then answer each with "
+        "`next: true` (POST submit/), whose reply holds the next task, as the API's clients are meant to; "
+        "next-submit: claim (POST next/), then answer (POST submit/), two requests per answer",
     )  # fmt: skip
     parser.add_argument(
-        "--rate", type=float, default=0.0,
-        help="answers per second for all clients together, paced (open loop): each client starts its "
-        "answers on a fixed schedule and a request's latency counts from when it was due, so a server that "
-        "falls behind shows it. 0 (the default): closed loop, each client asks again as soon as answered",
+        "--rate", type=float, default=float(TARGET_PER_S),
+        help=f"answers per second for all clients together, paced (open loop): each client starts its "
+        f"answers on a fixed schedule and a request's latency counts from when it was due, so a server that "
+        f"falls behind shows it ({TARGET_PER_S}, the target). 0: closed loop, each client asks again as soon "
+        "as answered (the server's capacity)",
     )  # fmt: skip
     parser.add_argument(
         "--ramp-up", type=float, default=3.0,

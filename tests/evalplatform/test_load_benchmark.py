@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.services
 @pytest.mark.django_db
-@pytest.mark.parametrize("args", [["--mode", "next-submit"], ["--mode", "submit-next", "--rate", "40"]])
+@pytest.mark.parametrize(
+    "args", [["--mode", "next-submit", "--rate", "0"], ["--mode", "submit-next", "--rate", "40"]]
+)
 def test_the_load_benchmark_runs_and_loses_nothing(args: list[str]) -> None:
     settings_dict = {**connection.settings_dict, "NAME": f"{connection.settings_dict['NAME']}_load"}
     # Its quality recomputes must not reach the tests' worker, which reads another database.
