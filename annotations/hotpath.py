@@ -295,6 +295,8 @@ class Candidates:
     started: list[int] | None
     #: Fresh tasks round the ring from the annotator's starting point (`fresh_candidates_sql`, not wrapped).
     fresh: list[int]
+    #: Fresh tasks before the starting point (`fresh_candidates_sql`, wrapped).
+    fresh_wrapped: list[int]
 
 
 def own_counts_with_candidates(
@@ -303,15 +305,16 @@ def own_counts_with_candidates(
 ) -> tuple[OwnCounts, Candidates | None]:  # fmt: skip
     """The annotator's own counts and, in the same statement, the first `window` of their ordinary
     candidates of each stage a claim reads (PostgreSQL; a claim of an ordinary task, the most common,
-    then needs no other read before its lock). In SQLite the counts alone, and None."""
+    then needs no other read before its lock). In SQLite the counts alone, and None.
+
+    The stages read one snapshot: a task another claim starts meanwhile is fresh or started in it, never
+    neither (read one after the other, a started-stage read before and a fresh-stage read after that claim
+    both missed it, and a claim near the end of a queue answered "empty" with a place left)."""
     if sqlrows.vendor() != "postgresql":
-        row = _one(
-            *own_counts_sql(
-                project_id=project_id, user_id=user_id, now=now, overlap=overlap, gold_overlap=gold_overlap
-            )
+        counts = own_counts(
+            project_id=project_id, user_id=user_id, now=now, overlap=overlap, gold_overlap=gold_overlap
         )
-        assert row is not None
-        return OwnCounts(*(int(value or 0) for value in row)), None
+        return counts, None
     row = _one(
         *own_counts_with_candidates_sql(
             project_id=project_id,
@@ -326,9 +329,10 @@ def own_counts_with_candidates(
         )  # fmt: skip
     )
     assert row is not None
-    found = OwnCounts(*(int(value or 0) for value in row[:-2]))
+    found = OwnCounts(*(int(value or 0) for value in row[:-3]))
+    started, fresh, wrapped = ([int(v) for v in ids] for ids in row[-3:])
     return found, Candidates(
-        started=None if started_cap is None else [int(v) for v in row[-2]], fresh=[int(v) for v in row[-1]]
+        started=None if started_cap is None else started, fresh=fresh, fresh_wrapped=wrapped
     )
 
 
@@ -336,13 +340,17 @@ def own_counts_with_candidates_sql(
     *, project_id: int, user_id: int, now: datetime, overlap: int, gold_overlap: int | None,
     started_cap: int | None, seed: int, start: int, window: int,
 ) -> tuple[str, list[Any]]:  # fmt: skip
-    """`own_counts_sql` with two more columns: the arrays of the started and the fresh candidates."""
+    """`own_counts_sql` with three more columns: the arrays of the started, the fresh and the wrapped
+    fresh candidates."""
     where = {"project_id": project_id, "user_id": user_id}
     (select, select_params), (source, source_params) = _own_counts_parts(
         **where, now=now, overlap=overlap, gold_overlap=gold_overlap
     )
     fresh, fresh_params = fresh_candidates_sql(
         **where, is_gold=False, gold_overlap=gold_overlap, start=start, wrapped=False, limit=window
+    )
+    wrapped, wrapped_params = fresh_candidates_sql(
+        **where, is_gold=False, gold_overlap=gold_overlap, start=start, wrapped=True, limit=window
     )
     if started_cap is not None:
         started, started_params = started_candidates_sql(
@@ -351,8 +359,8 @@ def own_counts_with_candidates_sql(
     else:
         started, started_params = "SELECT NULL::bigint WHERE FALSE", []
     return (
-        f"SELECT {select}, ARRAY({started}), ARRAY({fresh}) {source}",
-        [*select_params, *started_params, *fresh_params, *source_params],
+        f"SELECT {select}, ARRAY({started}), ARRAY({fresh}), ARRAY({wrapped}) {source}",
+        [*select_params, *started_params, *fresh_params, *wrapped_params, *source_params],
     )
 
 
@@ -590,9 +598,13 @@ def assignment_answered(*, assignment_id: int, state: str, now: datetime) -> Non
     )
 
 
+#: An answer's columns, in the order of `_annotation_values`.
+_ANNOTATION_COLUMNS = (
+    "assignment_id, project_id, task_id, annotator_id, grade, seconds_spent, skipped, unclear, too_fast, "
+    "comment, created_at"
+)
 _ANNOTATION_INSERT = (
-    f"INSERT INTO {ANNOTATION} (assignment_id, project_id, task_id, annotator_id, grade, seconds_spent, "
-    "skipped, unclear, too_fast, comment, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    f"INSERT INTO {ANNOTATION} ({_ANNOTATION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
     "RETURNING id"
 )
 
@@ -647,8 +659,7 @@ def answer_plain(answer: Annotation, *, min_seconds: int) -> bool:
         "RETURNING task_id, GREATEST(0, EXTRACT(EPOCH FROM %s - reserved_at))::float8 AS seconds), "
         f"counted AS (UPDATE {TASK} SET assigned_count = assigned_count + %s, label_count = label_count + %s "
         "WHERE id = (SELECT task_id FROM answered)) "
-        f"INSERT INTO {ANNOTATION} (assignment_id, project_id, task_id, annotator_id, grade, seconds_spent, "
-        "skipped, unclear, too_fast, comment, created_at) "
+        f"INSERT INTO {ANNOTATION} ({_ANNOTATION_COLUMNS}) "
         "SELECT %s, %s, task_id, %s, %s, seconds, %s, %s, FALSE, %s, %s FROM answered "
         "RETURNING id, task_id, seconds_spent",
         [

@@ -356,11 +356,10 @@ def _claim_locked(*, project: Project, annotator: User, now: datetime, seed: int
     """The claim, in a transaction that holds the annotator's membership row. Unless `may_wait`, it does
     not wait for tasks that other claims hold locked (_ClaimWouldWait instead)."""
     # The counts, with the first ordinary candidates read in the same statement (PostgreSQL).
-    overlap = project.overlap
     own, prefetched = hotpath.own_counts_with_candidates(
-        project_id=project.pk, user_id=annotator.pk, now=now, overlap=overlap, gold_overlap=project.gold_overlap,
-        started_cap=overlap if overlap > 1 else None, seed=seed, start=selectors.rank_start(seed),
-        window=CLAIM_WINDOWS[0],
+        project_id=project.pk, user_id=annotator.pk, now=now, overlap=project.overlap,
+        gold_overlap=project.gold_overlap, started_cap=_started_cap(project, is_gold=False), seed=seed,
+        start=selectors.rank_start(seed), window=CLAIM_WINDOWS[0],
     )  # fmt: skip
     if own.reserved:
         held = _held_claim(project=project, annotator=annotator, now=now)
@@ -432,9 +431,12 @@ def _claim_one(
         for wrapped in (False, True)
     ]  # fmt: skip
     # Each stage's first window, where the caller read it already.
-    first: list[list[int] | None] = [prefetched.fresh if prefetched else None, None]
-    if not is_gold and cap is not None and cap > 1:
-        stages.insert(0, partial(hotpath.started_candidates_sql, **where, overlap=cap, seed=seed))
+    first: list[list[int] | None] = (
+        [prefetched.fresh, prefetched.fresh_wrapped] if prefetched else [None, None]
+    )
+    started_cap = _started_cap(project, is_gold=is_gold)
+    if started_cap is not None:
+        stages.insert(0, partial(hotpath.started_candidates_sql, **where, overlap=started_cap, seed=seed))
         first.insert(0, prefetched.started if prefetched else None)
     claim: dict[str, Any] = {"project": project, "annotator": annotator, "cap": cap, "now": now}
     tried: set[int] = set()
@@ -465,6 +467,13 @@ def _claim_one(
         if served is not None:
             return served
     return None
+
+
+def _started_cap(project: Project, *, is_gold: bool) -> int | None:
+    """The cap of the tasks a claim reads as started ones first (ordinary tasks with more than one place),
+    or None when a claim of this kind has no such stage."""
+    cap = project.cap_for(is_gold=is_gold)
+    return cap if not is_gold and cap is not None and cap > 1 else None
 
 
 def _claim_task(

@@ -338,7 +338,12 @@ class TestClaimsReadAnIndex:
         )
         answer_all(project, bob, limit=9)
         answer_all(project, alice, limit=3)
-        seed = 3 * TASK_RANK_MODULUS  # the ring from rank 0: every fresh task lies ahead of the start
+        fresh_ranks = sorted(
+            Task.objects.filter(project=project, is_gold=False, assigned_count=0).values_list(
+                "rank", flat=True
+            )
+        )
+        seed = 3 * TASK_RANK_MODULUS + fresh_ranks[len(fresh_ranks) // 2]  # fresh tasks on both sides
         ProjectMembership.objects.filter(project=project, user=alice).update(shuffle_seed=seed)
         now, where = timezone.now(), {"project_id": project.pk, "user_id": alice.pk}
         for window in (1, 4, 16):
@@ -360,6 +365,11 @@ class TestClaimsReadAnIndex:
             )  # fmt: skip
             assert first.started == hotpath.candidate_ids(started) and first.started
             assert first.fresh == hotpath.candidate_ids(fresh) and first.fresh
+            wrapped = hotpath.fresh_candidates_sql(
+                **where, is_gold=False, gold_overlap=None, start=selectors.rank_start(seed), wrapped=True,
+                limit=window,
+            )  # fmt: skip
+            assert first.fresh_wrapped == hotpath.candidate_ids(wrapped) and first.fresh_wrapped
 
     def test_a_claim_costs_no_more_queries_in_a_large_project_than_in_a_small_one(
         self, lena: User, alice: User, bob: User
