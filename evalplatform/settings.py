@@ -22,6 +22,7 @@ from evalplatform.env import (
     filesystem_broker_options,
     is_filesystem_broker,
 )
+from evalplatform.outbound import networks_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("EVALPLATFORM_VAR_DIR", BASE_DIR / "var"))
@@ -236,8 +237,23 @@ EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "evalplatform@localhost")
+# Seconds an SMTP connection may wait on the server (Django's default: for ever, holding a worker).
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 # The address links in alert emails and webhooks point to.
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
+
+# Webhooks (`evalplatform.outbound`): a URL whose host is or resolves to a loopback, private, link-local,
+# multicast or reserved address is refused, when a channel is saved and when it is sent, unless the address
+# lies in one of these comma-separated networks (CIDRs: an internal range the operator trusts). The whole
+# request, from resolving to the answer's headers, must end within WEBHOOK_TIMEOUT_SECONDS.
+WEBHOOK_ALLOWED_NETWORKS = env_list("WEBHOOK_ALLOWED_NETWORKS", [])
+try:
+    networks_parse(WEBHOOK_ALLOWED_NETWORKS)
+except ValueError as _error:
+    raise ImproperlyConfigured(f"WEBHOOK_ALLOWED_NETWORKS: {_error}") from None
+WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10)
+if WEBHOOK_TIMEOUT_SECONDS < 1:
+    raise ImproperlyConfigured("WEBHOOK_TIMEOUT_SECONDS must be at least 1.")
 
 # REST API.
 REST_FRAMEWORK = {
