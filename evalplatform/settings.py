@@ -284,7 +284,7 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Celery. Metric jobs go to the "heavy" queue; everything else to "default".
+# Celery. Metric jobs go to the "heavy" queue, notifications to "notifications"; everything else to "default".
 REDIS_URL = os.environ.get("REDIS_URL", "")
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL or default_broker_url()
 # A web request that queues a job must not hang when the broker is down: connecting gives up after
@@ -352,7 +352,8 @@ MONITOR_CHORD_WAIT_SECONDS = env_int("MONITOR_CHORD_WAIT_SECONDS", 900)
 MONITOR_DEVICE = os.environ.get("MONITOR_DEVICE", "auto")
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
-    "monitoring.tasks.notification_send": {"queue": "default"},
+    # Its own queue, for its own worker: a slow webhook never holds a monitor run or an evaluation back.
+    "monitoring.tasks.notification_send": {"queue": "notifications"},
     "monitoring.tasks.*": {"queue": "heavy"},
     "annotations.tasks.*": {"queue": "heavy"},
 }
