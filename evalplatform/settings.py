@@ -22,6 +22,7 @@ from evalplatform.env import (
     filesystem_broker_options,
     is_filesystem_broker,
 )
+from evalplatform.outbound import networks_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("EVALPLATFORM_VAR_DIR", BASE_DIR / "var"))
@@ -236,8 +237,23 @@ EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "evalplatform@localhost")
+# Seconds an SMTP connection may wait on the server (Django's default: for ever, holding a worker).
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 # The address links in alert emails and webhooks point to.
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
+
+# Webhooks (`evalplatform.outbound`): a URL whose host is or resolves to a loopback, private, link-local,
+# multicast or reserved address is refused, when a channel is saved and when it is sent, unless the address
+# lies in one of these comma-separated networks (CIDRs: an internal range the operator trusts). The whole
+# request, from resolving to the answer's headers, must end within WEBHOOK_TIMEOUT_SECONDS.
+WEBHOOK_ALLOWED_NETWORKS = env_list("WEBHOOK_ALLOWED_NETWORKS", [])
+try:
+    networks_parse(WEBHOOK_ALLOWED_NETWORKS)
+except ValueError as _error:
+    raise ImproperlyConfigured(f"WEBHOOK_ALLOWED_NETWORKS: {_error}") from None
+WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10)
+if WEBHOOK_TIMEOUT_SECONDS < 1:
+    raise ImproperlyConfigured("WEBHOOK_TIMEOUT_SECONDS must be at least 1.")
 
 # REST API.
 REST_FRAMEWORK = {
@@ -268,7 +284,7 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Celery. Metric jobs go to the "heavy" queue; everything else to "default".
+# Celery. Metric jobs go to the "heavy" queue, notifications to "notifications"; everything else to "default".
 REDIS_URL = os.environ.get("REDIS_URL", "")
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL or default_broker_url()
 # A web request that queues a job must not hang when the broker is down: connecting gives up after
@@ -336,7 +352,8 @@ MONITOR_CHORD_WAIT_SECONDS = env_int("MONITOR_CHORD_WAIT_SECONDS", 900)
 MONITOR_DEVICE = os.environ.get("MONITOR_DEVICE", "auto")
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
-    "monitoring.tasks.notification_send": {"queue": "default"},
+    # Its own queue, for its own worker: a slow webhook never holds a monitor run or an evaluation back.
+    "monitoring.tasks.notification_send": {"queue": "notifications"},
     "monitoring.tasks.*": {"queue": "heavy"},
     "annotations.tasks.*": {"queue": "heavy"},
 }

@@ -8,26 +8,20 @@ fires: it opens an event, or, if one is already open, counts one more observatio
 notification: events are deduplicated). When the latest observation no longer breaks it, the open
 event resolves.
 
-Opening and resolving notify the rule's channels through `Notification` jobs (default queue), unless
-the rule notified an opening within its cooldown (a flapping rule then notifies once). Email goes
-through Django's mail backend; a webhook gets a Slack-compatible JSON POST with a bounded timeout, and
-a failed delivery is retried with backoff.
+Opening and resolving notify the rule's channels through `Notification` jobs, unless the rule notified
+an opening within its cooldown (a flapping rule then notifies once). `monitoring.notifications` sends
+them (email, or a webhook's Slack-compatible JSON POST), on their own queue.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import urllib.error
-import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
-from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -36,7 +30,7 @@ from evalcore.alerts import AlertRule as RuleSpec
 from evalcore.alerts import AlertRuleError, EffectRequirement, evaluate_rules
 from evalcore.metrics import UnknownMetricError, metric_registry
 from evalplatform.auth import User
-from evalplatform.jobs import JobError, JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
+from evalplatform.jobs import JobError, JobStatus, job_enqueue_on_commit
 from evalplatform.models import Team
 from monitoring.models import (
     AlertEvent,
@@ -51,16 +45,13 @@ from monitoring.models import (
     QrelsSource,
 )
 
+# Sending moved to `monitoring.notifications`; these names stay importable from here for older callers.
+from monitoring.notifications import DeliveryError, absolute_url, message, notification_send  # noqa: F401
+
 logger = logging.getLogger(__name__)
 
-#: Seconds a webhook may take to answer before the delivery counts as failed (and is retried).
-WEBHOOK_TIMEOUT = 10.0
 #: The most observations a rule looks back over.
 MAX_CONSECUTIVE = 50
-
-
-class DeliveryError(Exception):
-    """A notification the channel did not accept; the job retries it with backoff."""
 
 
 # --- rules --------------------------------------------------------------------------------------------
@@ -364,106 +355,3 @@ def _notify(event: AlertEvent, *, kind: str) -> None:
         notification, created = Notification.objects.get_or_create(event=event, channel=channel, kind=kind)
         if created:
             job_enqueue_on_commit(notification)
-
-
-def message(event: AlertEvent, kind: str) -> dict[str, Any]:
-    """The Slack-compatible payload (`text` plus one attachment) of an event; email uses the same text."""
-    rule = event.rule
-    spec = metric_registry().find(rule.metric)
-    label = spec.label if spec else rule.metric
-    verb = "resolved" if kind == Notification.Kind.RESOLVED else "opened"
-    value = event.latest_value if kind == Notification.Kind.RESOLVED else event.value
-    text = (
-        f"[{rule.severity.upper()}] {rule.name} {verb} on {rule.series_label} ({event.team.name}): "
-        f"{label} = {value:.4g}, rule {rule.metric} {rule.comparator} {rule.threshold:g}"
-        if value is not None
-        else f"[{rule.severity.upper()}] {rule.name} {verb} on {rule.series_label} ({event.team.name})"
-    )
-    color = {"critical": "danger", "warning": "warning", "info": "#439FE0"}.get(rule.severity, "warning")
-    fields = [
-        {"title": "metric", "value": rule.metric, "short": True},
-        {"title": "value", "value": f"{value:.6g}" if value is not None else "—", "short": True},
-        {"title": "threshold", "value": f"{rule.comparator} {rule.threshold:g}", "short": True},
-        {"title": "severity", "value": rule.severity, "short": True},
-    ]
-    if event.effect_value is not None:
-        fields.append(
-            {
-                "title": rule.effect_metric,
-                "value": f"{event.effect_value:.6g} > {event.effect_threshold:.6g}",
-                "short": True,
-            }
-        )
-    return {
-        "text": text,
-        "attachments": [
-            {
-                "color": "good" if verb == "resolved" else color,
-                "title": f"{rule.name}: {event.source}",
-                "title_link": absolute_url(event.source_url),
-                "fields": fields,
-                "ts": int(event.observed_at.timestamp()),
-            }
-        ],
-    }
-
-
-def notification_send(*, notification_id: int) -> JobOutcome:
-    """Deliver one notification (the task's one call); a failed delivery is retried with backoff."""
-    return job_run(
-        Notification, pk=notification_id, compute=_deliver, store=_delivered, retry_on=(DeliveryError,)
-    )
-
-
-def _deliver(notification: Notification, progress: ProgressFn) -> str:
-    channel, event = notification.channel, notification.event
-    payload = message(event, notification.kind)
-    if channel.kind == NotificationChannel.Kind.EMAIL:
-        recipients = [address.strip() for address in channel.target.split(",") if address.strip()]
-        if not recipients:
-            raise JobError(f"The channel {channel.name} has no address.")
-        try:
-            sent = send_mail(
-                subject=payload["text"][:180], message=_email_body(payload), from_email=settings.DEFAULT_FROM_EMAIL,
-                recipient_list=recipients,
-            )  # fmt: skip
-        except OSError as error:
-            raise DeliveryError(f"mail server: {error}") from error
-        return f"sent to {sent and len(recipients)} address(es)"
-    return _post_webhook(channel.target, payload)
-
-
-def absolute_url(path: str) -> str:
-    """A link a message can carry: the path on the site's address (settings.SITE_URL)."""
-    if not path or path.startswith(("http://", "https://")):
-        return path
-    return settings.SITE_URL.rstrip("/") + path
-
-
-def _email_body(payload: dict[str, Any]) -> str:
-    attachment = payload["attachments"][0]
-    lines = [payload["text"], ""] + [f"{field['title']}: {field['value']}" for field in attachment["fields"]]
-    if attachment.get("title_link"):
-        lines += ["", f"Details: {attachment['title_link']}"]
-    return "\n".join(lines) + "\n"
-
-
-def _post_webhook(url: str, payload: dict[str, Any]) -> str:
-    if not url.startswith(("http://", "https://")):
-        raise JobError(f"{url!r} is not an http(s) URL.")
-    request = urllib.request.Request(
-        url, data=json.dumps(payload).encode(), method="POST", headers={"Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT) as response:  # noqa: S310 (http(s) only)
-            return f"HTTP {response.status}"
-    except urllib.error.HTTPError as error:
-        if 400 <= error.code < 500 and error.code not in (408, 429):
-            raise JobError(f"The webhook refused the message: HTTP {error.code}.") from None
-        raise DeliveryError(f"HTTP {error.code}") from error
-    except (urllib.error.URLError, TimeoutError, OSError) as error:
-        raise DeliveryError(str(error)) from error
-
-
-def _delivered(notification: Notification, response: str) -> None:
-    notification.response = response[:300]

@@ -8,8 +8,10 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from evalcore.alerts import COMPARATORS, SEVERITIES
+from evalplatform.jobs import JobError
 from evalplatform.models import Team
 from monitoring.models import EmbeddingStream, NotificationChannel, QrelsSource
+from monitoring.notifications import webhook_url_check
 
 
 class RuleForm(forms.Form):
@@ -64,8 +66,11 @@ class ChannelForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         target, kind = (cleaned.get("target") or "").strip(), cleaned.get("kind")
-        if kind == NotificationChannel.Kind.WEBHOOK and not target.startswith(("http://", "https://")):
-            self.add_error("target", "A webhook needs an http(s) URL.")
+        if kind == NotificationChannel.Kind.WEBHOOK:
+            try:
+                webhook_url_check(target)
+            except JobError as error:
+                self.add_error("target", str(error))
         if kind == NotificationChannel.Kind.EMAIL and not all(
             "@" in p for p in target.split(",") if p.strip()
         ):

@@ -1,13 +1,14 @@
 """Celery tasks of the monitoring app: adapters that take a job's id, call one service and declare the retry
 policy (`evalplatform.jobs.JOB_TASK_OPTIONS`). They run on the `heavy` queue (`CELERY_TASK_ROUTES`), but for
-notifications, which go to `default` so that a long job never holds an alert back."""
+notifications, which go to their own `notifications` queue: a long job never holds an alert back, and a slow
+webhook never holds a monitor run back."""
 
 from __future__ import annotations
 
 from celery import Task, shared_task
 
 from evalplatform.jobs import JOB_TASK_OPTIONS, job_task_result
-from monitoring import alerts, evaluations, monitors, recsys_fraud
+from monitoring import evaluations, monitors, notifications, recsys_fraud
 
 
 @shared_task(
@@ -54,10 +55,13 @@ def fraud_evaluation_run(self: Task, evaluation_id: int) -> str:
     name="monitoring.tasks.notification_send",
     time_limit=120,
     soft_time_limit=100,
-    **{**JOB_TASK_OPTIONS, "autoretry_for": (*JOB_TASK_OPTIONS["autoretry_for"], alerts.DeliveryError)},
+    **{
+        **JOB_TASK_OPTIONS,
+        "autoretry_for": (*JOB_TASK_OPTIONS["autoretry_for"], notifications.DeliveryError),
+    },
 )
 def notification_send(self: Task, notification_id: int) -> str:
-    return job_task_result(self, alerts.notification_send(notification_id=notification_id))
+    return job_task_result(self, notifications.notification_send(notification_id=notification_id))
 
 
 def _queue_of(task: Task) -> str | None:

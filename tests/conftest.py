@@ -186,7 +186,7 @@ def celery_worker_process(
     # Messages left by earlier runs (ids restart with each test database) must not reach this worker;
     # `control.purge()` only knows the queues this process has routed to, so purge both by name.
     with app.connection_for_write() as broker:
-        for queue in ("default", "heavy"):
+        for queue in ("default", "heavy", "notifications"):
             broker.default_channel.queue_purge(queue)
     hostname = f"pytest-{uuid.uuid4().hex[:8]}@localhost"
     log_path = tmp_path_factory.mktemp("worker") / "worker.log"
@@ -194,8 +194,10 @@ def celery_worker_process(
         **os.environ,
         "DATABASE_URL": _database_url_for(connection.settings_dict),
         "MEDIA_ROOT": str(media_root),
+        # The tests' webhooks listen on 127.0.0.1, which the sender refuses unless allowed.
+        "WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8",
     }
-    command = [sys.executable, "-m", "celery", "-A", "evalplatform", "worker", "-Q", "default,heavy",
+    command = [sys.executable, "-m", "celery", "-A", "evalplatform", "worker", "-Q", "default,heavy,notifications",
                "--concurrency", "1", "--hostname", hostname, "--without-mingle", "--without-gossip",
                "--loglevel", "info"]  # fmt: skip
     with log_path.open("wb") as log:

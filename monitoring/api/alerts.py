@@ -2,7 +2,8 @@
 `/channels/` and `/alerts/` (see `monitoring.alerts` for what a rule does).
 
 Viewers read; editors create, change and delete rules and channels and acknowledge events (a viewer
-gets a 403, another team a 404). A rule names any metric of the registry and one series: a stream
+gets a 403, another team a 404). A channel's target is a secret (a Slack webhook's URL lets anyone post):
+editors read it whole, viewers masked (a webhook's scheme and host, an address's domain). A rule names any metric of the registry and one series: a stream
 (`stream`: its slug) or the runs of one name evaluated on a qrels source (`qrels` id and `run_name`).
 """
 
@@ -25,6 +26,7 @@ from monitoring import alerts
 from monitoring.api.pagination import PAGE_PARAMETERS, page_of, paginate
 from monitoring.api.serializers import FIELD_ERRORS, FORBIDDEN, NOT_FOUND
 from monitoring.models import AlertEvent, AlertRule, EmbeddingStream, NotificationChannel, QrelsSource
+from monitoring.notifications import webhook_url_check
 from monitoring.selectors import get_one
 
 TAGS = ["monitoring: alerts"]
@@ -43,8 +45,11 @@ class ChannelIn(serializers.Serializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         target = attrs["target"].strip()
-        if attrs["kind"] == "webhook" and not target.startswith(("http://", "https://")):
-            raise serializers.ValidationError({"target": ["A webhook needs an http(s) URL."]})
+        if attrs["kind"] == "webhook":
+            try:
+                webhook_url_check(target)
+            except JobError as error:
+                raise serializers.ValidationError({"target": [str(error)]}) from None
         if attrs["kind"] == "email" and not all("@" in part for part in target.split(",") if part.strip()):
             raise serializers.ValidationError({"target": ["Give email addresses, separated by commas."]})
         return {**attrs, "target": target}
@@ -54,9 +59,17 @@ class ChannelOut(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
     kind = serializers.ChoiceField(choices=NotificationChannel.Kind.choices)
-    target = serializers.CharField()
+    target = serializers.CharField(
+        help_text="Whole for editors; masked for viewers (https://hooks.slack.com/…, o***@example.org)."
+    )
     enabled = serializers.BooleanField()
     created_at = serializers.DateTimeField()
+
+
+class MaskedChannelOut(ChannelOut):
+    """A channel as a viewer reads it: the target masked."""
+
+    target = serializers.CharField(source="masked_target")
 
 
 class RuleIn(serializers.Serializer):
@@ -175,7 +188,8 @@ def _events(team: Team, status_filter: str | None) -> QuerySet[AlertEvent]:
 def channel_list(request: Request, team: str) -> Response:
     membership = get_team_for_member(request.user, team, write=request.method == "POST")
     if request.method == "GET":
-        return paginate(request, NotificationChannel.objects.filter(team=membership.team), ChannelOut)
+        out = ChannelOut if membership.can_edit else MaskedChannelOut
+        return paginate(request, NotificationChannel.objects.filter(team=membership.team), out)
     data = ChannelIn(data=request.data)
     data.is_valid(raise_exception=True)
     channel = NotificationChannel.objects.create(team=membership.team, **data.validated_data)

@@ -44,6 +44,21 @@ class NotificationChannel(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.kind})"
 
+    @property
+    def masked_target(self) -> str:
+        """The target as a viewer may read it: a webhook's URL is a secret (whoever has a Slack webhook's URL
+        can post to the channel), so its scheme and host only; each address with its name hidden."""
+        if self.kind == self.Kind.WEBHOOK:
+            scheme, _, rest = self.target.partition("://")
+            host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
+            return f"{scheme}://{host}/…" if rest else "…"
+        return ", ".join(_masked_address(part.strip()) for part in self.target.split(",") if part.strip())
+
+
+def _masked_address(address: str) -> str:
+    name, _, domain = address.rpartition("@")
+    return f"{name[:1]}***@{domain}" if name else "***"
+
 
 class AlertRule(models.Model):
     """`metric comparator threshold` on a series, with a severity, a consecutive count and a cooldown."""

@@ -15,14 +15,14 @@ def compose() -> dict:  # type: ignore[type-arg]
 
 
 class TestDockerCompose:
-    def test_it_has_the_five_services(self) -> None:
-        assert set(compose()["services"]) == {"postgres", "redis", "web", "worker", "beat"}
+    def test_it_has_the_six_services(self) -> None:
+        assert set(compose()["services"]) == {"postgres", "redis", "web", "worker", "notifier", "beat"}
 
     def test_it_only_sets_environment_variables_the_settings_read(self) -> None:
         settings_source = (ROOT / "evalplatform" / "settings.py").read_text()
         read_by_settings = set(re.findall(r'env_\w+\(\s*"([A-Z_]+)"', settings_source))
         read_by_settings |= set(re.findall(r'os\.environ\.get\(\s*"([A-Z_]+)"', settings_source))
-        for name in ("web", "worker", "beat"):
+        for name in ("web", "worker", "notifier", "beat"):
             env_names = set(compose()["services"][name]["environment"])
             assert env_names <= read_by_settings, (
                 f"{name}: {env_names - read_by_settings} unknown to settings"
@@ -30,7 +30,9 @@ class TestDockerCompose:
 
     def test_it_gives_every_service_a_healthcheck_except_beat(self) -> None:
         services = compose()["services"]
-        assert all("healthcheck" in services[name] for name in ("postgres", "redis", "web", "worker"))
+        assert all(
+            "healthcheck" in services[name] for name in ("postgres", "redis", "web", "worker", "notifier")
+        )
 
     def test_it_keeps_the_database_on_a_volume(self) -> None:
         assert "pgdata" in compose()["volumes"]
@@ -44,6 +46,11 @@ class TestDockerCompose:
 
     def test_it_runs_the_worker_on_both_queues(self) -> None:
         assert "-Q default,heavy" in compose()["services"]["worker"]["command"]
+
+    def test_it_runs_notifications_on_a_worker_of_their_own(self) -> None:
+        services = compose()["services"]
+        assert "-Q notifications" in services["notifier"]["command"]
+        assert "notifications" not in services["worker"]["command"]
 
     def test_it_keeps_secrets_out_of_the_file(self) -> None:
         environment = compose()["services"]["web"]["environment"]

@@ -121,6 +121,18 @@ class TestSettings:
         assert code == 3
         assert settings["error"] == "EnvError"
 
+    def test_it_refuses_a_webhook_network_that_is_not_a_cidr(self) -> None:
+        code, settings = load_settings(DEBUG="true", WEBHOOK_ALLOWED_NETWORKS="127.0.0.0/8, 10.0.0.0/33")
+        assert code == 3
+        assert settings["error"] == "ImproperlyConfigured"
+        assert "WEBHOOK_ALLOWED_NETWORKS: '10.0.0.0/33' is not a network" in str(settings["message"])
+
+    def test_it_bounds_webhooks_and_mail_by_default(self) -> None:
+        from django.conf import settings
+
+        assert (settings.WEBHOOK_ALLOWED_NETWORKS, settings.WEBHOOK_TIMEOUT_SECONDS) == ([], 10)
+        assert settings.EMAIL_TIMEOUT == 10  # Django's own default waits on an SMTP server for ever
+
     def test_it_configures_celery_for_safe_redelivery(self) -> None:
         code, settings = load_settings(DEBUG="true")
         assert code == 0

@@ -58,7 +58,8 @@ class Hook:
 
 
 @pytest.fixture
-def hook() -> Iterator[Hook]:
+def hook(settings: Any) -> Iterator[Hook]:
+    settings.WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8"]  # the sender refuses loopback unless allowed
     server = Hook()
     yield server
     server.server.shutdown()
@@ -249,6 +250,7 @@ class TestNotifications:
         self, stream: EmbeddingStream, queued: QueuedTasks, settings: Any
     ) -> None:
         settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+        settings.SITE_URL = "https://evalplatform.example"
         channel = NotificationChannel.objects.create(
             team=stream.team, name="on-call", kind="email", target="oncall@example.org, lead@example.org"
         )
@@ -264,8 +266,10 @@ class TestNotifications:
         assert len(mail.outbox) == 2  # the first event's opening and resolution only
         assert mail.outbox[0].to == ["oncall@example.org", "lead@example.org"]
         assert "too_similar opened" in mail.outbox[0].subject and "value: 0.5" in mail.outbox[0].body
+        links = [line for message in mail.outbox for line in message.body.splitlines() if "://" in line]
+        assert links and all(line.startswith("Details: https://evalplatform.example/") for line in links)
 
-    def test_it_queues_notifications_on_the_default_queue(
+    def test_it_queues_notifications_on_their_own_queue(
         self, stream: EmbeddingStream, queued: QueuedTasks
     ) -> None:
         from evalplatform.celery import app
@@ -276,4 +280,6 @@ class TestNotifications:
         rule(stream, channel)
         monitor(stream, 0, avg_cosine_similarity=0.5)
         assert queued.names() == ["monitoring.tasks.notification_send"]
-        assert app.amqp.router.route({}, "monitoring.tasks.notification_send")["queue"].name == "default"
+        assert (
+            app.amqp.router.route({}, "monitoring.tasks.notification_send")["queue"].name == "notifications"
+        )

@@ -115,3 +115,68 @@ class TestEvents:
         assert (acknowledged["status"], acknowledged["acknowledged_by"]) == ("acknowledged", "theo")
         assert AlertEvent.objects.get(pk=event["id"]).status == "acknowledged"
         assert NotificationChannel.objects.count() == 0
+
+
+#: Webhook URLs that point inside: cloud metadata, a private range, loopback in several spellings, userinfo.
+INTERNAL_URLS = [
+    ("http://169.254.169.254/latest/meta-data/", "169.254.169.254 is a link-local address"),
+    ("http://10.0.0.1/", "10.0.0.1 is a private address"),
+    ("http://[::1]/", "::1 is a loopback address"),
+    ("http://localhost:6379/", "localhost resolves to 127.0.0.1, a loopback address"),
+    ("http://2130706433/", "127.0.0.1 is a loopback address"),
+    ("http://0x7f.1/", "127.0.0.1 is a loopback address"),
+    ("http://017700000001/", "127.0.0.1 is a loopback address"),
+    ("http://127.1/", "127.0.0.1 is a loopback address"),
+    ("http://[::ffff:127.0.0.1]/", "is a loopback address"),
+    ("http://0.0.0.0:8000/", "0.0.0.0 is the unspecified address"),
+    ("http://user:pass@hooks.example.com/", "may not carry a user name or password"),
+    ("ftp://hooks.example.com/", "Only http and https"),
+]
+
+
+@pytest.mark.django_db
+class TestWebhookTargets:
+    @pytest.mark.parametrize(("url", "reason"), INTERNAL_URLS)
+    def test_it_refuses_a_webhook_to_an_internal_address(
+        self, theo: User, stream: EmbeddingStream, url: str, reason: str
+    ) -> None:
+        answer = client_for(theo).post(
+            f"{API}/channels/",
+            {"name": "x", "kind": "webhook", "target": url},
+            content_type="application/json",
+        )
+        assert answer.status_code == 400 and reason in answer.json()["target"][0], answer.json()
+        assert not NotificationChannel.objects.exists()
+
+    def test_it_accepts_an_internal_range_the_operator_allows(
+        self, theo: User, stream: EmbeddingStream, settings: Any
+    ) -> None:
+        settings.WEBHOOK_ALLOWED_NETWORKS = ["10.20.0.0/16"]
+        editor = client_for(theo)
+        made = editor.post(f"{API}/channels/", {"name": "x", "kind": "webhook", "target": "http://10.20.3.4/h"},
+                           content_type="application/json")  # fmt: skip
+        assert made.status_code == 201
+        other = editor.post(f"{API}/channels/", {"name": "y", "kind": "webhook", "target": "http://10.21.3.4/h"},
+                            content_type="application/json")  # fmt: skip
+        assert other.status_code == 400
+
+    def test_it_shows_viewers_the_kind_and_a_masked_target(
+        self, theo: User, vera: User, stream: EmbeddingStream
+    ) -> None:
+        editor = client_for(theo)
+        secret = "https://hooks.slack.com/services/T000/B000/XXXXSECRET"
+        for name, kind, target in (
+            ("slack", "webhook", secret),
+            ("mail", "email", "oncall@example.org, lb@ex.org"),
+        ):
+            body = {"name": name, "kind": kind, "target": target}
+            assert editor.post(f"{API}/channels/", body, content_type="application/json").status_code == 201
+        as_editor = {c["name"]: c for c in editor.get(f"{API}/channels/").json()["results"]}
+        assert as_editor["slack"]["target"] == secret
+        as_viewer = {c["name"]: c for c in client_for(vera).get(f"{API}/channels/").json()["results"]}
+        assert (as_viewer["slack"]["kind"], as_viewer["slack"]["target"]) == (
+            "webhook",
+            "https://hooks.slack.com/…",
+        )
+        assert as_viewer["mail"]["target"] == "o***@example.org, l***@ex.org"
+        assert "SECRET" not in client_for(vera).get(f"{API}/channels/").content.decode()

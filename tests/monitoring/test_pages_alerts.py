@@ -7,10 +7,12 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils.html import escape
 
 from evalplatform.models import Team
 from monitoring.models import AlertEvent, AlertRule, EmbeddingStream, NotificationChannel
 from tests.monitoring.test_alerts import monitor, rule
+from tests.monitoring.test_api_alerts import INTERNAL_URLS
 
 PAGE = "/teams/search/alerts/"
 
@@ -96,3 +98,32 @@ def test_it_lists_the_teams_open_alerts_on_the_home_page(
     home = logged_in(vera).get("/").content.decode()
     assert 'id="home-alerts"' in home and "too_similar" in home
     assert "too_similar" not in logged_in(otto).get("/").content.decode()
+
+
+@pytest.mark.django_db
+class TestChannels:
+    @pytest.mark.parametrize(("url", "reason"), INTERNAL_URLS)
+    def test_it_refuses_a_webhook_to_an_internal_address(
+        self, theo: User, stream: EmbeddingStream, url: str, reason: str
+    ) -> None:
+        answer = logged_in(theo).post(
+            "/teams/search/alerts/channels/", {"name": "x", "kind": "webhook", "target": url}
+        )
+        assert answer.status_code == 200 and escape(reason) in answer.content.decode()
+        assert not NotificationChannel.objects.exists()
+
+    def test_it_shows_viewers_a_masked_target_and_editors_the_whole_one(
+        self, theo: User, vera: User, stream: EmbeddingStream
+    ) -> None:
+        secret = "https://hooks.slack.com/services/T000/B000/XXXXSECRET"
+        NotificationChannel.objects.create(team=stream.team, name="slack", kind="webhook", target=secret)
+        NotificationChannel.objects.create(
+            team=stream.team, name="mail", kind="email", target="oncall@example.org"
+        )
+        viewer = logged_in(vera).get(PAGE).content.decode()
+        assert (
+            "SECRET" not in viewer and "https://hooks.slack.com/…" in viewer and "o***@example.org" in viewer
+        )
+        assert "oncall@" not in viewer
+        editor = logged_in(theo).get(PAGE).content.decode()
+        assert secret in editor and "oncall@example.org" in editor
