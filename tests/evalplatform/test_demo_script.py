@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -88,20 +88,20 @@ def migrated_demo_env(demo_env: dict[str, str]) -> dict[str, str]:
 
 
 class RunningDemo:
-    def __init__(self, env: dict[str, str], output: Path) -> None:
+    def __init__(self, env: dict[str, str], output: Path, args: Sequence[str] = ()) -> None:
         self.env = env
         self.port = free_port()
         self.output = output
         with output.open("wb") as out:
             self.process = subprocess.Popen(
-                [DEMO], cwd=ROOT, env={**env, "PORT": str(self.port)}, stdout=out, stderr=subprocess.STDOUT,
+                [DEMO, *args], cwd=ROOT, env={**env, "PORT": str(self.port)}, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group, as a terminal gives it
             )  # fmt: skip
         self.processes: set[int] = set()
 
-    def wait_until_up(self) -> dict[int, str]:
+    def wait_until_up(self, timeout: float = 90) -> dict[int, str]:
         """Wait for the web server to listen; returns the three processes, and records every descendant."""
-        assert wait_until(lambda: listening(self.port), timeout=90), self.log()
+        assert wait_until(lambda: listening(self.port), timeout=timeout), self.log()
         three = {pid: command for pid, command in children(self.process.pid).items() if "python" in command}
         assert len(three) == 3, three
         self.processes = descendants(self.process.pid)
