@@ -175,6 +175,7 @@ class TestReadmeCommands:
         for start in EXCLUDED:
             assert sum(block.first_line.startswith(start) for block in blocks) == 1, start
 
+    @pytest.mark.slow
     def test_it_runs_every_command_block_after_make_demo(self, demo: RunningDemo, tmp_path: Path) -> None:
         var_dir = Path(demo.env["EVALPLATFORM_VAR_DIR"])
         (tmp_path / "manage.py").symlink_to(ROOT / "manage.py")
