@@ -6,7 +6,8 @@ Kept free of Django so the settings module and its tests can use them directly.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import secrets
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
@@ -70,3 +71,68 @@ def filesystem_broker_options(var_dir: Path) -> dict[str, object]:
         "processed_folder": str(root / "processed"),
         "store_processed": False,
     }
+
+
+#: The file `bin/demo` writes in the var folder: the settings the demo ran with, read by every later
+#: `manage.py` command (and the demo's own processes) for what the environment does not set.
+DEMO_ENV_NAME = "demo.env"
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """``KEY=VALUE`` lines (blank lines and ``#`` comments skipped, no quoting) of a settings file.
+
+    A malformed line is refused with the file, the line and the reason, so a hand-edited file cannot
+    silently drop a setting.
+    """
+    values: dict[str, str] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        name, sep, value = text.partition("=")
+        name = name.strip()
+        if not sep or not name.isidentifier():
+            raise EnvError(f"{path}:{number}: expected NAME=VALUE, got {text!r}")
+        values[name] = value.strip()
+    return values
+
+
+def load_env_file(path: Path, environ: MutableMapping[str, str] = os.environ) -> None:
+    """Add a settings file's values to ``environ`` where it has none: the environment always wins, so a
+    deployment's or a test's variables are never overridden, and nothing changes when the file is absent."""
+    if not path.is_file():
+        return
+    for name, value in read_env_file(path).items():
+        environ.setdefault(name, value)
+
+
+def demo_env_write(var_dir: Path, *, site_url: str, environ: Mapping[str, str] = os.environ) -> Path:
+    """Write the demo's settings to ``var_dir/demo.env`` and return its path.
+
+    It holds what the demo runs with: DEBUG on, its database and broker (the embedded defaults unless the
+    environment named others), the address links point to, and a secret key generated once and kept, so a
+    second `make demo` logs nobody out. The key is the file's own, never one written in the code, and the
+    file is readable by its owner only.
+    """
+    path = var_dir / DEMO_ENV_NAME
+    kept = read_env_file(path) if path.is_file() else {}
+    values = {
+        "DEBUG": "true",
+        "SECRET_KEY": environ.get("SECRET_KEY") or kept.get("SECRET_KEY") or secrets.token_urlsafe(50),
+        "DATABASE_URL": environ.get("DATABASE_URL") or default_sqlite_url(var_dir),
+        "CELERY_BROKER_URL": environ.get("CELERY_BROKER_URL")
+        or environ.get("REDIS_URL")
+        or default_broker_url(),
+        "SITE_URL": site_url,
+    }
+    var_dir.mkdir(parents=True, exist_ok=True)
+    lines = [
+        "# Written by bin/demo (`make demo`): the demo's settings, for every later manage.py command.",
+        "# Variables set in the environment win over these. Local demo only; delete it to drop them.",
+        *(f"{name}={value}" for name, value in values.items()),
+    ]
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        out.write("\n".join(lines) + "\n")
+    os.chmod(path, 0o600)
+    return path

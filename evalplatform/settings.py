@@ -2,6 +2,7 @@
 
 Defaults give an embedded setup (SQLite and kombu's filesystem broker under ./var) that needs no
 server. Production sets DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, DEBUG=false and ALLOWED_HOSTS.
+`make demo` writes its own settings to var/demo.env, read for what the environment does not set.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from evalplatform.env import (
+    DEMO_ENV_NAME,
     default_broker_url,
     default_sqlite_url,
     env_bool,
@@ -21,11 +23,16 @@ from evalplatform.env import (
     env_list,
     filesystem_broker_options,
     is_filesystem_broker,
+    load_env_file,
 )
 from evalplatform.outbound import networks_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("EVALPLATFORM_VAR_DIR", BASE_DIR / "var"))
+# The settings `make demo` ran with (`bin/demo` writes them), so that a command typed later in another shell
+# works as the README shows it, without DEBUG or a SECRET_KEY of its own. Variables set in the environment
+# win; where the file is absent (any deployment) nothing changes, and SECRET_KEY stays required below.
+load_env_file(VAR_DIR / DEMO_ENV_NAME)
 
 DEBUG = env_bool("DEBUG", False)
 
@@ -34,7 +41,8 @@ SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
-            "SECRET_KEY must be set when DEBUG is off. Set DEBUG=true for local development."
+            "SECRET_KEY must be set when DEBUG is off. Set DEBUG=true for local development, or run "
+            f"`make demo` once: later commands then read its settings from {VAR_DIR / DEMO_ENV_NAME}."
         )
     SECRET_KEY = DEV_SECRET_KEY
 elif SECRET_KEY == DEV_SECRET_KEY and not DEBUG:

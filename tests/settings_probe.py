@@ -33,6 +33,7 @@ def main() -> None:
                 "CELERY_TASK_REJECT_ON_WORKER_LOST": settings.CELERY_TASK_REJECT_ON_WORKER_LOST,
                 "CELERY_TASK_SERIALIZER": settings.CELERY_TASK_SERIALIZER,
                 "CELERY_BEAT_SCHEDULER": settings.CELERY_BEAT_SCHEDULER,
+                "SITE_URL": settings.SITE_URL,
             }
         )
     )

@@ -1,5 +1,6 @@
 """bin/demo, the process supervisor behind `make demo`: it refuses a port in use before starting anything,
-and web, worker and beat stop together, whether one of them dies or the user presses Ctrl-C.
+and web, worker and beat stop together, whether one of them dies or the user presses Ctrl-C. Links point at
+its host and port (SITE_URL), and a command typed later in a bare shell runs with the demo's settings.
 
 These run the real script with the embedded defaults (SQLite and the filesystem broker in a temporary
 EVALPLATFORM_VAR_DIR) on a free port.
@@ -13,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -87,19 +88,20 @@ def migrated_demo_env(demo_env: dict[str, str]) -> dict[str, str]:
 
 
 class RunningDemo:
-    def __init__(self, env: dict[str, str], output: Path) -> None:
+    def __init__(self, env: dict[str, str], output: Path, args: Sequence[str] = ()) -> None:
+        self.env = env
         self.port = free_port()
         self.output = output
         with output.open("wb") as out:
             self.process = subprocess.Popen(
-                [DEMO], cwd=ROOT, env={**env, "PORT": str(self.port)}, stdout=out, stderr=subprocess.STDOUT,
+                [DEMO, *args], cwd=ROOT, env={**env, "PORT": str(self.port)}, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group, as a terminal gives it
             )  # fmt: skip
         self.processes: set[int] = set()
 
-    def wait_until_up(self) -> dict[int, str]:
+    def wait_until_up(self, timeout: float = 90) -> dict[int, str]:
         """Wait for the web server to listen; returns the three processes, and records every descendant."""
-        assert wait_until(lambda: listening(self.port), timeout=90), self.log()
+        assert wait_until(lambda: listening(self.port), timeout=timeout), self.log()
         three = {pid: command for pid, command in children(self.process.pid).items() if "python" in command}
         assert len(three) == 3, three
         self.processes = descendants(self.process.pid)
@@ -119,6 +121,26 @@ def demo(migrated_demo_env: dict[str, str], tmp_path: Path) -> Iterator[RunningD
     running = RunningDemo(migrated_demo_env, tmp_path / "demo.out")
     yield running
     running.kill_all()
+
+
+#: What a new shell lacks: `make demo` sets these for its own processes only.
+DEMO_ONLY = {"DEBUG", "SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "SITE_URL"}
+
+
+def later_command(var_dir: str, code: str) -> str:
+    """Run ``code`` in `manage.py shell` as a user would in another shell after `make demo`."""
+    env = {key: value for key, value in os.environ.items() if key not in DEMO_ONLY}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
+        cwd=ROOT, env={**env, "EVALPLATFORM_VAR_DIR": var_dir}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def process_environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().partition("=")[::2] for item in raw if item)
 
 
 class TestDemoScript:
@@ -163,3 +185,31 @@ class TestDemoScript:
         assert demo.process.wait(timeout=30) == 130
         assert "Stopping web, worker and beat..." in demo.log()
         assert not any(alive(pid) for pid in demo.processes)
+
+    def test_it_points_links_at_its_own_host_and_port(self, demo: RunningDemo) -> None:
+        three = demo.wait_until_up()
+        site_url = f"http://127.0.0.1:{demo.port}"
+        assert {process_environ(pid)["SITE_URL"] for pid in three} == {site_url}
+        var_dir = demo.env["EVALPLATFORM_VAR_DIR"]
+        shown = later_command(
+            var_dir,
+            "from django.conf import settings as s; print(s.SITE_URL, s.DEBUG, s.DATABASES['default']['NAME'])",
+        )
+        assert shown == f"{site_url} True {Path(var_dir) / 'db.sqlite3'}\n"
+
+    def test_it_keeps_a_site_url_the_environment_sets(
+        self, migrated_demo_env: dict[str, str], tmp_path: Path
+    ) -> None:
+        demo = RunningDemo(
+            {**migrated_demo_env, "SITE_URL": "https://eval.example.org"}, tmp_path / "demo.out"
+        )
+        try:
+            three = demo.wait_until_up()
+            assert {process_environ(pid)["SITE_URL"] for pid in three} == {"https://eval.example.org"}
+            shown = later_command(
+                migrated_demo_env["EVALPLATFORM_VAR_DIR"],
+                "from django.conf import settings; print(settings.SITE_URL)",
+            )
+            assert shown == "https://eval.example.org\n"
+        finally:
+            demo.kill_all()

@@ -55,3 +55,10 @@ class TestDockerCompose:
     def test_it_keeps_secrets_out_of_the_file(self) -> None:
         environment = compose()["services"]["web"]["environment"]
         assert environment["SECRET_KEY"].startswith("${SECRET_KEY:?")
+
+    def test_it_leaves_a_demos_settings_out_of_the_image(self) -> None:
+        # `make demo` leaves DEBUG=true and its own key in var/demo.env, which the settings read for what the
+        # environment does not set: the image never holds the checkout's var/, and the containers set both.
+        assert "var" in (ROOT / ".dockerignore").read_text().splitlines()
+        environment = compose()["services"]["web"]["environment"]
+        assert environment["DEBUG"] == "false"

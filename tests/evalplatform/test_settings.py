@@ -6,11 +6,12 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from evalplatform.env import EnvError, env_bool, env_int, env_list
+from evalplatform.env import DEMO_ENV_NAME, EnvError, demo_env_write, env_bool, env_int, env_list
 
 ROOT = Path(__file__).resolve().parents[2]
 CLEARED = (
@@ -24,16 +25,20 @@ CLEARED = (
 )
 
 
-def load_settings(**env: str) -> tuple[int, dict[str, object]]:
+def load_settings(**env: str | None) -> tuple[int, dict[str, object]]:
+    """The settings under ``env`` (None: unset), in a var folder of their own unless ``env`` names one: a
+    demo's var/demo.env in this checkout must not fill in what a test leaves out."""
     base = {key: value for key, value in os.environ.items() if key not in CLEARED}
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.settings_probe"],
-        cwd=ROOT,
-        env={**base, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    with tempfile.TemporaryDirectory(prefix="settings-var-") as own_var:
+        merged = {**base, "EVALPLATFORM_VAR_DIR": own_var, **env}
+        result = subprocess.run(
+            [sys.executable, "-m", "tests.settings_probe"],
+            cwd=ROOT,
+            env={key: value for key, value in merged.items() if value is not None},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     return result.returncode, json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -64,7 +69,7 @@ class TestEnvParsing:
 
 class TestSettings:
     def test_it_defaults_to_sqlite_in_the_project_folder_and_a_serverless_broker(self) -> None:
-        code, settings = load_settings(DEBUG="true")
+        code, settings = load_settings(DEBUG="true", EVALPLATFORM_VAR_DIR=None)
         assert code == 0
         assert settings["DATABASE_ENGINE"] == "django.db.backends.sqlite3"
         assert Path(str(settings["DATABASE_NAME"])) == ROOT / "var" / "db.sqlite3"
@@ -164,3 +169,84 @@ class TestSettings:
         )
         assert result.returncode == 0, result.stderr + result.stdout
         assert "no issues" in result.stdout
+
+
+class TestDemoSettingsFile:
+    """`make demo` leaves its settings in var/demo.env (`bin/demo`); a command typed later in a shell with
+    none of them runs with them, and the environment wins over the file."""
+
+    def test_it_reads_the_demos_settings_where_the_environment_sets_none(self, tmp_path: Path) -> None:
+        written = demo_env_write(tmp_path, site_url="http://127.0.0.1:8123", environ={})
+        code, settings = load_settings(EVALPLATFORM_VAR_DIR=str(tmp_path))
+        assert code == 0, settings
+        assert settings["DEBUG"] is True
+        assert settings["SECRET_KEY"] == read_env_value(written, "SECRET_KEY")
+        assert not str(settings["SECRET_KEY"]).startswith("django-insecure-")
+        assert settings["DATABASE_ENGINE"] == "django.db.backends.sqlite3"
+        assert Path(str(settings["DATABASE_NAME"])) == tmp_path / "db.sqlite3"
+        assert str(settings["CELERY_BROKER_URL"]).startswith("filesystem://")
+        assert settings["SITE_URL"] == "http://127.0.0.1:8123"
+
+    def test_it_lets_the_environment_win_over_the_demos_file(self, tmp_path: Path) -> None:
+        demo_env_write(tmp_path, site_url="http://127.0.0.1:8123", environ={})
+        code, settings = load_settings(
+            EVALPLATFORM_VAR_DIR=str(tmp_path),
+            DEBUG="false",
+            SECRET_KEY="s" * 60,
+            DATABASE_URL="postgres://evaluser:secret@db.internal:5433/evalplatform",
+            CELERY_BROKER_URL="redis://cache.internal:6379/2",
+            SITE_URL="https://eval.example.org",
+        )
+        assert code == 0, settings
+        assert settings["DEBUG"] is False
+        assert settings["SECRET_KEY"] == "s" * 60
+        assert settings["DATABASE_HOST"] == "db.internal"
+        assert settings["CELERY_BROKER_URL"] == "redis://cache.internal:6379/2"
+        assert settings["SITE_URL"] == "https://eval.example.org"
+
+    def test_it_keeps_the_demos_secret_key_from_one_start_to_the_next(self, tmp_path: Path) -> None:
+        first = read_env_value(
+            demo_env_write(tmp_path, site_url="http://127.0.0.1:8000", environ={}), "SECRET_KEY"
+        )
+        written = demo_env_write(tmp_path, site_url="http://127.0.0.1:8001", environ={})
+        assert read_env_value(written, "SECRET_KEY") == first  # nobody is logged out by a second `make demo`
+        assert read_env_value(written, "SITE_URL") == "http://127.0.0.1:8001"
+        assert len(first) >= 50
+        assert first != read_env_value(
+            demo_env_write(tmp_path / "other", site_url="http://127.0.0.1:8000", environ={}), "SECRET_KEY"
+        )
+        assert written.stat().st_mode & 0o777 == 0o600
+
+    def test_it_refuses_a_malformed_line_of_the_demos_file_naming_the_file_and_line(
+        self, tmp_path: Path
+    ) -> None:
+        (tmp_path / DEMO_ENV_NAME).write_text("# the demo's settings\nDEBUG=true\nSECRET_KEY\n")
+        code, settings = load_settings(EVALPLATFORM_VAR_DIR=str(tmp_path))
+        assert code == 3
+        assert settings == {
+            "error": "EnvError",
+            "message": f"{tmp_path / DEMO_ENV_NAME}:3: expected NAME=VALUE, got 'SECRET_KEY'",
+        }
+
+    def test_it_says_in_one_line_that_a_command_needs_a_secret_key(self, tmp_path: Path) -> None:
+        env = {key: value for key, value in os.environ.items() if key not in CLEARED}
+        result = subprocess.run(
+            [sys.executable, "manage.py", "drf_create_token", "analyst"],
+            cwd=ROOT,
+            env={**env, "EVALPLATFORM_VAR_DIR": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 1
+        assert result.stdout == ""
+        assert result.stderr == (
+            "manage.py: SECRET_KEY must be set when DEBUG is off. Set DEBUG=true for local development, or "
+            f"run `make demo` once: later commands then read its settings from {tmp_path / DEMO_ENV_NAME}.\n"
+        )
+
+
+def read_env_value(path: Path, name: str) -> str:
+    lines = [line for line in path.read_text().splitlines() if line.startswith(f"{name}=")]
+    assert len(lines) == 1, lines
+    return lines[0].partition("=")[2]
