@@ -5,7 +5,9 @@ thresholds, before the first build) would drop for disagreement now, computed fr
 by the same pure function (`evalcore.judging.qrels_disagreements`), less the pairs already adjudicated
 (those are the `done` list, and can be changed). Leads adjudicate, and so do the annotators a lead chose
 (`ProjectMembership.can_adjudicate`): on these pages only, they see the other annotators' labels, which
-is the point of the role. Gold labels are shown to nobody here.
+is the point of the role. A pair's gold grade is shown to leads only (`adjudication_queue(with_gold=True)`,
+`gold_grade`): a lead overruling gold should know it, while an annotator who adjudicates must not learn
+which pairs are gold.
 
 `adjudication_set` stores one `Adjudication` per task; every later qrels build takes the pair's rel from
 it (see `annotations.qrels`).
@@ -26,6 +28,7 @@ from annotations.models import (
     Adjudication,
     Annotation,
     AttentionCheck,
+    GoldLabel,
     Project,
     ProjectMembership,
     QrelsBuild,
@@ -103,6 +106,8 @@ class QueuePair:
     spread: float | None
     grades: list[int]
     adjudication: Adjudication | None = None
+    #: The pair's gold grade, for a lead's eyes only (None for other pairs, and for other adjudicators).
+    gold: int | None = None
 
 
 @dataclass(frozen=True)
@@ -121,9 +126,9 @@ def waiting_count(*, project: Project) -> int:
     return len(dropped) - adjudicated.count()
 
 
-def adjudication_queue(*, project: Project) -> AdjudicationQueue:
+def adjudication_queue(*, project: Project, with_gold: bool = False) -> AdjudicationQueue:
     """The pairs waiting (sorted by qid, doc_id) and those adjudicated (most recent first), in a fixed
-    number of queries."""
+    number of queries; `with_gold` (for leads) adds each gold pair's gold grade."""
     params, version = queue_params(project)
     dropped = project_dropped_pairs(project, params)
     spread = dict(zip(dropped.task.tolist(), dropped.spread.tolist(), strict=True))
@@ -138,16 +143,36 @@ def adjudication_queue(*, project: Project) -> AdjudicationQueue:
         .select_related("topic", "document")
         .order_by("topic__qid", "document__doc_id")
     )
-    grades = _grades(project, [task.pk for task in waiting_tasks] + sorted(done_ids))
+    task_ids = [task.pk for task in waiting_tasks] + sorted(done_ids)
+    grades = _grades(project, task_ids)
+    gold = _gold(task_ids) if with_gold else {}
     return AdjudicationQueue(
         params=params,
         build_version=version,
-        waiting=[QueuePair(task, spread[task.pk], grades.get(task.pk, [])) for task in waiting_tasks],
+        waiting=[
+            QueuePair(task, spread[task.pk], grades.get(task.pk, []), gold=gold.get(task.pk))
+            for task in waiting_tasks
+        ],
         done=[
-            QueuePair(a.task, spread.get(a.task_id), grades.get(a.task_id, []), adjudication=a)
+            QueuePair(
+                a.task,
+                spread.get(a.task_id),
+                grades.get(a.task_id, []),
+                adjudication=a,
+                gold=gold.get(a.task_id),
+            )
             for a in adjudications
         ],
     )
+
+
+def _gold(task_ids: list[int]) -> dict[int, int]:
+    return dict(GoldLabel.objects.filter(task_id__in=task_ids).values_list("task_id", "grade"))
+
+
+def gold_grade(task: Task) -> int | None:
+    """The pair's gold grade, or None: for a lead's page only (see the module docstring)."""
+    return _gold([task.pk]).get(task.pk) if task.is_gold else None
 
 
 def _grades(project: Project, task_ids: list[int]) -> dict[int, list[int]]:

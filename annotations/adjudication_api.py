@@ -40,6 +40,10 @@ class QueuePairOut(serializers.Serializer):
         allow_null=True, help_text="max - min of the labels a build uses; null when no longer dropped."
     )
     adjudication = AdjudicationOut(allow_null=True)
+    gold = serializers.IntegerField(
+        allow_null=True,
+        help_text="The pair's gold grade when it is a gold pair and you lead the project; null otherwise.",
+    )
 
 
 class QueueOut(serializers.Serializer):
@@ -66,6 +70,7 @@ def _pair(pair: adjudication.QueuePair) -> dict[str, Any]:
         "grades": pair.grades,
         "spread": pair.spread,
         "adjudication": _adjudication(done) if done is not None else None,
+        "gold": pair.gold,
     }
 
 
@@ -87,8 +92,8 @@ def _adjudication(done: Any) -> dict[str, Any]:
 )
 @api_view(["GET"])
 def adjudication_queue(request: Request, slug: str) -> Response:
-    project = adjudication.get_adjudicator_membership(request.user, slug).project
-    queue = adjudication.adjudication_queue(project=project)
+    membership = adjudication.get_adjudicator_membership(request.user, slug)
+    queue = adjudication.adjudication_queue(project=membership.project, with_gold=membership.is_lead)
     body = {
         "parameters": queue.params.as_dict(),
         "build_version": queue.build_version,

@@ -25,7 +25,7 @@ from evalplatform.auth import SignedInRequest
 def adjudication_queue(request: SignedInRequest, slug: str) -> HttpResponse:
     membership = adjudication.get_adjudicator_membership(request.user, slug)
     project = membership.project
-    queue = adjudication.adjudication_queue(project=project)
+    queue = adjudication.adjudication_queue(project=project, with_gold=membership.is_lead)
     return render(
         request,
         "annotations/adjudicate_queue.html",
@@ -60,6 +60,7 @@ def adjudicate(request: SignedInRequest, slug: str, task_id: int) -> HttpRespons
             "terms": query_terms(task.topic.title),
             "labels": adjudication.labels_given(project=project, task=task),
             "current": current,
+            "gold": adjudication.gold_grade(task) if membership.is_lead else None,
             "note_max": COMMENT_MAX_LENGTH,
         },
     )

@@ -157,6 +157,7 @@ class AnsweredOut(AnswerOut):
 class UndoOut(serializers.Serializer):
     assignment = serializers.IntegerField(source="pk")
     message = serializers.CharField()
+    progress = ProgressOut(help_text="Your counts after the undo, as progress/ gives them.")
 
 
 class CommentOut(serializers.Serializer):
@@ -486,7 +487,15 @@ def undo(request: Request, slug: str) -> Response:
         assignment = services.annotation_undo(project=project, annotator=request.user)
     except services.JudgingError as exc:
         return _error(exc)
-    return Response(UndoOut({"pk": assignment.pk, "message": "Undone; the task is yours again."}).data)
+    # Counted afresh, here and not on the claim path: a client keeping the counts of its last answer's
+    # reply would show one answer too many done until its next answer.
+    counts = selectors.queue_counts(project=project, annotator=request.user)
+    body = {
+        "pk": assignment.pk,
+        "message": "Undone; the task is yours again.",
+        "progress": _progress_data(counts),
+    }
+    return Response(UndoOut(body).data)
 
 
 @extend_schema(responses=ProgressOut, summary="Your progress in the project", tags=["judging"])

@@ -238,14 +238,23 @@ def demo_project_create() -> Project:
     return project
 
 
+#: The attention check's document id: like the help topics' ids, so that nothing an id shows (in a URL, a
+#: log, an export) tells the check apart. It was `attention-check-1`; a refreshed demo renames it.
+ATTENTION_CHECK_DOC_ID = "exception-handling"
+_FORMER_ATTENTION_CHECK_DOC_ID = "attention-check-1"
+
+
 def _attention_check(project: Project) -> None:
     topic = Topic.objects.get(project=project, qid="q01")
+    Document.objects.filter(project=project, doc_id=_FORMER_ATTENTION_CHECK_DOC_ID).update(
+        doc_id=ATTENTION_CHECK_DOC_ID
+    )
     if Task.objects.filter(project=project, attention_check__isnull=False).exists():
         return
     services.attention_check_create(
         project=project,
         topic=topic,
-        doc_id="attention-check-1",
+        doc_id=ATTENTION_CHECK_DOC_ID,
         title="Exception handling",
         text=(
             "Exceptions are raised when an error occurs and can be handled with try and except.\n\n"

@@ -24,6 +24,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 from evalcore.judging import AGGREGATIONS, DEFAULT_QRELS_PARAMS, OVERRIDES, QrelsParams
 from evalplatform.jobs import Job
@@ -329,6 +330,14 @@ class Task(models.Model):
 
     def __str__(self) -> str:
         return f"{self.topic.qid} / {self.document.doc_id}"
+
+    @property
+    def reference(self) -> str:
+        """The pair's id as annotators see it: a keyed hash of the project and the task id, stable and opaque.
+
+        Document ids can give gold away (an attention check imported as `attention-check-1`), and so can
+        task ids (gold added after the pool has the highest); this says neither."""
+        return salted_hmac("annotations.Task.reference", f"{self.project_id}:{self.pk}").hexdigest()[:10]
 
 
 class GoldLabel(models.Model):

@@ -30,7 +30,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.http import HttpResponse
 
-from annotations.models import Adjudication, Project, QrelsBuild, QrelsJudgment, Task
+from annotations.models import Adjudication, GoldLabel, Project, QrelsBuild, QrelsJudgment, Task
 from annotations.quality import project_answers, project_overrides, read_snapshot
 from evalcore.judging import (
     DEFAULT_QRELS_PARAMS,
@@ -119,10 +119,19 @@ def _compute(build: QrelsBuild, progress: ProgressFn) -> QrelsResult:
         pairs = project_pairs(build.project)
         overrides = project_overrides(build.project)
         adjudications = project_adjudications(build.project)
+        gold = project_gold(build.project)
     progress(0.5, "filtering and aggregating the labels")
     return qrels_compute(
-        answers, pairs=pairs, overrides=overrides, params=build.params, adjudications=adjudications
+        answers, pairs=pairs, overrides=overrides, params=build.params, adjudications=adjudications, gold=gold
     )
+
+
+def project_gold(project: Project) -> dict[tuple[str, str], int]:
+    """The gold grades by (qid, doc_id) (one query): the build lists the pairs it exports otherwise."""
+    rows = GoldLabel.objects.filter(task__project=project).values_list(
+        "task__topic__qid", "task__document__doc_id", "grade"
+    )
+    return {(qid, doc_id): grade for qid, doc_id, grade in rows}
 
 
 def project_adjudications(project: Project) -> dict[int, Adjudicated]:

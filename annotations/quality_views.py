@@ -240,6 +240,9 @@ def qrels_diff(request: SignedInRequest, slug: str) -> HttpResponse:
         old_version, new_version = int(request.GET["old"]), int(request.GET["new"])
     except (KeyError, ValueError) as exc:
         raise Http404("Choose two builds to compare.") from exc
+    # Older first, whichever way round they were picked: the page reads "from v1 to v2", its pairs added,
+    # removed and changed in the newer build.
+    old_version, new_version = sorted((old_version, new_version))
     old = selectors.qrels_build_for(project=project, version=old_version)
     new = selectors.qrels_build_for(project=project, version=new_version)
     diff = selectors.qrels_build_diff(old=old, new=new)

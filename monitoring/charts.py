@@ -47,7 +47,7 @@ def leaderboard_figure(rows: list[LeaderboardRow], *, column: MeasureColumn) -> 
     values = [r.value if r else None for r in results]
     figure = go.Figure(
         go.Bar(
-            x=[row.run.name for row in rows],
+            x=[row.run.label for row in rows],
             y=values,
             marker_color=BAR_COLOUR,
             error_y={
@@ -108,7 +108,7 @@ def histogram_figure(bins: list[HistogramBin], *, column: MeasureColumn, run: Ru
     )
     figure.update_layout(
         _layout(
-            title={"text": f"Per-query {column.title} of {run.name}"},
+            title={"text": f"Per-query {column.title} of {run.label}"},
             xaxis=_value_axis(column),
             yaxis={"title": {"text": "queries"}, "rangemode": "tozero"},
             bargap=0,
@@ -133,12 +133,12 @@ def differences_figure(
             marker_color=colours,
             customdata=[[row.a, row.b] for row in differences],
             hovertemplate="query %{x}: %{y:+.4f}<br>"
-            + f"{a.name} %{{customdata[0]:.4f}}, {b.name} %{{customdata[1]:.4f}}<extra></extra>",
+            + f"{a.label} %{{customdata[0]:.4f}}, {b.label} %{{customdata[1]:.4f}}<extra></extra>",
         )
     )
     figure.update_layout(
         _layout(
-            title={"text": f"{column.key}: {a.name} minus {b.name}, per query"},
+            title={"text": f"{column.key}: {a.label} minus {b.label}, per query"},
             xaxis={"title": {"text": "query (sorted by difference)"}, "type": "category", "showticklabels": len(differences) <= 60},
             yaxis={"title": {"text": f"difference in {column.key}"}, "zeroline": True},
             bargap=0.1,
@@ -155,7 +155,7 @@ def pairs_figure(
 
     figure = go.Figure(
         go.Bar(
-            x=[f"{runs[pair.run_a_id].name} − {runs[pair.run_b_id].name}" for pair in pairs],
+            x=[f"{runs[pair.run_a_id].label} − {runs[pair.run_b_id].label}" for pair in pairs],
             y=[pair.diff for pair in pairs],
             marker_color=[BAR_COLOUR if pair.significant else "#b8c7ea" for pair in pairs],
             customdata=[

@@ -8,12 +8,15 @@ a metric.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
+from django.utils import timezone
 
 from annotations.models import QrelsBuild
 from evalcore.metrics import MetricSpec, metric_registry
@@ -128,6 +131,24 @@ def metric_spec(name: str) -> MetricSpec | None:
     return metric_registry().find(name)
 
 
+def label_runs(runs: Iterable[Run]) -> None:
+    """Name each run so that no two of those shown together read the same (`Run.label`): the name alone
+    where no other run shown has it, else with its upload time, and its id too where that is shared.
+
+    A chart keys its bars by these labels: two runs of one name keyed by the name are stacked into one bar
+    (plotly adds the bars of a repeated category), and their table rows cannot be told apart."""
+    runs = list(runs)
+    names = Counter(run.name for run in runs)
+    for run in runs:
+        run.label = run.name
+        if names[run.name] > 1:
+            run.label = f"{run.name} ({timezone.localtime(run.created_at):%Y-%m-%d %H:%M})"
+    labels = Counter(run.label for run in runs)
+    for run in runs:
+        if labels[run.label] > 1:
+            run.label = f"{run.label[:-1]}, #{run.pk})"
+
+
 # --- the leaderboard ----------------------------------------------------------------------------------
 
 
@@ -174,6 +195,7 @@ def leaderboard(*, qrels: QrelsSource) -> Leaderboard:
             continue
         results = {result.measure: result for result in evaluation.results.all()}
         rows[evaluation.run_id] = LeaderboardRow(evaluation.run, evaluation, results)
+    label_runs(row.run for row in rows.values())
     measures: list[str] = []
     for row in rows.values():
         for result in sorted(row.results.values(), key=lambda r: r.position):
@@ -372,6 +394,7 @@ def comparison_view(*, comparison: Comparison) -> ComparisonView:
         comparison.pairs.all(), key=lambda pair: (order.get(pair.measure, 0), pair.p_adjusted, pair.pk)
     )
     runs = {run.pk: run for run in comparison.runs.all()}
+    label_runs(runs.values())
     for pair in pairs:  # the runs are loaded already: no query per pair
         pair.run_a, pair.run_b = runs[pair.run_a_id], runs[pair.run_b_id]
     return ComparisonView(

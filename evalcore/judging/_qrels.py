@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal, TypeAlias, TypedDict
+from typing import Any, ClassVar, Literal, NotRequired, TypeAlias, TypedDict
 
 import numpy as np
 
@@ -137,11 +137,23 @@ class SourceCounts(TypedDict):
     adjudication: int
 
 
+class GoldMismatch(TypedDict):
+    """A judged pair whose rel differs from its gold grade, and where the rel came from."""
+
+    qid: str
+    doc_id: str
+    gold: int
+    rel: int
+    source: str  # crowd or adjudication
+
+
 class QrelsCounts(TypedDict):
     """What a build kept and dropped, by reason: stored with the build and shown to the lead.
 
     `pairs.kept` counts every judgment, `sources` splits them into the crowd's aggregates and adjudicated
     grades (`adjudicated` repeats the latter); the dropped counts leave out the adjudicated pairs.
+    `gold_mismatches` (when the build was given the gold grades) lists every judgment that differs from
+    its pair's gold grade: an adjudicator who overruled gold, or a crowd that disagrees with it.
     """
 
     pairs: PairCounts
@@ -149,6 +161,7 @@ class QrelsCounts(TypedDict):
     adjudicated: int
     sources: SourceCounts
     use_adjudications: bool
+    gold_mismatches: NotRequired[list[GoldMismatch]]
 
 
 class AnnotatorVerdict(TypedDict):
@@ -303,11 +316,14 @@ def qrels_compute(
     overrides: Mapping[int, Override],
     params: QrelsParams,
     adjudications: Mapping[int, Adjudicated] | None = None,
+    gold: Mapping[tuple[str, str], int] | None = None,
 ) -> QrelsResult:
     """Filter, check agreement and aggregate; see the module docstring. Judgments come out sorted.
 
     `adjudications` maps a task id to its adjudicated grade; with `params.use_adjudications` each such
-    pair (attention checks aside) is judged by that grade, kept or dropped by the crowd alike.
+    pair (attention checks aside) is judged by that grade, kept or dropped by the crowd alike. `gold`
+    maps (qid, doc_id) to the pair's gold grade; given, the counts list the judgments that differ from it
+    (`gold_mismatches`).
     """
     filtered = _filter(answers, pairs=pairs, overrides=overrides, params=params)
     labels, verdict, candidates, position = (
@@ -338,15 +354,31 @@ def qrels_compute(
         key=lambda judgment: (judgment.qid, judgment.doc_id),
     )
     check_trec_safe(judgments)
+    counts = _counts(answers, filtered, adjudicated, params=params)
+    if gold is not None:
+        counts["gold_mismatches"] = gold_mismatches(judgments, gold)
     return QrelsResult(
         judgments=judgments,
-        counts=_counts(answers, filtered, adjudicated, params=params),
+        counts=counts,
         agreement={
             "used_labels": agreement_values(labels),
             "kept_pairs": agreement_values(labels.select(verdict.kept[labels.item])),
         },
         annotators=_verdicts(answers, filtered),
     )
+
+
+def gold_mismatches(judgments: Iterable[Judgment], gold: Mapping[tuple[str, str], int]) -> list[GoldMismatch]:
+    """The judgments whose rel differs from their pair's gold grade, in the judgments' order.
+
+    >>> gold_mismatches([Judgment("q1", "d1", 3, 3.0), Judgment("q1", "d2", 1, 1.0)], {("q1", "d1"): 4})
+    [{'qid': 'q1', 'doc_id': 'd1', 'gold': 4, 'rel': 3, 'source': 'crowd'}]
+    """
+    return [
+        {"qid": j.qid, "doc_id": j.doc_id, "gold": int(grade), "rel": j.rel, "source": j.source}
+        for j in judgments
+        if (grade := gold.get((j.qid, j.doc_id))) is not None and int(grade) != j.rel
+    ]
 
 
 def _judgment(

@@ -176,6 +176,7 @@ def leaderboard(request: Request, team: str, pk: int) -> Response:
             {
                 "rank": rank,
                 "run": row.run,
+                "label": row.run.label,
                 "tags": row.run.tags,
                 "evaluation": row.evaluation.pk,
                 "finished_at": row.evaluation.finished_at,

@@ -441,6 +441,9 @@ class ValueOut(serializers.Serializer):
 class LeaderboardRowOut(serializers.Serializer):
     rank = serializers.IntegerField(help_text="By the sort measure; runs without it come last.")
     run = ObjectRefOut()
+    label = serializers.CharField(
+        help_text="The run's name, with its upload time (and id) where another run on the board has that name."
+    )
     tags = serializers.ListField(child=serializers.CharField())
     evaluation = serializers.IntegerField(help_text="The run's newest finished evaluation on these qrels.")
     finished_at = serializers.DateTimeField()

@@ -101,3 +101,13 @@ class Run(UploadedFile):
 
     def get_absolute_url(self) -> str:
         return reverse("monitoring:run-detail", args=[self.team.slug, self.pk])
+
+    @property
+    def label(self) -> str:
+        """The run as a chart or a table names it beside other runs: `monitoring.selectors.label_runs` sets
+        it, telling runs of one name apart (nightly runs are uploaded under one name); the name until then."""
+        return str(self.__dict__.get("_label") or self.name)
+
+    @label.setter
+    def label(self, value: str) -> None:
+        self.__dict__["_label"] = value

@@ -84,12 +84,13 @@ def _finished(request: HttpRequest, team: str, pk: int) -> tuple[str, Comparison
 def comparison_csv(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     """The significance table: every pair of runs on every measure."""
     slug, comparison, view = _finished(request, team, pk)
-    header = ["measure", "run_a_id", "run_a", "run_b_id", "run_b", "diff", "p_value", "p_adjusted",
-              "significant", "wins", "ties", "losses", "test", "correction", "alpha"]  # fmt: skip
+    header = ["measure", "run_a_id", "run_a", "run_a_label", "run_b_id", "run_b", "run_b_label", "diff", "p_value",
+              "p_adjusted", "significant", "wins", "ties", "losses", "test", "correction", "alpha"]  # fmt: skip
+    runs = view.runs
     rows = [
-        [pair.measure, pair.run_a_id, view.runs[pair.run_a_id].name, pair.run_b_id, view.runs[pair.run_b_id].name,
-         pair.diff, pair.p_value, pair.p_adjusted, pair.significant, pair.wins, pair.ties, pair.losses,
-         comparison.test, comparison.correction, comparison.alpha]
+        [pair.measure, pair.run_a_id, runs[pair.run_a_id].name, runs[pair.run_a_id].label, pair.run_b_id,
+         runs[pair.run_b_id].name, runs[pair.run_b_id].label, pair.diff, pair.p_value, pair.p_adjusted,
+         pair.significant, pair.wins, pair.ties, pair.losses, comparison.test, comparison.correction, comparison.alpha]
         for pair in view.pairs
     ]  # fmt: skip
     return csv_response(f"{slug}-comparison{comparison.pk}-significance.csv", header, rows)
@@ -101,7 +102,7 @@ def pair_csv(request: SignedInRequest, team: str, pk: int, pair: int) -> HttpRes
     """One pair's per-query values and differences, sorted as the chart shows them."""
     slug, comparison, view = _finished(request, team, pk)
     found = view.pair(pair)
-    a, b = view.runs[found.run_a_id].name, view.runs[found.run_b_id].name
+    a, b = view.runs[found.run_a_id].label, view.runs[found.run_b_id].label
     rows = [[row.qid, row.a, row.b, row.diff] for row in view.differences(found)]
     filename = f"{slug}-comparison{comparison.pk}-{found.measure}-per-query.csv"
     return csv_response(filename, ["qid", f"{found.measure} {a}", f"{found.measure} {b}", "diff"], rows)

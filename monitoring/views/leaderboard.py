@@ -89,12 +89,12 @@ def leaderboard(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
 @require_safe
 def leaderboard_csv(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership, page = _page(request, team, pk)
-    header = ["rank", "run_id", "run", "evaluation_id"]
+    header = ["rank", "run_id", "run", "label", "evaluation_id"]
     for column in page.columns:
         header += [column.key, f"{column.key}_ci_low", f"{column.key}_ci_high"]
     rows = []
     for rank, row in enumerate(page.rows, start=1):
-        cells: list[Any] = [rank, row.run.pk, row.run.name, row.evaluation.pk]
+        cells: list[Any] = [rank, row.run.pk, row.run.name, row.run.label, row.evaluation.pk]
         for result in page.cells(row):
             cells += [result.value, result.ci_low, result.ci_high] if result else [None, None, None]
         rows.append(cells)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -104,6 +105,52 @@ class TestAnnotatorApi:
         assert post(api, f"/api/projects/{project.slug}/next/").json()["task"]["assignment"] == first
         nothing = post(api, f"/api/projects/{project.slug}/undo/")
         assert nothing.status_code == 409 and nothing.json()["code"] == "nothing_to_undo"
+
+    def test_its_undo_reply_carries_the_counts_after_the_undo(self, api: Client, project: Project) -> None:
+        base = f"/api/projects/{project.slug}"
+        reply = post(api, f"{base}/next/").json()
+        for _ in range(3):
+            answered = post(
+                api, f"{base}/submit/", {"assignment": reply["task"]["assignment"], "grade": 1, "next": True}
+            )
+            reply = answered.json()["next"]
+        before = api.get(f"{base}/progress/").json()
+        assert before["done"] == 3 and reply["progress"] == before
+        for step in (1, 2):
+            undone = post(api, f"{base}/undo/").json()
+            now = api.get(f"{base}/progress/").json()
+            assert undone["progress"] == now
+            assert (now["done"], now["remaining"], now["assigned"]) == (
+                before["done"] - step, before["remaining"] + step, before["assigned"],
+            )  # fmt: skip
+
+    def test_its_counts_are_right_right_after_an_undo_with_the_open_totals_cached(
+        self, api: Client, project: Project, settings: Any
+    ) -> None:
+        settings.JUDGING_OPEN_TOTALS_SECONDS = (
+            600  # as in production (1 s), where a page follows an undo at once
+        )
+        base = f"/api/projects/{project.slug}"
+        reply = post(api, f"{base}/next/").json()
+        for _ in range(3):
+            answered = post(
+                api, f"{base}/submit/", {"assignment": reply["task"]["assignment"], "grade": 1, "next": True}
+            )
+            reply = answered.json()["next"]
+        before = reply["progress"]
+        undone = post(api, f"{base}/undo/").json()
+        page = api.get(f"/projects/{project.slug}/judge/").content.decode()
+        expected = (before["done"] - 1, before["remaining"] + 1, before["assigned"])
+        assert (
+            undone["progress"]["done"],
+            undone["progress"]["remaining"],
+            undone["progress"]["assigned"],
+        ) == expected
+        assert f"<strong>{expected[1]}</strong> remaining · {expected[2]} in your queue" in page
+        assert (
+            tuple(api.get(f"{base}/progress/").json()[key] for key in ("done", "remaining", "assigned"))
+            == expected
+        )
 
     def test_it_reports_an_empty_queue_and_a_break(self, api: Client, project: Project) -> None:
         Project.objects.filter(pk=project.pk).update(session_cap_minutes=0)

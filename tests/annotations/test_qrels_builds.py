@@ -93,6 +93,7 @@ class TestBuilding:
             "adjudicated": 0,
             "sources": {"crowd": 13, "adjudication": 0},
             "use_adjudications": True,
+            "gold_mismatches": [],  # the gold pairs are kept with their gold grade
         }
         assert result.pairs_kept == 13 == QrelsJudgment.objects.filter(build=result).count()
         assert result.annotators == {

@@ -223,6 +223,36 @@ class TestDashboard:
         assert all(change["old_rel"] != change["new_rel"] for change in api["changed"])
         assert lead_client.get(url(project, "qrels/diff/?old=1")).status_code == 404
 
+    def test_its_diff_form_reads_from_the_older_build_to_the_newer(
+        self, lead_client: Client, project: Project
+    ) -> None:
+        done_build(project, tolerance=0)
+        strict, loose = done_build(project, tolerance=0), done_build(project, tolerance=1, aggregation="mean")
+        page = lead_client.get(url(project, "quality/")).content.decode()
+        form = page[page.index('id="diff-form"') : page.index("</form>", page.index('id="diff-form"'))]
+        assert re.search(r'<label for="diff-old">From</label>', form) and re.search(
+            r'<label for="diff-new">to</label>', form
+        )
+        old, new = (form[form.index(f'id="diff-{name}"') :].split("</select>")[0] for name in ("old", "new"))
+        assert (
+            re.findall(r'<option value="(\d+)"', old)
+            == re.findall(r'<option value="(\d+)"', new)
+            == ["1", "2", "3"]
+        )
+        assert re.findall(r'<option value="(\d+)" selected', old) == ["2"]  # the previous build
+        assert re.findall(r'<option value="(\d+)" selected', new) == ["3"]  # to the latest
+        for query in (
+            f"old={strict.version}&new={loose.version}",
+            f"old={loose.version}&new={strict.version}",
+        ):
+            body = lead_client.get(url(project, f"qrels/diff/?{query}")).content.decode()
+            assert "<h1>Qrels from v2 to v3</h1>" in body  # picked either way round, it reads older first
+            assert re.search(r'id="diff-added">(\d+)</strong> pairs added in v3<', body)
+            assert (
+                int(re.search(r'id="diff-added">(\d+)<', body)[1]) == loose.pairs_kept - strict.pairs_kept > 0
+            )
+            assert "Added in v3 (not in v2)" in body and "Removed in v3 (in v2)" in body
+
 
 @pytest.mark.django_db
 class TestAPI:

@@ -21,12 +21,14 @@ from monitoring.models import ComparisonPair, ComparisonSummary, EvaluationResul
 from tests.conftest import QueuedTasks, remote_assets
 from tests.monitoring.conftest import upload
 from tests.monitoring.test_pages import (
+    RUN,
     add_sources,
     compare_now,
     evaluate_now,
     figure,
     logged_in,
     many_runs,
+    stored_evaluation,
 )
 
 
@@ -125,11 +127,43 @@ class TestLeaderboard:
             "rank",
             "run_id",
             "run",
+            "label",
             "evaluation_id",
             "P_10",
             "P_10_ci_low",
             "P_10_ci_high",
         ]
+
+    def test_it_draws_and_lists_runs_of_one_name_apart(
+        self, viewer: Client, team: Team, sources: Any
+    ) -> None:
+        qrels = sources[0]
+        for value in (0.354, 0.340):  # nightly runs, uploaded under one name
+            run = Run.objects.create(team=team, name="bm25-noisy", file="runs/nightly.run")
+            stored_evaluation(run, qrels, {"map": value})
+        page = viewer.get(f"/teams/search/leaderboard/{qrels.pk}/?sort=map").content.decode()
+        bars = figure(page, "figure-leaderboard")
+        assert bars["layout"].get("barmode") in (None, "group") and len(bars["data"]) == 1
+        noisy = [
+            (x, y) for x, y in zip(bars["data"][0]["x"], bars["data"][0]["y"], strict=True) if "noisy" in x
+        ]
+        assert [y for _, y in noisy] == [0.354, 0.340] and len({x for x, _ in noisy}) == 2
+        assert len(set(bars["data"][0]["x"])) == len(bars["data"][0]["x"]) == 2
+        labels = [x for x, _ in noisy]
+        table = page[
+            page.index('id="leaderboard-table"') : page.index(
+                "</table>", page.index('id="leaderboard-table"')
+            )
+        ]
+        numbers = page[
+            page.index('id="chart-numbers"') : page.index("</table>", page.index('id="chart-numbers"'))
+        ]
+        for label in labels:
+            assert table.count(f">{escape(label)}</a>") == 1 and numbers.count(f">{escape(label)}</th>") == 1
+        rows = rows_of(viewer.get(f"/teams/search/leaderboard/{qrels.pk}/leaderboard.csv?sort=map"))
+        assert [row["label"] for row in rows if row["run"] == "bm25-noisy"] == labels
+        api = viewer.get(f"/api/teams/search/leaderboard/{qrels.pk}/?sort=map").json()
+        assert [row["label"] for row in api["rows"] if row["run"]["name"] == "bm25-noisy"] == labels
 
     def test_it_says_when_nothing_is_evaluated_yet(self, viewer: Client, sources: Any) -> None:
         page = viewer.get(f"/teams/search/leaderboard/{sources[0].pk}/").content.decode()
@@ -300,6 +334,32 @@ class TestComparisonPage:
             assert f"{pair.p_adjusted:.3g}" in table
         pairs = figure(page, "figure-pairs")["data"][0]
         assert len(pairs["x"]) == 3 and "significant: %{customdata[2]}" in pairs["hovertemplate"]
+
+    def test_it_tells_runs_of_one_name_apart(self, viewer: Client, team: Team, sources: Any) -> None:
+        qrels, good, weak = sources
+        again = uploads.run_upload(team=team, upload=upload("bm25.run", RUN(3, 1.2, "bm25")))
+        assert good.name == again.name == "bm25"
+        comparison = compare_now(qrels, [good, again, weak], measures=("map",))
+        page = viewer.get(f"/teams/search/comparisons/{comparison.pk}/").content.decode()
+        pairs = figure(page, "figure-pairs")["data"][0]
+        assert len(set(pairs["x"])) == len(pairs["x"]) == 3
+        summary = page[page.index('id="mean-table"') : page.index("</table>", page.index('id="mean-table"'))]
+        good_row = re.search(rf'/runs/{good.pk}/">([^<]*)</a>', summary)
+        again_row = re.search(rf'/runs/{again.pk}/">([^<]*)</a>', summary)
+        assert good_row and again_row and good_row[1] != again_row[1]
+        assert good_row[1].startswith("bm25 (") and again_row[1].startswith("bm25 (")
+        pair = comparison.pairs.get(run_a__in=[good, again], run_b__in=[good, again])
+        differences = figure(
+            viewer.get(f"/teams/search/comparisons/{comparison.pk}/?pair={pair.pk}").content.decode(),
+            "figure-differences",
+        )
+        assert good_row[1] in differences["layout"]["title"]["text"]
+        assert again_row[1] in differences["layout"]["title"]["text"]
+        rows = rows_of(viewer.get(f"/teams/search/comparisons/{comparison.pk}/significance.csv"))
+        assert all(row["run_a_label"] != row["run_b_label"] for row in rows)
+        per_query = viewer.get(f"/teams/search/comparisons/{comparison.pk}/pairs/{pair.pk}.csv")
+        header = next(csv.reader(io.StringIO(per_query.content.decode())))
+        assert len(set(header)) == len(header) == 4
 
     def test_it_follows_an_unfinished_comparison(self, viewer: Client, sources: Any) -> None:
         qrels, good, weak = sources

@@ -114,5 +114,18 @@ def as_text(build: QrelsBuild) -> str:
         f"Built {head}: {pairs['kept']} of {pairs['total']} pairs kept, {build.adjudicated} of them "
         f"adjudicated (dropped: {dropped}).\n"
         f"Excluded annotators: {excluded or 'none'}.\n"
+        f"{gold_text(build.counts.get('gold_mismatches', []))}"
         f"sha256 of the TREC export: {build.content_hash}"
     )
+
+
+def gold_text(mismatches: list[dict[str, Any]]) -> str:
+    """The pairs exported with a grade other than their gold grade, one a line (nothing when none)."""
+    if not mismatches:
+        return ""
+    lines = [
+        f"  {m['qid']}/{m['doc_id']}: gold {m['gold']}, exported {m['rel']} ({m['source']})"
+        for m in mismatches
+    ]
+    plural = "s differ" if len(mismatches) != 1 else " differs"
+    return f"{len(mismatches)} pair{plural} from gold:\n" + "\n".join(lines) + "\n"
