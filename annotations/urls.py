@@ -36,6 +36,11 @@ urlpatterns = [
         quality_views.quality_disagreements,
         name="quality-disagreements",
     ),
+    path(
+        "projects/<slug:slug>/quality/disagreements.csv",
+        quality_views.quality_disagreements_csv,
+        name="quality-disagreements-csv",
+    ),
     path("projects/<slug:slug>/quality/status.json", quality_views.quality_status, name="quality-status"),
     path(
         "projects/<slug:slug>/quality/recompute/", quality_views.quality_recompute, name="quality-recompute"

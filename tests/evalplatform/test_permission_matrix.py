@@ -245,6 +245,7 @@ MATRIX: dict[str, Row] = {
     "annotations:judge-comment": page("project", None, ANNOTATOR),
     "annotations:quality": page("project", QUALITY, post=None),
     "annotations:quality-disagreements": page("project", QUALITY, None),
+    "annotations:quality-disagreements-csv": page("project", QUALITY, None),
     "annotations:quality-status": page("project", QUALITY, None),
     "annotations:quality-recompute": page("project", None, LEAD),
     "annotations:annotator-override": page("project", None, LEAD),
@@ -371,6 +372,7 @@ QUERIES = {
     "annotations:qrels-diff": "?old=1&new=1",
     "annotations-api:qrels-diff": "?old=1&new=1",
     "annotations:quality-disagreements": "?a={user_id}",
+    "annotations:quality-disagreements-csv": "?a={user_id}",
 }
 
 
