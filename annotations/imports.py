@@ -502,7 +502,7 @@ def _import_compute(job: ImportJob, progress: ProgressFn) -> ImportResult:
             display_name=job.original_name, progress=advance,
         )  # fmt: skip
     except FormatError:  # refused for good (the job fails with the reason): the file is not needed again
-        job.file.storage.delete(job.file.name)
+        job.file.storage.delete(str(job.file.name))
         raise
 
 
