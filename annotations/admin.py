@@ -16,6 +16,7 @@ from annotations.models import (
     AttentionCheck,
     Document,
     GoldLabel,
+    ImportJob,
     Project,
     ProjectMembership,
     QrelsBuild,
@@ -216,6 +217,23 @@ class QualityRecomputeAdmin(ReadOnlyAdmin):
     list_display = ["project", "status", "reason", "attempts", "created_at", "started_at", "finished_at"]
     list_filter = ["status", "reason", "project"]
     list_select_related = ["project"]
+
+
+@admin.register(ImportJob)
+class ImportJobAdmin(ReadOnlyAdmin):
+    list_display = [
+        "project",
+        "kind",
+        "original_name",
+        "size",
+        "status",
+        "attempts",
+        "created_at",
+        "finished_at",
+    ]
+    list_filter = ["status", "kind", "project"]
+    list_select_related = ["project"]
+    raw_id_fields = ["project", "created_by"]
 
 
 @admin.register(QrelsJudgment)

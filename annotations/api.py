@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -20,9 +22,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations import selectors, services
-from annotations.imports import FORMATS, KINDS, import_upload
-from annotations.models import COMMENT_MAX_LENGTH, Annotation, Assignment, Project, ProjectMembership
+from annotations.imports import FORMATS, KINDS, import_request
+from annotations.models import (
+    COMMENT_MAX_LENGTH,
+    Annotation,
+    Assignment,
+    ImportJob,
+    Project,
+    ProjectMembership,
+)
 from evalcore.errors import FormatError
+from evalplatform.jobs import JobStatus
 
 Role = ProjectMembership.Role
 MAX_ID = 2**63 - 1  # the largest primary key; a larger number is a 400, not a database overflow
@@ -215,6 +225,29 @@ class ImportOut(serializers.Serializer):
     updated = serializers.IntegerField()
     unchanged = serializers.IntegerField(help_text="Records already there as they are (a re-import: all).")
     summary = serializers.CharField(help_text="What the import did, in plain words.")
+
+
+class ImportJobOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    file = serializers.CharField(source="original_name")
+    size = serializers.IntegerField(help_text="Bytes, as uploaded.")
+    status = serializers.ChoiceField(choices=JobStatus.choices)
+    percent = serializers.IntegerField(allow_null=True, help_text="How far it is, when known.")
+    note = serializers.CharField(source="progress_note", help_text="What it is doing now.")
+    error = serializers.CharField(help_text="Why nothing was imported (file:line: reason), once failed.")
+    result = ImportOut(allow_null=True, help_text="What the import did, once done.")
+    url = serializers.CharField(help_text="Where to follow it (GET).")
+
+
+def _job_out(job: ImportJob) -> dict[str, Any]:
+    data = {
+        "id": job.pk, "kind": job.kind, "original_name": job.original_name, "size": job.size,
+        "status": job.status, "percent": job.percent, "progress_note": job.progress_note, "error": job.error,
+        "result": job.result if job.status == JobStatus.DONE else None,
+        "url": reverse("annotations-api:import-job", args=[job.project.slug, job.pk]),
+    }  # fmt: skip
+    return ImportJobOut(data).data  # type: ignore[no-any-return]
 
 
 class ImportErrorOut(serializers.Serializer):
@@ -522,10 +555,12 @@ def end_break(request: Request, slug: str) -> Response:
 
 @extend_schema(
     request={"multipart/form-data": ImportIn},
-    responses={201: ImportOut, 400: ImportErrorOut},
+    responses={201: ImportOut, 202: ImportJobOut, 400: ImportErrorOut},
     summary="Import topics, documents, a pool or gold labels (leads)",
     description="All or nothing: on a bad line nothing is imported and the answer names the file, line "
-    "and reason. Re-importing the same file creates nothing new.",
+    "and reason. Re-importing the same file creates nothing new. A file that holds, or expands to, more "
+    "than IMPORT_SYNC_MAX_BYTES is imported by a background job: the answer is a 202 with the job, to "
+    "follow at its `url`.",
     tags=["judging: leads"],
 )
 @api_view(["POST"])
@@ -536,16 +571,30 @@ def imports(request: Request, slug: str) -> Response:
     data.is_valid(raise_exception=True)
     values = data.validated_data
     try:
-        result = import_upload(
+        result = import_request(
             project=project, kind=values["kind"], upload=values["file"], fmt=values.get("format") or None,
-            depth=values.get("depth"),
+            depth=values.get("depth"), created_by=request.user,
         )  # fmt: skip
     except FormatError as exc:
         body = {"detail": str(exc), "file": exc.path, "line": exc.line, "reason": exc.reason}
         return Response(ImportErrorOut(body).data, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(result, ImportJob):
+        return Response(_job_out(result), status=status.HTTP_202_ACCEPTED)
     return Response(
         ImportOut({**result.as_dict(), "summary": result.summary}).data, status=status.HTTP_201_CREATED
     )
+
+
+@extend_schema(
+    responses=ImportJobOut,
+    summary="A background import: its progress, then what it imported or why it imported nothing (leads)",
+    tags=["judging: leads"],
+)
+@api_view(["GET"])
+def import_job(request: Request, slug: str, pk: int) -> Response:
+    project = selectors.get_lead_project(request.user, slug)
+    job = get_object_or_404(ImportJob, project=project, pk=pk)
+    return Response(_job_out(job))
 
 
 @extend_schema(

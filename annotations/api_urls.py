@@ -15,6 +15,7 @@ urlpatterns = [
     path("projects/<slug:slug>/progress/", api.progress, name="progress"),
     path("projects/<slug:slug>/break/", api.end_break, name="break"),
     path("projects/<slug:slug>/imports/", api.imports, name="imports"),
+    path("projects/<slug:slug>/imports/<int:pk>/", api.import_job, name="import-job"),
     path("projects/<slug:slug>/overview/", api.overview, name="overview"),
     path("projects/<slug:slug>/comments/", api.comments, name="comments"),
     path("projects/<slug:slug>/quality/", quality_api.quality_snapshot, name="quality"),

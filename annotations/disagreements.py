@@ -63,8 +63,11 @@ def _username(answers: Answers, user_id: int) -> str:
     return answers.username(user_id)
 
 
-def disagreement_list(*, project: Project, a: int, b: int | None = None) -> DisagreementList:
-    """Where annotator `a` disagrees with `b`, or (without `b`) with gold and the others' consensus.
+def disagreement_list(
+    *, project: Project, a: int, b: int | None = None, limit: int | None = MAX_ROWS
+) -> DisagreementList:
+    """Where annotator `a` disagrees with `b`, or (without `b`) with gold and the others' consensus; the
+    first `limit` rows (all of them when None: the CSV download).
 
     404 when `a` or `b` is not an annotator of the project (or has never answered in it).
     """
@@ -76,7 +79,7 @@ def disagreement_list(*, project: Project, a: int, b: int | None = None) -> Disa
         raise Http404("Choose two different annotators.")
     labels = {int(level["grade"]): str(level["label"]) for level in project.scale}
     found = pair_disagreements(answers, a=a, b=b) if b is not None else annotator_disagreements(answers, a=a)
-    shown = found.task[:MAX_ROWS].tolist()
+    shown = (found.task if limit is None else found.task[:limit]).tolist()
     pairs = {
         pk: (qid, title, doc_id, doc_title, is_gold)
         for pk, qid, title, doc_id, doc_title, is_gold in Task.objects.filter(pk__in=shown).values_list(
@@ -123,3 +126,20 @@ def _compared(answers: Answers, *, a: int, b: int | None) -> int:
     usable = answers.counted & ~answers.on_attention_check
     mine, theirs = (answers.task[usable & (answers.annotator == user)] for user in (a, b))
     return int(np.intersect1d(mine, theirs).size)
+
+
+CSV_HEADER = ["qid", "query", "doc_id", "document", "is_gold", "annotator", "grade", "grade_label",
+              "compared_with", "other", "other_label", "gap", "other_labels"]  # fmt: skip
+
+
+def disagreement_table(found: DisagreementList) -> list[list[object]]:
+    """The rows of the CSV download (`CSV_HEADER`): what the page's table shows, one pair a row.
+
+    `compared_with` is annotator b's name, or "gold" or "others" (their median); `other_labels` is every
+    other annotator's label on the pair, as `name grade` joined by "; "."""
+    return [
+        [row.qid, row.query, row.doc_id, row.document, row.is_gold, found.a, row.grade, row.grade_label,
+         found.b if found.b is not None else row.reference, row.other, row.other_label, row.gap,
+         "; ".join(f"{name} {grade}" for name, grade in row.others.items())]
+        for row in found.rows
+    ]  # fmt: skip

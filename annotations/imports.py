@@ -4,30 +4,47 @@ Parsing is framework-free (`evalcore.trec`, `evalcore.documents`, `evalcore.pool
 records onto rows in bulk. Each import runs in one transaction: a file with one bad line imports nothing
 and raises `FormatError(file, line, reason)`. Importing the same file again changes nothing. A file over
 UPLOAD_MAX_BYTES is refused before it is read, and a gzipped one once it expands past
-UPLOAD_MAX_DECOMPRESSED_BYTES (`evalplatform.uploads`).
+UPLOAD_MAX_DECOMPRESSED_BYTES (`evalplatform.uploads`); a document over DOCUMENT_MAX_BYTES at its line.
+
+Documents are written in batches of at most BATCH_SIZE rows and about BATCH_BYTES of text, so memory is
+bounded by a batch, not by the file. From the web and the API (`import_request`), an upload that holds, or
+expands to, more than IMPORT_SYNC_MAX_BYTES is not imported in the request: it is kept under MEDIA_ROOT and
+an `ImportJob` imports it on the heavy queue (`evalplatform.jobs`: a lease, progress, one redo after a lost
+worker); smaller ones are imported at once, as before.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import TextField, Value
 from django.db.models.functions import MD5, Concat
 
 from annotations import hotpath
-from annotations.models import Document, GoldLabel, Project, Task, Topic
-from evalcore.documents import detect_document_format, read_documents
+from annotations.models import Document, GoldLabel, ImportJob, Project, Task, Topic
+from evalcore.documents import detect_document_format, document_size, read_documents
 from evalcore.errors import FormatError
 from evalcore.pools import find_line, pool_run, read_pairs
 from evalcore.trec import detect_format, read_qrels, read_run, read_topics
-from evalplatform.uploads import max_decompressed_bytes, upload_size, upload_too_large
+from evalplatform.auth import User
+from evalplatform.jobs import JobOutcome, ProgressFn, job_enqueue_on_commit, job_run
+from evalplatform.uploads import (
+    max_decompressed_bytes,
+    stored_file,
+    upload_name,
+    upload_size,
+    upload_too_large,
+)
 
 ImportKind = Literal["topics", "documents", "pool", "gold"]
 Progress = Callable[[int], None]
@@ -53,6 +70,11 @@ NOUNS: dict[str, tuple[str, str]] = {
 }
 DEFAULT_DEPTH = 10
 BATCH_SIZE = 2000
+#: A batch of documents is written once it holds this much text (or BATCH_SIZE rows): 2,000 documents of
+#: 1 MB each would otherwise be one 2 GB statement.
+BATCH_BYTES = 8 << 20
+#: The task's hard time limit; the job's lease is renewed while it runs.
+IMPORT_TIME_LIMIT = 60 * 60
 MAX_ID_LENGTH = 256
 
 
@@ -187,10 +209,16 @@ def documents_import(
         .annotate(digest=MD5(Concat("title", Value("\x1f"), "text", output_field=TextField())))
         .values_list("doc_id", "digest")
     )
-    records = created = unchanged = 0
+    records = created = unchanged = batch_bytes = 0
     batch: list[Document] = []
+    records_read = read_documents(
+        path,
+        fmt=fmt,  # type: ignore[arg-type]
+        max_decompressed_bytes=limit,
+        max_document_bytes=document_max_bytes(),
+    )
     with transaction.atomic():
-        for record in read_documents(path, fmt=fmt, max_decompressed_bytes=limit):  # type: ignore[arg-type]
+        for record in records_read:
             if len(record.doc_id) > MAX_ID_LENGTH:
                 raise FormatError(str(path), record.line, f"doc_id is longer than {MAX_ID_LENGTH} characters")
             if "\x00" in record.text or "\x00" in record.title or "\x00" in record.doc_id:
@@ -202,15 +230,20 @@ def documents_import(
             created += known is None
             unchanged += known is not None and known == _digest(record.title, record.text)
             records += 1
-            if len(batch) >= BATCH_SIZE:
+            batch_bytes += document_size(record)
+            if len(batch) >= BATCH_SIZE or batch_bytes >= BATCH_BYTES:
                 _save_documents(batch)
                 if progress:
                     progress(len(batch))
-                batch = []
+                batch, batch_bytes = [], 0
         _save_documents(batch)
         if progress and batch:
             progress(len(batch))
     return ImportResult("documents", str(path), records, created, records - created - unchanged, unchanged)
+
+
+def document_max_bytes() -> int:
+    return int(settings.DOCUMENT_MAX_BYTES)
 
 
 def _digest(title: str, text: str) -> str:
@@ -354,3 +387,127 @@ def import_upload(
         return import_file(
             project=project, kind=kind, path=handle.name, fmt=fmt or None, depth=depth, display_name=name,
         )  # fmt: skip
+
+
+# --- from the web and the API: at once, or in a job ---------------------------------------------------
+
+
+def sync_max_bytes() -> int:
+    return int(settings.IMPORT_SYNC_MAX_BYTES)
+
+
+def import_request(
+    *,
+    project: Project,
+    kind: str,
+    upload: Any,
+    fmt: str | None = None,
+    depth: int | None = None,
+    created_by: User | None = None,
+) -> ImportResult | ImportJob:
+    """Import an upload in the request if it is small (IMPORT_SYNC_MAX_BYTES, as uploaded and as it
+    expands), else keep it and queue an `ImportJob`: no web request holds a large file's documents in
+    memory, nor a worker for a minute. Raises FormatError for what is refused before a job would start."""
+    name = upload_name(upload)
+    size = upload_size(upload)
+    too_large = upload_too_large(size)
+    if too_large:  # before a byte of it is copied
+        raise FormatError(name, None, too_large)
+    limit = sync_max_bytes()
+    if size is not None and size > limit:
+        return import_job_create(
+            project=project, kind=kind, upload=upload, fmt=fmt, depth=depth, created_by=created_by
+        )
+    suffixes = "".join(Path(name).suffixes[-2:])
+    with tempfile.NamedTemporaryFile(suffix=suffixes) as handle:
+        for chunk in upload.chunks():
+            handle.write(chunk)
+        handle.flush()
+        # Where no gzipped file may expand past the limit (UPLOAD_MAX_DECOMPRESSED_BYTES below it), every
+        # file is small enough here; one that expands too far is refused at once, with its 400.
+        if max_decompressed_bytes() >= limit and _expands_past(handle.name, limit):
+            return import_job_create(
+                project=project, kind=kind, upload=upload, fmt=fmt, depth=depth, created_by=created_by
+            )
+        return import_file(
+            project=project, kind=kind, path=handle.name, fmt=fmt or None, depth=depth, display_name=name
+        )
+
+
+def _expands_past(path: str, limit: int) -> bool:
+    """Whether a `.gz` file decompresses to more than `limit` bytes (reading at most that much). A file
+    that is not readable gzip answers False: the import in the request then names its error."""
+    if not path.endswith(".gz"):
+        return False
+    expanded = 0
+    try:
+        with gzip.open(path, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                expanded += len(chunk)
+                if expanded > limit:
+                    return True
+    except (OSError, EOFError, zlib.error):
+        return False
+    return False
+
+
+@transaction.atomic
+def import_job_create(
+    *,
+    project: Project,
+    kind: str,
+    upload: Any,
+    fmt: str | None = None,
+    depth: int | None = None,
+    created_by: User | None = None,
+    enqueue: bool = True,
+) -> ImportJob:
+    """Keep the upload under MEDIA_ROOT and queue its import (on commit unless `enqueue` is False)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown import kind {kind!r}; expected one of {', '.join(KINDS)}")
+    name = upload_name(upload)
+    job = ImportJob(
+        project=project, kind=kind, format=fmt or "", depth=depth, original_name=name[:255],
+        size=upload_size(upload) or 0, created_by=created_by,
+    )  # fmt: skip
+    job.file.save(name, stored_file(upload), save=False)
+    job.save()
+    if enqueue:
+        job_enqueue_on_commit(job)
+    return job
+
+
+def import_job_run(*, job_id: int, now: Any = None) -> JobOutcome:
+    """Claim and run an import job. Idempotent: safe to run twice, or after a lost worker."""
+    return job_run(ImportJob, pk=job_id, compute=_import_compute, store=_import_store, now=now)
+
+
+def _import_compute(job: ImportJob, progress: ProgressFn) -> ImportResult:
+    """The import itself, in its own transaction (all or nothing). A redo after a lost worker reads the
+    file again: upserts on the same keys make a second run find the rows the first one committed."""
+    path = job.file.path
+    total = count_lines(path)  # 0 for a gzipped file: the note then counts without a fraction
+    _, plural = NOUNS[job.kind]
+    done = 0
+
+    def advance(records: int) -> None:
+        nonlocal done
+        done += records
+        progress(min(done / total, 0.99) if total else None, f"{done:,} {plural} imported")
+
+    progress(0.0 if total else None, f"reading {job.original_name}")
+    try:
+        return import_file(
+            project=job.project, kind=job.kind, path=path, fmt=job.format or None, depth=job.depth,
+            display_name=job.original_name, progress=advance,
+        )  # fmt: skip
+    except FormatError:  # refused for good (the job fails with the reason): the file is not needed again
+        job.file.storage.delete(str(job.file.name))
+        raise
+
+
+def _import_store(job: ImportJob, result: ImportResult) -> None:
+    job.result = {**result.as_dict(), "summary": result.summary}
+    stored = job.file.name
+    if stored:  # the upload is no longer needed once imported
+        transaction.on_commit(lambda: job.file.storage.delete(stored))

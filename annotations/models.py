@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -703,3 +704,48 @@ class QrelsJudgment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.qid} 0 {self.doc_id} {self.rel}"
+
+
+def import_upload_to(instance: models.Model, filename: str) -> str:
+    project = getattr(instance, "project", None)
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    return f"imports/{getattr(project, 'slug', 'none')}/{stamp}-{Path(filename).name}"
+
+
+class ImportJob(Job):
+    """An import too large to run inside a web request (`annotations.imports.import_request`): the upload is
+    kept under MEDIA_ROOT and the job imports it on the heavy queue, atomically (a bad line imports nothing
+    and fails the job naming the file, line and reason) and idempotently (a redo after a lost worker finds
+    what a finished run wrote and changes nothing). The file is deleted once the import is done, or refused."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
+    kind = models.CharField(max_length=16, help_text="topics, documents, pool or gold.")
+    format = models.CharField(max_length=8, blank=True, help_text="Empty: detected from the file.")
+    depth = models.PositiveIntegerField(null=True, blank=True, help_text="A pool's depth per topic.")
+    file = models.FileField(upload_to=import_upload_to, max_length=255, blank=True)
+    original_name = models.CharField(max_length=255, help_text="The file's name on upload.")
+    size = models.PositiveBigIntegerField(default=0, help_text="Bytes, as uploaded.")
+    result = models.JSONField(default=dict, blank=True, help_text="What the import did, once done.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    task_name = "annotations.tasks.import_run"
+    #: The first run, and one redo after a worker lost in the middle (the import is one transaction).
+    max_attempts = 2
+    queue_down_hint = "Import again later, or with the import command (`python manage.py import_documents`)."
+
+    class Meta:
+        ordering = ["project", "-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind__in=["topics", "documents", "pool", "gold"]), name="import_job_kind_valid"
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "lease_expires_at"], name="import_job_claim")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} import {self.original_name} into {self.project} ({self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("annotations:import-job", args=[self.project.slug, self.pk])

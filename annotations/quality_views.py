@@ -8,6 +8,7 @@ rows; no figure is computed in a request. Actions are POST forms that redirect b
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -22,6 +23,7 @@ from annotations.forms import OverrideForm, QrelsBuildForm
 from annotations.models import Project, ProjectMembership, QrelsBuild
 from evalcore.judging import QUALITY_AGREEMENT, REASONS
 from evalplatform.auth import SignedInRequest
+from evalplatform.csvexport import csv_response
 
 Role = ProjectMembership.Role
 
@@ -137,10 +139,29 @@ def quality_disagreements(request: SignedInRequest, slug: str) -> HttpResponse:
     if a is None:
         raise Http404("Choose an annotator from the quality page.")
     found = disagreements.disagreement_list(project=project, a=a, b=b)
+    query = urlencode({"a": a} if b is None else {"a": a, "b": b})
+    csv_url = reverse("annotations:quality-disagreements-csv", args=[project.slug]) + "?" + query
     return render(
         request,
         "annotations/quality_disagreements.html",
-        {"project": project, "found": found, "a_id": a, "b_id": b},
+        {"project": project, "found": found, "a_id": a, "b_id": b, "csv_url": csv_url},
+    )
+
+
+@login_required
+@require_GET
+def quality_disagreements_csv(request: SignedInRequest, slug: str) -> HttpResponse:
+    """The page's list as CSV, every row (the page lists the first `MAX_ROWS`), for the same readers."""
+    project = selectors.get_project_for_reader(request.user, slug).project
+    a, b = _user_id(request.GET.get("a")), _user_id(request.GET.get("b"))
+    if a is None:
+        raise Http404("Choose an annotator from the quality page.")
+    found = disagreements.disagreement_list(project=project, a=a, b=b, limit=None)
+    names = "-".join(name for name in (found.a, found.b) if name)
+    return csv_response(
+        f"{project.slug}-disagreements-{names}.csv",
+        disagreements.CSV_HEADER,
+        disagreements.disagreement_table(found),
     )
 
 

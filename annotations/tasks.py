@@ -1,7 +1,7 @@
 """Celery tasks of the annotations app: adapters that take a job's id, call one service and declare the
 retry policy (`evalplatform.jobs.JOB_TASK_OPTIONS`).
 
-Both run on the `heavy` queue (`CELERY_TASK_ROUTES` in settings). They are safe to run twice and after a
+All run on the `heavy` queue (`CELERY_TASK_ROUTES` in settings). They are safe to run twice and after a
 lost worker (acks_late with re-delivery): each claims its job with a conditional UPDATE on a lease, and a
 task that finds the job held by a live run retries once that lease would lapse.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from celery import Task, shared_task
 
-from annotations import qrels, quality
+from annotations import imports, qrels, quality
 from evalplatform.jobs import JOB_TASK_OPTIONS, job_task_result
 
 
@@ -32,3 +32,13 @@ def quality_recompute(self: Task, job_id: int) -> str:
 )
 def qrels_build(self: Task, build_id: int) -> str:
     return job_task_result(self, qrels.qrels_build_run(build_id=build_id))
+
+
+@shared_task(
+    name="annotations.tasks.import_run",
+    time_limit=imports.IMPORT_TIME_LIMIT,
+    soft_time_limit=imports.IMPORT_TIME_LIMIT - 60,
+    **JOB_TASK_OPTIONS,
+)
+def import_run(self: Task, job_id: int) -> str:
+    return job_task_result(self, imports.import_job_run(job_id=job_id))

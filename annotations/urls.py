@@ -13,6 +13,7 @@ urlpatterns = [
     path("projects/<slug:slug>/settings/", views.project_edit, name="project-edit"),
     path("projects/<slug:slug>/members/", views.member_add, name="member-add"),
     path("projects/<slug:slug>/import/", views.project_import, name="project-import"),
+    path("projects/<slug:slug>/import/<int:pk>/", views.import_job, name="import-job"),
     path("projects/<slug:slug>/guidelines/", views.guidelines, name="guidelines"),
     path("projects/<slug:slug>/comments/", views.project_comments, name="project-comments"),
     path("projects/<slug:slug>/judge/", views.judge, name="judge"),
@@ -35,6 +36,11 @@ urlpatterns = [
         "projects/<slug:slug>/quality/disagreements/",
         quality_views.quality_disagreements,
         name="quality-disagreements",
+    ),
+    path(
+        "projects/<slug:slug>/quality/disagreements.csv",
+        quality_views.quality_disagreements_csv,
+        name="quality-disagreements-csv",
     ),
     path("projects/<slug:slug>/quality/status.json", quality_views.quality_status, name="quality-status"),
     path(

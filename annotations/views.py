@@ -14,15 +14,22 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from annotations import selectors, services
 from annotations.forms import ImportForm, MemberForm, ProjectForm
 from annotations.highlight import query_terms
-from annotations.imports import FORMATS, KINDS, import_upload
-from annotations.models import COMMENT_MAX_LENGTH, Annotation, GoldLabel, Project, ProjectMembership
+from annotations.imports import FORMATS, KINDS, import_request
+from annotations.models import (
+    COMMENT_MAX_LENGTH,
+    Annotation,
+    GoldLabel,
+    ImportJob,
+    Project,
+    ProjectMembership,
+)
 from evalcore.errors import FormatError
 from evalplatform.auth import SignedInRequest
 from evalplatform.roles import Role as PlatformRole
@@ -133,13 +140,15 @@ def project_import(request: SignedInRequest, slug: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            result = import_upload(
+            result = import_request(
                 project=project, kind=data["kind"], upload=data["file"], fmt=data["format"] or None,
-                depth=data["depth"],
+                depth=data["depth"], created_by=request.user,
             )  # fmt: skip
         except FormatError as exc:
             error = exc
         else:
+            if isinstance(result, ImportJob):  # a large file: its page follows the job
+                return redirect(result)
             messages.success(request, f"{result.file}: {result.summary}")
             return redirect("annotations:project-import", project.slug)
     return render(
@@ -148,6 +157,16 @@ def project_import(request: SignedInRequest, slug: str) -> HttpResponse:
         {"project": project, "form": form, "error": error, "formats": FORMATS, "kinds": KINDS},
         status=400 if error or form.errors else 200,
     )
+
+
+@login_required
+@require_safe
+def import_job(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
+    """A background import's progress, then what it imported or why it imported nothing."""
+    project = selectors.get_lead_project(request.user, slug)
+    job = get_object_or_404(ImportJob, project=project, pk=pk)
+    context = {"project": project, "job": job, "kind_label": KINDS.get(job.kind, job.kind)}
+    return render(request, "annotations/import_job.html", context)
 
 
 @login_required

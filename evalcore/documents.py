@@ -9,7 +9,9 @@
 line: text that is not UTF-8, a malformed JSON object, a missing or empty id or one with whitespace in it
 (`evalcore.ids`), a missing text, a wrong column count, or an id seen before. Blank lines are skipped.
 A gzipped file is decompressed as it is read, and refused once it has expanded past
-`max_decompressed_bytes` (`evalcore.textfiles`). Nothing here imports Django.
+`max_decompressed_bytes` (`evalcore.textfiles`). A document whose title and text hold more than
+`max_document_bytes` of UTF-8 is refused at its line, as is a line too long to hold one: a reader's memory
+is then bounded by the limit, not by the longest line of the file. Nothing here imports Django.
 """
 
 from __future__ import annotations
@@ -23,9 +25,15 @@ from typing import Literal
 
 from evalcore.errors import FormatError
 from evalcore.ids import id_problem
-from evalcore.textfiles import DEFAULT_MAX_DECOMPRESSED_BYTES, json_object, text_lines
+from evalcore.textfiles import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    DEFAULT_MAX_LINE_BYTES,
+    byte_size,
+    json_object,
+    text_lines,
+)
 
-__all__ = ["DocumentFormat", "DocumentRecord", "detect_document_format", "read_documents"]
+__all__ = ["DocumentFormat", "DocumentRecord", "detect_document_format", "document_size", "read_documents"]
 
 DocumentFormat = Literal["jsonl", "tsv"]
 PathLike = str | Path
@@ -51,9 +59,24 @@ class DocumentRecord:
 
 Lines = Iterator[tuple[int, str]]
 
+#: JSON may spell one byte of text as six (`\u0001`); with the id and the field names, a line that holds a
+#: document of n bytes is shorter than 6 n + this.
+_LINE_OVERHEAD = 64 << 10
 
-def _lines(path: PathLike, max_decompressed_bytes: int) -> Lines:
-    return text_lines(path, decompress=True, max_decompressed_bytes=max_decompressed_bytes)
+
+def _lines(
+    path: PathLike, max_decompressed_bytes: int, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> Lines:
+    return text_lines(
+        path, decompress=True, max_decompressed_bytes=max_decompressed_bytes, max_line_bytes=max_line_bytes
+    )
+
+
+def document_size(record: DocumentRecord) -> int:
+    """The bytes of a document's title and text in UTF-8 (what the database stores)."""
+    return sum(
+        len(field) if field.isascii() else len(field.encode()) for field in (record.title, record.text)
+    )
 
 
 def _base_suffix(path: PathLike) -> str:
@@ -84,12 +107,18 @@ def read_documents(
     fmt: DocumentFormat | None = None,
     max_field_bytes: int = 64 << 20,
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    max_document_bytes: int | None = None,
 ) -> Iterator[DocumentRecord]:
     """Stream the documents of a file; `fmt` is detected when None. Each doc_id may appear once.
 
-    A `.gz` file may expand to `max_decompressed_bytes` at most."""
+    A `.gz` file may expand to `max_decompressed_bytes` at most; a document's title and text may hold
+    `max_document_bytes` at most (no limit when None)."""
     fmt = fmt or detect_document_format(path, max_decompressed_bytes=max_decompressed_bytes)
-    lines = _lines(path, max_decompressed_bytes)
+    line_limit = DEFAULT_MAX_LINE_BYTES
+    if max_document_bytes is not None:
+        line_limit = min(line_limit, 6 * max_document_bytes + _LINE_OVERHEAD)
+        max_field_bytes = min(max_field_bytes, line_limit)
+    lines = _lines(path, max_decompressed_bytes, line_limit)
     if fmt == "jsonl":
         records = _read_jsonl(path, lines)
     elif fmt == "tsv":
@@ -98,6 +127,8 @@ def read_documents(
         raise ValueError(f"unknown document format {fmt!r}; expected jsonl or tsv")
     seen: dict[str, int] = {}
     for record in records:
+        if max_document_bytes is not None and document_size(record) > max_document_bytes:
+            raise FormatError(str(path), record.line, _too_long(record, max_document_bytes))
         first = seen.setdefault(record.doc_id, record.line)
         if first != record.line:
             raise FormatError(
@@ -180,3 +211,10 @@ def _read_tsv(path: PathLike, lines: Lines, max_field_bytes: int) -> Iterator[Do
 
 def _columns_reason(found: int) -> str:
     return f"expected doc_id<TAB>text or doc_id<TAB>title<TAB>text, found {found} column{'s' * (found != 1)}"
+
+
+def _too_long(record: DocumentRecord, limit: int) -> str:
+    size, most = byte_size(document_size(record)), byte_size(limit)
+    if size == most:  # rounded to the same figure
+        size, most = f"{document_size(record):,} bytes", f"{limit:,} bytes"
+    return f"document {record.doc_id!r} holds {size} of text, more than the {most} a document may hold"

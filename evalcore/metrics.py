@@ -101,6 +101,9 @@ class MetricSpec:
 
 #: A family's resolver: the spec of a parametrised name it understands (`P_10`), else None.
 Resolver = Callable[[str], MetricSpec | None]
+#: A family's suggester: its names closest to an unknown one, with the parameter the caller wrote kept
+#: (`ndgc_cut_10` -> `ndcg_cut_10`); a family without one is offered its plain names.
+Suggester = Callable[[str], list[str]]
 
 
 class MetricRegistry:
@@ -110,6 +113,7 @@ class MetricRegistry:
         self._specs: dict[str, MetricSpec] = {}
         self._names: dict[str, MetricSpec] = {}
         self._resolvers: list[tuple[Family, Resolver]] = []
+        self._suggesters: dict[Family, Suggester] = {}
 
     def register(self, spec: MetricSpec) -> MetricSpec:
         for name in (spec.name, *spec.aliases):
@@ -122,6 +126,9 @@ class MetricRegistry:
 
     def register_resolver(self, family: Family, resolver: Resolver) -> None:
         self._resolvers.append((family, resolver))
+
+    def register_suggester(self, family: Family, suggester: Suggester) -> None:
+        self._suggesters[family] = suggester
 
     def __iter__(self) -> Iterator[MetricSpec]:
         return iter(self._specs.values())
@@ -148,32 +155,68 @@ class MetricRegistry:
                 return spec
         return None
 
-    def resolve(self, name: str) -> MetricSpec:
-        """The spec of `name` (a name, an alias or a parametrised name), or UnknownMetricError."""
+    def resolve(self, name: str, *, suggest_from: Family | None = None) -> MetricSpec:
+        """The spec of `name` (a name, an alias or a parametrised name), or UnknownMetricError.
+
+        The error suggests close names from `suggest_from`, the family the caller applies to (a rule on
+        evaluations of runs: retrieval), so that `ndgc_cut_10` suggests `ndcg_cut_10`, not a recommendation
+        metric whose name happens to be as close; from every family when None."""
         spec = self.find(name)
         if spec is None:
-            raise UnknownMetricError(unknown_name_message("metric", name, list(self._names)))
+            raise UnknownMetricError(did_you_mean("metric", name, self.suggest(name, family=suggest_from)))
         return spec
 
+    def suggest(self, name: str, *, family: Family | None = None) -> list[str]:
+        """Up to three names close to `name`, the closest first, from `family` (every family when None)."""
+        candidates: list[str] = []
+        for each in FAMILIES if family is None else (family,):
+            suggester = self._suggesters.get(each)
+            if suggester is not None:
+                candidates += suggester(name)
+            else:
+                candidates += close_names(name, [n for n, spec in self._names.items() if spec.family == each])
+        # Each family's list is ranked already; across families the closest spelling comes first.
+        ranked = sorted(dict.fromkeys(candidates), key=lambda close: -_similarity(name, close))
+        return ranked[:3]
 
-def unknown_name_message(kind: str, name: str, known: list[str]) -> str:
-    """`unknown metric 'mpa'; did you mean 'map'?`, naming up to three close matches."""
+
+def _similarity(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio()
+
+
+def close_names(name: str, known: list[str]) -> list[str]:
+    """Up to three of `known` close to `name`, the closest first (ignoring case when nothing is close)."""
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
     if not close:
         lowered = {k.lower(): k for k in known}
         close = [lowered[k] for k in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)]
+    return close
+
+
+def did_you_mean(kind: str, name: str, close: list[str]) -> str:
+    """`unknown metric 'mpa'; did you mean 'map'?`, or without the question when nothing is close."""
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return f"unknown {kind} {name!r}{hint}"
 
 
+def unknown_name_message(kind: str, name: str, known: list[str]) -> str:
+    """`unknown metric 'mpa'; did you mean 'map'?`, naming up to three close matches."""
+    return did_you_mean(kind, name, close_names(name, known))
+
+
 #: The modules that declare each family's specs, as `module:attribute` of an iterable of specs, and
-#: optionally `module:function` of the family's resolver. Imported on first use of the registry.
-_FAMILY_MODULES: dict[Family, tuple[str, str | None]] = {
-    "retrieval": ("evalcore.retrieval.measures:METRIC_SPECS", "evalcore.retrieval.names:resolve_metric"),
-    "agreement": ("evalcore.agreement._stats:METRIC_SPECS", None),
-    "recsys": ("evalcore.recsys:METRIC_SPECS", None),
-    "fraud": ("evalcore.fraud:METRIC_SPECS", None),
-    "embedding": ("evalcore.embeddings.specs:METRIC_SPECS", None),
+#: optionally `module:function` of the family's resolver and of its suggester. Imported on first use of
+#: the registry.
+_FAMILY_MODULES: dict[Family, tuple[str, str | None, str | None]] = {
+    "retrieval": (
+        "evalcore.retrieval.measures:METRIC_SPECS",
+        "evalcore.retrieval.names:resolve_metric",
+        "evalcore.retrieval.names:suggest_measures",
+    ),
+    "agreement": ("evalcore.agreement._stats:METRIC_SPECS", None, None),
+    "recsys": ("evalcore.recsys:METRIC_SPECS", None, None),
+    "fraud": ("evalcore.fraud:METRIC_SPECS", None, None),
+    "embedding": ("evalcore.embeddings.specs:METRIC_SPECS", None, None),
 }
 
 
@@ -186,11 +229,13 @@ def _load(reference: str) -> Any:
 def metric_registry() -> MetricRegistry:
     """Every family's metrics in one registry (built once, on first use)."""
     registry = MetricRegistry()
-    for family, (specs, resolver) in _FAMILY_MODULES.items():
+    for family, (specs, resolver, suggester) in _FAMILY_MODULES.items():
         for spec in _load(specs):
             if spec.family != family:
                 raise ValueError(f"{spec.name!r} is declared in {family}'s module as {spec.family}")
             registry.register(spec)
         if resolver is not None:
             registry.register_resolver(family, _load(resolver))
+        if suggester is not None:
+            registry.register_suggester(family, _load(suggester))
     return registry

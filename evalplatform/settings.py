@@ -204,6 +204,12 @@ MEDIA_URL = "media/"  # uploads are never served as static files; views stream t
 # expands to gigabytes costs a read buffer, not its expanded size.
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 2 * 1024**3)
 UPLOAD_MAX_DECOMPRESSED_BYTES = env_int("UPLOAD_MAX_DECOMPRESSED_BYTES", 4 * 1024**3)
+# Judging imports: a document whose title and text hold more than DOCUMENT_MAX_BYTES (UTF-8) is refused at
+# its line, and nothing of its file is imported. An upload that holds (or, gzipped, expands to) more than
+# IMPORT_SYNC_MAX_BYTES is not imported inside the web request: it is kept under MEDIA_ROOT and imported by
+# a job on the heavy queue (`annotations.imports.import_request`), the request answering at once.
+DOCUMENT_MAX_BYTES = env_int("DOCUMENT_MAX_BYTES", 1024**2)
+IMPORT_SYNC_MAX_BYTES = env_int("IMPORT_SYNC_MAX_BYTES", 4 * 1024**2)
 # Judging under load: each web process counts a project's open tasks at most once in this many seconds
 # (the annotator's "remaining" lags other annotators' claims by as much; 0 counts on every claim), and
 # releases expired reservations at most once in JUDGING_EXPIRY_SWEEP_SECONDS per project (a claim that

@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from evalcore.alerts import AlertRule as RuleSpec
 from evalcore.alerts import AlertRuleError, EffectRequirement, evaluate_rules
-from evalcore.metrics import UnknownMetricError, metric_registry
+from evalcore.metrics import Family, UnknownMetricError, metric_registry
 from evalplatform.auth import User
 from evalplatform.jobs import JobError, JobStatus, job_enqueue_on_commit
 from evalplatform.models import Team
@@ -91,10 +91,12 @@ def alert_rule_create(
     comparator, severity or threshold, or a series of another team.
     """
     registry = metric_registry()
+    # Close names are suggested from what the series reports: evaluations of runs are retrieval measures.
+    family: Family = "retrieval" if qrels is not None else "embedding"
     try:
-        registry.resolve(metric)
+        registry.resolve(metric, suggest_from=family)
         if effect_metric:
-            registry.resolve(effect_metric)
+            registry.resolve(effect_metric, suggest_from=family)
         rule_spec_check = RuleSpec(
             name=name or "rule", metric=metric, comparator=comparator, threshold=float(threshold),  # type: ignore[arg-type]
             severity=severity,  # type: ignore[arg-type]

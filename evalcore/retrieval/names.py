@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, replace
 
 from evalcore.errors import EvalCoreError
-from evalcore.metrics import MetricSpec, unknown_name_message
+from evalcore.metrics import MetricSpec, close_names, did_you_mean
 from evalcore.retrieval.measures import MEASURES, NICKNAMES, TREC_NAMES, Measure
 from evalcore.retrieval.precision import MeasureParam
 from evalcore.retrieval.ranking import Gains
@@ -324,19 +324,23 @@ def known_names() -> list[str]:
     return list(names)
 
 
-def _unknown(name: str) -> str:
-    """`unknown measure 'ndcg_cutt_10'; did you mean 'ndcg_cut_10'?`: close names, with the parameter
-    the caller wrote put back."""
+def suggest_measures(name: str) -> list[str]:
+    """Measure names close to an unknown `name`, with the parameter the caller wrote put back: the stem is
+    compared without its cutoff (`ndgc_cut_10` -> `ndcg_cut_10`, `Pp.10` -> `P.10`, `nDGC@10` ->
+    `nDCG@10`), so a cutoff never pulls the match towards another name."""
     known = known_names()
     tail = _PARAM_TAIL.search(name)
     if tail and tail.start() and tail.group() not in ("_", ".", "@"):
-        stem_message = unknown_name_message("measure", name[: tail.start()], known)
-        if "did you mean" in stem_message:
-            close = re.findall(r"'([^']*)'", stem_message.split("did you mean", 1)[1])
-            valid = [c + tail.group() for c in close if _parses(c + tail.group())]
-            if valid:
-                return f"unknown measure {name!r}; did you mean {' or '.join(map(repr, valid))}?"
-    return unknown_name_message("measure", name, known)
+        close = close_names(name[: tail.start()], known)
+        valid = [c + tail.group() for c in close if _parses(c + tail.group())]
+        if valid:
+            return valid
+    return close_names(name, known)
+
+
+def _unknown(name: str) -> str:
+    """`unknown measure 'ndcg_cutt_10'; did you mean 'ndcg_cut_10'?`."""
+    return did_you_mean("measure", name, suggest_measures(name))
 
 
 def _parses(name: str) -> bool:

@@ -3,6 +3,8 @@ live status JSON, and "gold seen" meaning the same on the project page and the q
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 from io import StringIO
@@ -15,7 +17,7 @@ from django.test import Client
 
 from annotations import qrels, quality
 from annotations.demo import DEMO_SLUG
-from annotations.models import Annotation, Project, QualityRecompute, QualitySnapshot, Task
+from annotations.models import Annotation, Project, QualityRecompute, QualitySnapshot, Task, Topic
 from tests.annotations.conftest import build_project, record_answers
 from tests.conftest import THEO, make_user
 
@@ -48,6 +50,10 @@ def project(lena: User, people: list[User]) -> Project:
 
 def drill(project: Project) -> str:
     return f"/projects/{project.slug}/quality/disagreements/"
+
+
+def drill_csv(project: Project) -> str:
+    return f"/projects/{project.slug}/quality/disagreements.csv"
 
 
 def table_rows(page: str) -> list[list[str]]:
@@ -132,6 +138,45 @@ class TestDrillDown:
         assert client.get(f"/projects/{project.slug}/quality/status.json").status_code == 403
         client.force_login(make_user(THEO))
         assert client.get(drill(project), {"a": people[1].pk}).status_code == 404
+
+    def test_it_downloads_the_list_as_csv_with_the_pages_filters(
+        self, lead_client: Client, project: Project, people: list[User]
+    ) -> None:
+        ann0, ann1, _ = people
+        page = lead_client.get(drill(project), {"a": ann0.pk, "b": ann1.pk}).content.decode()
+        link = re.search(r'<a href="([^"]*disagreements\.csv[^"]*)"[^>]*>', page)
+        assert link, "the page links its CSV"
+        response = lead_client.get(link[1].replace("&amp;", "&"))
+        assert response.status_code == 200 and response["Content-Type"] == "text/csv; charset=utf-8"
+        assert f'filename="{project.slug}-disagreements-ann0-ann1.csv"' in response["Content-Disposition"]
+        rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+        assert [(r["doc_id"], r["grade"], r["other"], r["gap"], r["compared_with"]) for r in rows] == [
+            ("d0-0", "3", "1", "2", "ann1"),
+            ("d0-3", "2", "4", "2", "ann1"),
+            ("d0-1", "3", "4", "1", "ann1"),
+        ]
+        assert [r["is_gold"] for r in rows] == ["true", "false", "true"]
+        alone = lead_client.get(drill_csv(project), {"a": ann1.pk})
+        assert {r["compared_with"] for r in csv.DictReader(io.StringIO(alone.content.decode()))} <= {
+            "gold",
+            "others",
+        }
+
+    def test_the_csv_quotes_a_query_written_like_a_formula(
+        self, lead_client: Client, project: Project, people: list[User]
+    ) -> None:
+        Topic.objects.filter(project=project).update(title='=HYPERLINK("http://x","y")')
+        response = lead_client.get(drill_csv(project), {"a": people[0].pk, "b": people[1].pk})
+        rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+        assert {r["query"] for r in rows} == {'\'=HYPERLINK("http://x","y")'}
+
+    def test_the_csv_turns_away_annotators_and_strangers(
+        self, client: Client, project: Project, people: list[User]
+    ) -> None:
+        client.force_login(people[0])
+        assert client.get(drill_csv(project), {"a": people[1].pk}).status_code == 403
+        client.force_login(make_user(THEO))
+        assert client.get(drill_csv(project), {"a": people[1].pk}).status_code == 404
 
     def test_it_is_linked_from_each_annotator_row_and_from_the_heatmap(
         self, lead_client: Client, project: Project, people: list[User]

@@ -69,6 +69,27 @@ def test_it_suggests_close_names_for_an_unknown_metric() -> None:
         REGISTRY.resolve("zzz")
 
 
+def test_it_suggests_within_the_family_keeping_the_parameter() -> None:
+    with pytest.raises(UnknownMetricError) as caught:
+        REGISTRY.resolve("ndgc_cut_10", suggest_from="retrieval")
+    assert (
+        str(caught.value) == "unknown metric 'ndgc_cut_10'; did you mean 'ndcg_cut_10' or 'ndcg_exp_cut_10'?"
+    )
+    with pytest.raises(UnknownMetricError, match=r"did you mean 'P_10'\?$"):
+        REGISTRY.resolve("Pp_10", suggest_from="retrieval")
+    with pytest.raises(UnknownMetricError, match=r"did you mean 'P\.10'\?$"):
+        REGISTRY.resolve("Pp.10", suggest_from="retrieval")
+    with pytest.raises(UnknownMetricError, match=r"did you mean 'nDCG@10'"):
+        REGISTRY.resolve("nDGC@10", suggest_from="retrieval")
+    with pytest.raises(UnknownMetricError, match=r"did you mean 'ndcg_at_k' or "):
+        REGISTRY.resolve("ndgc_at_k", suggest_from="recsys")
+
+
+def test_it_puts_the_closest_parametrised_name_first_across_families() -> None:
+    with pytest.raises(UnknownMetricError, match=r"did you mean 'ndcg_cut_10' or "):
+        REGISTRY.resolve("ndgc_cut_10")
+
+
 def test_it_refuses_a_name_two_metrics_claim() -> None:
     registry = MetricRegistry()
     registry.register(MetricSpec("a", "A", "fraud", "higher", "One.", kernel=len))

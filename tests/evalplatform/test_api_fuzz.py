@@ -36,8 +36,8 @@ from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
 
+from annotations import imports, quality
 from annotations import qrels as qrels_builds
-from annotations import quality
 from annotations.models import Project, QualityRecompute, Task
 from evalplatform.models import Team
 from evalplatform.teams import team_create
@@ -183,6 +183,10 @@ def world(db: None, wsgi_requests_in_the_test_transaction: None) -> World:
     project.team = team
     project.save(update_fields=["team"])
     ids = team_objects(team, lead)
+    ids["imports"] = imports.import_job_create(
+        project=project, kind="documents", upload=csv_file("docs.jsonl", '{"doc_id": "x", "text": "y"}\n'),
+        enqueue=False,
+    ).pk  # fmt: skip
     return World(lead=lead, annotator=annotator, project=project, team=team, ids=ids, stream="query-encoder")
 
 

@@ -33,7 +33,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from annotations import qrels, quality
+from annotations import imports, qrels, quality
 from annotations.models import Annotation, GoldLabel, Project, Task
 from evalplatform.charts import plotly_js_version
 from evalplatform.models import Team
@@ -115,6 +115,12 @@ def world_build() -> World:
     build = qrels.qrels_build_create(project=a, created_by=None, enqueue=False)
     qrels.qrels_build_run(build_id=build.pk)
     assert quality.quality_snapshot_refresh(project_id=a.pk) == "done"
+    import_job = imports.import_job_create(
+        project=a,
+        kind="documents",
+        upload=csv_file("docs.jsonl", '{"doc_id": "x", "text": "y"}\n'),
+        enqueue=False,
+    )
 
     qrels_text, run_text = synthetic_collection(queries=5, docs=8)
     source = uploads.qrels_upload(team=team, upload=upload("judged.qrels", qrels_text), uploaded_by=None)
@@ -162,6 +168,7 @@ def world_build() -> World:
         "pair": ComparisonPair.objects.filter(comparison=comparison).values_list("pk", flat=True)[0],
         "recs": recs.pk, "recs_eval": recs_eval.pk, "scores": scores.pk, "fraud_eval": fraud_eval.pk,
         "snapshot": snapshot.pk, "monitor": monitor.pk, "rule": rule.pk, "channel": channel.pk, "event": event.pk,
+        "import_job": import_job.pk,
     }  # fmt: skip
     return World(a=a, b=b, team=team, ids=ids, users={"anon": None, **users})
 
@@ -234,6 +241,7 @@ MATRIX: dict[str, Row] = {
     "annotations:project-edit": page("project", LEAD, LEAD),
     "annotations:member-add": page("project", None, LEAD),
     "annotations:project-import": page("project", LEAD, LEAD),
+    "annotations:import-job": page("project", LEAD, None, pk="import_job"),
     "annotations:guidelines": page("project", MEMBERS, post=None),
     "annotations:project-comments": page("project", LEAD, post=None),
     "annotations:judge": page("project", ANNOTATOR, post=None),
@@ -245,6 +253,7 @@ MATRIX: dict[str, Row] = {
     "annotations:judge-comment": page("project", None, ANNOTATOR),
     "annotations:quality": page("project", QUALITY, post=None),
     "annotations:quality-disagreements": page("project", QUALITY, None),
+    "annotations:quality-disagreements-csv": page("project", QUALITY, None),
     "annotations:quality-status": page("project", QUALITY, None),
     "annotations:quality-recompute": page("project", None, LEAD),
     "annotations:annotator-override": page("project", None, LEAD),
@@ -261,6 +270,7 @@ MATRIX: dict[str, Row] = {
     "annotations-api:break": api("project", None, ANNOTATOR),
     "annotations-api:progress": api("project", ANNOTATOR),
     "annotations-api:imports": api("project", None, LEAD),
+    "annotations-api:import-job": api("project", LEAD, pk="import_job"),
     "annotations-api:overview": api("project", LEAD),
     "annotations-api:comments": api("project", LEAD),
     "annotations-api:quality": api("project", QUALITY),
@@ -371,6 +381,7 @@ QUERIES = {
     "annotations:qrels-diff": "?old=1&new=1",
     "annotations-api:qrels-diff": "?old=1&new=1",
     "annotations:quality-disagreements": "?a={user_id}",
+    "annotations:quality-disagreements-csv": "?a={user_id}",
 }
 
 

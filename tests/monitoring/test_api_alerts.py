@@ -9,7 +9,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from evalplatform.models import Team
+from monitoring import uploads
 from monitoring.models import AlertEvent, AlertRule, EmbeddingStream, NotificationChannel
+from tests.monitoring.conftest import upload
 from tests.monitoring.test_alerts import monitor
 
 API = "/api/teams/search"
@@ -64,6 +66,28 @@ class TestRulesAndChannels:
         bad_hook = editor.post(f"{API}/channels/", {"name": "x", "kind": "webhook", "target": "ftp://x"},
                                content_type="application/json")  # fmt: skip
         assert bad_hook.status_code == 400 and "target" in bad_hook.json()
+
+    def test_it_suggests_retrieval_names_with_the_cutoff_for_a_retrieval_rule(
+        self, theo: User, team: Team
+    ) -> None:
+        qrels = uploads.qrels_upload(team=team, upload=upload("judged.qrels", "q1 0 d1 1\n"))
+        response = new_rule(
+            client_for(theo),
+            metric="ndgc_cut_10",
+            comparator="<",
+            stream="",
+            qrels=qrels.pk,
+            run_name="nightly",
+        )
+        assert response.status_code == 400
+        message = response.json()["metric"][0]
+        assert message == "unknown metric 'ndgc_cut_10'; did you mean 'ndcg_cut_10' or 'ndcg_exp_cut_10'?"
+        assert "ndcg_at_k" not in message
+        assert not AlertRule.objects.exists()
+
+    def test_it_suggests_embedding_names_for_a_stream_rule(self, theo: User, stream: EmbeddingStream) -> None:
+        message = new_rule(client_for(theo), metric="ndgc_cut_10").json()["metric"][0]
+        assert "ndcg" not in message
 
     def test_it_lets_viewers_read_but_not_write(
         self, theo: User, vera: User, stream: EmbeddingStream

@@ -168,6 +168,8 @@ class TestEvalRetrieval:
             run_command("--qrels", str(qrels_path), "--run", str(run_path), "-m", "mapp")
         with pytest.raises(CommandError, match="did you mean 'ndcg_cut_10'"):
             run_command("--qrels", str(qrels_path), "--run", str(run_path), "-m", "ndcg_cutt_10")
+        with pytest.raises(CommandError, match=r"did you mean 'ndcg_cut_10' or 'ndcg_exp_cut_10'\?$"):
+            run_command("--qrels", str(qrels_path), "--run", str(run_path), "-m", "ndgc_cut_10")
 
     def test_it_says_a_directory_is_not_a_file(self, tmp_path: Path) -> None:
         _, run_path, _, _ = write_files(tmp_path)
