@@ -4,8 +4,15 @@ A rule names any metric of the registry (`evalcore.metrics`), a comparator, a th
 severity: `AlertRule("ndcg_floor", "ndcg_cut_10", "<", 0.35)` works as well for retrieval as
 `DEFAULT_EMBEDDING_RULES` do for embeddings. `evaluate_rules(values, rules)` checks each rule
 against a mapping of metric name to value and returns a `Firing` for each rule that holds. A rule
-whose metric is absent from the values, or NaN, does not fire: a metric that was not computed (the
-drift metrics of a snapshot with no current set) cannot raise an alert.
+whose metric is absent from the values does not fire: a metric that was not computed (the drift
+metrics of a snapshot with no current set) cannot raise an alert.
+
+A metric that was computed but is undefined (None, NaN or infinite: the effective rank of a snapshot
+whose rows are all zeros) is another matter, and each rule says what it means (`on_undefined`):
+"fire" counts it as breaking the threshold (a degenerate snapshot is a collapse, so the default
+collapse rules fire), "keep" decides nothing (an open alert stays open, none opens: the default), and
+"resolve" counts it as not breaking. `evaluate_rules` returns a `Firing` with `value=None` for "fire";
+`is_undefined` tells the caller, who owns the alert's state, when "keep" applies.
 
 Ratios to the dimension ("effective rank below 30% of the dimension") are metrics of their own in
 the registry (`effective_rank_ratio`, `effective_dim_ratio`, `dead_dim_ratio`), so a rule is always
@@ -38,8 +45,16 @@ from evalcore.errors import EvalCoreError
 
 Comparator = Literal[">", ">=", "<", "<="]
 Severity = Literal["info", "warning", "critical"]
+OnUndefined = Literal["keep", "fire", "resolve"]
 COMPARATORS: tuple[Comparator, ...] = get_args(Comparator)
 SEVERITIES: tuple[Severity, ...] = get_args(Severity)
+#: What an undefined value of a rule's metric means; the first is the default.
+ON_UNDEFINED: tuple[OnUndefined, ...] = get_args(OnUndefined)
+ON_UNDEFINED_LABELS: dict[OnUndefined, str] = {
+    "keep": "Keep the alert as it is",
+    "fire": "Fire (count it as breaking the threshold)",
+    "resolve": "Resolve (count it as not breaking the threshold)",
+}
 _OPERATORS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
     ">=": operator.ge,
@@ -88,6 +103,7 @@ class AlertRule:
     severity: Severity = "warning"
     effect: EffectRequirement | None = None
     description: str = ""
+    on_undefined: OnUndefined = "keep"
 
     def __post_init__(self) -> None:
         if not self.name or not self.metric:
@@ -96,6 +112,11 @@ class AlertRule:
         if self.severity not in SEVERITIES:
             raise AlertRuleError(
                 f"rule {self.name!r}: severity must be one of {', '.join(SEVERITIES)}, got {self.severity!r}"
+            )
+        if self.on_undefined not in ON_UNDEFINED:
+            raise AlertRuleError(
+                f"rule {self.name!r}: on_undefined must be one of {', '.join(ON_UNDEFINED)}, "
+                f"got {self.on_undefined!r}"
             )
 
     def describe(self) -> str:
@@ -112,7 +133,7 @@ class Firing:
 
     rule: str
     metric: str
-    value: float
+    value: float | None  # None: undefined, and the rule fires on undefined values
     threshold: float
     severity: Severity
     comparator: Comparator
@@ -136,12 +157,21 @@ class Firing:
         return data
 
 
-def _present(values: Mapping[str, float], metric: str) -> float | None:
+def _present(values: Mapping[str, float | None], metric: str) -> float | None:
     value = values.get(metric)
     if value is None:
         return None
     value = float(value)
-    return None if math.isnan(value) else value
+    return value if math.isfinite(value) else None
+
+
+def is_undefined(values: Mapping[str, float | None], rule: AlertRule) -> bool:
+    """Whether `values` hold the rule's metric (or its effect metric) but undefined: None, NaN or infinite.
+
+    An absent metric is not undefined: it was not computed, and the rule has nothing to say about it.
+    """
+    metrics = [rule.metric, *([rule.effect.metric] if rule.effect is not None else [])]
+    return any(metric in values and _present(values, metric) is None for metric in metrics)
 
 
 def _effect_threshold(rule: AlertRule, effect_thresholds: Mapping[str, float] | None) -> float:
@@ -157,14 +187,20 @@ def _effect_threshold(rule: AlertRule, effect_thresholds: Mapping[str, float] | 
 
 
 def evaluate_rules(
-    values: Mapping[str, float],
+    values: Mapping[str, float | None],
     rules: Iterable[AlertRule],
     *,
     effect_thresholds: Mapping[str, float] | None = None,
 ) -> list[Firing]:
-    """The rules that fire on `values`, in the order given."""
+    """The rules that fire on `values`, in the order given.
+
+    A rule with `on_undefined="fire"` fires on an undefined value (`is_undefined`) with `value=None`.
+    """
     firings = []
     for rule in rules:
+        if rule.on_undefined == "fire" and is_undefined(values, rule):
+            firings.append(_undefined_firing(rule, values, effect_thresholds))
+            continue
         value = _present(values, rule.metric)
         if value is None:
             continue
@@ -192,6 +228,19 @@ def evaluate_rules(
     return firings
 
 
+def _undefined_firing(
+    rule: AlertRule, values: Mapping[str, float | None], effect_thresholds: Mapping[str, float] | None
+) -> Firing:
+    effect_limit = None if rule.effect is None else _effect_threshold(rule, effect_thresholds)
+    return Firing(
+        rule=rule.name, metric=rule.metric, value=_present(values, rule.metric), threshold=rule.threshold,
+        severity=rule.severity, comparator=rule.comparator,
+        effect_metric=None if rule.effect is None else rule.effect.metric,
+        effect_value=None if rule.effect is None else _present(values, rule.effect.metric),
+        effect_threshold=effect_limit,
+    )  # fmt: skip
+
+
 def check_rule_metrics(rules: Iterable[AlertRule], known: Callable[[str], object]) -> None:
     """Raise for a rule whose metric (or effect metric) `known` rejects.
 
@@ -204,26 +253,33 @@ def check_rule_metrics(rules: Iterable[AlertRule], known: Callable[[str], object
             known(rule.effect.metric)
 
 
-#: Seed 004's warning signs and collapse test, and the drift rules of the embedding monitor issue.
+#: Seed 004's warning signs and collapse test, and the drift rules of the embedding monitor issue. The
+#: quality rules fire on an undefined value: a snapshot too degenerate to have an effective rank (rows of
+#: zeros, a single row) is a collapse; an undefined drift figure decides nothing.
 DEFAULT_EMBEDDING_RULES: tuple[AlertRule, ...] = (
     AlertRule(
         "high_avg_cosine", "avg_cosine_similarity", ">", 0.3,
+        on_undefined="fire",
         description="vectors are too similar to each other (a narrow cone)",
     ),
     AlertRule(
         "low_effective_dim", "effective_dim_ratio", "<", 0.2,
+        on_undefined="fire",
         description="the participation ratio is below 20% of the dimension",
     ),
     AlertRule(
         "top10_variance_dominates", "top10_variance_ratio", ">", 0.5,
+        on_undefined="fire",
         description="the top 10 principal directions hold more than half of the variance",
     ),
     AlertRule(
         "dead_dimensions", "dead_dim_ratio", ">", 0.1, severity="critical",
+        on_undefined="fire",
         description="more than 10% of the coordinates have (almost) no variance: collapse",
     ),
     AlertRule(
         "low_effective_rank", "effective_rank_ratio", "<", 0.3, severity="critical",
+        on_undefined="fire",
         description="the effective rank is below 30% of the dimension: collapse",
     ),
     AlertRule(

@@ -257,8 +257,9 @@ class NotificationChannelAdmin(admin.ModelAdmin):
 
 @admin.register(AlertRule)
 class AlertRuleAdmin(admin.ModelAdmin):
-    list_display = ["name", "team", "metric", "comparator", "threshold", "severity", "consecutive", "enabled"]
-    list_filter = ["team", "severity", "enabled"]
+    list_display = ["name", "team", "metric", "comparator", "threshold", "severity", "consecutive", "on_undefined",
+                    "enabled"]  # fmt: skip
+    list_filter = ["team", "severity", "on_undefined", "enabled"]
     search_fields = ["name", "metric"]
     list_select_related = ["team", "stream", "qrels"]
     raw_id_fields = ["stream", "qrels"]
@@ -272,6 +273,7 @@ class AlertEventAdmin(ReadOnlyAdmin):
         "team",
         "status",
         "value",
+        "latest_value",
         "threshold",
         "observations",
         "opened_at",

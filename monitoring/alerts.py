@@ -8,6 +8,12 @@ fires: it opens an event, or, if one is already open, counts one more observatio
 notification: events are deduplicated). When the latest observation no longer breaks it, the open
 event resolves.
 
+An undefined value (NULL, never NaN: a snapshot of rows of zeros has no effective rank) is what the
+rule's `on_undefined` says: "fire" counts it as breaking (the default collapse rules: a degenerate
+snapshot is a collapse), "resolve" as not breaking, and "keep" (the default) decides nothing: an open
+event stays open, showing the undefined latest value, and none opens (an undefined value also breaks a
+run of `consecutive` ones).
+
 Opening and resolving notify the rule's channels through `Notification` jobs, unless the rule notified
 an opening within its cooldown (a flapping rule then notifies once). `monitoring.notifications` sends
 them (email, or a webhook's Slack-compatible JSON POST), on their own queue.
@@ -16,7 +22,6 @@ them (email, or a webhook's Slack-compatible JSON POST), on their own queue.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -27,7 +32,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from evalcore.alerts import AlertRule as RuleSpec
-from evalcore.alerts import AlertRuleError, EffectRequirement, evaluate_rules
+from evalcore.alerts import AlertRuleError, EffectRequirement, evaluate_rules, is_undefined
+from evalcore.jsonable import json_number
 from evalcore.metrics import Family, UnknownMetricError, metric_registry
 from evalplatform.auth import User
 from evalplatform.jobs import JobError, JobStatus, job_enqueue_on_commit
@@ -62,7 +68,7 @@ def rule_spec(rule: AlertRule) -> RuleSpec:
     effect = EffectRequirement(rule.effect_metric, rule.effect_threshold) if rule.effect_metric else None
     return RuleSpec(
         name=rule.name, metric=rule.metric, comparator=rule.comparator, threshold=rule.threshold,  # type: ignore[arg-type]
-        severity=rule.severity, effect=effect,  # type: ignore[arg-type]
+        severity=rule.severity, effect=effect, on_undefined=rule.on_undefined,  # type: ignore[arg-type]
     )  # fmt: skip
 
 
@@ -79,6 +85,7 @@ def alert_rule_create(
     cooldown_minutes: int = 60,
     effect_metric: str = "",
     effect_threshold: float | None = None,
+    on_undefined: str = AlertRule.OnUndefined.KEEP,
     stream: EmbeddingStream | None = None,
     qrels: QrelsSource | None = None,
     run_name: str = "",
@@ -88,7 +95,7 @@ def alert_rule_create(
     """A rule on a stream's monitor runs, or on the evaluations of runs named `run_name` on `qrels`.
 
     Raises `JobError` (a message for the user) for an unknown metric (with the closest names), a bad
-    comparator, severity or threshold, or a series of another team.
+    comparator, severity, threshold or `on_undefined`, or a series of another team.
     """
     registry = metric_registry()
     # Close names are suggested from what the series reports: evaluations of runs are retrieval measures.
@@ -99,7 +106,7 @@ def alert_rule_create(
             registry.resolve(effect_metric, suggest_from=family)
         rule_spec_check = RuleSpec(
             name=name or "rule", metric=metric, comparator=comparator, threshold=float(threshold),  # type: ignore[arg-type]
-            severity=severity,  # type: ignore[arg-type]
+            severity=severity, on_undefined=on_undefined,  # type: ignore[arg-type]
             effect=EffectRequirement(effect_metric, effect_threshold) if effect_metric else None,
         )  # fmt: skip
     except (UnknownMetricError, AlertRuleError, TypeError, ValueError) as error:
@@ -116,8 +123,8 @@ def alert_rule_create(
     rule = AlertRule.objects.create(
         team=team, name=rule_spec_check.name, metric=metric, comparator=comparator, threshold=float(threshold),
         severity=severity, consecutive=consecutive, cooldown_minutes=cooldown_minutes, effect_metric=effect_metric,
-        effect_threshold=effect_threshold, stream=stream, qrels=qrels, run_name=run_name.strip(),
-        created_by=created_by,
+        effect_threshold=effect_threshold, on_undefined=on_undefined, stream=stream, qrels=qrels,
+        run_name=run_name.strip(), created_by=created_by,
     )  # fmt: skip
     rule.channels.set(list(channels))
     return rule
@@ -147,6 +154,7 @@ def default_stream_rules(
                 channels=channels,
                 effect_metric=spec.effect.metric if spec.effect else "",
                 effect_threshold=spec.effect.threshold if spec.effect else None,
+                on_undefined=spec.on_undefined,
             )  # fmt: skip
         )
     return made
@@ -157,17 +165,14 @@ def default_stream_rules(
 
 @dataclass(frozen=True)
 class Observation:
-    """One point of a rule's series: its values (the rule's metric and effect metric), when and from what."""
+    """One point of a rule's series: its values (the rule's metric and effect metric; None when undefined),
+    when and from what."""
 
-    values: dict[str, float]
+    values: dict[str, float | None]
     observed_at: datetime
     source: str
     source_url: str
     effect_thresholds: dict[str, float]
-
-
-def _number(value: float | None) -> float:
-    return math.nan if value is None else float(value)
 
 
 def _stream_observations(rule: AlertRule, *, upto: MonitorRun) -> list[Observation]:
@@ -179,11 +184,11 @@ def _stream_observations(rule: AlertRule, *, upto: MonitorRun) -> list[Observati
         .order_by("-observed_at", "-pk")[: rule.consecutive]
     )
     metrics = [rule.metric, *([rule.effect_metric] if rule.effect_metric else [])]
-    values: dict[int, dict[str, float]] = {run.pk: {} for run in runs}
+    values: dict[int, dict[str, float | None]] = {run.pk: {} for run in runs}
     for run_id, metric, value in MonitorValue.objects.filter(run__in=runs, metric__in=metrics).values_list(
         "run_id", "metric", "value"
     ):
-        values[run_id][metric] = _number(value)
+        values[run_id][metric] = json_number(value)
     return [
         Observation(
             values=values[run.pk],
@@ -213,7 +218,9 @@ def _evaluation_observations(rule: AlertRule, *, upto: Evaluation) -> list[Obser
         .order_by("-finished_at", "-pk")[: rule.consecutive]
     )  # fmt: skip
     results = EvaluationResult.objects.filter(evaluation__in=evaluations, measure=rule.metric)
-    values = {row["evaluation_id"]: _number(row["value"]) for row in results.values("evaluation_id", "value")}
+    values = {
+        row["evaluation_id"]: json_number(row["value"]) for row in results.values("evaluation_id", "value")
+    }
     return [
         Observation(
             values={rule.metric: values[evaluation.pk]} if evaluation.pk in values else {},
@@ -270,6 +277,8 @@ def _check(rule: AlertRule, observations: list[Observation]) -> AlertEvent | Non
     latest = observations[-1]
     if len(observations) >= rule.consecutive and all(firings):
         return _open_or_extend(rule, latest, firings[-1])
+    if rule.on_undefined == AlertRule.OnUndefined.KEEP and is_undefined(latest.values, rule_spec(rule)):
+        return _keep(rule, latest)
     if firings[-1] is None:
         return _resolve(rule, latest)
     return None
@@ -308,6 +317,15 @@ def _open_or_extend(rule: AlertRule, latest: Observation, firing: Any) -> AlertE
     if event.notified:
         _notify(event, kind=Notification.Kind.OPENED)
     return event
+
+
+def _keep(rule: AlertRule, latest: Observation) -> AlertEvent | None:
+    """An undefined value under "keep": the open event stays open, its latest value now undefined."""
+    unresolved = [AlertEvent.Status.OPEN, AlertEvent.Status.ACKNOWLEDGED]
+    AlertEvent.objects.filter(rule=rule, status__in=unresolved, last_seen_at__lte=latest.observed_at).update(
+        latest_value=None
+    )
+    return AlertEvent.objects.filter(rule=rule, status__in=unresolved).first()
 
 
 @transaction.atomic

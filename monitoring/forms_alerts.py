@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from evalcore.alerts import COMPARATORS, SEVERITIES
 from evalplatform.jobs import JobError
 from evalplatform.models import Team
-from monitoring.models import EmbeddingStream, NotificationChannel, QrelsSource
+from monitoring.models import AlertRule, EmbeddingStream, NotificationChannel, QrelsSource
 from monitoring.notifications import webhook_url_check
 
 
@@ -27,6 +27,13 @@ class RuleForm(forms.Form):
     )
     cooldown_minutes = forms.IntegerField(
         min_value=0, initial=60, help_text="Notify at most once in this many minutes."
+    )
+    on_undefined = forms.ChoiceField(
+        label="When the value is undefined",
+        choices=AlertRule.OnUndefined.choices,
+        required=False,  # a form posted without it gets the model's default
+        initial=AlertRule._meta.get_field("on_undefined").default,
+        help_text=AlertRule._meta.get_field("on_undefined").help_text,
     )
     stream = forms.ModelChoiceField(
         queryset=EmbeddingStream.objects.none(), required=False, help_text="Watch a stream..."
@@ -55,6 +62,7 @@ class RuleForm(forms.Form):
             raise ValidationError("Choose a stream, or a qrels source with a run name.")
         if cleaned.get("qrels") and not (cleaned.get("run_name") or "").strip():
             self.add_error("run_name", "Name the runs the rule watches.")
+        cleaned["on_undefined"] = cleaned.get("on_undefined") or self.fields["on_undefined"].initial
         return cleaned
 
 

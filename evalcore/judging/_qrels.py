@@ -37,6 +37,7 @@ from evalcore.aggregation import (
 )
 from evalcore.agreement import LongLabels
 from evalcore.errors import EvalCoreError
+from evalcore.jsonable import json_finite
 from evalcore.judging._answers import Answers, Pairs
 from evalcore.judging._quality import agreement_values
 from evalcore.judging._reliability import (
@@ -501,9 +502,10 @@ def qrels_trec(judgments: Iterable[Judgment]) -> str:
 
 
 def qrels_jsonl(judgments: Iterable[Judgment]) -> str:
-    """One JSON object per judgment with its labels' provenance, in the order given."""
+    """One JSON object per judgment with its labels' provenance, in the order given (an undefined score as
+    null: strict JSON, which a NaN would break)."""
     return "".join(
-        json.dumps(j.fields(), ensure_ascii=True, separators=(",", ":"), allow_nan=False) + "\n"
+        json.dumps(json_finite(j.fields()), ensure_ascii=True, separators=(",", ":"), allow_nan=False) + "\n"
         for j in judgments
     )
 

@@ -82,6 +82,11 @@ class RuleIn(serializers.Serializer):
     cooldown_minutes = serializers.IntegerField(min_value=0, max_value=60 * 24 * 30, default=60)
     effect_metric = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     effect_threshold = serializers.FloatField(required=False, allow_null=True, default=None)
+    on_undefined = serializers.ChoiceField(
+        choices=AlertRule.OnUndefined.choices, default=AlertRule._meta.get_field("on_undefined").default,
+        help_text="What an undefined value of the metric means: keep (the alert stays as it is), fire (it "
+        "breaks the threshold: the default collapse rules) or resolve (it does not).",
+    )  # fmt: skip
     stream = serializers.SlugField(required=False, allow_blank=True, default="", help_text="A stream's slug.")
     qrels = serializers.IntegerField(
         required=False, allow_null=True, default=None, help_text="A qrels source id."
@@ -121,6 +126,7 @@ class RuleOut(serializers.Serializer):
     cooldown_minutes = serializers.IntegerField()
     effect_metric = serializers.CharField()
     effect_threshold = serializers.FloatField(allow_null=True)
+    on_undefined = serializers.ChoiceField(choices=AlertRule.OnUndefined.choices)
     stream = serializers.CharField(source="stream.slug", allow_null=True, default=None)
     qrels = serializers.IntegerField(source="qrels_id", allow_null=True)
     run_name = serializers.CharField()
@@ -144,8 +150,8 @@ class EventOut(serializers.Serializer):
     metric = serializers.CharField(source="rule.metric")
     severity = serializers.CharField(source="rule.severity")
     status = serializers.ChoiceField(choices=AlertEvent.Status.choices)
-    value = serializers.FloatField()
-    latest_value = serializers.FloatField(allow_null=True)
+    value = serializers.FloatField(allow_null=True, help_text="Null when undefined.")
+    latest_value = serializers.FloatField(allow_null=True, help_text="Null when undefined.")
     threshold = serializers.FloatField()
     effect_value = serializers.FloatField(allow_null=True)
     effect_threshold = serializers.FloatField(allow_null=True)

@@ -4,7 +4,9 @@ A rule watches one metric of the registry on one series: an embedding stream's m
 evaluations of a team's runs of one name on one qrels source (a nightly run, say). It fires when the
 last `consecutive` values all break the threshold (and, for a drift rule, the effect size is large
 enough). A firing rule opens one event, which stays open (deduplicated) until a value no longer breaks
-the threshold; it can be acknowledged meanwhile. Opening and resolving notify the rule's channels by
+the threshold; it can be acknowledged meanwhile. An undefined value (stored as NULL: a degenerate
+snapshot has no effective rank) is what the rule's `on_undefined` says: a breaking value, nothing (the
+event stays as it is: the default), or a value that does not break the threshold. Opening and resolving notify the rule's channels by
 email or webhook, at most once per `cooldown_minutes`, so a rule firing on every run notifies once.
 """
 
@@ -15,7 +17,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from evalcore.alerts import COMPARATORS, SEVERITIES
+from evalcore.alerts import COMPARATORS, ON_UNDEFINED, ON_UNDEFINED_LABELS, SEVERITIES
 from evalplatform.jobs import Job
 from evalplatform.models import Team
 from monitoring.models.monitors import EmbeddingStream
@@ -65,6 +67,9 @@ class AlertRule(models.Model):
 
     Comparator = models.TextChoices("Comparator", [(f"C{i}", (c, c)) for i, c in enumerate(COMPARATORS)])  # type: ignore[call-overload]
     Severity = models.TextChoices("Severity", [(s.upper(), (s, s.capitalize())) for s in SEVERITIES])  # type: ignore[call-overload]
+    OnUndefined = models.TextChoices(  # type: ignore[call-overload]
+        "OnUndefined", [(o.upper(), (o, ON_UNDEFINED_LABELS[o])) for o in ON_UNDEFINED]
+    )
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="alert_rules")
     name = models.CharField(max_length=200)
@@ -86,6 +91,10 @@ class AlertRule(models.Model):
     cooldown_minutes = models.PositiveIntegerField(
         default=60, help_text="Notify at most once in this many minutes for this rule."
     )
+    on_undefined = models.CharField(
+        max_length=8, choices=OnUndefined.choices, default=ON_UNDEFINED[0],
+        help_text="What an undefined value of the metric (a degenerate snapshot's effective rank) means.",
+    )  # fmt: skip
     # The series: a stream, or the evaluations of the runs named `run_name` on `qrels`.
     stream = models.ForeignKey(
         EmbeddingStream, on_delete=models.CASCADE, null=True, blank=True, related_name="alert_rules"
@@ -133,8 +142,8 @@ class AlertEvent(models.Model):
     rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="events")
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="alert_events")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.OPEN)
-    value = models.FloatField(help_text="The value that opened it.")
-    latest_value = models.FloatField(null=True)
+    value = models.FloatField(null=True, help_text="The value that opened it; null when undefined.")
+    latest_value = models.FloatField(null=True, help_text="Null when undefined.")
     threshold = models.FloatField()
     effect_value = models.FloatField(null=True, blank=True)
     effect_threshold = models.FloatField(null=True, blank=True)

@@ -52,6 +52,7 @@ from monitoring.monitors.runs import (
     stream_tick,
 )
 from monitoring.monitors.selectors import (
+    UNDEFINED,
     MetricSeries,
     SeriesPoint,
     get_run,
@@ -108,6 +109,7 @@ __all__ = [
     "monitor_run_create",
     "planned_chunks",
     "schedule_text",
+    "UNDEFINED",
     "series_table",
     "snapshot_from_vectors",
     "snapshot_upload",

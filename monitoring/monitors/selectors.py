@@ -11,6 +11,7 @@ from django.db.models import F, QuerySet
 from django.shortcuts import get_object_or_404
 
 from evalcore.embeddings import DRIFT_METRICS, QUALITY_METRICS
+from evalcore.jsonable import json_number
 from evalplatform.jobs import (
     JobStatus,
 )
@@ -60,6 +61,10 @@ def get_run(*, stream: EmbeddingStream, pk: Any) -> MonitorRun:
     return get_object_or_404(stream_runs(stream=stream), pk=pk)  # type: ignore[no-any-return]
 
 
+#: How a table or a page shows a metric that was computed but is undefined (stored as NULL).
+UNDEFINED = "undefined"
+
+
 @dataclass(frozen=True)
 class SeriesPoint:
     run_id: int
@@ -102,7 +107,7 @@ def stream_series(*, stream: EmbeddingStream) -> list[MetricSeries]:
                 observed_at=run["observed_at"],
                 label=run["snapshot__label"],
                 is_reference=run["snapshot_id"] == run["reference_id"],
-                value=value,
+                value=json_number(value),  # NULL; a NaN or infinity written before NULLs were enforced too
             )  # fmt: skip
         )
     for series in found.values():
@@ -120,7 +125,9 @@ def stream_series(*, stream: EmbeddingStream) -> list[MetricSeries]:
 
 
 def series_table(series: list[MetricSeries]) -> tuple[list[str], list[list[Any]]]:
-    """The series as one wide table: a row per run (observed time order), a column per metric."""
+    """The series as one wide table: a row per run (observed time order), a column per metric; a metric
+    the run computed but found undefined reads `UNDEFINED`, one it did not compute (drift on the
+    reference's own run) None."""
     metrics = [s.metric for s in series]
     rows: dict[int, dict[str, Any]] = {}
     for s in series:
@@ -129,7 +136,7 @@ def series_table(series: list[MetricSeries]) -> tuple[list[str], list[list[Any]]
                 point.run_id,
                 {"observed_at": point.observed_at, "label": point.label, "reference": point.is_reference},
             )
-            row[s.metric] = point.value
+            row[s.metric] = UNDEFINED if point.value is None else point.value
     ordered = sorted(rows.items(), key=lambda item: (item[1]["observed_at"], item[0]))
     header = ["observed_at", "run", "snapshot", "is_reference", *metrics]
     return header, [

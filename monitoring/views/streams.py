@@ -81,6 +81,10 @@ def spectrum_csv(request: HttpRequest, team: str, stream: str) -> HttpResponse:
     return csv_response(filename, ["rank", "snapshot_eigenvalue", "reference_eigenvalue"], rows)
 
 
+def _shown(value: float | None) -> float | str:
+    return monitors.UNDEFINED if value is None else value
+
+
 @login_required
 @require_safe
 def alerts_csv(request: HttpRequest, team: str, stream: str) -> HttpResponse:
@@ -88,8 +92,8 @@ def alerts_csv(request: HttpRequest, team: str, stream: str) -> HttpResponse:
     header = ["rule", "metric", "severity", "status", "value", "threshold", "latest_value", "observations",
               "observed_at", "opened_at", "resolved_at", "acknowledged_by"]  # fmt: skip
     rows = [
-        [event.rule.name, event.rule.metric, event.rule.severity, event.status, event.value, event.threshold,
-         event.latest_value, event.observations, event.observed_at.isoformat(), event.opened_at.isoformat(),
+        [event.rule.name, event.rule.metric, event.rule.severity, event.status, _shown(event.value), event.threshold,
+         _shown(event.latest_value), event.observations, event.observed_at.isoformat(), event.opened_at.isoformat(),
          event.resolved_at.isoformat() if event.resolved_at else None,
          event.acknowledged_by.get_username() if event.acknowledged_by else None]
         for event in monitors.stream_events(stream=found, limit=10_000)

@@ -13,6 +13,7 @@ from evalcore.alerts import (
     EffectRequirement,
     check_rule_metrics,
     evaluate_rules,
+    is_undefined,
 )
 from evalcore.embeddings import METRIC_SPECS
 from evalcore.metrics import MetricRegistry, UnknownMetricError, metric_registry
@@ -40,7 +41,7 @@ class TestAlertRule:
             "severity": "critical", "comparator": "<",
         }  # fmt: skip
 
-    def test_it_skips_a_rule_whose_metric_is_missing_or_nan(self) -> None:
+    def test_it_skips_a_rule_whose_metric_is_missing_or_nan_by_default(self) -> None:
         rule = AlertRule("r", "mmd_p_value", "<", 0.01, effect=EffectRequirement("mmd2", 0.0))
         assert fired({}, [rule]) == []
         assert fired({"mmd_p_value": math.nan, "mmd2": 1.0}, [rule]) == []
@@ -63,6 +64,36 @@ class TestAlertRule:
         fields = {"name": "r", "metric": "x", "comparator": ">", "threshold": 1.0} | kwargs
         with pytest.raises(AlertRuleError, match=message):
             AlertRule(**fields)
+
+
+class TestUndefinedValues:
+    @pytest.mark.parametrize("undefined", [None, math.nan, math.inf, -math.inf])
+    def test_it_fires_on_an_undefined_value_only_when_the_rule_says_so(self, undefined) -> None:
+        rules = [AlertRule(f"r_{policy}", "effective_rank_ratio", "<", 0.3, on_undefined=policy)
+                 for policy in ("keep", "fire", "resolve")]  # fmt: skip
+        [firing] = evaluate_rules({"effective_rank_ratio": undefined}, rules)
+        assert (firing.rule, firing.value, firing.to_dict()["value"]) == ("r_fire", None, None)
+        assert all(is_undefined({"effective_rank_ratio": undefined}, rule) for rule in rules)
+
+    def test_it_tells_an_undefined_metric_from_an_absent_one(self) -> None:
+        rule = AlertRule(
+            "r", "mmd_p_value", "<", 0.01, effect=EffectRequirement("mmd2", 0.0), on_undefined="fire"
+        )
+        assert not is_undefined({}, rule) and fired({}, [rule]) == []
+        assert is_undefined({"mmd_p_value": 0.5, "mmd2": math.nan}, rule)
+        assert fired({"mmd_p_value": 0.5, "mmd2": math.nan}, [rule]) == ["r"]
+        assert not is_undefined({"mmd_p_value": 0.5, "mmd2": 0.1}, rule)
+
+    def test_it_treats_a_degenerate_snapshot_as_a_collapse_by_default(self) -> None:
+        degenerate = {"effective_rank_ratio": None, "effective_dim_ratio": None, "top10_variance_ratio": None,
+                      "dead_dim_ratio": 1.0, "avg_cosine_similarity": 0.0}  # fmt: skip
+        assert fired(degenerate, DEFAULT_EMBEDDING_RULES) == [
+            "low_effective_dim", "top10_variance_dominates", "dead_dimensions", "low_effective_rank",
+        ]  # fmt: skip
+
+    def test_it_refuses_an_unknown_policy(self) -> None:
+        with pytest.raises(AlertRuleError, match="on_undefined must be one of keep, fire, resolve"):
+            AlertRule("r", "x", ">", 1.0, on_undefined="shrug")  # type: ignore[arg-type]
 
 
 class TestEffectRequirement:
