@@ -172,6 +172,18 @@ class TestRecommendationEvaluations:
         want = evaluate_recommendations(replace(files.data, head_share=0.5))
         assert stored(top5) == pytest.approx(same(want), abs=1e-12)
 
+    def test_it_scores_at_a_k_longer_than_every_list_as_the_core(self, team: Team, tmp_path: Path) -> None:
+        texts = {"recs": "user,item,rank\nu1,a,1\n", "interactions": "user,item\nu1,a\nu1,b\n"}
+        chosen = recsys_fraud.recommendation_set_upload(team=team, **recsys_uploads(texts))
+        evaluation = evaluated_recsys(chosen, k=5)
+        values = stored(evaluation)
+        assert evaluation.summary["k"] == 5
+        assert values["precision_at_k"] == pytest.approx(0.2, abs=1e-12)
+        assert values["ndcg_at_k"] == pytest.approx(0.6131471927654584, abs=1e-12)
+        paths = written(tmp_path, texts)
+        files = read_recsys_files(paths["recs"], paths["interactions"], k=5)
+        assert values == pytest.approx(same(evaluate_recommendations(files.data, k=5)), abs=1e-12)
+
     def test_it_draws_the_lorenz_curve_whose_area_gives_the_gini(
         self, recommendations: RecommendationSet
     ) -> None:
