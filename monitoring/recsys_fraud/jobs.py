@@ -250,6 +250,8 @@ def _evaluate_scores(evaluation: FraudScoreEvaluation, progress: ProgressFn) -> 
         "n_positive": curve.n_positive,
         "n_negative": curve.n_negative,
         "operating_threshold": json_number(evaluated.operating_threshold),
+        "operating_rule": evaluated.operating.rule,
+        "operating_note": evaluated.operating.note,
         "confusion": {"tp": cost.tp, "fp": cost.fp, "tn": cost.tn, "fn": cost.fn},
         "flag_nothing_cost": cost.flag_nothing_cost,
         "flag_everything_cost": cost.flag_everything_cost,

@@ -367,6 +367,24 @@ class TestFraudEvaluations:
                 recsys_fraud.fraud_evaluation_create(score_set=scores, options=FraudOptions(**changes))
             assert refused.value.field == field
 
+    def test_it_flags_nothing_when_the_target_catches_no_fraud_and_says_so(self, team: Team) -> None:
+        rows = "".join(f"t{i},{float(s)!r},{int(i == 9)}\n" for i, s in enumerate(np.linspace(0.9, 0.1, 10)))
+        ten = recsys_fraud.fraud_score_set_upload(
+            team=team, scores=csv_file("ten.csv", "id,score,label\n" + rows)
+        )
+        evaluation = evaluated_fraud(ten, FraudOptions(target_fpr=0.25))
+        assert stored(evaluation)["total_cost"] == 1.0 == evaluation.summary["flag_nothing_cost"]
+        assert (
+            evaluation.summary["confusion"]["fp"] == 0
+            and evaluation.summary["operating_rule"] == "flag_nothing"
+        )
+        assert "catches a fraud" in evaluation.summary["operating_note"]
+        assert evaluation.curves["operating"]["note"] == evaluation.summary["operating_note"]
+        legit = recsys_fraud.fraud_score_set_upload(
+            team=team, scores=csv_file("legit.csv", "id,score,label\na,0.9,0\nb,0.5,0\nc,0.1,0\n")
+        )
+        assert stored(evaluated_fraud(legit, FraudOptions(target_fpr=0.5)))["total_cost"] == 0.0
+
     def test_it_says_which_metrics_lack_an_input(self, team: Team) -> None:
         plain = recsys_fraud.fraud_score_set_upload(
             team=team, scores=csv_file("plain.csv", "id,score,label\na,0.9,1\nb,0.1,0\nc,0.5,0\n")

@@ -15,6 +15,7 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from evalcore.fraud import FraudOptions
 from evalplatform.models import Team
 from monitoring import recsys_fraud
 from monitoring.demo import FRAUD_OPTIONS, demo_fraud_text, demo_recsys_texts
@@ -316,6 +317,20 @@ class TestFraudDashboard:
         confusion = fraud_done.summary["confusion"]
         assert f'<td class="num" id="confusion-tp">{confusion["tp"]}</td>' in page
         assert "Detection rate at target FPR" in page and "median" in page and " h" in page
+
+    def test_it_says_when_the_operating_point_flags_nothing(
+        self, client: Client, vera: User, team: Team
+    ) -> None:
+        rows = "".join(f"t{i},0.{9 - i},{int(i == 8)}\n" for i in range(9))
+        eight = recsys_fraud.fraud_score_set_upload(
+            team=team, scores=csv_file("s.csv", "id,score,label\n" + rows)
+        )
+        evaluation = recsys_fraud.fraud_evaluation_create(
+            score_set=eight, options=FraudOptions(target_fpr=0.25), enqueue=False
+        )
+        assert recsys_fraud.fraud_evaluation_run(evaluation_id=evaluation.pk).status == "done"
+        page = logged_in(client, vera).get(evaluation.get_absolute_url()).content.decode()
+        assert "Flagging nothing: no threshold within the target FPR catches a fraud." in page
 
     def test_it_serves_every_table_as_csv_equal_to_the_stored_rows(
         self, client: Client, vera: User, fraud_done: FraudScoreEvaluation
