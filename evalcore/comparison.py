@@ -2,6 +2,12 @@
 
 Every pair of runs is tested on every measure, and the p-values of the whole family (pairs × measures)
 are corrected together, so adding a measure makes each claim more conservative, as it should.
+
+Two sets of queries are involved, and each figure says which it averages over. A run's mean and its
+interval (`measure_summary`) follow trec_eval's rule, as `eval_retrieval` and the web's evaluation do:
+the qrels queries the run answered, or with `complete` (-c) every qrels query, a missing one as 0; the
+interval is `DEFAULT_BOOTSTRAP`'s. The paired tests need every run on the same queries
+(`align_results`): those any run answered (or every qrels query with -c), a run's missing ones as 0.
 """
 
 from __future__ import annotations
@@ -13,15 +19,55 @@ from itertools import combinations
 import numpy as np
 
 from evalcore.errors import EvalCoreError
+from evalcore.jsonable import json_number
 from evalcore.retrieval import RetrievalResult
-from evalcore.stats import CorrectionMethod, PairedTestName, adjust_p_values, bootstrap_ci, paired_test
+from evalcore.stats import (
+    DEFAULT_BOOTSTRAP,
+    BootstrapOptions,
+    CorrectionMethod,
+    PairedTestName,
+    adjust_p_values,
+    paired_test,
+)
 
 
 @dataclass(frozen=True)
 class RunSummary:
+    """A run's mean of one measure, its interval (NaN without one) and how many queries it averages."""
+
     mean: float
     ci_low: float
     ci_high: float
+    n_queries: int = 0
+
+
+def mean_rule(*, complete: bool) -> str:
+    """In words, the queries a run's mean averages over (trec_eval's rule)."""
+    if complete:
+        return "every qrels query, those the run did not answer as 0 (trec_eval -c)"
+    return "the qrels queries the run answered (trec_eval's default)"
+
+
+def paired_rule(*, complete: bool) -> str:
+    """In words, the queries the paired tests and differences are computed on."""
+    if complete:
+        return "every qrels query, a run's missing ones as 0"
+    return "the qrels queries any of the runs answered, a run's missing ones as 0"
+
+
+def measure_summary(
+    result: RetrievalResult, measure: str, *, bootstrap: BootstrapOptions = DEFAULT_BOOTSTRAP
+) -> RunSummary:
+    """The run's aggregate of `measure` as `evaluate` gives it (its `complete` decides the queries), with
+    the percentile bootstrap interval of `bootstrap` for a mean over at least two finite values."""
+    spec = next(s for s in result.specs if s.key == measure)
+    _, values = result.per_query_array(measure)
+    finite = values[np.isfinite(values)]
+    low = high = float("nan")
+    if spec.measure.aggregate == "mean" and finite.size >= 2:
+        interval = bootstrap.interval(finite)
+        low, high = interval.low, interval.high
+    return RunSummary(float(result.aggregate[measure]), float(low), float(high), int(values.size))
 
 
 @dataclass(frozen=True)
@@ -39,21 +85,30 @@ class PairComparison:
 class Comparison:
     runs: dict[str, dict[str, RunSummary]]
     pairs: list[PairComparison]
-    n_queries: int
+    n_queries: int  # the paired tests' queries
     test: PairedTestName
     correction: CorrectionMethod
     alpha: float
     confidence: float
+    means_over: str = ""  # the rule of the runs' means, in words
+    pairs_over: str = ""  # the rule of the paired queries, in words
 
     def as_dict(self) -> dict[str, object]:
-        """The JSON contract of `compare_runs --json`."""
+        """The JSON contract of `compare_runs --json` (NaN, an interval not drawn, as null)."""
         return {
+            "means_over": self.means_over,
+            "pairs_over": self.pairs_over,
+            "n_queries_paired": self.n_queries,
             "runs": {
-                name: {measure: asdict(summary) for measure, summary in measures.items()}
+                name: {
+                    measure: {key: json_number(value) if isinstance(value, float) else value
+                              for key, value in asdict(summary).items()}
+                    for measure, summary in measures.items()
+                }
                 for name, measures in self.runs.items()
             },
             "pairs": [asdict(pair) for pair in self.pairs],
-        }
+        }  # fmt: skip
 
 
 def compare_scores(
@@ -63,13 +118,18 @@ def compare_scores(
     correction: CorrectionMethod = "holm",
     alpha: float = 0.05,
     confidence: float = 0.95,
-    n_resamples: int = 10_000,
+    n_resamples: int = DEFAULT_BOOTSTRAP.n_resamples,
     seed: int = 0,
+    runs: Mapping[str, Mapping[str, RunSummary]] | None = None,
+    means_over: str = "",
+    pairs_over: str = "",
 ) -> Comparison:
     """Compare runs given their per-query scores, aligned on the same queries.
 
     ``scores[run][measure]`` is a 1-D array with one value per query, in the same query order for
-    every run. ``diff`` is ``mean(a) - mean(b)``: positive means run ``a`` scored higher.
+    every run. ``diff`` is ``mean(a) - mean(b)`` over those queries: positive means run ``a`` scored
+    higher. ``runs``: each run's summaries as reported (`measure_summary`, on trec_eval's rule);
+    without them, the means and intervals are over the aligned queries.
     """
     names = list(scores)
     if len(names) < 2:
@@ -82,13 +142,13 @@ def compare_scores(
     if n_queries == 0:
         raise EvalCoreError("no query is evaluated in every run")
 
-    runs = {
-        name: {
-            m: _summary(np.asarray(scores[name][m], dtype=np.float64), confidence, n_resamples, seed)
-            for m in measures
+    bootstrap = BootstrapOptions(n_resamples=n_resamples, confidence=confidence, seed=seed)
+    summaries = {
+        name: dict(runs[name]) if runs is not None else {
+            m: _summary(np.asarray(scores[name][m], dtype=np.float64), bootstrap) for m in measures
         }
         for name in names
-    }
+    }  # fmt: skip
     raw: list[tuple[str, str, str, float, float]] = []
     for a, b in combinations(names, 2):
         for measure in measures:
@@ -103,12 +163,14 @@ def compare_scores(
         PairComparison(a, b, measure, diff, p_value, float(adjusted), bool(sig))
         for (a, b, measure, diff, p_value), adjusted, sig in zip(raw, p_adjusted, significant, strict=True)
     ]
-    return Comparison(runs, pairs, n_queries, test, correction, alpha, confidence)
+    return Comparison(
+        summaries, pairs, n_queries, test, correction, alpha, confidence, means_over, pairs_over
+    )
 
 
-def _summary(values: np.ndarray, confidence: float, n_resamples: int, seed: int) -> RunSummary:
-    interval = bootstrap_ci(values, n_resamples=n_resamples, confidence=confidence, seed=seed)
-    return RunSummary(float(values.mean()), float(interval.low), float(interval.high))
+def _summary(values: np.ndarray, bootstrap: BootstrapOptions) -> RunSummary:
+    interval = bootstrap.interval(values)
+    return RunSummary(float(values.mean()), float(interval.low), float(interval.high), int(values.size))
 
 
 def align_results(

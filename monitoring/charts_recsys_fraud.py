@@ -211,11 +211,27 @@ def cost_figure(
     return figure_data(figure)
 
 
+#: The units a delay in seconds is drawn in, largest first.
+DELAY_UNITS: tuple[tuple[str, float], ...] = (("d", 86_400.0), ("h", 3_600.0), ("min", 60.0), ("s", 1.0))
+
+
+def delay_unit(ttd: dict[str, Any], *, unit: str) -> tuple[str, float]:
+    """The unit to draw the delays in and its size in the file's unit: for timestamps in seconds, the
+    largest of d, h, min and s in which the longest delay is at least 2 (a week of delays reads in
+    days, not as 604800); numeric timestamps keep the file's own unit."""
+    if unit != "seconds":
+        return unit, 1.0
+    longest = max(ttd["edges"], default=0.0)
+    return next(((name, size) for name, size in DELAY_UNITS if longest >= 2 * size), ("s", 1.0))
+
+
 def ttd_figure(ttd: dict[str, Any], *, unit: str) -> dict[str, Any]:
-    """How many detected entities were flagged within each delay after their first fraud."""
+    """How many detected entities were flagged within each delay after their first fraud, in the
+    readable unit of `delay_unit` (the axis title names it)."""
     import plotly.graph_objects as go
 
-    edges, counts = ttd["edges"], ttd["counts"]
+    unit, size = delay_unit(ttd, unit=unit)
+    edges, counts = [edge / size for edge in ttd["edges"]], ttd["counts"]
     figure = go.Figure(
         go.Bar(
             x=[(edges[i] + edges[i + 1]) / 2 for i in range(len(counts))], y=counts,

@@ -24,11 +24,11 @@ from django.db import transaction
 
 from annotations.qrels import qrels_export
 from evalcore import trec
-from evalcore.comparison import align_results, compare_scores
+from evalcore.comparison import align_results, compare_scores, measure_summary
 from evalcore.jsonable import json_number, json_numbers
 from evalcore.retrieval import Qrels, RetrievalResult, evaluate, parse_measures
 from evalcore.retrieval import Run as RunData
-from evalcore.stats import bootstrap_ci
+from evalcore.stats import DEFAULT_BOOTSTRAP
 from evalplatform.auth import User
 from evalplatform.jobs import JobError, JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
 from monitoring.models import (
@@ -43,8 +43,8 @@ from monitoring.models import (
     options_key,
 )
 
-#: Bootstrap resamples of each measure's confidence interval.
-N_RESAMPLES = 2_000
+#: Bootstrap resamples of each measure's confidence interval (`evalcore.stats.DEFAULT_BOOTSTRAP`).
+N_RESAMPLES = DEFAULT_BOOTSTRAP.n_resamples
 #: The jobs' hard time limit on the worker.
 TIME_LIMIT = 30 * 60
 
@@ -200,17 +200,16 @@ def evaluation_output(result: RetrievalResult, *, confidence: float = 0.95) -> E
     for spec in result.specs:
         query_ids, values = result.per_query_array(spec.key)
         qids = [str(qid) for qid in query_ids]
-        low = high = None
-        finite = values[np.isfinite(values)]
-        if spec.measure.aggregate == "mean" and finite.size >= 2:
-            interval = bootstrap_ci(finite, n_resamples=N_RESAMPLES, confidence=confidence, seed=0)
-            low, high = json_number(interval.low), json_number(interval.high)
+        # The one definition of a run's interval, shared with compare_runs and the comparisons.
+        summary = measure_summary(
+            result, spec.key, bootstrap=replace(DEFAULT_BOOTSTRAP, confidence=confidence)
+        )
         rows.append(
             MeasureRow(
                 measure=spec.key,
-                value=json_number(result.aggregate[spec.key]),
-                ci_low=low,
-                ci_high=high,
+                value=json_number(summary.mean),
+                ci_low=json_number(summary.ci_low),
+                ci_high=json_number(summary.ci_high),
                 per_query=json_numbers(values),
             )
         )
@@ -304,25 +303,35 @@ def _compare(comparison: Comparison, progress: ProgressFn) -> ComparisonOutput:
     progress(0.0, "reading the qrels")
     qrels = read_qrels(comparison.qrels)
     results: dict[str, RetrievalResult] = {}
+    reported: dict[str, RetrievalResult] = {}
     for index, run in enumerate(runs):
         progress(0.05 + 0.8 * index / len(runs), f"evaluating {run.name}")
-        # complete=True: every run covers every qrels query, so the per-query arrays line up.
-        results[str(run.pk)] = _evaluate_data(
-            qrels, read_run(run), comparison.measures, comparison.rel_level, True
-        )
+        data = read_run(run)
+        # complete=True: every run covers every qrels query, so the per-query arrays line up for the
+        # paired tests; each run's mean follows trec_eval's rule (-c or not), as its evaluation's.
+        results[str(run.pk)] = _evaluate_data(qrels, data, comparison.measures, comparison.rel_level, True)
+        reported[str(run.pk)] = (
+            results[str(run.pk)] if comparison.complete
+            else _evaluate_data(qrels, data, comparison.measures, comparison.rel_level, False)
+        )  # fmt: skip
     progress(0.9, "testing")
     keys = [spec.key for spec in next(iter(results.values())).specs]
+    bootstrap = replace(DEFAULT_BOOTSTRAP, confidence=comparison.confidence)
     try:
         qids, scores = align_results(results, keys, complete=comparison.complete)
         compared = compare_scores(
             scores, test=comparison.test, correction=comparison.correction,  # type: ignore[arg-type]
-            alpha=comparison.alpha, confidence=comparison.confidence, n_resamples=N_RESAMPLES, seed=0,
+            alpha=comparison.alpha, confidence=bootstrap.confidence, n_resamples=bootstrap.n_resamples,
+            seed=bootstrap.seed,
+            runs={name: {key: measure_summary(result, key, bootstrap=bootstrap) for key in keys}
+                  for name, result in reported.items()},
         )  # fmt: skip
     except Exception as error:
         raise JobError(str(error)) from None
     summaries = [
         {"run_id": int(run_id), "measure": measure, "mean": summary.mean, "ci_low": json_number(summary.ci_low),
-         "ci_high": json_number(summary.ci_high), "per_query": json_numbers(scores[run_id][measure])}
+         "ci_high": json_number(summary.ci_high), "num_queries": summary.n_queries,
+         "per_query": json_numbers(scores[run_id][measure])}
         for run_id, measures in compared.runs.items()
         for measure, summary in measures.items()
     ]  # fmt: skip

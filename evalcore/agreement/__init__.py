@@ -14,7 +14,9 @@ items x annotators matrix is ever built.
   statsmodels and the ``krippendorff`` package.
 - Every annotator pair, from the mergeable ``PairConfusion`` (one confusion
   matrix per pair, counted with one ``bincount``): ``cohen_kappa_matrix``
-  (unweighted, linear, quadratic), matching scikit-learn.
+  (unweighted, linear, quadratic). The weights measure label *values* by default (the
+  dashboard's; statsmodels' with the values as weights), or with ``scale="positions"`` the
+  labels' positions among those a pair used (scikit-learn's default).
 - Per annotator: ``annotator_quality`` (accuracy and MAE on gold items,
   agreement with the median of the other annotators).
 - Uncertainty: ``bootstrap_agreement`` (percentile intervals, resampling items).
@@ -34,7 +36,9 @@ report and the bootstrap read it. ``METRIC_SPECS`` declares the named metrics
 from evalcore.agreement._annotators import AnnotatorQuality, annotator_quality, gold_per_item
 from evalcore.agreement._bootstrap import bootstrap_agreement
 from evalcore.agreement._cohen import (
+    KAPPA_SCALES,
     KAPPA_WEIGHTS,
+    KappaScale,
     KappaWeights,
     PairConfusion,
     cohen_kappa_from_confusion,
@@ -62,6 +66,7 @@ from evalcore.agreement._stats import (
 from evalcore.stats._validation import StatsInputError
 
 __all__ = [
+    "KAPPA_SCALES",
     "KAPPA_WEIGHTS",
     "LEVELS",
     "MEASURES",
@@ -71,6 +76,7 @@ __all__ = [
     "AgreementReport",
     "AgreementStats",
     "AnnotatorQuality",
+    "KappaScale",
     "KappaWeights",
     "Level",
     "LongLabels",

@@ -21,6 +21,12 @@ from evalcore.stats._validation import FloatArray, IntArray, StatsInputError
 
 KappaWeights: TypeAlias = Literal["linear", "quadratic"] | None
 KAPPA_WEIGHTS: tuple[KappaWeights, ...] = (None, "linear", "quadratic")
+#: What the linear and quadratic weights measure distances on: the label *values* (the default, and
+#: what the quality dashboard shows: grades 0, 1 and 3 are 1 and 2 apart), or the label *positions*
+#: among the labels a pair used, as ``sklearn.metrics.cohen_kappa_score`` (0, 1 and 3 are 1 and 1
+#: apart). They agree when the pair's grades are consecutive integers.
+KappaScale: TypeAlias = Literal["values", "positions"]
+KAPPA_SCALES: tuple[KappaScale, ...] = ("values", "positions")
 
 # Row indices per chunk of within-item pairs (two int64 arrays of this length, plus their codes).
 _CHUNK_PAIRS = 2**21
@@ -69,9 +75,9 @@ class PairConfusion:
         """The number of items each pair of annotators both labelled; 0 on the diagonal."""
         return self._symmetric(self.counts.sum(axis=(1, 2)), diagonal=0.0).astype(np.int64)
 
-    def kappa_matrix(self, *, weights: KappaWeights = None) -> FloatArray:
+    def kappa_matrix(self, *, weights: KappaWeights = None, scale: KappaScale = "values") -> FloatArray:
         """Cohen's kappa of every annotator pair as a symmetric matrix; see ``cohen_kappa_matrix``."""
-        kappas = cohen_kappa_from_confusion(self.counts, values=self.values, weights=weights)
+        kappas = cohen_kappa_from_confusion(self.counts, values=self.values, weights=weights, scale=scale)
         return self._symmetric(kappas, diagonal=np.nan)
 
     def merge(self, other: PairConfusion) -> PairConfusion:
@@ -114,17 +120,25 @@ def pair_confusion(labels: LongLabels) -> PairConfusion:
     return PairConfusion(labels.annotators, labels.values, flat.reshape(n_pairs, n_values, n_values))
 
 
-def cohen_kappa_matrix(labels: LongLabels, *, weights: KappaWeights = None) -> FloatArray:
+def cohen_kappa_matrix(
+    labels: LongLabels, *, weights: KappaWeights = None, scale: KappaScale = "values"
+) -> FloatArray:
     """Cohen's kappa of every annotator pair, as an ``n_annotators`` square symmetric matrix.
 
     Entry ``[i, j]`` is the kappa of annotators ``i`` and ``j`` on the items both
     labelled, ``1 - sum(w * C) / sum(w * E)``, with ``C`` their confusion matrix and
     ``E`` the product of its margins divided by the number of shared items.
     Unweighted: ``w = [c != k]``; ``"linear"``: ``|v_c - v_k|``;
-    ``"quadratic"``: ``(v_c - v_k)^2``, on the label *values* ``v``. For integer
-    grades this equals ``sklearn.metrics.cohen_kappa_score(y_i, y_j,
-    labels=range(min, max + 1), weights=weights)`` (scikit-learn weighs by
-    label index, which is the value up to a shift when the grades are consecutive).
+    ``"quadratic"``: ``(v_c - v_k)^2``. Two definitions of ``v`` are both in use:
+
+    - ``scale="values"`` (the default, and what the quality dashboard shows): the label
+      *values*, so a grade nobody used still counts as a step (grades 0, 1, 3: 0 and 3 are
+      3 apart). For integer grades this equals ``sklearn.metrics.cohen_kappa_score(y_i, y_j,
+      labels=range(min, max + 1), weights=weights)``, the scale's every grade listed.
+    - ``scale="positions"``: the labels' positions among those the pair used, as
+      ``sklearn.metrics.cohen_kappa_score(y_i, y_j, weights=weights)`` with its default
+      labels (0, 1, 3 become 0, 1, 2). The two differ only when a pair skips a value
+      between the ones it used (by up to 0.07 on small ordinal scales).
 
     ``NaN`` where a pair shares no item, where kappa is undefined (both always
     gave one and the same label: ``sum(w * E) = 0``, where scikit-learn also
@@ -137,16 +151,22 @@ def cohen_kappa_matrix(labels: LongLabels, *, weights: KappaWeights = None) -> F
      [0.714   nan 0.333]
      [0.667 0.333   nan]]
     """
-    return pair_confusion(labels).kappa_matrix(weights=weights)
+    return pair_confusion(labels).kappa_matrix(weights=weights, scale=scale)
 
 
 def cohen_kappa_from_confusion(
-    confusion: ArrayLike, *, values: ArrayLike | None = None, weights: KappaWeights = None
+    confusion: ArrayLike,
+    *,
+    values: ArrayLike | None = None,
+    weights: KappaWeights = None,
+    scale: KappaScale = "values",
 ) -> FloatArray:
     """Cohen's kappa of one confusion matrix (``K x K``) or a stack of them (``... x K x K``).
 
     ``values`` are the label values of the rows and columns (default ``0 .. K - 1``),
-    used by the linear and quadratic weights. ``NaN`` where kappa is undefined.
+    used by the linear and quadratic weights with ``scale="values"``; with
+    ``scale="positions"`` each matrix weighs by the rank of a value among those with a
+    non-zero margin in it (scikit-learn's label indices). ``NaN`` where kappa is undefined.
     """
     counts = np.asarray(confusion, dtype=np.float64)
     if counts.ndim < 2 or counts.shape[-1] != counts.shape[-2]:
@@ -158,10 +178,20 @@ def cohen_kappa_from_confusion(
         raise StatsInputError(
             f"values must have one entry per row of the confusion matrix ({counts.shape[-1]})"
         )
-    w = kappa_weights(domain, weights)
+    if scale not in KAPPA_SCALES:
+        raise StatsInputError(f"scale must be 'values' or 'positions'; got {scale!r}")
+    order = np.argsort(domain, kind="stable")
+    if scale == "positions" and weights is not None:
+        # Each matrix's used values, ranked in value order: a stack of weight matrices.
+        used = (counts.sum(axis=-1) + counts.sum(axis=-2))[..., order] > 0
+        ranks = np.empty(used.shape)
+        ranks[..., order] = np.cumsum(used, axis=-1) - 1.0
+        w = _weights_of(ranks[..., :, None] - ranks[..., None, :], weights)
+    else:
+        w = np.broadcast_to(kappa_weights(domain, weights), counts.shape)
     n = counts.sum(axis=(-2, -1))
-    observed = np.einsum("...ck,ck->...", counts, w)
-    expected = np.einsum("...c,ck,...k->...", counts.sum(axis=-1), w, counts.sum(axis=-2))
+    observed = np.einsum("...ck,...ck->...", counts, w)
+    expected = np.einsum("...c,...ck,...k->...", counts.sum(axis=-1), w, counts.sum(axis=-2))
     with np.errstate(divide="ignore", invalid="ignore"):
         kappa = 1.0 - n * observed / expected
     # ``expected`` is a sum of non-negative terms: exactly 0 when kappa is undefined.
@@ -172,7 +202,10 @@ def kappa_weights(values: FloatArray, weights: KappaWeights) -> FloatArray:
     """The disagreement weights ``w[c, k]`` of Cohen's kappa over label values."""
     if weights is None:
         return 1.0 - np.eye(values.size)
-    difference = values[:, None] - values[None, :]
+    return _weights_of(values[:, None] - values[None, :], weights)
+
+
+def _weights_of(difference: FloatArray, weights: KappaWeights) -> FloatArray:
     if weights == "linear":
         return np.abs(difference)
     if weights == "quadratic":

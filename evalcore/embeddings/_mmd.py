@@ -56,10 +56,15 @@ class MMDResult:
 def median_bandwidth(
     reference: Any, *, max_rows: int = BANDWIDTH_ROWS, seed: int = 0, device: Device = "auto"
 ) -> float:
-    """The median heuristic: the median distance between distinct rows of (at most `max_rows` of) the
-    reference, as alibi-detect's default (`configure_kernel_from_x_ref`). Tied to the reference alone,
-    the kernel, and so the effect-size threshold calibrated on it, stays the same for every snapshot
-    compared with that reference.
+    """The median heuristic: sigma = sqrt(median of the squared distances between distinct rows) of (at
+    most `max_rows` of) the reference, so the kernel exp(-d^2 / (2 sigma^2)) is exp(-d^2 / (2 median)).
+
+    This is not alibi-detect's convention: its `sigma_median` (the default of `MMDDrift` with
+    `configure_kernel_from_x_ref`) takes sigma = sqrt(median / 2) over the same pairs (the lower
+    median when their number is even), so its kernel is exp(-d^2 / median): ours is sqrt(2) times
+    alibi's sigma. To reproduce alibi's kernel, pass `bandwidth=median_bandwidth(x) / math.sqrt(2)`. Tied to the reference alone, the kernel, and so the
+    effect-size threshold calibrated on it, stays the same for every snapshot compared with that
+    reference.
     """
     dev = resolve_device(device)
     with torch.inference_mode():

@@ -4,13 +4,15 @@ Every threshold metric reads one `ScoreCurve` (`score_curve`): the distinct scor
 order and how many frauds (positives) and legitimate examples (negatives) score at least each, built
 with one sort of the scores. An example is flagged when its score is >= the threshold; tied scores
 are flagged together. `read_scores` reads a CSV `id,score,label[,amount][,entity,timestamp]`;
-`evaluate_scores(examples, FraudOptions(...))` computes every metric from shared statistics.
+`evaluate_scores(examples, FraudOptions(...))` computes every metric from shared statistics. The
+costs and detection times are taken at the operating point (`OperatingPoint`): the threshold given,
+else the detection point, unless flagging nothing is at least as cheap; the report says so.
 
 | name | formula | notes |
 |---|---|---|
 | `detection_rate` | max TPR(t) over thresholds t with FPR(t) <= target | `conservative`, the default: a deployable threshold, reported with its realised FPR |
 | `detection_rate_interpolated` | TPR on the ROC curve at FPR = target, linear between points | as public benchmarks report "TPR at 1% FPR"; never below the conservative rate |
-| `threshold`, `realised_fpr` | the conservative point's t and FPR(t) | +inf (JSON null): no threshold meets the target, flag nothing |
+| `threshold`, `realised_fpr` | the conservative point's t and FPR(t) | of the thresholds with the best TPR, the highest; +inf (JSON null): none catches a fraud, flag nothing |
 | `roc_auc` | P(score fraud > score legit) + P(tie) / 2 | the trapezoidal area, summed exactly in integers; equals scikit-learn |
 | `pr_auc` | sum_j (R_j - R_{j-1}) P_j over distinct scores | step-wise average precision, equals scikit-learn's `average_precision_score` |
 | `precision_at_budget`, `recall_at_budget` | TP among the top K / min(K, n), TP / frauds | a tie cut by the budget counts its expected share of frauds |
@@ -57,6 +59,7 @@ from evalcore.fraud._registry import (
     FraudEvaluation,
     FraudMetric,
     FraudOptions,
+    OperatingPoint,
     ScoredExamples,
     evaluate_scores,
 )
@@ -76,6 +79,7 @@ __all__ = [
     "FraudInputError",
     "FraudMetric",
     "FraudOptions",
+    "OperatingPoint",
     "ScoreCurve",
     "ScoredExamples",
     "cost_at_threshold",

@@ -51,7 +51,9 @@ def detection_rate_at_fpr(
 
     - `conservative` (default): the best TPR among the thresholds whose realised FPR is <= the
       target; a threshold is a distinct score, so tied scores are flagged or not together. It
-      reports that threshold and its realised FPR, an operating point one can deploy.
+      reports that threshold and its realised FPR, an operating point one can deploy: of the
+      thresholds reaching that TPR, the highest (fewest false positives), so a target that catches
+      no fraud gives +inf (flag nothing), not the negatives that fit under it.
     - `interpolated`: the ROC curve read at exactly the target FPR, linearly between the last point
       at or below it and the next one, as public fraud benchmarks report "TPR at 1% FPR"
       (`np.interp` over scikit-learn's curve gives the same away from the curve's own FPRs; on a
@@ -85,8 +87,12 @@ def detection_rate_from(
     last = int(np.searchsorted(fp, target * curve.n_negative * (1 + _RELATIVE_SLACK), side="right")) - 1
     tpr = tp / curve.n_positive if curve.n_positive else np.full(tp.shape, np.nan)
     if method == "conservative":
-        realised = float(fp[last] / curve.n_negative)
-        return DetectionRate(float(tpr[last]), float(thresholds[last]), realised, target, method)
+        # Of the points within the target with the best TPR, the first flags the fewest legitimate
+        # examples: the last would add false positives for no fraud (with no fraud caught, it flagged
+        # every negative the target allows). With none caught this is the origin: flag nothing.
+        first = int(np.searchsorted(tp, tp[last], side="left"))
+        realised = float(fp[first] / curve.n_negative)
+        return DetectionRate(float(tpr[last]), float(thresholds[first]), realised, target, method)
     if last == fp.size - 1:  # the target reaches the curve's end (FPR 1, up to rounding)
         return DetectionRate(float(tpr[last]), nan, target, target, method)
     x0, x1 = fp[last] / curve.n_negative, fp[last + 1] / curve.n_negative

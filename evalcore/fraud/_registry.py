@@ -8,10 +8,11 @@ the flagged set at the operating threshold, the costs and the detection times.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -119,6 +120,21 @@ class FraudOptions:
     fn_cost: float = 1.0
 
 
+@dataclass(frozen=True)
+class OperatingPoint:
+    """Where the costs and detection times are taken: flag every example scoring >= `threshold`.
+
+    `rule`: "threshold" (the one given), "target_fpr" (the conservative detection point) or
+    "flag_nothing" (threshold +inf, chosen because no threshold within the target FPR catches a fraud,
+    or because the detection point would cost more than flagging nothing). `note` says why in words,
+    for the command's report, the job's summary and the page; empty when nothing needs saying.
+    """
+
+    threshold: float
+    rule: Literal["threshold", "target_fpr", "flag_nothing"]
+    note: str = ""
+
+
 class FraudEvaluation:
     """The statistics of one set of examples under one set of options, each computed on first use."""
 
@@ -138,26 +154,49 @@ class FraudEvaluation:
     def detection_interpolated(self) -> DetectionRate:
         return detection_rate_from(self.curve, target_fpr=self.options.target_fpr, method="interpolated")
 
+    @cached_property
+    def operating(self) -> OperatingPoint:
+        """The threshold given, else the detection point at the target FPR unless flagging nothing is
+        at least as good: a point that catches no fraud, or costs more than flagging nothing, is never
+        chosen (an all-legitimate file then costs 0)."""
+        if self.options.threshold is not None:
+            return OperatingPoint(float(self.options.threshold), "threshold")
+        nothing = OperatingPoint(math.inf, "flag_nothing")
+        detection = self.detection
+        if np.isnan(detection.threshold):
+            return replace(
+                nothing,
+                note="flagging nothing: with no legitimate examples there is no threshold at the target FPR",
+            )
+        if detection.threshold == math.inf:
+            return replace(
+                nothing, note="flagging nothing: no threshold within the target FPR catches a fraud"
+            )
+        at_detection = self._cost_of(self.examples.scores >= detection.threshold)
+        if at_detection.total_cost > at_detection.flag_nothing_cost:
+            return replace(nothing, note=(
+                f"flagging nothing: the threshold at the target FPR ({detection.threshold:.6g}) would cost "
+                f"{at_detection.total_cost:.6g}, more than flagging nothing ({at_detection.flag_nothing_cost:.6g})"
+            ))  # fmt: skip
+        return OperatingPoint(detection.threshold, "target_fpr")
+
     @property
     def operating_threshold(self) -> float:
-        chosen = self.options.threshold
-        return self.detection.threshold if chosen is None else float(chosen)
+        return self.operating.threshold
 
     @cached_property
     def flagged(self) -> BoolArray:
-        threshold = self.operating_threshold
-        if np.isnan(threshold):  # no negatives, so no threshold at the target FPR: flag nothing
-            return np.zeros(self.examples.n, dtype=bool)
-        return self.examples.scores >= threshold
+        return self.examples.scores >= self.operating_threshold  # +inf flags nothing
 
     @cached_property
     def cost(self) -> CostReport:
+        return self._cost_of(self.flagged)
+
+    def _cost_of(self, flagged: BoolArray) -> CostReport:
         fn_cost: float | FloatArray = self.options.fn_cost
         if self.examples.amounts is not None:
             fn_cost = self.options.fn_cost * self.examples.amounts
-        return cost_evaluation(
-            self.examples.labels, self.flagged, fp_cost=self.options.fp_cost, fn_cost=fn_cost
-        )
+        return cost_evaluation(self.examples.labels, flagged, fp_cost=self.options.fp_cost, fn_cost=fn_cost)
 
     @cached_property
     def budget(self) -> BudgetResult | None:

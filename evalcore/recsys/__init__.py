@@ -63,7 +63,7 @@ from evalcore.recsys._exposure import (
     gini_recommended,
     unique_items_recommended,
 )
-from evalcore.recsys._files import RecsysFiles, read_recsys_files
+from evalcore.recsys._files import RecsysFiles, category_codes, read_recsys_files
 from evalcore.recsys._popularity import (
     DEFAULT_HEAD_SHARE,
     average_percentage_long_tail,
@@ -100,6 +100,7 @@ __all__ = [
     "average_percentage_long_tail",
     "average_recommendation_popularity",
     "catalog_coverage",
+    "category_codes",
     "category_coverage",
     "evaluate_recommendations",
     "exposure_share",

@@ -81,7 +81,8 @@ def read_recsys_files(
     """Read and encode the files. `k` keeps each list's first k items (all when None); with
     `complete`, users who have interactions but no list get an empty one (they score 0 on accuracy).
     The baseline of `serendipity_baseline` is the k most popular items (ties by item id), k being
-    the lists' depth after the cutoff."""
+    the cutoff, or the lists' depth without one. Pass the same `k` on to `evaluate_recommendations`:
+    the reader only cuts the lists, and a k beyond the longest list must still reach the metrics."""
     with small_pages():
         return _read(recs, interactions, items, history, k, complete)
 
@@ -132,7 +133,7 @@ def _read(
         history=past,
         popularity=popularity,
         categories=None if catalog is None else catalog.categories,
-        baseline=None if popularity is None else _most_popular(popularity, lists.depth, item_ids),
+        baseline=None if popularity is None else _most_popular(popularity, k or lists.depth, item_ids),
     )
     source = "history" if history is not None else "interactions" if interactions is not None else ""
     rows = interactions.table.num_rows if interactions is not None else 0
@@ -152,8 +153,22 @@ def _read_catalog(path: PathLike) -> _Catalog:
         later, earlier = first_repeat(codes)
         first = table.line_numbers([earlier])[0]
         table.fail(later, f"item {table.text('item', later)!r} appears twice (first on line {first})")
-    categories = table.encode("category")[1] if table.has("category") else None
+    categories = category_codes(table)[1] if table.has("category") else None
     return _Catalog(ids, categories)
+
+
+def category_codes(table: CsvTable) -> tuple[pa.Array, IntArray]:
+    """The items file's categories: the distinct non-empty names in order of first appearance, and
+    each row's code, -1 for an empty category. An item without a category is left out of the
+    category-based metrics (coverage counts the others; similarity treats it as like nothing else),
+    rather than refused or counted as a category of its own."""
+    names, codes = encode_column(table.column("category"))
+    empty = to_numpy(pc.binary_length(names)) == 0 if len(names) else np.zeros(0, dtype=bool)
+    if not empty.any():
+        return names, codes.astype(np.int64)
+    renumbered = np.cumsum(~empty) - 1
+    renumbered[empty] = -1
+    return names.filter(from_numpy(~empty)), renumbered[codes].astype(np.int64)
 
 
 class _Rows:

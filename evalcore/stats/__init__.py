@@ -34,7 +34,14 @@ for completeness and for non-mean questions. When several runs or measures are
 compared at once, correct the p-values with ``adjust_p_values``.
 """
 
-from evalcore.stats._bootstrap import ConfidenceInterval, Statistic, bootstrap_ci, paired_bootstrap_ci
+from evalcore.stats._bootstrap import (
+    DEFAULT_BOOTSTRAP,
+    BootstrapOptions,
+    ConfidenceInterval,
+    Statistic,
+    bootstrap_ci,
+    paired_bootstrap_ci,
+)
 from evalcore.stats._multiple_testing import CorrectionMethod, adjust_p_values
 from evalcore.stats._power import (
     minimum_detectable_effect,
@@ -60,6 +67,8 @@ from evalcore.stats._significance import (
 from evalcore.stats._validation import StatsInputError
 
 __all__ = [
+    "DEFAULT_BOOTSTRAP",
+    "BootstrapOptions",
     "Allocation",
     "ConfidenceInterval",
     "CorrectionMethod",

@@ -24,6 +24,29 @@ Statistic: TypeAlias = Literal["mean", "median"]
 _REDUCERS: dict[str, Callable[..., FloatArray]] = {"mean": np.mean, "median": np.median}
 
 
+@dataclass(frozen=True)
+class BootstrapOptions:
+    """How a run's confidence interval of a mean is drawn, declared once for every caller.
+
+    The evaluation job (the web and the API), `eval_retrieval`-style reports and `compare_runs` all
+    read `DEFAULT_BOOTSTRAP`, so the same run and qrels give the same interval everywhere: a percentile
+    bootstrap over the queries the mean averages over, `n_resamples` draws from
+    ``np.random.default_rng(seed)``. Only `confidence` is an option of an evaluation.
+    """
+
+    n_resamples: int = 2_000
+    confidence: float = 0.95
+    seed: int = 0
+    method: Literal["percentile"] = "percentile"
+
+    def interval(self, scores: ArrayLike) -> ConfidenceInterval:
+        return bootstrap_ci(scores, n_resamples=self.n_resamples, confidence=self.confidence, seed=self.seed)
+
+
+#: The per-run interval of the web, the API and the commands.
+DEFAULT_BOOTSTRAP = BootstrapOptions()
+
+
 @dataclass(frozen=True, slots=True)
 class ConfidenceInterval:
     """A point estimate with a two-sided confidence interval.

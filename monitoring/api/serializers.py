@@ -13,6 +13,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema_field
 from rest_framework import serializers
 
+from evalcore.comparison import mean_rule, paired_rule
 from evalcore.metrics import FAMILIES
 from evalplatform.jobs import JobError, JobStatus
 from evalplatform.models import TeamMembership
@@ -395,9 +396,14 @@ class ComparisonOut(JobStateOut):
 class SummaryOut(serializers.Serializer):
     run = ObjectRefOut()
     measure = serializers.CharField()
-    mean = serializers.FloatField()
+    mean = serializers.FloatField(
+        help_text="Over `num_queries` queries, by the comparison's `means_over` rule."
+    )
     ci_low = serializers.FloatField(allow_null=True)
     ci_high = serializers.FloatField(allow_null=True)
+    num_queries = serializers.IntegerField(
+        allow_null=True, help_text="The queries the mean and CI average over."
+    )
 
 
 class RunPairOut(serializers.Serializer):
@@ -414,7 +420,9 @@ class RunPairOut(serializers.Serializer):
 
 
 class ComparisonDetailOut(ComparisonOut):
-    num_queries = serializers.SerializerMethodField(help_text="Queries compared.")
+    num_queries = serializers.SerializerMethodField(help_text="Queries of the paired tests (`pairs_over`).")
+    means_over = serializers.SerializerMethodField(help_text="The queries each run's mean averages over.")
+    pairs_over = serializers.SerializerMethodField(help_text="The queries the paired tests compare.")
     specs = serializers.SerializerMethodField(help_text="measure key -> its registry spec (null if unknown).")
     summaries = SummaryOut(
         many=True, source="summaries.all", help_text="Each run's mean of each measure with its CI, once done."
@@ -425,6 +433,12 @@ class ComparisonDetailOut(ComparisonOut):
 
     def get_num_queries(self, comparison: Comparison) -> int:
         return len(comparison.qids)
+
+    def get_means_over(self, comparison: Comparison) -> str:
+        return mean_rule(complete=comparison.complete)
+
+    def get_pairs_over(self, comparison: Comparison) -> str:
+        return paired_rule(complete=comparison.complete)
 
     @extend_schema_field(serializers.DictField(child=MeasureSpecOut(allow_null=True)))
     def get_specs(self, comparison: Comparison) -> dict[str, dict[str, Any] | None]:

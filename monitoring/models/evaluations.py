@@ -146,7 +146,11 @@ class Comparison(Job):
 
 
 class ComparisonSummary(models.Model):
-    """A run's mean of one measure over the compared queries, with its CI and the per-query values."""
+    """A run's mean of one measure, with its CI, and its per-query values on the compared queries.
+
+    The mean and CI follow trec_eval's rule, as the run's evaluation: over the qrels queries the run
+    answered (`num_queries` of them), or every qrels query with `complete`; `per_query` is aligned with
+    the comparison's `qids`, the queries of the paired tests."""
 
     comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="summaries")
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
@@ -154,6 +158,9 @@ class ComparisonSummary(models.Model):
     mean = models.FloatField()
     ci_low = models.FloatField(null=True)
     ci_high = models.FloatField(null=True)
+    num_queries = models.PositiveIntegerField(
+        null=True, help_text="The queries the mean and CI average over (null: computed before it was kept)."
+    )
     per_query = models.JSONField(default=list, help_text="Aligned with the comparison's qids.")
 
     class Meta:

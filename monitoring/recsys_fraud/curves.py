@@ -198,6 +198,8 @@ def fraud_curves(evaluated: FraudEvaluation) -> dict[str, Any]:
         "operating": {
             "threshold": json_number(threshold),
             "flags_nothing": flagged == 0,
+            "rule": evaluated.operating.rule,
+            "note": evaluated.operating.note,
             "fpr": json_number(cost.fp / curve.n_negative if curve.n_negative else math.nan),
             "tpr": json_number(cost.tp / curve.n_positive if curve.n_positive else math.nan),
             "precision": json_number(cost.tp / flagged if flagged else math.nan),

@@ -24,7 +24,7 @@ from evalcore.errors import EvalCoreError
 from evalcore.fraud import FraudOptions, evaluate_scores, read_scores
 from evalcore.jsonable import json_number
 from evalcore.recsys import METRIC_SPECS as RECSYS_SPECS
-from evalcore.recsys import RecsysStats, read_recsys_files
+from evalcore.recsys import RecsysStats, category_codes, read_recsys_files
 from evalplatform.auth import User
 from evalplatform.jobs import Job, JobError, JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
 from monitoring.models import (
@@ -200,7 +200,7 @@ def _evaluate_recommendations(evaluation: RecommendationEvaluation, progress: Pr
     ))  # fmt: skip
     progress(0.6, "evaluating")
     data = replace(files.data, head_share=options.head_share)
-    stats = RecsysStats(data)
+    stats = RecsysStats(data, k=options.k)  # a k beyond the longest list still divides by k
     metrics = {spec.name: json_number(spec.of_stats(stats)) for spec in RECSYS_SPECS}
     progress(0.85, "drawing the curves")
     names_of = _category_names(stored, names, data.categories) if "items" in stored else None
@@ -224,7 +224,7 @@ def _category_names(
     table = _read_named(
         {"items": stored["items"]}, names, lambda paths: read_csv(paths["items"], ITEMS_SCHEMA)
     )
-    values, mine = table.encode("category")
+    values, mine = category_codes(table)
     if not np.array_equal(mine, codes):  # not the core's encoding after all: no names rather than wrong ones
         return None
     return [value.decode("utf-8", errors="replace") for value in values.to_pylist()]
@@ -250,6 +250,8 @@ def _evaluate_scores(evaluation: FraudScoreEvaluation, progress: ProgressFn) -> 
         "n_positive": curve.n_positive,
         "n_negative": curve.n_negative,
         "operating_threshold": json_number(evaluated.operating_threshold),
+        "operating_rule": evaluated.operating.rule,
+        "operating_note": evaluated.operating.note,
         "confusion": {"tp": cost.tp, "fp": cost.fp, "tn": cost.tn, "fn": cost.fn},
         "flag_nothing_cost": cost.flag_nothing_cost,
         "flag_everything_cost": cost.flag_everything_cost,

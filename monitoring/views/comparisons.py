@@ -10,6 +10,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
+from evalcore.comparison import mean_rule, paired_rule
+from evalcore.stats import DEFAULT_BOOTSTRAP
 from evalplatform.auth import SignedInRequest
 from evalplatform.jobs import JobStatus
 from evalplatform.teams import get_team_for_member
@@ -38,6 +40,10 @@ def comparison_detail(request: SignedInRequest, team: str, pk: int) -> HttpRespo
             for run in sorted(view.runs.values(), key=lambda run: run.pk)
         ]
         context["measure_columns"] = [selectors.measure_column(measure) for measure in view.measures]
+        # Which queries each figure averages over, in the words compare_runs prints.
+        context["means_over"] = mean_rule(complete=comparison.complete)
+        context["pairs_over"] = paired_rule(complete=comparison.complete)
+        context["bootstrap"] = DEFAULT_BOOTSTRAP
     return render(request, "monitoring/comparison_detail.html", context)
 
 

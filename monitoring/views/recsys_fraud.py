@@ -333,6 +333,10 @@ def _fraud_dashboard(evaluation: FraudScoreEvaluation) -> dict[str, Any]:
     tables = {name: selectors.dashboard_table(evaluation, name) for name in selectors.FRAUD_TABLES}
     ttd = curves.get("ttd")
     seconds = evaluation.score_set.time_unit == "seconds"
+    # The histogram and its table in one readable unit (min, h, d for timestamps in seconds).
+    ttd_unit, ttd_size = (
+        charts.delay_unit(ttd, unit=evaluation.score_set.time_unit or "time units") if ttd else ("", 1.0)
+    )
     rate = summary["n_positive"] / summary["n"] if summary["n"] else None
     return {
         "lines": lines,
@@ -349,6 +353,8 @@ def _fraud_dashboard(evaluation: FraudScoreEvaluation) -> dict[str, Any]:
         "cost_rows": selectors.evenly(tables["cost"].rows, TABLE_ROWS),
         "ttd": ttd,
         "time_unit": evaluation.score_set.time_unit or "time units",
+        "ttd_unit": ttd_unit,
+        "ttd_rows": [(low / ttd_size, high / ttd_size, count) for low, high, count in tables["ttd"].rows],
         "durations": {
             name: selectors.duration(values.get(name)) for name in ("mean_ttd", "median_ttd", "p95_ttd")
         }

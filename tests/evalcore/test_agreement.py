@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters
+from statsmodels.stats.inter_rater import cohens_kappa as statsmodels_kappa
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kappa
 
 from evalcore import agreement
@@ -515,6 +516,73 @@ def test_it_matches_scikit_learn_cohen_kappa_for_every_pair(weights: str | None,
         expected = reference_kappa(matrix[shared, i], matrix[shared, j], weights) if shared.any() else nan
         assert_close(kappas[i, j], expected)
         assert_close(kappas[j, i], expected)
+
+
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+@given(matrix=rating_matrices(min_annotators=2, values=(0, 1, 2, 4, 5)))
+@FAST
+def test_it_matches_scikit_learns_label_positions_for_every_pair(
+    weights: str | None, matrix: np.ndarray
+) -> None:
+    """scale="positions": scikit-learn's default, weights by the index among the labels the pair used."""
+    kappas = cohen_kappa_matrix(LongLabels.from_matrix(matrix), weights=weights, scale="positions")  # type: ignore[arg-type]
+    for i, j in itertools.combinations(range(matrix.shape[1]), 2):
+        shared = ~np.isnan(matrix[:, i]) & ~np.isnan(matrix[:, j])
+        expected = nan
+        if shared.any():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                expected = float(cohen_kappa_score(matrix[shared, i], matrix[shared, j], weights=weights))
+        assert_close(kappas[i, j], expected)
+        assert_close(kappas[j, i], expected)
+
+
+@pytest.mark.parametrize("weights", ["linear", "quadratic"])
+@given(matrix=rating_matrices(min_annotators=2, max_annotators=3, values=(0, 1, 3, 4), missing=False))
+@FAST
+def test_it_matches_statsmodels_on_label_values(weights: str, matrix: np.ndarray) -> None:
+    """scale="values" (the default, the dashboard's): statsmodels' kappa with the values as its weights."""
+    labels = LongLabels.from_matrix(matrix)
+    kappas = cohen_kappa_matrix(labels, weights=weights)  # type: ignore[arg-type]
+    for i, j in itertools.combinations(range(matrix.shape[1]), 2):
+        table = np.zeros((4, 4))
+        grades = [0, 1, 3, 4]
+        np.add.at(
+            table, ([grades.index(v) for v in matrix[:, i]], [grades.index(v) for v in matrix[:, j]]), 1
+        )
+        margins = table.sum(axis=0) + table.sum(axis=1)
+        used = margins > 0
+        if used.sum() < 2:
+            continue  # undefined: statsmodels divides by zero
+        wt = "linear" if weights == "linear" else "quadratic"
+        expected = statsmodels_kappa(
+            table[np.ix_(used, used)], weights=np.array(grades)[used], wt=wt, return_results=False
+        )
+        assert_close(kappas[i, j], expected)
+
+
+def test_it_weighs_a_grade_never_used_by_value_or_by_position() -> None:
+    """Grades 0, 1 and 3 (2 never used): by value 0 and 3 are three steps apart, by position two."""
+    first = np.array([0, 0, 1, 3, 3, 1, 0, 3])
+    second = np.array([0, 1, 1, 3, 1, 3, 0, 3])
+    labels = LongLabels.from_matrix(np.stack([first, second], axis=1).astype(float))
+    for weights in ("linear", "quadratic"):
+        by_value = cohen_kappa_matrix(labels, weights=weights)[0, 1]
+        by_position = cohen_kappa_matrix(labels, weights=weights, scale="positions")[0, 1]
+        assert by_value == pytest.approx(
+            cohen_kappa_score(first, second, labels=[0, 1, 2, 3], weights=weights)
+        )
+        assert by_position == pytest.approx(cohen_kappa_score(first, second, weights=weights))
+        assert by_value != pytest.approx(by_position, abs=0.01)
+    # The same by hand from the formula 1 - n sum(w C) / sum(w E), linear weights on the values.
+    confusion = np.zeros((3, 3))
+    index = {0: 0, 1: 1, 3: 2}
+    np.add.at(confusion, ([index[v] for v in first], [index[v] for v in second]), 1)
+    w = np.abs(np.subtract.outer([0, 1, 3], [0, 1, 3]))
+    expected = 1 - 8 * (w * confusion).sum() / (w * np.outer(confusion.sum(1), confusion.sum(0))).sum()
+    assert cohen_kappa_matrix(labels, weights="linear")[0, 1] == pytest.approx(expected, abs=1e-12)
+    with pytest.raises(StatsInputError, match="scale"):
+        cohen_kappa_matrix(labels, weights="linear", scale="ranks")  # type: ignore[arg-type]
 
 
 def test_it_gives_nan_kappa_where_scikit_learn_does() -> None:

@@ -3,6 +3,8 @@ domain classifier against scikit-learn, calibrated effect thresholds, and false 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -81,6 +83,24 @@ class TestMMD:
         assert median_bandwidth(x, device="cpu") == pytest.approx(np.median(distances), rel=1e-12)
         assert mmd_test(x, y, n_permutations=0, device="cpu").bandwidth == pytest.approx(np.median(distances))
         assert mmd_test(x, y, n_permutations=0, bandwidth=2.5, device="cpu").bandwidth == 2.5
+
+    def test_it_states_its_bandwidth_as_sqrt_2_times_alibi_detects(self) -> None:
+        def alibi_sigma_median(x: torch.Tensor, y: torch.Tensor, dist: torch.Tensor) -> torch.Tensor:
+            # alibi-detect 0.13 `utils.pytorch.kernels.sigma_median`, as written there.
+            n = min(x.shape[0], y.shape[0])
+            n = n if (x[:n] == y[:n]).all() and x.shape == y.shape else 0
+            n_median = n + (np.prod(dist.shape) - n) // 2 - 1
+            return (0.5 * dist.flatten().sort().values[int(n_median)].unsqueeze(dim=-1)) ** 0.5
+
+        x = np.random.default_rng(3).normal(size=(41, 5))  # 820 pairs, an even count: the lower median
+        t = torch.from_numpy(x)
+        alibi = float(alibi_sigma_median(t, t, torch.cdist(t, t).square())[0])
+        ours = median_bandwidth(x, device="cpu")
+        distances = np.sort(((x[:, None] - x[None]) ** 2).sum(-1)[np.triu_indices(len(x), 1)])
+        assert alibi == pytest.approx(math.sqrt(distances[len(distances) // 2 - 1] / 2), rel=1e-12)
+        assert ours == pytest.approx(math.sqrt(np.median(distances)), rel=1e-12)
+        assert ours / alibi == pytest.approx(math.sqrt(2), rel=2e-3)  # lower median vs the middle two's mean
+        assert median_bandwidth.__doc__ is not None and "sqrt(2) times" in median_bandwidth.__doc__
 
     def test_it_detects_a_shift_and_false_alarms_at_about_alpha(self) -> None:
         detected = [

@@ -216,9 +216,11 @@ def test_it_takes_the_best_tpr_within_the_target(data: tuple[np.ndarray, np.ndar
     labels, scores = data
     fpr, tpr, thresholds = sk.roc_curve(labels, scores, drop_intermediate=False)
     within = fpr <= target + 1e-12
-    best = int(np.flatnonzero(within)[-1])
+    last = int(np.flatnonzero(within)[-1])
+    # Of the points reaching the best TPR within the target, the one with the fewest false positives.
+    best = int(np.flatnonzero(within & (tpr == tpr[last]))[0])
     result = detection_rate_at_fpr(labels, scores, target_fpr=target)
-    assert_close(result.detection_rate, tpr[best])
+    assert_close(result.detection_rate, tpr[last])
     assert result.threshold == thresholds[best] and result.realised_fpr == pytest.approx(fpr[best])
     # Flagging score >= threshold is that operating point.
     flagged = scores >= result.threshold
@@ -475,3 +477,56 @@ def test_it_reports_malformed_score_files_by_line(
         read_scores(path)
     where = f"{path}:{line}" if line is not None else str(path)
     assert str(caught.value).startswith(f"{where}: {reason}")
+
+
+# --- the operating point is never worse than flagging nothing -------------------------------------
+
+# Nine legitimate examples above the one fraud: a 25% target lets two negatives be flagged, for nothing.
+TEN_ROWS = (np.array([0] * 9 + [1]), np.linspace(0.9, 0.1, 10))
+
+
+def test_it_flags_nothing_when_no_threshold_within_the_target_catches_a_fraud() -> None:
+    labels, scores = TEN_ROWS
+    evaluated = fraud.evaluate_scores(
+        fraud.ScoredExamples.from_arrays(labels, scores), fraud.FraudOptions(target_fpr=0.25)
+    )
+    assert evaluated.detection.detection_rate == 0.0 and evaluated.detection.threshold == math.inf
+    assert evaluated.operating.rule == "flag_nothing" and "catches a fraud" in evaluated.operating.note
+    assert (evaluated.cost.total_cost, evaluated.cost.flag_nothing_cost, evaluated.cost.fp) == (1.0, 1.0, 0)
+
+
+def test_it_costs_nothing_on_a_file_without_frauds() -> None:
+    evaluated = fraud.evaluate_scores(
+        fraud.ScoredExamples.from_arrays([0] * 5, [0.1, 0.2, 0.3, 0.4, 0.5]),
+        fraud.FraudOptions(target_fpr=0.4),
+    )
+    assert evaluated.operating.rule == "flag_nothing" and evaluated.cost.total_cost == 0.0
+
+
+def test_it_flags_nothing_when_the_detection_point_costs_more() -> None:
+    examples = fraud.ScoredExamples.from_arrays([0, 0, 1, 0, 0], [0.9, 0.8, 0.7, 0.1, 0.2])
+    evaluated = fraud.evaluate_scores(examples, fraud.FraudOptions(target_fpr=0.5))
+    assert evaluated.detection.detection_rate == 1.0 and evaluated.detection.threshold == 0.7
+    assert evaluated.operating.rule == "flag_nothing" and "would cost 2" in evaluated.operating.note
+    assert evaluated.cost.total_cost == 1.0
+    given_one = fraud.evaluate_scores(examples, fraud.FraudOptions(target_fpr=0.5, threshold=0.7))
+    assert given_one.operating.rule == "threshold" and given_one.cost.total_cost == 2.0  # as asked
+
+
+@FAST
+@given(
+    data=scored(both_classes=False),
+    target=st.sampled_from([0.0, 0.1, 0.25, 0.5, 1.0]),
+    fp_cost=st.sampled_from([0.0, 0.5, 1.0, 3.0]),
+)
+def test_it_never_costs_more_than_flagging_nothing(
+    data: tuple[np.ndarray, np.ndarray], target: float, fp_cost: float
+) -> None:
+    labels, scores = data
+    evaluated = fraud.evaluate_scores(
+        fraud.ScoredExamples.from_arrays(labels, scores),
+        fraud.FraudOptions(target_fpr=target, fp_cost=fp_cost),
+    )
+    assert evaluated.cost.total_cost <= evaluated.cost.flag_nothing_cost
+    if evaluated.operating.rule == "target_fpr":
+        assert evaluated.cost.tp > 0 and evaluated.operating.note == ""

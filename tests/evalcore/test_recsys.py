@@ -662,7 +662,6 @@ def test_it_reads_quoted_ids_blank_lines_and_any_column_order(tmp_path: Path) ->
         ("user,item,rank\nu,a,1\n\nu,b,1\n", None, 4, "rank 1 appears twice in the list of user 'u' (first on line 2)"),
         ("user,item,rank\nu,a,1\nu,z,2\n", "item,category\na,x\nb,y\n", 3, "item 'z' is not in the catalog"),
         ("user,item,rank\nu,a,1\n", "item,category\na,x\nb,y\na,z\n", 4, "item 'a' appears twice (first on line 2)"),
-        ("user,item,rank\nu,a,1\n", "item,category\na,x\nb,\n", 3, "empty category"),
     ],
 )  # fmt: skip
 def test_it_reports_malformed_files_by_file_and_line(
@@ -719,3 +718,12 @@ def test_it_rejects_an_interaction_outside_the_catalog(tmp_path: Path) -> None:
         read_recsys_files(recs, interactions, items=items)
     files = read_recsys_files(recs, write(tmp_path / "ok.csv", "user,item\nu,b\n"), items=items)
     assert files.data.categories is None and files.data.lists.n_items == 2
+
+
+def test_it_reads_an_empty_category_as_none(tmp_path: Path) -> None:
+    """The docs leave an item without a category out of the category metrics; the reader must not refuse it."""
+    (tmp_path / "recs.csv").write_text("user,item,rank\nu,a,1\nu,b,2\n")
+    (tmp_path / "items.csv").write_text("item,category\na,x\nb,\nc,y\nd,x\n")
+    files = read_recsys_files(tmp_path / "recs.csv", items=tmp_path / "items.csv")
+    assert files.data.categories is not None and files.data.categories.tolist() == [0, -1, 1, 0]
+    assert category_coverage(files.data.lists, files.data.categories) == 0.5  # x of {x, y}; b counts for none

@@ -286,6 +286,9 @@ class TestComparisons:
         assert evaluations.comparison_run(comparison_id=comparison.pk).status == "done"
         body = viewer.get(f"/api/teams/search/comparisons/{comparison.pk}/").json()
         assert (body["status"], body["num_queries"]) == ("done", 20)
+        assert body["means_over"] == "the qrels queries the run answered (trec_eval's default)"
+        assert body["pairs_over"] == "the qrels queries any of the runs answered, a run's missing ones as 0"
+        assert {row["num_queries"] for row in body["summaries"]} == {20}
         assert body["specs"]["map"]["label"] == "Mean average precision"
         judged = trec.read_qrels(write(tmp_path, "q", QRELS))
         results = {

@@ -59,10 +59,10 @@ def compare(files: dict[str, object], *extra: str) -> dict:  # type: ignore[type
 class TestCompareRuns:
     def test_it_prints_the_json_contract(self, files: dict[str, object]) -> None:
         data = compare(files, "-m", "map", "-m", "P@10", "--json")
-        assert set(data) == {"runs", "pairs"}
+        assert set(data) == {"means_over", "pairs_over", "n_queries_paired", "runs", "pairs"}
         assert set(data["runs"]) == {"bm25.run", "dense.run", "random.run"}
         assert set(data["runs"]["bm25.run"]) == {"map", "P@10"}
-        assert set(data["runs"]["bm25.run"]["map"]) == {"mean", "ci_low", "ci_high"}
+        assert set(data["runs"]["bm25.run"]["map"]) == {"mean", "ci_low", "ci_high", "n_queries"}
         assert len(data["pairs"]) == 6  # 3 pairs x 2 measures
         assert set(data["pairs"][0]) == {"a", "b", "measure", "diff", "p_value", "p_adjusted", "significant"}
 
@@ -100,7 +100,8 @@ class TestCompareRuns:
 
     def test_it_prints_a_readable_table(self, files: dict[str, object]) -> None:
         text = compare(files, "-m", "map", "--correction", "bh")["text"]
-        assert "40 queries; 95% bootstrap confidence intervals" in text
+        assert "means over the qrels queries the run answered (trec_eval's default)" in text
+        assert "95% bootstrap confidence intervals" in text and "over 40 queries" in text
         assert "paired t test, bh correction" in text
         assert "bm25.run" in text
 
@@ -134,5 +135,55 @@ class TestCompareRuns:
             capture_output=True, text=True, env=env, cwd=ROOT,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
-        assert set(json.loads(done.stdout)) == {"runs", "pairs"}
+        assert set(json.loads(done.stdout)) == {
+            "means_over",
+            "pairs_over",
+            "n_queries_paired",
+            "runs",
+            "pairs",
+        }
         assert load_command_class("monitoring", "compare_runs").requires_system_checks == []
+
+
+def eval_retrieval(qrels: Path, run: Path, *extra: str) -> dict:  # type: ignore[type-arg]
+    out = StringIO()
+    call_command("eval_retrieval", "--qrels", str(qrels), "--run", str(run), *extra, "--json", stdout=out)
+    return json.loads(out.getvalue())  # type: ignore[no-any-return]
+
+
+class TestQueriesAveragedOver:
+    @pytest.fixture
+    def partial(self, files: dict[str, object], tmp_path: Path) -> dict[str, object]:
+        """bm25 answers only 30 of the 40 qrels queries."""
+        runs = dict(files["runs"])  # type: ignore[call-overload]
+        runs["bm25.run"] = {qid: docs for qid, docs in runs["bm25.run"].items() if int(qid[1:]) < 30}
+        (tmp_path / "partial").mkdir()
+        paths = [write_run(tmp_path / "partial" / name, run) for name, run in runs.items()]
+        return {**files, "runs": runs, "run_paths": paths}
+
+    def test_it_averages_a_run_over_the_queries_it_answered_as_eval_retrieval(
+        self, partial: dict[str, object]
+    ) -> None:
+        data = compare(partial, "-m", "map", "-m", "P_10", "--json")
+        qrels_path, bm25 = partial["qrels_path"], partial["run_paths"][0]  # type: ignore[index]
+        plain = eval_retrieval(qrels_path, bm25, "-m", "map", "-m", "P_10")  # type: ignore[arg-type]
+        for measure in ("map", "P_10"):
+            summary = data["runs"]["bm25.run"][measure]
+            assert summary["mean"] == plain["aggregate"][measure] and summary["n_queries"] == 30
+            assert data["runs"]["dense.run"][measure]["n_queries"] == 40
+        assert data["means_over"] == "the qrels queries the run answered (trec_eval's default)"
+        assert data["n_queries_paired"] == 40 and "missing ones as 0" in data["pairs_over"]
+
+    def test_it_counts_missing_queries_as_zero_with_c_as_eval_retrieval_c(
+        self, partial: dict[str, object]
+    ) -> None:
+        data = compare(partial, "-m", "map", "-c", "--json")
+        qrels_path, bm25 = partial["qrels_path"], partial["run_paths"][0]  # type: ignore[index]
+        complete = eval_retrieval(qrels_path, bm25, "-m", "map", "-c")  # type: ignore[arg-type]
+        assert data["runs"]["bm25.run"]["map"]["mean"] == complete["aggregate"]["map"]
+        assert data["runs"]["bm25.run"]["map"]["n_queries"] == 40
+        assert data["means_over"].startswith("every qrels query")
+        text = compare(partial, "-m", "map")["text"]
+        assert (
+            "over 40 queries: the qrels queries any of the runs answered, a run's missing ones as 0" in text
+        )

@@ -69,8 +69,13 @@ class TestEvalFraud:
         self, seed_scores: tuple[Path, np.ndarray, np.ndarray]
     ) -> None:
         path, labels, scores = seed_scores
-        data = json.loads(run_command("--scores", str(path), "--fpr", "0.05", "--budget", "100", "--json"))
-        assert data["operating_threshold"] == data["threshold"]
+        args = ("--scores", str(path), "--fpr", "0.05", "--budget", "100", "--json")
+        data = json.loads(run_command(*args, "--fn-cost", "100"))
+        assert data["operating_threshold"] == data["threshold"] and data["operating_rule"] == "target_fpr"
+        # At equal costs the detection point's false positives cost more than the frauds it catches.
+        cheap = json.loads(run_command(*args))
+        assert cheap["operating_rule"] == "flag_nothing" and cheap["total_cost"] == cheap["flag_nothing_cost"]
+        assert "more than flagging nothing" in cheap["operating_note"]
         flagged = scores >= data["threshold"]
         assert data["confusion"]["fp"] == int((flagged & (labels == 0)).sum())
         assert data["realised_fpr"] <= 0.05 and data["detection_rate_interpolated"] >= data["detection_rate"]
@@ -152,3 +157,26 @@ class TestEvalFraud:
             env=env,
         )
         assert helped.returncode == 0 and "--fn-cost" in helped.stdout
+
+
+class TestOperatingPoint:
+    def test_it_flags_nothing_and_says_so_when_the_target_catches_no_fraud(self, tmp_path: Path) -> None:
+        path = tmp_path / "ten.csv"
+        scores = np.linspace(0.9, 0.1, 10)
+        path.write_text(
+            "id,score,label\n" + "".join(f"t{i},{float(s)!r},{int(i == 9)}\n" for i, s in enumerate(scores))
+        )
+        data = json.loads(run_command("--scores", str(path), "--fpr", "0.25", "--json"))
+        assert data["total_cost"] == 1.0 == data["flag_nothing_cost"] and data["confusion"]["fp"] == 0
+        assert data["operating_threshold"] is None and data["operating_rule"] == "flag_nothing"
+        assert (
+            data["operating_note"] == "flagging nothing: no threshold within the target FPR catches a fraud"
+        )
+        assert "catches a fraud" in run_command("--scores", str(path), "--fpr", "0.25")
+
+    def test_it_costs_nothing_on_a_file_without_frauds(self, tmp_path: Path) -> None:
+        path = tmp_path / "legit.csv"
+        path.write_text("id,score,label\n" + "".join(f"t{i},0.{i},0\n" for i in range(1, 10)))
+        data = json.loads(run_command("--scores", str(path), "--fpr", "0.5", "--json"))
+        assert data["total_cost"] == 0.0 and data["confusion"]["fp"] == 0
+        assert data["operating_rule"] == "flag_nothing"

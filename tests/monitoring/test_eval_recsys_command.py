@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "recsys"
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -122,3 +124,71 @@ class TestEvalRecsys:
             env={"PATH": "/usr/bin:/bin", "DEBUG": "true"},
         )  # fmt: skip
         assert done.returncode == 0 and "--interactions" in done.stdout and "--history" in done.stdout
+
+
+def write_small(tmp_path: Path, recs: str, interactions: str, items: str | None = None) -> list[str]:
+    (tmp_path / "recs.csv").write_text(recs)
+    (tmp_path / "interactions.csv").write_text(interactions)
+    args = ["--recs", str(tmp_path / "recs.csv"), "--interactions", str(tmp_path / "interactions.csv")]
+    if items is not None:
+        (tmp_path / "items.csv").write_text(items)
+        args += ["--items", str(tmp_path / "items.csv")]
+    return args
+
+
+class TestCutoffBeyondTheLists:
+    def test_it_scores_at_k_when_k_is_longer_than_every_list(self, tmp_path: Path) -> None:
+        # The README's definitions: P@5 = 1/5, nDCG@5 = 1 / (1 + 1/log2(3)) with min(5, 2) ideal hits.
+        args = write_small(tmp_path, "user,item,rank\nu1,a,1\n", "user,item\nu1,a\nu1,b\n")
+        data = json.loads(run_command(*args, "-k", "5", "--json"))
+        assert data["k"] == 5
+        assert data["precision_at_k"] == pytest.approx(0.2, abs=1e-12)
+        assert data["ndcg_at_k"] == pytest.approx(0.6131471927654584, abs=1e-12)
+        assert data["recall_at_k"] == 0.5 and data["hit_rate"] == 1.0
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(
+        lists=st.lists(st.lists(st.sampled_from("abcdefg"), min_size=1, max_size=3, unique=True), min_size=1, max_size=4),
+        relevant=st.lists(st.sets(st.sampled_from("abcdefg"), min_size=1, max_size=4), min_size=4, max_size=4),
+        k=st.integers(1, 8),
+    )  # fmt: skip
+    def test_it_gives_the_cores_and_ranxs_numbers_at_any_k(
+        self, tmp_path: Path, lists: list[list[str]], relevant: list[set[str]], k: int
+    ) -> None:
+        from ranx import Qrels, Run, evaluate
+
+        from evalcore.recsys import evaluate_recommendations, read_recsys_files
+
+        recs = "user,item,rank\n" + "".join(
+            f"u{u},{item},{rank}\n" for u, items in enumerate(lists) for rank, item in enumerate(items, 1)
+        )
+        truth = "user,item\n" + "".join(f"u{u},{i}\n" for u in range(len(lists)) for i in sorted(relevant[u]))
+        args = write_small(tmp_path, recs, truth)
+        data = json.loads(run_command(*args, "-k", str(k), "--json"))
+        files = read_recsys_files(tmp_path / "recs.csv", tmp_path / "interactions.csv", k=k)
+        core = evaluate_recommendations(files.data, k=k)
+        for name in ("precision_at_k", "recall_at_k", "ndcg_at_k", "hit_rate", "serendipity_baseline"):
+            assert data[name] == pytest.approx(core[name], abs=1e-12), name
+        qrels = Qrels({f"u{u}": {i: 1 for i in relevant[u]} for u in range(len(lists))})
+        run = Run(
+            {f"u{u}": {item: 10.0 - r for r, item in enumerate(items)} for u, items in enumerate(lists)}
+        )
+        want = evaluate(qrels, run, [f"precision@{k}", f"ndcg@{k}"])
+        assert data["precision_at_k"] == pytest.approx(want[f"precision@{k}"], abs=1e-12)
+        assert data["ndcg_at_k"] == pytest.approx(want[f"ndcg@{k}"], abs=1e-12)
+
+
+class TestItemsWithoutACategory:
+    def test_it_leaves_an_item_with_an_empty_category_out_of_category_metrics(self, tmp_path: Path) -> None:
+        args = write_small(
+            tmp_path,
+            "user,item,rank\nu1,a,1\nu1,b,2\nu2,c,1\n",
+            "user,item\nu1,a\nu2,d\n",
+            "item,category\na,x\nb,\nc,y\nd,x\ne,z\n",
+        )
+        data = json.loads(run_command(*args, "--json"))
+        # Categories x, y and z; the lists show x (a) and y (c); b has none and counts for no category.
+        assert data["category_coverage"] == pytest.approx(2 / 3, abs=1e-12)
+        assert data["n_items"] == 5 and data["catalog_coverage"] == pytest.approx(3 / 5)
+        # Similarity: b is like nothing else, so u1's pair (a, b) is at distance 1.
+        assert data["intra_list_diversity"] == pytest.approx(1.0)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import time
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 
 from evalcore import trec
 from evalcore.comparison import align_results, compare_scores
@@ -169,6 +172,44 @@ class TestComparison:
             assert got.wins + got.ties + got.losses == 20
         assert pairs["map"].significant and pairs["map"].diff > 0  # the good run beats the weak one
         assert ComparisonSummary.objects.filter(comparison=comparison).count() == 4
+
+    @pytest.mark.parametrize("complete", [False, True])
+    def test_it_gives_the_same_means_and_intervals_as_the_evaluation_and_compare_runs(
+        self, team: Team, sources: Any, tmp_path: Path, complete: bool
+    ) -> None:
+        """One run answering 15 of the 20 qrels queries: the web's evaluation, the web's comparison and
+        compare_runs give one mean and one interval, over the same queries (trec_eval's rule)."""
+        qrels, _, weak = sources
+        partial_text = "".join(
+            line + "\n" for line in RUN(1, 1.5, "bm25").splitlines() if int(line.split()[0][1:]) < 15
+        )
+        partial = uploads.run_upload(team=team, upload=upload("partial.run", partial_text))
+        measures = ["map", "P_10"]
+        evaluation = evaluations.evaluation_create(
+            run=partial, qrels=qrels, measures=measures, complete=complete, enqueue=False
+        )
+        assert evaluations.evaluation_run(evaluation_id=evaluation.pk).status == "done"
+        comparison = evaluations.comparison_create(
+            qrels=qrels, runs=[partial, weak], measures=measures, complete=complete, enqueue=False
+        )
+        assert evaluations.comparison_run(comparison_id=comparison.pk).status == "done"
+        args = ["--qrels", write(tmp_path, "judged.qrels", QRELS), "--run", write(tmp_path, "partial.run", partial_text),
+                "--run", write(tmp_path, "dense.run", RUN(2, 0.3, "dense")), "-m", "map", "-m", "P_10", "--json"]  # fmt: skip
+        out = StringIO()
+        call_command("compare_runs", *args, *(["-c"] if complete else []), stdout=out)
+        command = json.loads(out.getvalue())["runs"]["partial.run"]
+        for measure in measures:
+            web = EvaluationResult.objects.get(evaluation=evaluation, measure=measure)
+            compared = ComparisonSummary.objects.get(comparison=comparison, run=partial, measure=measure)
+            assert web.ci_low is not None and web.ci_low < web.ci_high
+            assert (web.value, web.ci_low, web.ci_high) == (compared.mean, compared.ci_low, compared.ci_high)
+            want = {
+                "mean": web.value,
+                "ci_low": web.ci_low,
+                "ci_high": web.ci_high,
+                "n_queries": 20 if complete else 15,
+            }
+            assert command[measure] == want and compared.num_queries == want["n_queries"]
 
     def test_it_needs_two_runs(self, sources: Any) -> None:
         qrels, good, _ = sources

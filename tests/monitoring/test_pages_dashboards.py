@@ -361,6 +361,17 @@ class TestComparisonPage:
         header = next(csv.reader(io.StringIO(per_query.content.decode())))
         assert len(set(header)) == len(header) == 4
 
+    def test_it_says_which_queries_the_means_and_the_tests_average_over(
+        self, viewer: Client, sources: Any
+    ) -> None:
+        qrels, good, weak = sources
+        comparison = compare_now(qrels, [good, weak], measures=("map",))
+        page = viewer.get(f"/teams/search/comparisons/{comparison.pk}/").content.decode()
+        assert "averages over the qrels queries the run answered (trec_eval&#x27;s default)" in page
+        assert "2000 resamples, seed 0, as the run's evaluation and <code>compare_runs</code>" in page
+        assert "compare 20 queries: the qrels queries any of the runs answered" in page
+        assert page.count('<span class="key">20 q</span>') == 2
+
     def test_it_follows_an_unfinished_comparison(self, viewer: Client, sources: Any) -> None:
         qrels, good, weak = sources
         comparison = evaluations.comparison_create(qrels=qrels, runs=[good, weak], enqueue=False)

@@ -172,6 +172,18 @@ class TestRecommendationEvaluations:
         want = evaluate_recommendations(replace(files.data, head_share=0.5))
         assert stored(top5) == pytest.approx(same(want), abs=1e-12)
 
+    def test_it_scores_at_a_k_longer_than_every_list_as_the_core(self, team: Team, tmp_path: Path) -> None:
+        texts = {"recs": "user,item,rank\nu1,a,1\n", "interactions": "user,item\nu1,a\nu1,b\n"}
+        chosen = recsys_fraud.recommendation_set_upload(team=team, **recsys_uploads(texts))
+        evaluation = evaluated_recsys(chosen, k=5)
+        values = stored(evaluation)
+        assert evaluation.summary["k"] == 5
+        assert values["precision_at_k"] == pytest.approx(0.2, abs=1e-12)
+        assert values["ndcg_at_k"] == pytest.approx(0.6131471927654584, abs=1e-12)
+        paths = written(tmp_path, texts)
+        files = read_recsys_files(paths["recs"], paths["interactions"], k=5)
+        assert values == pytest.approx(same(evaluate_recommendations(files.data, k=5)), abs=1e-12)
+
     def test_it_draws_the_lorenz_curve_whose_area_gives_the_gini(
         self, recommendations: RecommendationSet
     ) -> None:
@@ -354,6 +366,24 @@ class TestFraudEvaluations:
             with pytest.raises(recsys_fraud.OptionError, match=f"^{field} must") as refused:
                 recsys_fraud.fraud_evaluation_create(score_set=scores, options=FraudOptions(**changes))
             assert refused.value.field == field
+
+    def test_it_flags_nothing_when_the_target_catches_no_fraud_and_says_so(self, team: Team) -> None:
+        rows = "".join(f"t{i},{float(s)!r},{int(i == 9)}\n" for i, s in enumerate(np.linspace(0.9, 0.1, 10)))
+        ten = recsys_fraud.fraud_score_set_upload(
+            team=team, scores=csv_file("ten.csv", "id,score,label\n" + rows)
+        )
+        evaluation = evaluated_fraud(ten, FraudOptions(target_fpr=0.25))
+        assert stored(evaluation)["total_cost"] == 1.0 == evaluation.summary["flag_nothing_cost"]
+        assert (
+            evaluation.summary["confusion"]["fp"] == 0
+            and evaluation.summary["operating_rule"] == "flag_nothing"
+        )
+        assert "catches a fraud" in evaluation.summary["operating_note"]
+        assert evaluation.curves["operating"]["note"] == evaluation.summary["operating_note"]
+        legit = recsys_fraud.fraud_score_set_upload(
+            team=team, scores=csv_file("legit.csv", "id,score,label\na,0.9,0\nb,0.5,0\nc,0.1,0\n")
+        )
+        assert stored(evaluated_fraud(legit, FraudOptions(target_fpr=0.5)))["total_cost"] == 0.0
 
     def test_it_says_which_metrics_lack_an_input(self, team: Team) -> None:
         plain = recsys_fraud.fraud_score_set_upload(

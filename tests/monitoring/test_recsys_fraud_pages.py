@@ -15,6 +15,7 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from evalcore.fraud import FraudOptions
 from evalplatform.models import Team
 from monitoring import recsys_fraud
 from monitoring.demo import FRAUD_OPTIONS, demo_fraud_text, demo_recsys_texts
@@ -316,6 +317,46 @@ class TestFraudDashboard:
         confusion = fraud_done.summary["confusion"]
         assert f'<td class="num" id="confusion-tp">{confusion["tp"]}</td>' in page
         assert "Detection rate at target FPR" in page and "median" in page and " h" in page
+
+    def test_it_draws_the_times_to_detection_in_a_readable_unit_with_its_numbers(
+        self, client: Client, vera: User, fraud_done: FraudScoreEvaluation
+    ) -> None:
+        from monitoring.charts_recsys_fraud import delay_unit
+
+        assert fraud_done.score_set.time_unit == "seconds"
+        ttd = fraud_done.curves["ttd"]
+        unit, size = delay_unit(ttd, unit="seconds")
+        assert unit in {"min", "h", "d"} and ttd["edges"][-1] / size >= 2
+        page = logged_in(client, vera).get(fraud_done.get_absolute_url()).content.decode()
+        bars = figure(page, "figure-ttd")
+        edges = [edge / size for edge in ttd["edges"]]
+        assert (
+            bars["layout"]["xaxis"]["title"]["text"]
+            == f"delay from the first fraud to the first flag ({unit})"
+        )
+        assert bars["data"][0]["x"] == pytest.approx(
+            [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:], strict=True)]
+        )
+        assert bars["data"][0]["y"] == ttd["counts"]
+        assert f"<caption>Entities by delay ({unit})</caption>" in page
+        assert max(bars["data"][0]["x"]) < 1000  # not raw seconds
+        for seconds, want in ((90.0, "s"), (600.0, "min"), (7_200.0, "h"), (604_800.0, "d")):
+            assert delay_unit({"edges": [0.0, seconds]}, unit="seconds")[0] == want
+        assert delay_unit({"edges": [0.0, 604_800.0]}, unit="ticks") == ("ticks", 1.0)
+
+    def test_it_says_when_the_operating_point_flags_nothing(
+        self, client: Client, vera: User, team: Team
+    ) -> None:
+        rows = "".join(f"t{i},0.{9 - i},{int(i == 8)}\n" for i in range(9))
+        eight = recsys_fraud.fraud_score_set_upload(
+            team=team, scores=csv_file("s.csv", "id,score,label\n" + rows)
+        )
+        evaluation = recsys_fraud.fraud_evaluation_create(
+            score_set=eight, options=FraudOptions(target_fpr=0.25), enqueue=False
+        )
+        assert recsys_fraud.fraud_evaluation_run(evaluation_id=evaluation.pk).status == "done"
+        page = logged_in(client, vera).get(evaluation.get_absolute_url()).content.decode()
+        assert "Flagging nothing: no threshold within the target FPR catches a fraud." in page
 
     def test_it_serves_every_table_as_csv_equal_to_the_stored_rows(
         self, client: Client, vera: User, fraud_done: FraudScoreEvaluation

@@ -7,9 +7,17 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evalcore.comparison import Comparison, align_results, compare_scores
+from evalcore.comparison import (
+    Comparison,
+    align_results,
+    compare_scores,
+    mean_rule,
+    measure_summary,
+    paired_rule,
+)
 from evalcore.errors import EvalCoreError
 from evalcore.retrieval import evaluate
+from evalcore.stats import DEFAULT_BOOTSTRAP, BootstrapOptions
 from monitoring import cli
 
 
@@ -18,7 +26,10 @@ class Command(BaseCommand):
         "Compare two or more runs on the same qrels: each run's mean with a bootstrap confidence interval, "
         "and for every pair the difference, the p-value of a paired test and its corrected significance. "
         "The t-test (default) and the randomization test are the ones the IR literature recommends for "
-        "differences in means (Smucker et al., CIKM 2007). Queries a run did not retrieve for score 0."
+        "differences in means (Smucker et al., CIKM 2007). Each run's mean and interval follow trec_eval's "
+        "rule, as eval_retrieval and the web: the qrels queries the run answered (with -c, every qrels query, "
+        "a missing one as 0). The paired tests run on the queries any run answered (with -c, every qrels "
+        "query), a run's missing ones as 0; the output says how many queries each figure averages over."
     )
     # Reads files, prints results: neither the database nor the web stack is involved.
     requires_system_checks: list[str] = []
@@ -45,13 +56,22 @@ class Command(BaseCommand):
         )
         parser.add_argument("--alpha", type=float, default=0.05)
         parser.add_argument(
-            "--confidence", type=float, default=0.95, help="bootstrap CI level (default 0.95)"
+            "--confidence",
+            type=float,
+            default=DEFAULT_BOOTSTRAP.confidence,
+            help="bootstrap CI level (default 0.95)",
         )
         parser.add_argument(
-            "--resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)"
+            "--resamples",
+            type=int,
+            default=DEFAULT_BOOTSTRAP.n_resamples,
+            help=f"bootstrap resamples (default {DEFAULT_BOOTSTRAP.n_resamples}, as the web's)",
         )
         parser.add_argument(
-            "--seed", type=int, default=0, help="seed of the bootstrap and randomization test"
+            "--seed",
+            type=int,
+            default=DEFAULT_BOOTSTRAP.seed,
+            help="seed of the bootstrap and randomization test (default 0, as the web's)",
         )
         cli.add_input_options(parser)
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -67,13 +87,19 @@ class Command(BaseCommand):
         with cli.progress(paths, stages=len(paths) + 1) as bar:
             qrels = cli.read_qrels(options["qrels"], fmt=options["qrels_format"], **reading)
             bar.update()
-            results = {}
+            results, reported = {}, {}
             for name, path in zip(names, options["runs"], strict=True):
                 bar.set_description(name)
                 run = cli.read_run(path, fmt=options["run_format"], **reading)
                 try:
+                    # complete=True aligns the runs for the paired tests; the means follow -c or not.
                     results[name] = evaluate(
                         qrels, run, options["measures"], rel_level=options["level"], complete=True
+                    )
+                    reported[name] = (
+                        results[name]
+                        if options["complete"]
+                        else evaluate(qrels, run, options["measures"], rel_level=options["level"])
                     )
                 except EvalCoreError as exc:
                     raise CommandError(f"{path}: {exc}") from exc
@@ -85,6 +111,9 @@ class Command(BaseCommand):
             bar.set_description("testing")
             try:
                 _, scores = align_results(results, keys, complete=options["complete"])
+                bootstrap = BootstrapOptions(
+                    n_resamples=options["resamples"], confidence=options["confidence"], seed=options["seed"]
+                )
                 comparison = compare_scores(
                     scores,
                     test=options["test"],
@@ -93,6 +122,12 @@ class Command(BaseCommand):
                     confidence=options["confidence"],
                     n_resamples=options["resamples"],
                     seed=options["seed"],
+                    runs={
+                        name: {key: measure_summary(result, key, bootstrap=bootstrap) for key in keys}
+                        for name, result in reported.items()
+                    },
+                    means_over=mean_rule(complete=options["complete"]),
+                    pairs_over=paired_rule(complete=options["complete"]),
                 )
             except EvalCoreError as exc:
                 raise CommandError(str(exc)) from exc
@@ -105,15 +140,23 @@ class Command(BaseCommand):
 
 def format_comparison(comparison: Comparison) -> str:
     confidence = f"{comparison.confidence:.0%}"
-    lines = [f"{comparison.n_queries} queries; {confidence} bootstrap confidence intervals", ""]
-    lines.append(f"{'run':<28} {'measure':<16} {'mean':>8}  {confidence + ' CI':>19}")
+    lines = [
+        f"means over {comparison.means_over}, with {confidence} bootstrap confidence intervals",
+        "",
+        f"{'run':<28} {'measure':<16} {'mean':>8}  {confidence + ' CI':>19} {'queries':>8}",
+    ]
     for name, measures in comparison.runs.items():
         for measure, summary in measures.items():
-            interval = f"[{summary.ci_low:.4f}, {summary.ci_high:.4f}]"
-            lines.append(f"{name:<28} {measure:<16} {summary.mean:>8.4f}  {interval:>19}")
+            interval = (
+                "-" if summary.ci_low != summary.ci_low else f"[{summary.ci_low:.4f}, {summary.ci_high:.4f}]"
+            )
+            lines.append(
+                f"{name:<28} {measure:<16} {summary.mean:>8.4f}  {interval:>19} {summary.n_queries:>8}"
+            )
     lines += [
         "",
-        f"paired {comparison.test} test, {comparison.correction} correction, alpha {comparison.alpha}",
+        f"paired {comparison.test} test, {comparison.correction} correction, alpha {comparison.alpha}, "
+        f"over {comparison.n_queries} queries: {comparison.pairs_over}",
         f"{'a':<24} {'b':<24} {'measure':<16} {'diff':>8} {'p':>9} {'p_adj':>9}  sig",
     ]
     for pair in comparison.pairs:

@@ -116,7 +116,11 @@ def _report(evaluation: Any, *, curves: bool) -> dict[str, Any]:
             budget=evaluation.budget.budget,
             **{n: metrics[n] for n in ("precision_at_budget", "recall_at_budget")},
         )
-    report["operating_threshold"] = evaluation.operating_threshold
+    operating = evaluation.operating
+    report["operating_threshold"] = operating.threshold
+    report["operating_rule"] = operating.rule
+    if operating.note:
+        report["operating_note"] = operating.note
     report["confusion"] = {"tp": cost.tp, "fp": cost.fp, "tn": cost.tn, "fn": cost.fn}
     report.update({name: metrics[name] for name in ("total_cost", "cost_per_prediction")})
     report.update(flag_nothing_cost=cost.flag_nothing_cost, flag_everything_cost=cost.flag_everything_cost)

@@ -90,7 +90,8 @@ class Command(BaseCommand):
                 bar.update()
                 bar.set_description("evaluating")
                 data = replace(files.data, head_share=options["head_share"])
-                metrics = evaluate_recommendations(data)
+                # The cutoff reaches the metrics: a K beyond the longest list still divides by K.
+                metrics = evaluate_recommendations(data, k=options["k"])
                 bar.update()
         except (EvalCoreError, OSError) as exc:
             raise CommandError(str(exc)) from exc
