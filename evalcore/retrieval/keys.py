@@ -3,7 +3,7 @@
 When no document id is longer than 8 bytes, a key is the id's bytes (zero-padded) times an odd
 constant: a bijection, so equal keys mean equal ids, and `ordered_keys` undoes it into numbers that
 sort as the ids do byte by byte (trec_eval's `strcmp`). Otherwise every key is a hash of the id's
-length and its own 8-byte words; every match found through a hashed key is confirmed on the bytes, so
+length and its own 8-byte words (`_hashed_chunk_keys`); every match found through a hashed key is confirmed on the bytes, so
 a collision costs time, never correctness.
 
 Keying costs time and memory in proportion to the ids' total bytes: each id is read in place, a word
@@ -14,6 +14,7 @@ at a time, never padded to the longest id (which made one 100 KB id in a 150,000
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -91,21 +92,44 @@ class _Words:
     """
 
     def __init__(self, chunk: pa.Array) -> None:
+        self.chunk = chunk
         offsets = _offsets(chunk)
-        # A copy of the chunk's bytes with 8 zero bytes after them, so that a word read at any id's
-        # start stays inside the buffer; its uint64 view steps one byte at a time (unaligned reads).
-        self._bytes = np.zeros(int(offsets[-1] - offsets[0]) + 8, dtype=np.uint8)
-        self._bytes[:-8] = _data(chunk)[offsets[0] : offsets[-1]]
-        self._view = np.ndarray((len(self._bytes) - 7,), dtype="<u8", buffer=self._bytes.data, strides=(1,))
         self.starts = offsets[:-1] - offsets[0]
         self.lengths = np.diff(offsets)
+
+    @cached_property
+    def _view(self) -> np.ndarray:
+        # A copy of the chunk's bytes with 8 zero bytes after them, so that a word read at any id's
+        # start stays inside the buffer; its uint64 view steps one byte at a time (unaligned reads).
+        offsets = _offsets(self.chunk)
+        padded = np.zeros(int(offsets[-1] - offsets[0]) + 8, dtype=np.uint8)
+        padded[:-8] = _data(self.chunk)[offsets[0] : offsets[-1]]
+        return np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded.data, strides=(1,))
+
+    def padded(self, width: int) -> np.ndarray | None:
+        """The ids zero-padded to `width` bytes, as an (n, width / 8) word matrix, padded by Arrow in C++;
+        None where that does not work (Arrow pads characters, so a non-ASCII id comes out longer)."""
+        chunk = self.chunk
+        as_text = chunk.view(pa.large_string() if pa.types.is_large_binary(chunk.type) else pa.string())
+        try:
+            padded = pc.utf8_rpad(as_text, width=width, padding="\0")
+        except pa.ArrowException:
+            return None
+        offsets = _offsets(padded)
+        if offsets[-1] - offsets[0] != len(chunk) * width:
+            return None
+        return _data(padded)[offsets[0] : offsets[-1]].view("<u8").reshape(len(chunk), width // 8)
 
     def word(self, j: int, starts: np.ndarray, lengths: np.ndarray | None = None) -> np.ndarray:
         """Word `j` of the ids that start at `starts` (each longer than 8 * j bytes); with their
         `lengths`, the bytes past each id's end are zeroed (without, every word must be whole)."""
-        words = self._view[starts + 8 * j].astype(np.uint64, copy=False)
-        if lengths is not None:
-            words &= _LOW_BYTES[np.minimum(lengths - 8 * j, 8)]
+        return self.word_at(starts + 8 * j, None if lengths is None else lengths - 8 * j)
+
+    def word_at(self, at: np.ndarray, left: np.ndarray | None) -> np.ndarray:
+        """The words at byte offsets `at`, each cut to the `left` bytes left in its id."""
+        words = self._view[at].astype(np.uint64, copy=False)
+        if left is not None:
+            words &= _LOW_BYTES[np.minimum(left, 8)]
         return words
 
 
@@ -113,24 +137,50 @@ def _exact_chunk_keys(words: _Words, out: np.ndarray) -> None:
     np.multiply(words.word(0, words.starts, words.lengths), _KEY_MIX, out=out)
 
 
-def _hashed_chunk_keys(words: _Words, out: np.ndarray) -> None:
-    """A hash of each id's length, then of its words in turn.
+# A hashed key chains the id's first `_CHAINED` words; the words after those, mixed with their place,
+# are summed, which takes whole arrays instead of one Python step per word of the longest id.
+_CHAINED = 4
+_PLACE = _U64(0xD6E8FEB86659FD93)
 
-    The word positions that every id has are hashed over whole arrays; after those, each round takes
-    only the ids long enough for it, picked out of the previous round's. Either way the rounds cost
-    the ids' total words, never rows times the longest id.
+
+def _hashed_chunk_keys(words: _Words, out: np.ndarray) -> None:
+    """A hash of each id's length and words: chained over its first words, summed over the rest.
+
+    Each round of the chain takes only the ids long enough for it; the rest of the longer ids' words
+    are gathered into one flat array. Either way the work is the ids' total words, never rows times the
+    longest id.
     """
     starts, lengths = words.starts, words.lengths
     counts = np.maximum(1, -(-lengths // 8))  # words per id; an empty id has one, of zeros
+    hashes = lengths.astype(np.uint64) * _PLACE  # the length first: `a` and `a\0` pad alike
     common = int(counts.min())
-    hashes = splitmix(lengths.astype(np.uint64))  # the length first: `a` and `a\0` pad alike
-    for j in range(common):
-        # Before the last common word, every id's word is whole.
-        hashes = splitmix(hashes ^ words.word(j, starts, lengths if j == common - 1 else None))
-    rows = np.flatnonzero(counts > common)
-    for j in range(common, int(counts.max())):
+    most = int(counts.max())
+    packed = words.padded(8 * most) if most <= _CHAINED else None
+    if packed is not None:  # short ids (the usual case): padded in C++, no gathers
+        for j in range(most):
+            mixed = splitmix(hashes ^ packed[:, j])
+            hashes = mixed if j < common else np.where(counts > j, mixed, hashes)
+        out[:] = hashes
+        return
+    rows = np.flatnonzero(counts > common)  # the ids with words past the ones every id has
+    for j in range(min(_CHAINED, int(counts.max()))):
+        if j < common:  # every id: no gathers; before the last common word, no id ends in its word
+            hashes = splitmix(hashes ^ words.word(j, starts, None if j < common - 1 else lengths))
+            continue
         rows = rows[counts[rows] > j]
         hashes[rows] = splitmix(hashes[rows] ^ words.word(j, starts[rows], lengths[rows]))
+    longer = np.flatnonzero(counts > _CHAINED)
+    if len(longer):
+        extra = counts[longer] - _CHAINED
+        first = np.concatenate([[0], np.cumsum(extra)[:-1]])
+        place = (
+            np.arange(int(extra.sum())) - np.repeat(first, extra) + _CHAINED
+        )  # each word's index in its id
+        tail = words.word_at(
+            np.repeat(starts[longer], extra) + 8 * place, np.repeat(lengths[longer], extra) - 8 * place
+        )
+        mixed = splitmix(tail ^ (place.astype(np.uint64) * _PLACE))
+        hashes[longer] = splitmix(hashes[longer] ^ np.add.reduceat(mixed, first))
     out[:] = hashes
 
 
