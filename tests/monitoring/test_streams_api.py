@@ -235,6 +235,57 @@ class TestSnapshots:
 
 
 @pytest.mark.django_db
+class TestSnapshotValues:
+    """Values a monitor run cannot use are refused at upload, where they stand, as JSON vectors are."""
+
+    @pytest.mark.parametrize(("bad", "name"), [(np.nan, "nan"), (-np.inf, "inf")])
+    @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+    def test_it_refuses_a_npy_with_a_non_finite_row_naming_it(
+        self, editor: Client, stream: EmbeddingStream, bad: float, name: str, dtype: type
+    ) -> None:
+        array = embeddings(3_000, seed=0).astype(dtype)
+        array[2_345, 7] = bad
+        array[2_900, 0] = bad
+        response = editor.post(f"{API}{stream.slug}/snapshots/", {"file": npy_upload(array, f"{name}.npy")})
+        assert response.status_code == 400
+        assert response.json() == {"file": [f"{name}.npy: row 2345: NaN or infinite values"]}
+        assert not stream.snapshots.exists()
+
+    def test_it_names_the_row_of_a_column_major_npy(self, editor: Client, stream: EmbeddingStream) -> None:
+        array = np.asfortranarray(embeddings(50, seed=0))
+        array[40, 0] = np.nan  # first in the file's (column) order
+        array[12, 5] = np.nan  # the first row
+        response = editor.post(f"{API}{stream.slug}/snapshots/", {"file": npy_upload(array, "f.npy")})
+        assert response.json() == {"file": ["f.npy: row 12: NaN or infinite values"]}
+
+    @pytest.mark.parametrize(
+        ("value", "message"),
+        [
+            (True, "vector 2: every entry must be a number; component 5 is true"),
+            (False, "vector 2: every entry must be a number; component 5 is false"),
+            (
+                10**40,
+                "vector 2: a value past float32's range (±3.4e38) would be stored as infinity (component 5)",
+            ),
+            (
+                10**400,
+                "vector 2: a value past float32's range (±3.4e38) would be stored as infinity (component 5)",
+            ),
+        ],
+    )
+    def test_it_refuses_json_vectors_with_a_boolean_or_a_huge_integer_where_it_stands(
+        self, editor: Client, stream: EmbeddingStream, value: Any, message: str
+    ) -> None:
+        vectors = embeddings(4, seed=0).tolist()
+        vectors[2][5] = value
+        body = '{"vectors": ' + str(vectors).replace("True", "true").replace("False", "false") + "}"
+        response = editor.post(f"{API}{stream.slug}/snapshots/", body, content_type="application/json")
+        assert response.status_code == 400
+        assert response.json() == {"vectors": [message]}
+        assert not stream.snapshots.exists()
+
+
+@pytest.mark.django_db
 class TestRuns:
     def test_it_queues_the_new_snapshots_now_and_answers_202(
         self,
