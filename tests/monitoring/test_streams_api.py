@@ -285,6 +285,42 @@ class TestSnapshotValues:
         assert not stream.snapshots.exists()
 
 
+@pytest.mark.django_db(transaction=True)  # runs are queued on commit, inside the request
+class TestBrokerDown:
+    def test_monitor_answers_503_listing_the_runs_it_could_not_queue(
+        self, editor: Client, stream: EmbeddingStream, queued: QueuedTasks
+    ) -> None:
+        for seed in (1, 2):
+            monitors.snapshot_upload(stream=stream, upload=npy_upload(embeddings(20, seed=seed)))
+        queued.broker_down = True
+        response = post_json(editor, f"{API}{stream.slug}/monitor/", {})
+        assert response.status_code == 503
+        runs = response.json()
+        assert [run["status"] for run in runs] == ["failed", "failed"]
+        assert all("task queue is unreachable" in run["error"] for run in runs)
+        queued.broker_down = False
+        again = post_json(editor, f"{API}{stream.slug}/monitor/", {})
+        assert again.status_code == 202 and [run["status"] for run in again.json()] == ["pending", "pending"]
+
+    def test_a_reference_uploaded_during_an_outage_is_kept_with_a_503_saying_its_run_failed(
+        self, editor: Client, stream: EmbeddingStream, queued: QueuedTasks
+    ) -> None:
+        queued.broker_down = True
+        body = {"file": npy_upload(embeddings(20, seed=1), "ref.npy"), "reference": "true"}
+        response = editor.post(f"{API}{stream.slug}/snapshots/", body)
+        assert response.status_code == 503
+        data = response.json()
+        assert data["kind"] == "reference" and editor.get(data["url"]).status_code == 200
+        run = data["monitor_run"]
+        assert run["status"] == "failed" and "task queue is unreachable" in run["error"]
+        assert data["detail"].startswith("The snapshot is kept, but its monitor run could not be queued")
+        assert "POST the stream's monitor/" in data["detail"]
+        queued.broker_down = False
+        again = post_json(editor, f"{API}{stream.slug}/monitor/", {})
+        assert again.status_code == 202 and [r["id"] for r in again.json()] == [run["id"]]
+        assert queued.names() == ["monitoring.tasks.monitor_run"]
+
+
 @pytest.mark.django_db
 class TestRuns:
     def test_it_queues_the_new_snapshots_now_and_answers_202(
