@@ -569,7 +569,8 @@ def line_id_problem(
         fields = [next((record[n] for n in _JSON_FIELDS[f] if n in record), None) for f in ("qid", "docno")]
     else:
         cols = (_TREC if fmt == "trec" else _TSV)[kind]
-        split = _split(line, fmt)
+        # The ids come first: the fields after them (a long run tag) need not be split.
+        split = line.split(None, 3) if fmt == "trec" else [f.strip() for f in line.split("\t", 2)]
         fields = [
             split[cols.names.index(name)] if len(split) > cols.names.index(name) else None
             for name in ("qid", "docno")

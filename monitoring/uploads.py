@@ -60,9 +60,6 @@ def size_check(upload: Any, *, size: int | None = None) -> None:
 
 
 _BLOCK = 1 << 20
-# The bytes that separate a TREC file's fields or lines (Python's ASCII whitespace): an id never holds one.
-_SEPARATOR = np.zeros(256, dtype=bool)
-_SEPARATOR[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
 
 
 def _line_blocks(upload: Any) -> Iterator[bytes]:
@@ -85,26 +82,36 @@ def _line_blocks(upload: Any) -> Iterator[bytes]:
 def _long_id(upload: Any, *, kind: str, fmt: str, checked: int) -> tuple[int, str] | None:
     """The first line past the `checked` head whose query or document id is over TREC_MAX_ID_CHARS, and why.
 
-    Only a line with a run of more than that many bytes without a separator can hold such an id (a
-    character is at least a byte): a numpy pass over each block finds those lines, and only they are
-    split and checked (`trec.line_id_problem`). Memory: a block, or one line if it is longer.
+    Such an id is a run of more bytes than the bound without whitespace (a character is at least a
+    byte), and a run of at least 2S - 1 bytes covers a whole aligned span of S: a vectorised pass marks
+    the spans of S = (bound + 1) / 2 bytes without a byte at or below the space, nearly always none,
+    and only the lines holding one are split and checked (`trec.line_id_problem`). Memory: a block,
+    or one line if it is longer. (A control byte inside an id counts as a break here; the reader's
+    check of the first lines has no such blind spot.)
     """
     max_chars: int = settings.TREC_MAX_ID_CHARS
+    span = (max_chars + 1) // 2
     lines = 0
     for block in _line_blocks(upload):
-        data = np.frombuffer(block, dtype=np.uint8)
-        separators = np.flatnonzero(_SEPARATOR[data])  # every newline among them
-        long_ends = separators[np.diff(separators, prepend=-1) - 1 > max_chars]
-        newlines = np.flatnonzero(data == ord("\n"))
-        for at in np.unique(np.searchsorted(newlines, long_ends)).tolist():
-            if lines + at + 1 <= checked:
+        whole = len(block) // span * span
+        spans = np.frombuffer(block, dtype=np.uint8, count=whole).reshape(-1, span)
+        counted = 0  # lines of this block counted into `lines` (up to the byte `counted`)
+        checked_to = -1  # the end of the last line checked
+        for index in np.flatnonzero(~(spans <= 32).any(axis=1)).tolist():
+            at = index * span
+            if at <= checked_to:
                 continue
-            start = int(newlines[at - 1]) + 1 if at else 0
-            line = block[start : int(newlines[at])].decode("utf-8", errors="surrogateescape")
+            start = block.rfind(b"\n", 0, at) + 1
+            checked_to = block.find(b"\n", at)
+            lines += block.count(b"\n", counted, start)
+            counted = start
+            if lines + 1 <= checked:
+                continue
+            line = block[start:checked_to].decode("utf-8", errors="surrogateescape")
             reason = trec.line_id_problem(line, kind=kind, fmt=fmt, max_id_chars=max_chars)  # type: ignore[arg-type]
             if reason:
-                return lines + at + 1, reason
-        lines += len(newlines)
+                return lines + 1, reason
+        lines += block.count(b"\n", counted)
     return None
 
 
