@@ -163,7 +163,7 @@ def _hashed_chunk_keys(words: _Words, out: np.ndarray) -> None:
         out[:] = hashes
         return
     rows = np.flatnonzero(counts > common)  # the ids with words past the ones every id has
-    for j in range(min(_CHAINED, int(counts.max()))):
+    for j in range(min(_CHAINED, most)):
         if j < common:  # every id: no gathers; before the last common word, no id ends in its word
             hashes = splitmix(hashes ^ words.word(j, starts, None if j < common - 1 else lengths))
             continue
@@ -173,9 +173,8 @@ def _hashed_chunk_keys(words: _Words, out: np.ndarray) -> None:
     if len(longer):
         extra = counts[longer] - _CHAINED
         first = np.concatenate([[0], np.cumsum(extra)[:-1]])
-        place = (
-            np.arange(int(extra.sum())) - np.repeat(first, extra) + _CHAINED
-        )  # each word's index in its id
+        # Each tail word's index in its id.
+        place = np.arange(int(extra.sum())) - np.repeat(first, extra) + _CHAINED
         tail = words.word_at(
             np.repeat(starts[longer], extra) + 8 * place, np.repeat(lengths[longer], extra) - 8 * place
         )
