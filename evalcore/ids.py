@@ -8,6 +8,9 @@ refuse such ids where they read them, naming the line. Whitespace is what `str.i
 `id_problem` checks one id; `first_bad_row` checks an Arrow column of ids without a Python object per
 row: a minimum and maximum over the column's bytes clear nearly every chunk (no byte at or below the
 space, none that could start a multi-byte space), and only the others are matched with a regex.
+
+trec_eval reads ids of any length; a service may bound them (`max_chars`, in characters), and
+`first_long_row` finds the first id over the bound, counting bytes first (never fewer than characters).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import pyarrow.compute as pc
 
 from evalcore.arrow import to_numpy
 
-__all__ = ["first_bad_row", "id_problem"]
+__all__ = ["first_bad_row", "first_long_row", "id_problem", "long_id_problem"]
 
 _WHITESPACE = re.compile(r"\s")  # Python's \s is str.isspace
 # The same characters for Arrow's RE2, whose \s is ASCII only.
@@ -39,6 +42,28 @@ def id_problem(value: str, what: str) -> str | None:
         return f"{what} {value!r} contains whitespace; TREC ids cannot"
     if _NOT_TEXT.search(value):
         return f"{what} {value!r} is not UTF-8 text"
+    return None
+
+
+def long_id_problem(value: str, what: str, max_chars: int | None) -> str | None:
+    """Why `value` is too long to be an id under a bound of `max_chars` characters, or None."""
+    if max_chars is None or len(value) <= max_chars:
+        return None
+    return f"{what} {value[:40]!r}... is {len(value):,} characters long, more than the {max_chars:,} an id may have"
+
+
+def first_long_row(ids: pa.ChunkedArray, max_chars: int) -> int | None:
+    """The first row of a string or binary column whose id is more than `max_chars` characters, or None."""
+    start = 0
+    for chunk in ids.chunks:
+        if len(chunk):
+            over = np.flatnonzero(to_numpy(pc.greater(pc.binary_length(chunk), max_chars)))
+            for row in over.tolist():  # bytes: characters are at most as many
+                value = chunk[row].as_py()
+                text = value.decode("utf-8", errors="surrogateescape") if isinstance(value, bytes) else value
+                if len(text) > max_chars:
+                    return start + row
+        start += len(chunk)
     return None
 
 

@@ -37,12 +37,21 @@ import pyarrow.json as pajson
 
 from evalcore.arrow import pooled_empty, small_pages, to_numpy
 from evalcore.errors import FormatError
-from evalcore.ids import first_bad_row, id_problem
+from evalcore.ids import first_bad_row, first_long_row, id_problem, long_id_problem
 from evalcore.retrieval.data import DuplicateRowError, OnDuplicate, Qrels, Run
 from evalcore.retrieval.keys import as_binary_chunks, decode
 from evalcore.textfiles import arrow_input, json_object, refuse_gzip, text_lines
 
-__all__ = ["Format", "Qrels", "Run", "detect_format", "read_qrels", "read_run", "read_topics"]
+__all__ = [
+    "Format",
+    "Qrels",
+    "Run",
+    "detect_format",
+    "line_id_problem",
+    "read_qrels",
+    "read_run",
+    "read_topics",
+]
 
 Format = Literal["trec", "tsv", "jsonl"]
 PathLike = str | Path
@@ -310,10 +319,20 @@ def _read_delimited(path: PathLike, cols: _Columns, fmt: Format, strict: bool) -
     # threw the fast path off.
     source = _normalised_whitespace(path, cols) if fmt == "trec" else _normalised_tsv(path, cols, skip_header)
     read, parse, convert = _csv_options(cols, " " if fmt == "trec" else "\t", 0, strict)
+    # A line longer than a block (a 10 MB id) fails Arrow's parse ("straddling object"): the text is
+    # already in memory, so it is then parsed as one block.
+    if _longest_line(source) >= _BLOCK:
+        read.block_size = len(source.getbuffer()) + 1
     try:
         return pacsv.read_csv(source, read, parse, convert), skip_header
     except pa.ArrowException as exc:  # pragma: no cover - the scan accepts only parseable lines
         raise FormatError(str(path), None, str(exc)) from exc
+
+
+def _longest_line(source: io.BytesIO) -> int:
+    with source.getbuffer() as data:
+        ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+        return int(np.diff(ends, prepend=-1, append=len(data)).max())
 
 
 def _pick(table: pa.Table, names: tuple[str, ...]) -> pa.ChunkedArray | None:
@@ -508,19 +527,59 @@ def _fits_int64(digits: bytes) -> bool:
 
 
 def _check_ids(
-    path: PathLike, vocab: np.ndarray, codes: np.ndarray, docnos: pa.ChunkedArray, skip_header: bool
+    path: PathLike,
+    vocab: np.ndarray,
+    codes: np.ndarray,
+    docnos: pa.ChunkedArray,
+    skip_header: bool,
+    max_chars: int | None,
 ) -> None:
-    """Refuse ids a TREC file cannot hold (`evalcore.ids`): each distinct query id, then the document ids."""
+    """Refuse ids a TREC file cannot hold (`evalcore.ids`) or longer than `max_chars`: each distinct query
+    id, then the document ids, the first bad line of each."""
     for code, qid in enumerate(vocab.tolist()):
-        problem = id_problem(qid, "query id")
+        problem = id_problem(qid, "query id") or long_id_problem(qid, "query id", max_chars)
         if problem:
             first = int(np.argmax(codes == code))
             raise FormatError(str(path), _line_numbers(path, [first], skip_header)[0], problem)
     bad = first_bad_row(docnos)
-    if bad is not None:
-        docno = decode([docnos[bad].as_py()])[0]
-        problem = id_problem(docno, "document id") or f"document id {docno!r} contains whitespace"
-        raise FormatError(str(path), _line_numbers(path, [bad], skip_header)[0], problem)
+    long = None if max_chars is None else first_long_row(docnos, max_chars)
+    rows = [row for row in (bad, long) if row is not None]
+    if rows:
+        row = min(rows)
+        docno = decode([docnos[row].as_py()])[0]
+        problem = (
+            id_problem(docno, "document id")
+            or long_id_problem(docno, "document id", max_chars)
+            or f"document id {docno!r} contains whitespace"
+        )
+        raise FormatError(str(path), _line_numbers(path, [row], skip_header)[0], problem)
+
+
+def line_id_problem(
+    line: str, *, kind: Literal["qrels", "run"], fmt: Format, max_id_chars: int
+) -> str | None:
+    """Why one line's query or document id is longer than `max_id_chars`, or None (also when the line
+    is malformed: reading the file says how). For checking a file line by line as it streams past."""
+    fields: list[object]
+    if fmt == "jsonl":
+        try:
+            record = json_object(line)
+        except ValueError:
+            return None
+        fields = [next((record[n] for n in _JSON_FIELDS[f] if n in record), None) for f in ("qid", "docno")]
+    else:
+        cols = (_TREC if fmt == "trec" else _TSV)[kind]
+        # The ids come first: the fields after them (a long run tag) need not be split.
+        split = line.split(None, 3) if fmt == "trec" else [f.strip() for f in line.split("\t", 2)]
+        fields = [
+            split[cols.names.index(name)] if len(split) > cols.names.index(name) else None
+            for name in ("qid", "docno")
+        ]
+    for value, what in zip(fields, ("query id", "document id"), strict=True):
+        problem = long_id_problem(value, what, max_id_chars) if isinstance(value, str) else None
+        if problem:
+            return problem
+    return None
 
 
 def _duplicate_error(path: PathLike, exc: DuplicateRowError, skip_header: bool) -> FormatError:
@@ -530,23 +589,30 @@ def _duplicate_error(path: PathLike, exc: DuplicateRowError, skip_header: bool) 
 
 
 def read_qrels(
-    path: PathLike, *, fmt: Format | None = None, on_duplicate: OnDuplicate = "error", strict: bool = False
+    path: PathLike,
+    *,
+    fmt: Format | None = None,
+    on_duplicate: OnDuplicate = "error",
+    strict: bool = False,
+    max_id_chars: int | None = None,
 ) -> Qrels:
     """Read relevance judgments; `fmt` is detected from the extension or the first line when None.
 
     A relevance is read as trec_eval reads it, by its leading integer (`1.0` is 1); `strict` refuses
-    anything but an integer.
+    anything but an integer. Ids may be of any length, as in trec_eval, unless `max_id_chars` bounds them.
     """
     with small_pages():
-        return _read_qrels(path, fmt, on_duplicate, strict)
+        return _read_qrels(path, fmt, on_duplicate, strict, max_id_chars)
 
 
-def _read_qrels(path: PathLike, fmt: Format | None, on_duplicate: OnDuplicate, strict: bool) -> Qrels:
+def _read_qrels(
+    path: PathLike, fmt: Format | None, on_duplicate: OnDuplicate, strict: bool, max_id_chars: int | None
+) -> Qrels:
     table, skip_header, _ = _read_table(path, "qrels", fmt, strict)
     rels = _relevance(table.column("rel"), path, skip_header)
     vocab, codes = _qid_codes(table.column("qid"))
     docnos = as_binary_chunks(table.column("docno"))
-    _check_ids(path, vocab, codes, docnos, skip_header)
+    _check_ids(path, vocab, codes, docnos, skip_header, max_id_chars)
     try:
         return Qrels._from_columns(vocab, codes, docnos, rels, on_duplicate)
     except DuplicateRowError as exc:
@@ -554,19 +620,26 @@ def _read_qrels(path: PathLike, fmt: Format | None, on_duplicate: OnDuplicate, s
 
 
 def read_run(
-    path: PathLike, *, fmt: Format | None = None, on_duplicate: OnDuplicate = "error", strict: bool = False
+    path: PathLike,
+    *,
+    fmt: Format | None = None,
+    on_duplicate: OnDuplicate = "error",
+    strict: bool = False,
+    max_id_chars: int | None = None,
 ) -> Run:
     """Read a ranking; `fmt` is detected from the extension or the first line when None.
 
     Columns after a TREC run's sixth are ignored, as trec_eval ignores them; `strict` refuses them.
     The run's id is the last line's sixth column (trec_eval's runid), or the file's name for a TSV or
-    JSONL run.
+    JSONL run. Ids may be of any length, as in trec_eval, unless `max_id_chars` bounds them.
     """
     with small_pages():
-        return _read_run(path, fmt, on_duplicate, strict)
+        return _read_run(path, fmt, on_duplicate, strict, max_id_chars)
 
 
-def _read_run(path: PathLike, fmt: Format | None, on_duplicate: OnDuplicate, strict: bool) -> Run:
+def _read_run(
+    path: PathLike, fmt: Format | None, on_duplicate: OnDuplicate, strict: bool, max_id_chars: int | None
+) -> Run:
     table, skip_header, fmt = _read_table(path, "run", fmt, strict)
     scores = to_numpy(table.column("score"))
     nan = np.flatnonzero(np.isnan(scores))
@@ -575,7 +648,7 @@ def _read_run(path: PathLike, fmt: Format | None, on_duplicate: OnDuplicate, str
         raise FormatError(str(path), line, "score is not a number (NaN)")
     vocab, codes = _qid_codes(table.column("qid"))
     docnos = as_binary_chunks(table.column("docno"))
-    _check_ids(path, vocab, codes, docnos, skip_header)
+    _check_ids(path, vocab, codes, docnos, skip_header, max_id_chars)
     run_id = _last_tag(path) if fmt == "trec" else Path(path).stem
     try:
         return Run._from_columns(vocab, codes, docnos, scores, on_duplicate, run_id=run_id)

@@ -210,6 +210,12 @@ UPLOAD_MAX_DECOMPRESSED_BYTES = env_int("UPLOAD_MAX_DECOMPRESSED_BYTES", 4 * 102
 # a job on the heavy queue (`annotations.imports.import_request`), the request answering at once.
 DOCUMENT_MAX_BYTES = env_int("DOCUMENT_MAX_BYTES", 1024**2)
 IMPORT_SYNC_MAX_BYTES = env_int("IMPORT_SYNC_MAX_BYTES", 4 * 1024**2)
+# An uploaded run or qrels file (web, API, upload_* commands) is refused, naming the line, when a query or
+# document id is longer than this many characters; trec_eval reads any length, and so do the standalone
+# eval_retrieval and compare_runs commands, whose keying costs the ids' bytes, not rows times the longest.
+TREC_MAX_ID_CHARS = env_int("TREC_MAX_ID_CHARS", 1000)
+if TREC_MAX_ID_CHARS < 1:
+    raise ImproperlyConfigured("TREC_MAX_ID_CHARS must be at least 1.")
 # Judging under load: each web process counts a project's open tasks at most once in this many seconds
 # (the annotator's "remaining" lags other annotators' claims by as much; 0 counts on every claim), and
 # releases expired reservations at most once in JUDGING_EXPIRY_SWEEP_SECONDS per project (a claim that

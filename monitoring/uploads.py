@@ -3,19 +3,23 @@
 An upload is stored as a file under MEDIA_ROOT. A file over UPLOAD_MAX_BYTES is refused before any of it
 is read (`evalplatform.uploads`). Before it is kept, its first `SNIFF_LINES` lines are read with the same
 readers the evaluation uses, so a file in the wrong format is refused at once with the file, the line and
-the reason, and nothing is stored. Deeper problems (a bad line further down, a document listed twice)
-fail the evaluation job with the same kind of message.
+the reason, and nothing is stored. A query or document id longer than TREC_MAX_ID_CHARS is refused
+the same way on any line: the rest of the file is scanned for one as it streams past (`_LongIds`).
+Deeper problems (a bad line further down, a document listed twice) fail the evaluation job with the same
+kind of message.
 """
 
 from __future__ import annotations
 
 import hashlib
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+from django.conf import settings
 from django.db import transaction
 
 from annotations.models import QrelsBuild
@@ -55,6 +59,62 @@ def size_check(upload: Any, *, size: int | None = None) -> None:
         raise UploadError(f"{upload_name(upload)}: {too_large}")
 
 
+_BLOCK = 1 << 20
+
+
+def _line_blocks(upload: Any) -> Iterator[bytes]:
+    """The upload again, as blocks of about a megabyte of whole lines, each ending in a newline."""
+    parts: list[bytes] = []
+    size = 0
+    for chunk in upload_chunks(upload):
+        parts.append(chunk)
+        size += len(chunk)
+        if size >= _BLOCK and b"\n" in chunk:
+            data = b"".join(parts)
+            end = data.rfind(b"\n") + 1
+            yield data[:end]
+            parts, size = [data[end:]], len(data) - end
+    rest = b"".join(parts)
+    if rest:
+        yield rest if rest.endswith(b"\n") else rest + b"\n"
+
+
+def _long_id(upload: Any, *, kind: str, fmt: str, checked: int) -> tuple[int, str] | None:
+    """The first line past the `checked` head whose query or document id is over TREC_MAX_ID_CHARS, and why.
+
+    Such an id is a run of more bytes than the bound without whitespace (a character is at least a
+    byte), and a run of at least 2S - 1 bytes covers a whole aligned span of S: a vectorised pass marks
+    the spans of S = (bound + 1) / 2 bytes without a byte at or below the space, nearly always none,
+    and only the lines holding one are split and checked (`trec.line_id_problem`). Memory: a block,
+    or one line if it is longer. (A control byte inside an id counts as a break here; the reader's
+    check of the first lines has no such blind spot.)
+    """
+    max_chars: int = settings.TREC_MAX_ID_CHARS
+    span = (max_chars + 1) // 2
+    lines = 0
+    for block in _line_blocks(upload):
+        whole = len(block) // span * span
+        spans = np.frombuffer(block, dtype=np.uint8, count=whole).reshape(-1, span)
+        counted = 0  # lines of this block counted into `lines` (up to the byte `counted`)
+        checked_to = -1  # the end of the last line checked
+        for index in np.flatnonzero(~(spans <= 32).any(axis=1)).tolist():
+            at = index * span
+            if at <= checked_to:
+                continue
+            start = block.rfind(b"\n", 0, at) + 1
+            checked_to = block.find(b"\n", at)
+            lines += block.count(b"\n", counted, start)
+            counted = start
+            if lines + 1 <= checked:
+                continue
+            line = block[start:checked_to].decode("utf-8", errors="surrogateescape")
+            reason = trec.line_id_problem(line, kind=kind, fmt=fmt, max_id_chars=max_chars)  # type: ignore[arg-type]
+            if reason:
+                return lines + 1, reason
+        lines += block.count(b"\n", counted)
+    return None
+
+
 def sniff(upload: Any, *, kind: str, fmt: str | None = None) -> Sniffed:
     """Read the upload's first lines as a run or qrels file; hash and measure the whole file.
 
@@ -91,13 +151,16 @@ def sniff(upload: Any, *, kind: str, fmt: str | None = None) -> Sniffed:
         try:
             detected = fmt or trec.detect_format(handle.name, kind)  # type: ignore[arg-type]
             reader = trec.read_run if kind == "run" else trec.read_qrels
-            data = reader(handle.name, fmt=detected)  # type: ignore[arg-type]
+            data = reader(handle.name, fmt=detected, max_id_chars=settings.TREC_MAX_ID_CHARS)  # type: ignore[arg-type]
         except FormatError as error:
             raise UploadError(
                 f"{name}:{error.line}: {error.reason}" if error.line else f"{name}: {error.reason}"
             ) from None
         except (EvalCoreError, UnicodeDecodeError, ValueError) as error:
             raise UploadError(f"{name}: {error}") from None
+    long_id = _long_id(upload, kind=kind, fmt=str(detected), checked=len(head)) if truncated else None
+    if long_id:
+        raise UploadError(f"{name}:{long_id[0]}: {long_id[1]}")
     tag = _run_tag(head, name) if kind == "run" and detected == "trec" else ""
     return Sniffed(
         format=str(detected),

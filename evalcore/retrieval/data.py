@@ -21,8 +21,8 @@ from evalcore.retrieval.keys import (
     decode,
     docno_keys,
     docno_lengths,
+    exact_keys,
     find_duplicates,
-    key_words,
     query_salts,
 )
 from evalcore.retrieval.layout import GroupedLayout, KeyedLayout, layout_of
@@ -85,7 +85,7 @@ class _Rows(Generic[V]):
     qids: np.ndarray
     qid_codes: np.ndarray
     docnos: pa.ChunkedArray
-    _key_cache: dict[int, tuple[np.ndarray, np.ndarray]] = field(
+    _key_cache: dict[bool, tuple[np.ndarray, np.ndarray]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
 
@@ -159,8 +159,9 @@ class _Rows(Generic[V]):
         return len(self.qids)
 
     @cached_property
-    def key_words(self) -> int:
-        return key_words(self.docnos)
+    def exact_keys(self) -> bool:
+        """Whether every document id fits in 8 bytes, so that `doc_keys` are the ids, not hashes."""
+        return exact_keys(self.docnos)
 
     @cached_property
     def salts(self) -> np.ndarray:
@@ -168,18 +169,22 @@ class _Rows(Generic[V]):
 
     @cached_property
     def doc_keys(self) -> np.ndarray:
-        """Every row's document key (exact when `key_words == 1`, else a hash)."""
-        return docno_keys(self.docnos, self.key_words)
+        """Every row's document key (exact when `exact_keys`, else a hash)."""
+        return docno_keys(self.docnos, exact=self.exact_keys)
 
-    def doc_keys_for(self, words: int) -> tuple[np.ndarray, np.ndarray]:
-        """(rows whose id fits in `words` words, their keys), cached per width."""
-        if words == self.key_words:
+    def doc_keys_for(self, exact: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(rows whose key can match, their keys) with keys of the other's kind, cached.
+
+        Exact keys exist only for ids of at most 8 bytes, and a longer id cannot equal one of those;
+        hashed keys exist for every id.
+        """
+        if exact == self.exact_keys:
             return np.arange(len(self)), self.doc_keys
-        if words not in self._key_cache:
-            fits = np.flatnonzero(docno_lengths(self.docnos) <= 8 * words)
+        if exact not in self._key_cache:
+            fits = np.flatnonzero(docno_lengths(self.docnos) <= 8) if exact else np.arange(len(self))
             subset = self.docnos.take(pa.array(fits)) if len(fits) < len(self) else self.docnos
-            self._key_cache[words] = (fits, docno_keys(subset, words))
-        return self._key_cache[words]
+            self._key_cache[exact] = (fits, docno_keys(subset, exact=exact))
+        return self._key_cache[exact]
 
     def docno_strings(self, rows: np.ndarray | None = None) -> list[str]:
         values = self.docnos if rows is None else self.docnos.take(pa.array(rows, type=pa.int64()))
@@ -188,7 +193,7 @@ class _Rows(Generic[V]):
     def _check_duplicates(self, on_duplicate: OnDuplicate) -> np.ndarray | None:
         """None when the rows are unique; else the rows to keep (on_duplicate='first') or raise."""
         later, first = find_duplicates(
-            self.qid_codes, self.docnos, self.doc_keys, self.salts, self.key_words == 1
+            self.qid_codes, self.docnos, self.doc_keys, self.salts, self.exact_keys
         )
         if not later.size:
             return None

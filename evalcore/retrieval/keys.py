@@ -2,15 +2,19 @@
 
 When no document id is longer than 8 bytes, a key is the id's bytes (zero-padded) times an odd
 constant: a bijection, so equal keys mean equal ids, and `ordered_keys` undoes it into numbers that
-sort as the ids do byte by byte (trec_eval's `strcmp`). Longer ids get a hashed key; every match found
-through a hashed key is confirmed on the bytes, so a collision costs time, never correctness.
+sort as the ids do byte by byte (trec_eval's `strcmp`). Otherwise every key is a hash of the id's
+length and its own 8-byte words (`_hashed_chunk_keys`); every match found through a hashed key is confirmed on the bytes, so
+a collision costs time, never correctness.
 
-The work runs an Arrow chunk or a block of rows at a time, so that temporaries stay in cache.
+Keying costs time and memory in proportion to the ids' total bytes: each id is read in place, a word
+at a time, never padded to the longest id (which made one 100 KB id in a 150,000-row qrels ask for
+110 GiB). The work runs a block of rows at a time, so that temporaries stay in cache.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -72,37 +76,111 @@ def docno_lengths(docnos: pa.ChunkedArray) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-def key_words(docnos: pa.ChunkedArray) -> int:
-    """How many 8-byte words the longest document id needs (at least one)."""
-    longest = max((int(np.diff(_offsets(c)).max()) for c in docnos.chunks if len(c)), default=0)
-    return max(1, -(-longest // 8))
+def exact_keys(docnos: pa.ChunkedArray) -> bool:
+    """Whether every document id fits in one 8-byte word, so that its key is exact rather than a hash."""
+    return all(int(np.diff(_offsets(c)).max()) <= 8 for c in docnos.chunks if len(c))
 
 
-def _padded_words(chunk: pa.Array, words: int) -> np.ndarray:
-    """The ids of one chunk zero-padded to `8 * words` bytes, as an (n, words) uint64 matrix.
+# The low `n` bytes of a little-endian word, for n = 0..8.
+_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
 
-    The words are read in native (little-endian) byte order, which costs nothing; `ordered_keys`
-    swaps them when the byte order matters.
+
+class _Words:
+    """The ids of one chunk, read as little-endian 8-byte words in place, at any byte offset.
+
+    `word(j)` is the j-th word of each id given, with the bytes past the id's end zeroed.
     """
-    width = 8 * words
-    n = len(chunk)
-    as_text = chunk.view(pa.large_string() if pa.types.is_large_binary(chunk.type) else pa.string())
-    try:
-        # Arrow pads in C++. It counts characters, so a non-ASCII id comes out longer than `width`.
-        padded = pc.utf8_rpad(as_text, width=width, padding="\0")
+
+    def __init__(self, chunk: pa.Array) -> None:
+        self.chunk = chunk
+        offsets = _offsets(chunk)
+        self.starts = offsets[:-1] - offsets[0]
+        self.lengths = np.diff(offsets)
+
+    @cached_property
+    def _view(self) -> np.ndarray:
+        # A copy of the chunk's bytes with 8 zero bytes after them, so that a word read at any id's
+        # start stays inside the buffer; its uint64 view steps one byte at a time (unaligned reads).
+        offsets = _offsets(self.chunk)
+        padded = np.zeros(int(offsets[-1] - offsets[0]) + 8, dtype=np.uint8)
+        padded[:-8] = _data(self.chunk)[offsets[0] : offsets[-1]]
+        return np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded.data, strides=(1,))
+
+    def padded(self, width: int) -> np.ndarray | None:
+        """The ids zero-padded to `width` bytes, as an (n, width / 8) word matrix, padded by Arrow in C++;
+        None where that does not work (Arrow pads characters, so a non-ASCII id comes out longer)."""
+        chunk = self.chunk
+        as_text = chunk.view(pa.large_string() if pa.types.is_large_binary(chunk.type) else pa.string())
+        try:
+            padded = pc.utf8_rpad(as_text, width=width, padding="\0")
+        except pa.ArrowException:
+            return None
         offsets = _offsets(padded)
-        if offsets[-1] - offsets[0] == n * width:
-            return _data(padded)[offsets[0] : offsets[-1]].view(np.uint64).reshape(n, words)
-    except pa.ArrowException:
-        pass
-    offsets = _offsets(chunk)
-    lengths = np.diff(offsets)
-    cols = np.arange(width)
-    data = _data(chunk)
-    index = np.minimum(offsets[:-1, None] + cols[None, :], max(len(data) - 1, 0))
-    gathered = data[index] if len(data) else np.zeros(index.shape, dtype=np.uint8)
-    flat = np.where(cols[None, :] < lengths[:, None], gathered, 0).astype(np.uint8).ravel()
-    return flat.view(np.uint64).reshape(n, words)
+        if offsets[-1] - offsets[0] != len(chunk) * width:
+            return None
+        return _data(padded)[offsets[0] : offsets[-1]].view("<u8").reshape(len(chunk), width // 8)
+
+    def word(self, j: int, starts: np.ndarray, lengths: np.ndarray | None = None) -> np.ndarray:
+        """Word `j` of the ids that start at `starts` (each longer than 8 * j bytes); with their
+        `lengths`, the bytes past each id's end are zeroed (without, every word must be whole)."""
+        return self.word_at(starts + 8 * j, None if lengths is None else lengths - 8 * j)
+
+    def word_at(self, at: np.ndarray, left: np.ndarray | None) -> np.ndarray:
+        """The words at byte offsets `at`, each cut to the `left` bytes left in its id."""
+        words = self._view[at].astype(np.uint64, copy=False)
+        if left is not None:
+            words &= _LOW_BYTES[np.minimum(left, 8)]
+        return words
+
+
+def _exact_chunk_keys(words: _Words, out: np.ndarray) -> None:
+    np.multiply(words.word(0, words.starts, words.lengths), _KEY_MIX, out=out)
+
+
+# A hashed key chains the id's first `_CHAINED` words; the words after those, mixed with their place,
+# are summed, which takes whole arrays instead of one Python step per word of the longest id.
+_CHAINED = 4
+_PLACE = _U64(0xD6E8FEB86659FD93)
+
+
+def _hashed_chunk_keys(words: _Words, out: np.ndarray) -> None:
+    """A hash of each id's length and words: chained over its first words, summed over the rest.
+
+    Each round of the chain takes only the ids long enough for it; the rest of the longer ids' words
+    are gathered into one flat array. Either way the work is the ids' total words, never rows times the
+    longest id.
+    """
+    starts, lengths = words.starts, words.lengths
+    counts = np.maximum(1, -(-lengths // 8))  # words per id; an empty id has one, of zeros
+    hashes = lengths.astype(np.uint64) * _PLACE  # the length first: `a` and `a\0` pad alike
+    common = int(counts.min())
+    most = int(counts.max())
+    packed = words.padded(8 * most) if most <= _CHAINED else None
+    if packed is not None:  # short ids (the usual case): padded in C++, no gathers
+        for j in range(most):
+            mixed = splitmix(hashes ^ packed[:, j])
+            hashes = mixed if j < common else np.where(counts > j, mixed, hashes)
+        out[:] = hashes
+        return
+    rows = np.flatnonzero(counts > common)  # the ids with words past the ones every id has
+    for j in range(min(_CHAINED, most)):
+        if j < common:  # every id: no gathers; before the last common word, no id ends in its word
+            hashes = splitmix(hashes ^ words.word(j, starts, None if j < common - 1 else lengths))
+            continue
+        rows = rows[counts[rows] > j]
+        hashes[rows] = splitmix(hashes[rows] ^ words.word(j, starts[rows], lengths[rows]))
+    longer = np.flatnonzero(counts > _CHAINED)
+    if len(longer):
+        extra = counts[longer] - _CHAINED
+        first = np.concatenate([[0], np.cumsum(extra)[:-1]])
+        # Each tail word's index in its id.
+        place = np.arange(int(extra.sum())) - np.repeat(first, extra) + _CHAINED
+        tail = words.word_at(
+            np.repeat(starts[longer], extra) + 8 * place, np.repeat(lengths[longer], extra) - 8 * place
+        )
+        mixed = splitmix(tail ^ (place.astype(np.uint64) * _PLACE))
+        hashes[longer] = splitmix(hashes[longer] ^ np.add.reduceat(mixed, first))
+    out[:] = hashes
 
 
 def splitmix(x: np.ndarray) -> np.ndarray:
@@ -124,17 +202,6 @@ _KEY_UNMIX = _U64(0xF1DE83E19937733D)  # its inverse modulo 2**64
 def query_salts(size: int, seed: int = 0) -> np.ndarray:
     """A pseudo-random 64-bit salt per query code; a (query, document) hash is key ^ salt."""
     return splitmix(np.arange(size, dtype=np.uint64) + _U64((seed * 0x632BE59BD9B4E019) % (1 << 64)))
-
-
-def _chunk_keys(chunk: pa.Array, words: int, out: np.ndarray) -> None:
-    packed = _padded_words(chunk, words)
-    if words == 1:
-        np.multiply(packed[:, 0], _KEY_MIX, out=out)
-        return
-    h = splitmix(packed[:, 0].copy())
-    for i in range(1, words):
-        h = splitmix(h ^ packed[:, i])
-    out[:] = h
 
 
 BLOCK = 1 << 16
@@ -161,26 +228,29 @@ def pair_hashes(doc_keys: np.ndarray, codes: np.ndarray, salts: np.ndarray) -> n
     return out
 
 
-def docno_keys(docnos: pa.ChunkedArray, words: int) -> np.ndarray:
-    """One uint64 key per id, chunk by chunk so that temporaries stay small.
+def docno_keys(docnos: pa.ChunkedArray, *, exact: bool) -> np.ndarray:
+    """One uint64 key per id, a block of rows at a time so that temporaries stay in cache.
 
-    With `words == 1` a key is the id itself (mixed by a bijection), so equal keys mean equal ids and
-    `ordered_keys` recovers the ids' byte order; with more words it is a hash of the id. Every id
-    must fit in `8 * words` bytes.
+    With `exact` a key is the id itself (mixed by a bijection), so equal keys mean equal ids and
+    `ordered_keys` recovers the ids' byte order; every id must then fit in 8 bytes. Otherwise a key is
+    a hash of the id, the same whatever the other ids are.
     """
     keys = pooled_empty(len(docnos), np.uint64)
     at = 0
     for chunk in docnos.chunks:
-        if len(chunk):
-            _chunk_keys(chunk, words, keys[at : at + len(chunk)])
-        at += len(chunk)
+        for lo in range(0, len(chunk), BLOCK):
+            words = _Words(chunk.slice(lo, BLOCK))
+            (_exact_chunk_keys if exact else _hashed_chunk_keys)(words, keys[at : at + len(words.starts)])
+            at += len(words.starts)
     return keys
 
 
 def ordered_keys(keys: np.ndarray) -> np.ndarray:
-    """One-word keys as numbers whose order is the ids' byte order (trec_eval's strcmp)."""
-    raw = keys * _KEY_UNMIX
-    return raw.byteswap() if np.little_endian else raw
+    """Exact keys as numbers whose order is the ids' byte order (trec_eval's strcmp).
+
+    Unmixed, a key is the id's bytes read little-endian; swapped, its first byte is the most significant.
+    """
+    return (keys * _KEY_UNMIX).byteswap()
 
 
 def decode(values: Iterable[bytes]) -> list[str]:

@@ -217,8 +217,8 @@ def _join(
     looked up by binary search and confirmed on the exact query and key.
     """
     empty = np.zeros(0, dtype=np.int64)
-    words = run.key_words
-    fits, qkeys = qrels.doc_keys_for(words)
+    exact = run.exact_keys
+    fits, qkeys = qrels.doc_keys_for(exact)
     qeval = qrels_to_eval[qrels.qid_codes[fits]]
     keep = qeval >= 0
     fits, qkeys, qeval = fits[keep], qkeys[keep], qeval[keep]
@@ -245,7 +245,7 @@ def _join(
     rows, qindex = rows[found], order[at[found]]
     same = (run.qid_codes[rows] == qrun[qindex]) & (run.doc_keys[rows] == qkeys[qindex])
     run_rows, qrels_rows = rows[same], fits[qindex[same]]
-    if words > 1 and len(run_rows):
+    if not exact and len(run_rows):
         # Hashed keys: confirm on the bytes.
         equal = to_numpy(
             pc.equal(run.docnos.take(pa.array(run_rows)), qrels.docnos.take(pa.array(qrels_rows)))
@@ -267,7 +267,7 @@ def _ranks(run: Run, rows: np.ndarray) -> np.ndarray:
     g_size = end[tied][first] - g_begin
     g_offset = np.concatenate([[0], np.cumsum(g_size)[:-1]])
     members, member_group = layout.tie_members(g_begin, g_begin + g_size)
-    if run.key_words == 1:
+    if run.exact_keys:
         order = np.lexsort((ordered_keys(run.doc_keys[members]), member_group))
     else:
         table = pa.table({"g": member_group, "d": run.docnos.take(pa.array(members))})

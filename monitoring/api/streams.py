@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, parser_classes
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -32,6 +32,7 @@ from monitoring.api.serializers import FIELD_ERRORS, FORBIDDEN, NOT_FOUND, JobSt
 from monitoring.models import EmbeddingSnapshot, EmbeddingStream, MonitorRun
 
 TAGS = ["monitoring: embedding streams"]
+QUEUE_AGAIN = "POST the stream's monitor/ (or run `monitor_stream`) to queue it again."
 
 
 def _refused(error: JobError) -> serializers.ValidationError:
@@ -305,11 +306,19 @@ def stream_schedule(request: Request, team: str, stream: str) -> Response:
 
 @extend_schema(
     request=None,
-    responses={202: MonitorRunOut(many=True), 403: FORBIDDEN, 404: NOT_FOUND},
+    responses={
+        202: MonitorRunOut(many=True),
+        403: FORBIDDEN,
+        404: NOT_FOUND,
+        503: OpenApiResponse(
+            MonitorRunOut(many=True), description="The task queue is unreachable: the runs failed, saying so."
+        ),
+    },
     summary="Monitor the stream's new snapshots now, as its schedule does (editors)",
     description="Queues a monitor run for every snapshot that has none, queues the failed runs again, and "
     "returns the stream's unfinished runs (the reference's first, then in observed order); an empty list "
-    "when every snapshot is monitored. Poll a run's `url` until it is done.",
+    "when every snapshot is monitored. Poll a run's `url` until it is done. 503 when the task queue is "
+    "unreachable: the runs it could not take are listed as failed, saying so.",
     tags=TAGS,
 )
 @api_view(["POST"])
@@ -317,11 +326,12 @@ def stream_monitor(request: Request, team: str, stream: str) -> Response:
     found = _stream_of(request, team, stream, write=True)
     runs = monitors.stream_monitor_now(stream=found)
     order = {run.pk: position for position, run in enumerate(runs)}
-    rows = monitors.stream_runs(stream=found).select_related("stream__team").filter(pk__in=list(order))
-    data = MonitorRunOut(
-        sorted(rows, key=lambda run: order[run.pk]), many=True, context={"request": request}
-    ).data
-    return Response(data, status=status.HTTP_202_ACCEPTED)
+    found_runs = monitors.stream_runs(stream=found).select_related("stream__team").filter(pk__in=list(order))
+    rows = sorted(found_runs, key=lambda run: order[run.pk])
+    data = MonitorRunOut(rows, many=True, context={"request": request}).data
+    # Every failed run was just queued again: one still failed is one the task queue did not take.
+    down = any(run.status == JobStatus.FAILED for run in rows)
+    return Response(data, status=status.HTTP_503_SERVICE_UNAVAILABLE if down else status.HTTP_202_ACCEPTED)
 
 
 # --- snapshots ----------------------------------------------------------------------------------------
@@ -338,7 +348,16 @@ def stream_monitor(request: Request, team: str, stream: str) -> Response:
 @extend_schema(
     methods=["POST"],
     request={"multipart/form-data": EmbeddingSnapshotIn, "application/json": EmbeddingSnapshotIn},
-    responses={201: EmbeddingSnapshotOut, 400: FIELD_ERRORS, 403: FORBIDDEN, 404: NOT_FOUND},
+    responses={
+        201: EmbeddingSnapshotOut,
+        400: FIELD_ERRORS,
+        403: FORBIDDEN,
+        404: NOT_FOUND,
+        503: OpenApiResponse(
+            description="A reference kept, but the task queue is unreachable: its run failed, saying so "
+            "(`monitor_run`, `detail`); POST monitor/ queues it again."
+        ),
+    },
     summary="Upload a snapshot: a .npy file, or vectors as JSON (editors)",
     description="Multipart with `file` (a .npy of rows x the stream's dimension, float32 or float64; its header "
     'is checked before it is kept), or JSON `{"vectors": [[...], ...]}` for a small batch (written to a '
@@ -375,9 +394,23 @@ def snapshot_list(request: Request, team: str, stream: str) -> Response:
             snapshot = monitors.snapshot_from_vectors(stream=found, vectors=values["vectors"], **options)
     except JobError as error:
         raise _refused(error) from None
-    return Response(
-        EmbeddingSnapshotOut(snapshot, context={"request": request}).data, status=status.HTTP_201_CREATED
+    body = EmbeddingSnapshotOut(snapshot, context={"request": request}).data
+    run = (
+        monitors.stream_runs(stream=found)
+        .select_related("stream__team")
+        .filter(snapshot=snapshot, reference=snapshot, status=JobStatus.FAILED)
+        .first()
     )
+    if run is not None:  # a reference's run, queued on commit: the task queue did not take it
+        # Kept, as a job whose queue is down is (a 503 saying so); POST monitor/ queues it again.
+        detail = f"The snapshot is kept, but its monitor run could not be queued: {run.error} " + QUEUE_AGAIN
+        body = {
+            **body,
+            "monitor_run": MonitorRunOut(run, context={"request": request}).data,
+            "detail": detail,
+        }
+        return Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    return Response(body, status=status.HTTP_201_CREATED)
 
 
 @extend_schema(responses={200: EmbeddingSnapshotOut, 404: NOT_FOUND}, summary="A snapshot", tags=TAGS)

@@ -44,6 +44,7 @@ from monitoring.monitors.runs import monitor_run_create
 
 #: The most vectors one JSON upload may carry; bigger batches go as `.npy` files.
 MAX_JSON_VECTORS = 10_000
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 #: The most minutes between two ticks (a month).
 MAX_EVERY_MINUTES = 31 * 24 * 60
 #: The most columns a stream may declare: what its `dimension` column holds (PositiveIntegerField).
@@ -244,9 +245,9 @@ def check_npy(upload: Any, *, dimension: int) -> NpyHeader:
     try:
         version = np.lib.format.read_magic(upload)
         if version == (1, 0):
-            shape, _, dtype = np.lib.format.read_array_header_1_0(upload)
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(upload)
         elif version == (2, 0):
-            shape, _, dtype = np.lib.format.read_array_header_2_0(upload)
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(upload)
         else:
             raise ValueError(f"version {version[0]}.{version[1]} is not supported; save with numpy.save")
         offset = upload.tell()
@@ -272,9 +273,11 @@ def check_npy(upload: Any, *, dimension: int) -> NpyHeader:
             f"{name}: {columns} columns, but the stream's dimension is {dimension}", field="file"
         )
     digest, size = hashlib.sha256(), 0
+    values = _NonFinite(np.dtype(dtype), rows=rows, columns=columns, fortran=bool(fortran), skip=offset)
     for chunk in upload_chunks(upload):
         digest.update(chunk)
         size += len(chunk)
+        values.feed(chunk)
     expected = offset + rows * columns * np.dtype(dtype).itemsize
     if size != expected:
         raise MonitorInputError(
@@ -282,7 +285,36 @@ def check_npy(upload: Any, *, dimension: int) -> NpyHeader:
             f"({expected:,} bytes)",
             field="file",
         )
+    if values.first_row is not None:
+        raise MonitorInputError(f"{name}: row {values.first_row}: NaN or infinite values", field="file")
     return NpyHeader(rows, columns, np.dtype(dtype).name, size, digest.hexdigest())
+
+
+class _NonFinite:
+    """The first row of a `.npy` file's array holding NaN or an infinity, found as its bytes stream past
+    (refused at upload, as JSON vectors are, rather than failing the monitor run later)."""
+
+    def __init__(self, dtype: np.dtype, *, rows: int, columns: int, fortran: bool, skip: int) -> None:
+        self.dtype, self.rows, self.columns, self.fortran = dtype, rows, columns, fortran
+        self.skip = skip  # header bytes still to pass
+        self.pending = b""
+        self.seen = 0  # values read
+        self.first_row: int | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        if self.skip:
+            taken = min(self.skip, len(chunk))
+            chunk, self.skip = chunk[taken:], self.skip - taken
+        data = self.pending + chunk
+        whole = len(data) - len(data) % self.dtype.itemsize
+        values = np.frombuffer(data[:whole], dtype=self.dtype)
+        self.pending = data[whole:]
+        bad = np.flatnonzero(~np.isfinite(values)) + self.seen
+        self.seen += len(values)
+        # Row-major files go row by row; column-major ones (fortran_order) column by column.
+        found = bad % self.rows if self.fortran else bad // self.columns
+        if found.size and (self.first_row is None or int(found.min()) < self.first_row):
+            self.first_row = int(found.min())
 
 
 @transaction.atomic
@@ -334,14 +366,8 @@ def vectors_array(vectors: Any, *, dimension: int) -> np.ndarray:
             raise MonitorInputError(
                 f"vector {index}: {size} numbers, but the stream's dimension is {dimension}", field="vectors"
             )
-    try:
-        array = np.asarray(vectors)  # numbers give a numeric array; text, null or a list inside do not
-    except (ValueError, TypeError):
-        array = np.asarray([], dtype=object)
-    if array.dtype.kind not in "fiu":
-        index = next((i for i, v in enumerate(vectors) if not all(type(x) in (int, float) for x in v)), 0)
-        raise MonitorInputError(f"vector {index}: every entry must be a number", field="vectors")
-    array = array.astype(np.float64)
+        _check_numbers(index, vector)
+    array = np.asarray(vectors, dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(array).all(axis=1))
     if bad.size:
         raise MonitorInputError(f"vector {int(bad[0])}: NaN or infinite values", field="vectors")
@@ -353,6 +379,26 @@ def vectors_array(vectors: Any, *, dimension: int) -> np.ndarray:
             field="vectors",
         )
     return array.astype(np.float32)
+
+
+def _check_numbers(index: int, vector: list[Any]) -> None:
+    """Every entry a JSON number: not `true` or `false` (which numpy would take as 1 and 0), nor an
+    integer past float32's range (which numpy would keep as a Python object), named where it stands."""
+    for component, value in enumerate(vector):
+        if type(value) not in (int, float):
+            shown = (
+                json.dumps(value) if value is None or isinstance(value, bool | str) else type(value).__name__
+            )
+            raise MonitorInputError(
+                f"vector {index}: every entry must be a number; component {component} is {shown}",
+                field="vectors",
+            )
+        if type(value) is int and abs(value) > _FLOAT32_MAX:
+            raise MonitorInputError(
+                f"vector {index}: a value past float32's range (±3.4e38) would be stored as infinity "
+                f"(component {component})",
+                field="vectors",
+            )
 
 
 def snapshot_from_vectors(

@@ -188,6 +188,26 @@ class TestIds:
             read_run(path)
         assert_format_error(exc, path, 2, "document id 'd 2' contains whitespace")
 
+    @pytest.mark.parametrize("name", ["r.run", "r.tsv", "r.jsonl"])
+    def test_it_bounds_ids_only_when_asked_naming_the_line(self, tmp_path: Path, name: str) -> None:
+        docno = "é" * 1001
+        lines = {
+            "r.run": f"q1 Q0 d1 1 2.0 t\nq1 Q0 {docno} 2 1.0 t\n",
+            "r.tsv": f"q1\td1\t2.0\nq1\t{docno}\t1.0\n",
+            "r.jsonl": f'{{"qid": "q1", "docno": "d1", "score": 2}}\n{{"qid": "q1", "docno": "{docno}", "score": 1}}\n',
+        }
+        path = write(tmp_path / name, lines[name])
+        assert read_run(path).docno_strings()[1] == docno  # trec_eval reads ids of any length
+        assert len(read_run(path, max_id_chars=1001)) == 2  # characters, not bytes
+        with pytest.raises(FormatError) as exc:
+            read_run(path, max_id_chars=1000)
+        reason = f"document id {'é' * 40!r}... is 1,001 characters long, more than the 1,000 an id may have"
+        assert_format_error(exc, path, 2, reason)
+        qrels = write(tmp_path / "q.qrels", "q1 0 d1 1\n" + "q" * 20 + " 0 d1 1\n")
+        with pytest.raises(FormatError) as exc:
+            read_qrels(qrels, max_id_chars=10)
+        assert_format_error(exc, qrels, 2, "query id 'qqqqqqqqqqqqqqqqqqqq'... is 20 characters long")
+
 
 class TestHostileInput:
     def test_it_survives_json_nested_100000_deep(self, tmp_path: Path) -> None:
@@ -220,6 +240,20 @@ class TestHostileInput:
         path = write(tmp_path / "q.jsonl", '{"qid": 401, "doc_id": "d", "relevance": 1, "extra": [1]}\n')
         qrels = read_qrels(path)
         assert (list(qrels.qids), qrels.docno_strings(), qrels.rels.tolist()) == (["401"], ["d"], [1])
+
+    @pytest.mark.parametrize(
+        "line",
+        [
+            "q1 Q0 " + "d" * 10_000_000 + " 1 2.0 bm25",
+            "q1 Q0 d1 1 2.0 " + "t" * 10_000_000,
+            "q1\t" + "d" * 10_000_000 + "\t2.0",
+        ],
+    )
+    def test_it_reads_a_run_that_is_one_10_mb_line(self, tmp_path: Path, line: str) -> None:
+        """A line longer than Arrow's block was refused with its internal "straddling object" message."""
+        path = write(tmp_path / ("r.tsv" if "\t" in line else "r.run"), line)  # no newline
+        run = read_run(path)
+        assert (len(run), run.scores.tolist()) == (1, [2.0])
 
 
 class TestReadRun:

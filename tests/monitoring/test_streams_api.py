@@ -235,6 +235,93 @@ class TestSnapshots:
 
 
 @pytest.mark.django_db
+class TestSnapshotValues:
+    """Values a monitor run cannot use are refused at upload, where they stand, as JSON vectors are."""
+
+    @pytest.mark.parametrize(("bad", "name"), [(np.nan, "nan"), (-np.inf, "inf")])
+    @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+    def test_it_refuses_a_npy_with_a_non_finite_row_naming_it(
+        self, editor: Client, stream: EmbeddingStream, bad: float, name: str, dtype: type
+    ) -> None:
+        array = embeddings(3_000, seed=0).astype(dtype)
+        array[2_345, 7] = bad
+        array[2_900, 0] = bad
+        response = editor.post(f"{API}{stream.slug}/snapshots/", {"file": npy_upload(array, f"{name}.npy")})
+        assert response.status_code == 400
+        assert response.json() == {"file": [f"{name}.npy: row 2345: NaN or infinite values"]}
+        assert not stream.snapshots.exists()
+
+    def test_it_names_the_row_of_a_column_major_npy(self, editor: Client, stream: EmbeddingStream) -> None:
+        array = np.asfortranarray(embeddings(50, seed=0))
+        array[40, 0] = np.nan  # first in the file's (column) order
+        array[12, 5] = np.nan  # the first row
+        response = editor.post(f"{API}{stream.slug}/snapshots/", {"file": npy_upload(array, "f.npy")})
+        assert response.json() == {"file": ["f.npy: row 12: NaN or infinite values"]}
+
+    @pytest.mark.parametrize(
+        ("value", "message"),
+        [
+            (True, "vector 2: every entry must be a number; component 5 is true"),
+            (False, "vector 2: every entry must be a number; component 5 is false"),
+            (
+                10**40,
+                "vector 2: a value past float32's range (±3.4e38) would be stored as infinity (component 5)",
+            ),
+            (
+                10**400,
+                "vector 2: a value past float32's range (±3.4e38) would be stored as infinity (component 5)",
+            ),
+        ],
+    )
+    def test_it_refuses_json_vectors_with_a_boolean_or_a_huge_integer_where_it_stands(
+        self, editor: Client, stream: EmbeddingStream, value: Any, message: str
+    ) -> None:
+        vectors = embeddings(4, seed=0).tolist()
+        vectors[2][5] = value
+        body = '{"vectors": ' + str(vectors).replace("True", "true").replace("False", "false") + "}"
+        response = editor.post(f"{API}{stream.slug}/snapshots/", body, content_type="application/json")
+        assert response.status_code == 400
+        assert response.json() == {"vectors": [message]}
+        assert not stream.snapshots.exists()
+
+
+@pytest.mark.django_db(transaction=True)  # runs are queued on commit, inside the request
+class TestBrokerDown:
+    def test_monitor_answers_503_listing_the_runs_it_could_not_queue(
+        self, editor: Client, stream: EmbeddingStream, queued: QueuedTasks
+    ) -> None:
+        for seed in (1, 2):
+            monitors.snapshot_upload(stream=stream, upload=npy_upload(embeddings(20, seed=seed)))
+        queued.broker_down = True
+        response = post_json(editor, f"{API}{stream.slug}/monitor/", {})
+        assert response.status_code == 503
+        runs = response.json()
+        assert [run["status"] for run in runs] == ["failed", "failed"]
+        assert all("task queue is unreachable" in run["error"] for run in runs)
+        queued.broker_down = False
+        again = post_json(editor, f"{API}{stream.slug}/monitor/", {})
+        assert again.status_code == 202 and [run["status"] for run in again.json()] == ["pending", "pending"]
+
+    def test_a_reference_uploaded_during_an_outage_is_kept_with_a_503_saying_its_run_failed(
+        self, editor: Client, stream: EmbeddingStream, queued: QueuedTasks
+    ) -> None:
+        queued.broker_down = True
+        body = {"file": npy_upload(embeddings(20, seed=1), "ref.npy"), "reference": "true"}
+        response = editor.post(f"{API}{stream.slug}/snapshots/", body)
+        assert response.status_code == 503
+        data = response.json()
+        assert data["kind"] == "reference" and editor.get(data["url"]).status_code == 200
+        run = data["monitor_run"]
+        assert run["status"] == "failed" and "task queue is unreachable" in run["error"]
+        assert data["detail"].startswith("The snapshot is kept, but its monitor run could not be queued")
+        assert "POST the stream's monitor/" in data["detail"]
+        queued.broker_down = False
+        again = post_json(editor, f"{API}{stream.slug}/monitor/", {})
+        assert again.status_code == 202 and [r["id"] for r in again.json()] == [run["id"]]
+        assert queued.names() == ["monitoring.tasks.monitor_run"]
+
+
+@pytest.mark.django_db
 class TestRuns:
     def test_it_queues_the_new_snapshots_now_and_answers_202(
         self,

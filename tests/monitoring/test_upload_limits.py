@@ -129,3 +129,68 @@ class TestHostileContent:
         assert response.status_code == 400
         assert response.json() == {"file": ["q.tsv:2: empty document id"]}
         assert nothing_kept()
+
+
+def run_lines(count: int, *, long_at: int | None = None, long: str = "d" * 1001) -> str:
+    """A TREC run of `count` lines, the `long_at`-th of whose document id is `long`."""
+    return "".join(
+        f"q{i % 7} Q0 {long if i + 1 == long_at else f'd{i}'} {i + 1} {1.0 / (i + 1)} bm25\n"
+        for i in range(count)
+    )
+
+
+@pytest.mark.django_db
+class TestIdLength:
+    """Ids are bounded at upload by TREC_MAX_ID_CHARS (1,000 characters by default), on every line."""
+
+    TOO_LONG = "document id 'dddddddddddddddddddddddddddddddddddddddd'... is 1,001 characters long, more than the 1,000 an id may have"
+
+    @pytest.mark.parametrize("line", [2, 4_321])
+    def test_it_refuses_a_run_with_a_long_document_id_naming_the_line(
+        self, editor: Client, line: int
+    ) -> None:
+        # Line 4,321 lies past the lines checked by the reader before the file is kept.
+        response = editor.post(f"{API}/runs/", {"file": upload("bm25.run", run_lines(5_000, long_at=line))})
+        assert response.status_code == 400
+        assert response.json() == {"file": [f"bm25.run:{line}: {self.TOO_LONG}"]}
+        assert nothing_kept()
+
+    def test_it_takes_an_id_at_the_limit_and_a_long_run_tag(self, editor: Client) -> None:
+        text = run_lines(3_000, long_at=2_500, long="d" * 1000).replace(" bm25\n", " " + "t" * 5000 + "\n")
+        response = editor.post(f"{API}/runs/", {"file": upload("bm25.run", text)})
+        assert response.status_code == 201, response.content
+
+    def test_it_counts_characters_not_bytes(self, editor: Client, settings: Any) -> None:
+        settings.TREC_MAX_ID_CHARS = 10
+        accepted = editor.post(
+            f"{API}/runs/", {"file": upload("a.run", run_lines(3_000, long_at=2_999, long="é" * 10))}
+        )
+        assert accepted.status_code == 201, accepted.content
+        refused = editor.post(
+            f"{API}/qrels/", {"file": upload("q.tsv", "q1\td1\t1\n" + "q" * 11 + "\td2\t0\n")}
+        )
+        assert refused.status_code == 400
+        reason = "query id 'qqqqqqqqqqq'... is 11 characters long, more than the 10 an id may have"
+        assert refused.json() == {"file": [f"q.tsv:2: {reason}"]}
+
+    def test_it_refuses_a_run_that_is_one_10_mb_line_naming_line_1(self, editor: Client) -> None:
+        text = "q1 Q0 " + "d" * 10_000_000 + " 1 2.0 bm25"
+        response = editor.post(f"{API}/runs/", {"file": upload("huge.run", text)})
+        assert response.status_code == 400
+        reason = "document id 'dddddddddddddddddddddddddddddddddddddddd'... is 10,000,000 characters long, more than the 1,000 an id may have"
+        assert response.json() == {"file": [f"huge.run:1: {reason}"]}
+        assert nothing_kept()
+
+    def test_the_upload_command_refuses_qrels_with_a_long_id_deep_in_the_file(
+        self, team: Team, theo: User, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "judged.qrels"
+        path.write_text("".join(f"q1 0 d{i} 1\n" for i in range(2_999)) + "q1 0 " + "d" * 1001 + " 1\n")
+        with pytest.raises(
+            CommandError,
+            match=f"^judged.qrels:3000: {self.TOO_LONG}$".replace("(", r"\(")
+            .replace(")", r"\)")
+            .replace(".", r"\."),
+        ):
+            call_command("upload_qrels", "search", str(path), "--user", "theo", stdout=StringIO())
+        assert nothing_kept()
