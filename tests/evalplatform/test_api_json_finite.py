@@ -24,7 +24,7 @@ from django.core.management import call_command
 from django.db import DatabaseError, models, transaction
 from django.test import Client
 
-from annotations.models import Project, QrelsBuild
+from annotations.models import ImportJob, Project, QrelsBuild
 from monitoring import models as monitoring_models
 from monitoring.models import EmbeddingStream
 
@@ -47,6 +47,7 @@ ID_MODELS: dict[str, type[models.Model]] = {
     "evaluations": monitoring_models.Evaluation,
     "fraud-evaluations": monitoring_models.FraudScoreEvaluation,
     "fraud-score-sets": monitoring_models.FraudScoreSet,
+    "imports": ImportJob,
     "leaderboard": monitoring_models.QrelsSource,
     "qrels": monitoring_models.QrelsSource,
     "recommendation-evaluations": monitoring_models.RecommendationEvaluation,
@@ -190,6 +191,11 @@ def test_it_answers_strict_json_from_every_get_endpoint_with_undefined_values_st
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     call_command("load_demo", "--json", stdout=StringIO())
+    # A finished background import, so its job's reply (progress and result) is read too.
+    ImportJob.objects.create(
+        project=Project.objects.get(slug="python-help"), kind="documents", original_name="docs.jsonl.gz",
+        status="done", progress=1.0, result={"documents": 3, "seconds": 0.5},
+    )  # fmt: skip
     editor, lead, annotator = (Client(raise_request_exception=False) for _ in range(3))
     editor.force_login(User.objects.get(username="analyst"))
     lead.force_login(User.objects.get(username="lead"))
