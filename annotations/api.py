@@ -403,8 +403,8 @@ def _next_data(
     assignment: Assignment | None,
     counts: selectors.QueueCounts | None,
 ) -> dict[str, Any]:
-    if counts is None:
-        counts = selectors.queue_counts(project=project, annotator=annotator)
+    if counts is None:  # the task held, as after an undo: counted afresh (`selectors.open_totals`)
+        counts = selectors.queue_counts(project=project, annotator=annotator, fresh=True)
     return {
         "status": state,
         "task": _task_data(project, assignment) if assignment else None,
@@ -521,8 +521,9 @@ def undo(request: Request, slug: str) -> Response:
     except services.JudgingError as exc:
         return _error(exc)
     # Counted afresh, here and not on the claim path: a client keeping the counts of its last answer's
-    # reply would show one answer too many done until its next answer.
-    counts = selectors.queue_counts(project=project, annotator=request.user)
+    # reply would show one answer too many done until its next answer. The open totals too: the cached
+    # ones may hold the task undone as open (`selectors.open_totals`).
+    counts = selectors.queue_counts(project=project, annotator=request.user, fresh=True)
     body = {
         "pk": assignment.pk,
         "message": "Undone; the task is yours again.",
@@ -536,7 +537,9 @@ def undo(request: Request, slug: str) -> Response:
 def progress(request: Request, slug: str) -> Response:
     project = _annotator_project(request, slug)
     return Response(
-        ProgressOut(_progress_data(selectors.queue_counts(project=project, annotator=request.user))).data
+        ProgressOut(
+            _progress_data(selectors.queue_counts(project=project, annotator=request.user, fresh=True))
+        ).data
     )
 
 

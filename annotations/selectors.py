@@ -204,7 +204,12 @@ def own_counts(*, project: Project, annotator: User, now: datetime | None = None
 
 
 def queue_counts(
-    *, project: Project, annotator: User, now: datetime | None = None, own: hotpath.OwnCounts | None = None
+    *,
+    project: Project,
+    annotator: User,
+    now: datetime | None = None,
+    own: hotpath.OwnCounts | None = None,
+    fresh: bool = False,
 ) -> QueueCounts:
     """The annotator's counts: one pass over their own assignments (`own`, when the caller has just made
     it at `now`), and the project's open totals.
@@ -212,9 +217,9 @@ def queue_counts(
     A task is available to the annotator when it has a place and they never held it, so `available` is
     the project's open tasks less those among them the annotator holds or held: no scan of the whole
     project per annotator. The open totals may be up to `JUDGING_OPEN_TOTALS_SECONDS` old (see
-    `open_totals`)."""
+    `open_totals`), unless `fresh`: what counts shown after an undo need."""
     own = own or own_counts(project=project, annotator=annotator, now=now)
-    totals = open_totals(project)
+    totals = open_totals(project, fresh=fresh)
     return QueueCounts(
         done_ordinary=own.done_ordinary,
         done_gold=own.done_gold,
@@ -230,26 +235,44 @@ def queue_counts(
 _open_totals_cache: dict[tuple[int, int, int | None], tuple[float, hotpath.OpenTotals]] = {}
 
 
-def open_totals(project: Project) -> hotpath.OpenTotals:
+def open_totals(project: Project, *, fresh: bool = False) -> hotpath.OpenTotals:
     """The project's tasks with a place left, by kind: a count over the project's open tasks (an index
-    read), kept per process for `JUDGING_OPEN_TOTALS_SECONDS` (0: counted every time).
+    read), kept per process for `JUDGING_OPEN_TOTALS_SECONDS` (0: counted every time; `fresh`: counted
+    now, and not kept: see below).
 
     Under load every claim would count the same thousands of index entries; with the cache a web
     process counts once a second. What it costs is the annotator's "remaining" figure and the gold plan
     lagging the other annotators' claims by that second, as they lag them between two page loads anyway:
-    serving is unaffected, a claim locks and re-checks the task it takes."""
+    serving is unaffected, a claim locks and re-checks the task it takes.
+
+    The annotator's own claims and answers never make their figures lag: `available` subtracts the
+    open tasks they hold or held as counted now, and a task's place taken or given up by them moves it
+    in or out of both counts alike. An undo is the exception: it takes back a place that a skipped,
+    unclear or too-fast answer gave up, and the cached count, made after that answer, still holds the
+    task as open while it is theirs again and full. Read from the cache right after an undo, the task
+    counted once more ("24 remaining · 29 in your queue" where 22 and 27 were right, the gold plan
+    rounding up with it). So counts that follow an undo or a reopen are `fresh`, and an undo forgets
+    this process's count (`open_totals_forget`). A fresh count is not kept: made while the annotator
+    holds a task, it would hold that task as full, and a skip of it right after would count one short.
+    """
     ttl = float(getattr(settings, "JUDGING_OPEN_TOTALS_SECONDS", 0))
     key = (project.pk, project.overlap, project.gold_overlap)
-    if ttl > 0 and (cached := _open_totals_cache.get(key)) is not None and cached[0] > time.monotonic() - ttl:
+    cached = None if fresh else _open_totals_cache.get(key)
+    if ttl > 0 and cached is not None and cached[0] > time.monotonic() - ttl:
         return cached[1]
     totals = hotpath.open_totals(
         project_id=project.pk, overlap=project.overlap, gold_overlap=project.gold_overlap
     )
-    if ttl > 0:
+    if ttl > 0 and not fresh:
         if len(_open_totals_cache) > 1000:
             _open_totals_cache.clear()
         _open_totals_cache[key] = (time.monotonic(), totals)
     return totals
+
+
+def open_totals_forget(project: Project) -> None:
+    """Drop this process's cached open totals of the project (after an undo: see `open_totals`)."""
+    _open_totals_cache.pop((project.pk, project.overlap, project.gold_overlap), None)
 
 
 @dataclass(frozen=True)

@@ -745,6 +745,7 @@ def annotation_reopen(
     assignment.expires_at = max(now, assignment.reserved_at) + project.reservation_timeout
     assignment.save(update_fields=["state", "answered_at", "expires_at"])
     _apply_counter_deltas(deltas)
+    transaction.on_commit(partial(selectors.open_totals_forget, project))  # they may hold it as open
     transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
     return assignment
 

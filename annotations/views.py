@@ -185,10 +185,13 @@ def judge(request: SignedInRequest, slug: str) -> HttpResponse:
     membership = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR)
     project = membership.project
     claim = services.task_claim(project=project, annotator=request.user)
+    # A claim that served a new task brings its counts. Otherwise (the task held: after an undo, a
+    # "Change", a reload; a break) they are counted afresh, as the open totals cached may predate an undo.
+    progress = claim.counts or selectors.queue_counts(project=project, annotator=request.user, fresh=True)
     context: dict[str, Any] = {
         "project": project,
         "claim": claim,
-        "progress": claim.counts or selectors.queue_counts(project=project, annotator=request.user),
+        "progress": progress,
         "undoable": selectors.last_undoable_annotation(project=project, annotator=request.user),
         "undo_rule": selectors.UNDO_RULE,
     }

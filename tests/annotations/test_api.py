@@ -13,8 +13,10 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
+from annotations import selectors
 from annotations.models import Annotation, Assignment, Document, Project
 from tests.annotations.conftest import build_project
+from tests.annotations.test_assignment import answer_all
 
 
 @pytest.fixture
@@ -26,6 +28,10 @@ def project(lena: User, alice: User) -> Project:
 def api(client: Client, alice: User) -> Client:
     client.force_login(alice)
     return client
+
+
+def _figures(progress: dict[str, Any]) -> tuple[int, int, int]:
+    return progress["done"], progress["remaining"], progress["assigned"]
 
 
 def post(client: Client, url: str, body: dict[str, object] | None = None):  # type: ignore[no-untyped-def]
@@ -151,6 +157,26 @@ class TestAnnotatorApi:
             tuple(api.get(f"{base}/progress/").json()[key] for key in ("done", "remaining", "assigned"))
             == expected
         )
+
+    def test_its_counts_are_right_right_after_undoing_a_skip_with_the_open_totals_cached(
+        self, api: Client, lena: User, alice: User, bob: User, settings: Any, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # The skip gave its place up and the cached count holds the task as open; the undo makes it alice's
+        # again and full. The replies that follow (maybe from another web process) count afresh.
+        settings.JUDGING_OPEN_TOTALS_SECONDS = 600
+        monkeypatch.setattr(selectors, "_open_totals_cache", {})
+        monkeypatch.setattr(selectors, "open_totals_forget", lambda project: None)
+        project = build_project(lead=lena, annotators=[alice, bob], topics=2, docs_per_topic=3, overlap=2)
+        answer_all(project, bob)  # every task has one place left, for alice
+        base = f"/api/projects/{project.slug}"
+        held = post(api, f"{base}/next/").json()["task"]["assignment"]
+        skipped = post(api, f"{base}/skip/", {"assignment": held, "next": True}).json()
+        assert _figures(skipped["next"]["progress"]) == (1, 5, 6)
+        undone = post(api, f"{base}/undo/").json()
+        assert _figures(undone["progress"]) == (0, 6, 6)
+        served = post(api, f"{base}/next/").json()
+        assert served["task"]["assignment"] == held and _figures(served["progress"]) == (0, 6, 6)
+        assert _figures(api.get(f"{base}/progress/").json()) == (0, 6, 6)
 
     def test_it_reports_an_empty_queue_and_a_break(self, api: Client, project: Project) -> None:
         Project.objects.filter(pk=project.pk).update(session_cap_minutes=0)
