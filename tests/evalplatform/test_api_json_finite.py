@@ -194,7 +194,8 @@ def test_it_answers_strict_json_from_every_get_endpoint_with_undefined_values_st
     # A finished background import, so its job's reply (progress and result) is read too.
     ImportJob.objects.create(
         project=Project.objects.get(slug="python-help"), kind="documents", original_name="docs.jsonl.gz",
-        status="done", progress=1.0, result={"documents": 3, "seconds": 0.5},
+        status="done", progress=1.0, result={"kind": "documents", "file": "docs.jsonl.gz", "records": 3,
+        "created": 3, "updated": 0, "unchanged": 0, "summary": "3 documents added"},
     )  # fmt: skip
     editor, lead, annotator = (Client(raise_request_exception=False) for _ in range(3))
     editor.force_login(User.objects.get(username="analyst"))
