@@ -371,24 +371,6 @@ def count_lines(path: str | Path) -> int:
     return lines if os.path.getsize(path) else 0
 
 
-def import_upload(
-    *, project: Project, kind: str, upload: Any, fmt: str | None = None, depth: int | None = None
-) -> ImportResult:
-    """Import an uploaded file (web form or API); errors name the uploaded file's name."""
-    name = Path(upload.name or "upload").name
-    too_large = upload_too_large(upload_size(upload))
-    if too_large:  # before a byte of it is copied
-        raise FormatError(name, None, too_large)
-    suffixes = "".join(Path(name).suffixes[-2:])
-    with tempfile.NamedTemporaryFile(suffix=suffixes) as handle:
-        for chunk in upload.chunks():
-            handle.write(chunk)
-        handle.flush()
-        return import_file(
-            project=project, kind=kind, path=handle.name, fmt=fmt or None, depth=depth, display_name=name,
-        )  # fmt: skip
-
-
 # --- from the web and the API: at once, or in a job ---------------------------------------------------
 
 

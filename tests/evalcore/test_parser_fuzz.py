@@ -669,11 +669,11 @@ class TestUploadsLeaveNothingBehind:
     def test_a_refused_judging_import_changes_no_row(self, judging_project: Any, case: Any) -> None:
         from django.core.files.uploadedfile import SimpleUploadedFile
 
-        from annotations.imports import import_upload
+        from annotations.imports import import_request
 
         kind, name, data = case
         refused_or_stored(
-            lambda: import_upload(project=judging_project, kind=kind, upload=SimpleUploadedFile(name, data)),
+            lambda: import_request(project=judging_project, kind=kind, upload=SimpleUploadedFile(name, data)),
             FormatError,
             name,
         )
