@@ -13,12 +13,12 @@ from django.views.decorators.http import require_safe
 from evalcore.comparison import mean_rule, paired_rule
 from evalcore.stats import DEFAULT_BOOTSTRAP
 from evalplatform.auth import SignedInRequest
+from evalplatform.csvexport import csv_response
 from evalplatform.jobs import JobStatus
 from evalplatform.teams import get_team_for_member
 from monitoring import charts, selectors
 from monitoring.models import Comparison
 from monitoring.selectors import ComparisonView, QueryDifference
-from monitoring.views.exports import csv_response
 
 #: Beyond this many queries the table beside the differences shows both ends only (the CSV has all).
 DIFFERENCE_ROWS = 200

@@ -13,12 +13,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from evalplatform.auth import SignedInRequest
+from evalplatform.csvexport import csv_response
 from evalplatform.models import TeamMembership
 from evalplatform.teams import get_team_for_member
 from monitoring import charts, selectors
 from monitoring.models import EvaluationResult, QrelsSource
 from monitoring.selectors import LeaderboardRow, MeasureColumn
-from monitoring.views.exports import csv_response
 
 #: `?sort=run` sorts by the run's name; any other value is a measure.
 SORT_BY_NAME = "run"

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST, require_safe
 from evalcore.fraud import FraudOptions
 from evalcore.recsys import DEFAULT_HEAD_SHARE
 from evalplatform.auth import SignedInRequest
+from evalplatform.csvexport import csv_response
 from evalplatform.jobs import JobStatus
 from evalplatform.models import TeamMembership
 from evalplatform.teams import get_team_for_member
@@ -35,7 +36,6 @@ from monitoring.models import (
 )
 from monitoring.recsys_fraud import selectors
 from monitoring.uploads import UploadError
-from monitoring.views.exports import csv_response
 
 #: Rows of a long curve's table shown beside its chart (the CSV holds every stored point).
 TABLE_ROWS = 40

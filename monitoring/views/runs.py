@@ -11,11 +11,11 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from evalplatform.auth import SignedInRequest
+from evalplatform.csvexport import csv_response
 from evalplatform.jobs import JobStatus
 from evalplatform.teams import get_team_for_member
 from monitoring import charts, selectors
 from monitoring.models import Evaluation
-from monitoring.views.exports import csv_response
 
 #: How many of the worst queries the page lists.
 WORST_QUERIES = 20

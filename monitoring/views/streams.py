@@ -12,10 +12,10 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_safe
 
+from evalplatform.csvexport import csv_response
 from evalplatform.teams import get_team_for_member
 from monitoring import charts_monitors, monitors, selectors
 from monitoring.models import EmbeddingStream
-from monitoring.views.exports import csv_response
 
 #: Runs listed on the dashboard (newest observed first).
 RUNS_SHOWN = 50

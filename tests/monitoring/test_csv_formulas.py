@@ -162,6 +162,11 @@ def test_the_recommendation_coverage_table_quotes_a_category(theo: User, vera: U
 
 
 def test_it_is_the_writer_of_every_download() -> None:
-    from monitoring.views import exports
+    import importlib
 
-    assert exports.csv_response.__module__ == "evalplatform.csvexport"
+    from evalplatform import csvexport
+
+    for name in ("leaderboard", "streams", "comparisons", "runs", "recsys_fraud"):
+        assert importlib.import_module(f"monitoring.views.{name}").csv_response is csvexport.csv_response, (
+            name
+        )
