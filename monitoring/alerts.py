@@ -51,9 +51,6 @@ from monitoring.models import (
     QrelsSource,
 )
 
-# Sending moved to `monitoring.notifications`; these names stay importable from here for older callers.
-from monitoring.notifications import DeliveryError, absolute_url, message, notification_send  # noqa: F401
-
 logger = logging.getLogger(__name__)
 
 #: The most observations a rule looks back over.

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from evalplatform.jobs import JobError
 from evalplatform.models import Team
-from monitoring import alerts, evaluations, uploads
+from monitoring import alerts, evaluations, notifications, uploads
 from monitoring.models import (
     AlertEvent,
     AlertRule,
@@ -199,7 +199,7 @@ class TestEvaluationSeries:
         assert (
             event.value < 0.5 and "nightly" in event.source and event.source_url.startswith("/teams/search/")
         )
-        payload = alerts.message(event, "opened")
+        payload = notifications.message(event, "opened")
         assert payload["attachments"][0]["title_link"] == f"http://testserver.example{event.source_url}"
 
 
@@ -217,7 +217,7 @@ class TestNotifications:
         kinds = list(Notification.objects.filter(event__rule=watched).values_list("kind", flat=True))
         assert sorted(kinds) == ["opened", "resolved"]  # three firing runs, one message
         for notification in Notification.objects.order_by("pk"):
-            assert alerts.notification_send(notification_id=notification.pk).status == "done"
+            assert notifications.notification_send(notification_id=notification.pk).status == "done"
         opened, resolved = hook.bodies
         assert opened["text"].startswith("[CRITICAL] too_similar opened") and "0.5" in opened["text"]
         assert opened["attachments"][0]["fields"][0] == {
@@ -237,12 +237,12 @@ class TestNotifications:
         monitor(stream, 0, avg_cosine_similarity=0.5)
         notification = Notification.objects.get()
         hook.status = 503
-        with pytest.raises(alerts.DeliveryError):
-            alerts.notification_send(notification_id=notification.pk)
+        with pytest.raises(notifications.DeliveryError):
+            notifications.notification_send(notification_id=notification.pk)
         notification.refresh_from_db()
         assert (notification.status, notification.attempts) == ("pending", 1)  # released for the retry
         hook.status = 200
-        assert alerts.notification_send(notification_id=notification.pk).status == "done"
+        assert notifications.notification_send(notification_id=notification.pk).status == "done"
         notification.refresh_from_db()
         assert notification.response == "HTTP 200" and len(hook.bodies) == 2
 
@@ -262,7 +262,7 @@ class TestNotifications:
             False,
         ]
         for notification in Notification.objects.order_by("pk"):
-            alerts.notification_send(notification_id=notification.pk)
+            notifications.notification_send(notification_id=notification.pk)
         assert len(mail.outbox) == 2  # the first event's opening and resolution only
         assert mail.outbox[0].to == ["oncall@example.org", "lead@example.org"]
         assert "too_similar opened" in mail.outbox[0].subject and "value: 0.5" in mail.outbox[0].body
