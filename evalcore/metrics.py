@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 from evalcore.errors import EvalCoreError
 
-Family = Literal["retrieval", "agreement", "recsys", "fraud", "embedding"]
-FAMILIES: tuple[Family, ...] = ("retrieval", "agreement", "recsys", "fraud", "embedding")
+Family = Literal["retrieval", "agreement", "recsys", "fraud", "embedding", "annotator"]
+FAMILIES: tuple[Family, ...] = ("retrieval", "agreement", "recsys", "fraud", "embedding", "annotator")
 #: "higher": larger is better (precision, kappa); "lower": smaller is better (cost, MMD);
 #: "neutral": a count or a diagnostic with no better side (num_ret, a threshold).
 Direction = Literal["higher", "lower", "neutral"]
@@ -207,16 +207,21 @@ def unknown_name_message(kind: str, name: str, known: list[str]) -> str:
 #: The modules that declare each family's specs, as `module:attribute` of an iterable of specs, and
 #: optionally `module:function` of the family's resolver and of its suggester. Imported on first use of
 #: the registry.
-_FAMILY_MODULES: dict[Family, tuple[str, str | None, str | None]] = {
+_FAMILY_MODULES: dict[Family, tuple[str | tuple[str, ...], str | None, str | None]] = {
     "retrieval": (
         "evalcore.retrieval.measures:METRIC_SPECS",
         "evalcore.retrieval.names:resolve_metric",
         "evalcore.retrieval.names:suggest_measures",
     ),
-    "agreement": ("evalcore.agreement._stats:METRIC_SPECS", None, None),
+    "agreement": (
+        ("evalcore.agreement._stats:METRIC_SPECS", "evalcore.judging.specs:PROJECT_METRIC_SPECS"),
+        None,
+        None,
+    ),
     "recsys": ("evalcore.recsys:METRIC_SPECS", None, None),
     "fraud": ("evalcore.fraud:METRIC_SPECS", None, None),
     "embedding": ("evalcore.embeddings.specs:METRIC_SPECS", None, None),
+    "annotator": ("evalcore.judging.specs:METRIC_SPECS", None, None),
 }
 
 
@@ -230,7 +235,7 @@ def metric_registry() -> MetricRegistry:
     """Every family's metrics in one registry (built once, on first use)."""
     registry = MetricRegistry()
     for family, (specs, resolver, suggester) in _FAMILY_MODULES.items():
-        for spec in _load(specs):
+        for spec in (s for each in ((specs,) if isinstance(specs, str) else specs) for s in _load(each)):
             if spec.family != family:
                 raise ValueError(f"{spec.name!r} is declared in {family}'s module as {spec.family}")
             registry.register(spec)

@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "evalplatform",
+    "series",
     "annotations",
     "monitoring",
 ]

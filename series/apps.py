@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SeriesConfig(AppConfig):
+    name = "series"
+    verbose_name = "Metric values and series"

@@ -1,0 +1,134 @@
+"""Reading metric values: one observation reader for every family (what alert rules check), a series'
+history (what time-series charts draw) and a job's values (what leaderboards and result pages show)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import models
+from django.db.models import Q
+
+from series.models import MetricValue, Series
+from series.services import job_type_of
+
+#: The subgroup under which a drift metric's calibrated effect threshold is stored with its value.
+THRESHOLD_SUBGROUP = "calibrated_threshold"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One point of a series: the values of the metrics asked for (None when undefined; a metric the job
+    did not report is absent), when it was observed, the job it came from, and the calibrated effect
+    thresholds the job stored (a drift monitor's)."""
+
+    job_type: str
+    job_id: int
+    observed_at: datetime
+    values: dict[str, float | None]
+    effect_thresholds: dict[str, float] = field(default_factory=dict)
+
+
+def series_observations(
+    series: Series | int,
+    metrics: Sequence[str],
+    *,
+    last: int,
+    upto: tuple[str, int] | None = None,
+) -> list[Observation]:
+    """The `last` latest observations of `series` that report `metrics[0]`, oldest first, with the other
+    metrics' values (and calibrated thresholds) of the same jobs.
+
+    `upto` (a job's provenance) ends the window at that job's observation, so checking an older job
+    never reads values observed after it; when that job did not report `metrics[0]`, the answer is
+    empty (nothing to decide). Ties in time are ordered by job id.
+    """
+    series_id = series.pk if isinstance(series, Series) else series
+    main = MetricValue.objects.filter(series_id=series_id, metric=metrics[0], subgroup="")
+    if upto is not None:
+        anchor = main.filter(job_type=upto[0], job_id=upto[1]).values_list("observed_at", "job_id").first()
+        if anchor is None:
+            return []
+        main = main.filter(Q(observed_at__lt=anchor[0]) | Q(observed_at=anchor[0], job_id__lte=anchor[1]))
+    window = list(
+        main.order_by("-observed_at", "-job_id").values_list("job_type", "job_id", "observed_at")[:last]
+    )
+    if not window:
+        return []
+    jobs = {(job_type, job_id) for job_type, job_id, _ in window}
+    values: dict[tuple[str, int], dict[str, float | None]] = defaultdict(dict)
+    thresholds: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
+    rows = MetricValue.objects.filter(
+        series_id=series_id, metric__in=list(metrics), subgroup__in=["", THRESHOLD_SUBGROUP],
+        job_id__in=[job_id for _, job_id in jobs],
+    ).values_list("job_type", "job_id", "metric", "subgroup", "value")  # fmt: skip
+    for job_type, job_id, metric, subgroup, value in rows:
+        if (job_type, job_id) not in jobs:
+            continue
+        if subgroup == THRESHOLD_SUBGROUP:
+            if value is not None:
+                thresholds[(job_type, job_id)][metric] = value
+        else:
+            values[(job_type, job_id)][metric] = value
+    return [
+        Observation(
+            job_type=job_type,
+            job_id=job_id,
+            observed_at=observed_at,
+            values=dict(values[(job_type, job_id)]),
+            effect_thresholds=dict(thresholds[(job_type, job_id)]),
+        )  # fmt: skip
+        for job_type, job_id, observed_at in reversed(window)
+    ]
+
+
+def series_history(
+    series: Series | int, metrics: Iterable[str] | None = None, *, subgroup: str = ""
+) -> dict[str, list[tuple[datetime, float | None]]]:
+    """Each metric's (observed_at, value) points of a series, oldest first (every metric it reported
+    when `metrics` is None): what a time-series chart draws."""
+    series_id = series.pk if isinstance(series, Series) else series
+    rows = MetricValue.objects.filter(series_id=series_id, subgroup=subgroup)
+    if metrics is not None:
+        rows = rows.filter(metric__in=list(metrics))
+    history: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
+    for metric, observed_at, value in rows.order_by("observed_at", "job_id").values_list(
+        "metric", "observed_at", "value"
+    ):
+        history[metric].append((observed_at, value))
+    return dict(history)
+
+
+def job_values(job: models.Model, *, subgroup: str | None = "") -> list[MetricValue]:
+    """A job's values in the order it wrote them (one subgroup, or every one with None)."""
+    rows = MetricValue.objects.filter(job_type=job_type_of(job), job_id=job.pk)
+    if subgroup is not None:
+        rows = rows.filter(subgroup=subgroup)
+    return list(rows.order_by("position", "subgroup"))
+
+
+def jobs_values(
+    model: type[models.Model],
+    job_ids: Iterable[int],
+    *,
+    metrics: Iterable[str] | None = None,
+    subgroup: str = "",
+) -> dict[int, dict[str, MetricValue]]:
+    """Many jobs' values of one model, {job id: {metric: row}}, in one query: what a leaderboard reads."""
+    rows = MetricValue.objects.filter(
+        job_type=model._meta.label_lower, job_id__in=list(job_ids), subgroup=subgroup
+    )
+    if metrics is not None:
+        rows = rows.filter(metric__in=list(metrics))
+    table: dict[int, dict[str, MetricValue]] = defaultdict(dict)
+    for row in rows.order_by("job_id", "position"):
+        table[row.job_id][row.metric] = row
+    return dict(table)
+
+
+def team_series(team_ids: Iterable[int], *, family: str | None = None) -> models.QuerySet[Series]:
+    """The series of some teams (what a rule form offers), by kind and label."""
+    rows = Series.objects.filter(team_id__in=list(team_ids))
+    return rows.filter(family=family) if family else rows
