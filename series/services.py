@@ -49,7 +49,7 @@ def job_type_of(job: models.Model) -> str:
     return job._meta.label_lower
 
 
-def series_key(kind: str, *parts: object) -> str:
+def series_key(*parts: object) -> str:
     """A series' key within its kind: its parts joined by ":" (a run name may hold ":" itself: it is
     the last part)."""
     return ":".join(str(part) for part in parts)
