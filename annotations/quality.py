@@ -23,6 +23,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Max
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from annotations.models import (
@@ -35,9 +36,12 @@ from annotations.models import (
     QualitySnapshot,
 )
 from evalcore.judging import Answers, Override, quality_figures
+from evalcore.metrics import metric_registry
 from evalplatform import sqlrows
 from evalplatform.auth import User
 from evalplatform.jobs import JobOutcome, JobStatus, ProgressFn, job_enqueue, job_run
+from series.services import MetricValueIn, metric_values_write
+from series.subjects import annotator_series, project_series
 
 logger = logging.getLogger(__name__)
 
@@ -168,10 +172,58 @@ def _store(job: QualityRecompute, fields: dict[str, Any]) -> None:
     )
     if current is not None and current.requested_at and current.requested_at > job.created_at:
         return  # a later recompute already stored fresher figures
+    computed_at = timezone.now()
     QualitySnapshot.objects.update_or_create(
         project_id=job.project_id,
-        defaults={**fields, "computed_at": timezone.now(), "requested_at": job.created_at},
+        defaults={**fields, "computed_at": computed_at, "requested_at": job.created_at},
     )
+    quality_values_write(job=job, figures=fields, observed_at=computed_at)
+
+
+def quality_values(figures: dict[str, Any], *, project: Project) -> list[MetricValueIn]:
+    """A recompute's scalars for the one metric table: the project's agreement with its CIs (subgroup
+    "" over every annotator, "reliable" over the kept ones) and gold figures, in the project's series;
+    each annotator's accuracy on gold, speed and label shares (by grade), in the annotator's series."""
+    registry = metric_registry()
+    project_series_ = project_series(project, url=_project_url(project))
+    values: list[MetricValueIn] = []
+    for subgroup, scope in (("", "all"), ("reliable", "reliable")):
+        for name, figure in (figures.get("agreement", {}).get(scope, {}).get("measures") or {}).items():
+            values.append(MetricValueIn(
+                name, figure.get("estimate"), subgroup=subgroup, ci_low=figure.get("low"), ci_high=figure.get("high"),
+                series=project_series_,
+            ))  # fmt: skip
+    rows = figures.get("annotators") or []
+    for name in ("project_gold_accuracy", "reliable_annotators"):
+        values.append(MetricValueIn(name, registry.resolve(name).kernel(rows), series=project_series_))  # type: ignore[misc]
+    distribution = figures.get("label_distribution") or {}
+    counts = dict(zip(distribution.get("annotators") or [], distribution.get("counts") or [], strict=False))
+    grades = [str(grade) for grade in distribution.get("grades") or []]
+    annotator_specs = [spec for spec in registry.family("annotator") if spec.name != "label_share"]
+    for row in rows:
+        series = annotator_series(project, row["user_id"], row["username"], url=_project_url(project))
+        values += [MetricValueIn(spec.name, spec.kernel(row), series=series) for spec in annotator_specs]  # type: ignore[misc]
+        total = sum(counts.get(row["username"]) or [])
+        if total:
+            values += [
+                MetricValueIn("label_share", count / total, subgroup=grade, series=series)
+                for grade, count in zip(grades, counts[row["username"]], strict=False)
+            ]
+    return values
+
+
+def quality_values_write(*, job: QualityRecompute, figures: dict[str, Any], observed_at: datetime) -> int:
+    """Store the recompute's scalars in the one metric table (`series.services.metric_values_write`)."""
+    return metric_values_write(
+        job=job, values=quality_values(figures, project=job.project), observed_at=observed_at
+    )
+
+
+def _project_url(project: Project) -> str:
+    try:
+        return reverse("annotations:quality", args=[project.slug])
+    except NoReverseMatch:
+        return ""
 
 
 #: The key of the figures' dict that carries `answers_fingerprint` as the job read it, to `_store`.

@@ -66,7 +66,7 @@ class Series(models.Model):
 
 
 class MetricValue(models.Model):
-    """One scalar of one job: a metric (its registry name), for a subgroup ("" for the whole), with its
+    """One scalar of one job in one series: a metric (its registry name), for a subgroup ("" for the whole), with its
     value (null when undefined, never NaN), its confidence interval when the job computed one, when it was
     observed, the series it belongs to (null for a value of no series: a comparison's summary of a run)
     and its provenance (the job's model label and id)."""
@@ -92,8 +92,17 @@ class MetricValue(models.Model):
     class Meta:
         ordering = ["job_type", "job_id", "position", "subgroup"]
         constraints = [
+            # One key, (job, series, metric, subgroup), written as two partial indexes: NULLs are distinct
+            # in a unique index, and "NULLS NOT DISTINCT" is PostgreSQL's alone.
             models.UniqueConstraint(
-                fields=["job_type", "job_id", "metric", "subgroup"], name="metric_value_unique_key"
+                fields=["job_type", "job_id", "series", "metric", "subgroup"],
+                condition=Q(series__isnull=False),
+                name="metric_value_unique_key",
+            ),
+            models.UniqueConstraint(
+                fields=["job_type", "job_id", "metric", "subgroup"],
+                condition=Q(series__isnull=True),
+                name="metric_value_unique_key_no_series",
             ),
             models.CheckConstraint(
                 condition=Q(value__isnull=True) | Q(value__lt=float("inf"), value__gt=float("-inf")),
@@ -102,6 +111,7 @@ class MetricValue(models.Model):
         ]
         indexes = [
             models.Index(fields=["series", "metric", "subgroup", "observed_at"], name="metric_value_series"),
+            models.Index(fields=["job_type", "job_id"], name="metric_value_job"),
         ]
 
     def __str__(self) -> str:

@@ -89,13 +89,12 @@ def metric_values_write(
     values: Iterable[MetricValueIn],
     observed_at: datetime,
     series: Series | None = None,
-    replace: bool = True,
 ) -> int:
-    """Store a job's scalars: one row per (job, metric, subgroup), updated when the job runs again.
+    """Store a job's scalars: one row per (job, series, metric, subgroup); a re-run replaces them.
 
     Every value belongs to `series` unless it names its own (a quality recompute writes one project
-    series and one series per annotator). With `replace` (the default), the job's rows that this call
-    does not write are deleted, so a re-run with fewer metrics leaves none of the old ones behind. Each
+    series and one series per annotator). The job's earlier rows are replaced as a whole, so a re-run
+    with fewer metrics leaves none of the old ones behind. Each
     metric must be a registry name; its family is stored with the row. The series observed are
     announced (`series.signals.series_observed`) once the transaction commits, so alert rules check them.
     Returns the number of rows written.
@@ -103,12 +102,13 @@ def metric_values_write(
     registry = metric_registry()
     job_type = job_type_of(job)
     rows: list[MetricValue] = []
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[int | None, str, str]] = set()
     for position, item in enumerate(values):
-        if (item.metric, item.subgroup) in seen:
-            raise ValueError(f"{item.metric!r} (subgroup {item.subgroup!r}) is given twice")
-        seen.add((item.metric, item.subgroup))
         target = item.series if item.series is not None else series
+        key = (target.pk if target is not None else None, item.metric, item.subgroup)
+        if key in seen:
+            raise ValueError(f"{item.metric!r} (subgroup {item.subgroup!r}) is given twice for {target}")
+        seen.add(key)
         family = registry.resolve(item.metric).family
         if target is not None and family != target.family:
             raise ValueError(
@@ -129,32 +129,10 @@ def metric_values_write(
                 observed_at=observed_at,
             )  # fmt: skip
         )
-    if replace:
-        stale = [
-            pk
-            for pk, metric, subgroup in MetricValue.objects.filter(
-                job_type=job_type, job_id=job.pk
-            ).values_list("pk", "metric", "subgroup")
-            if (metric, subgroup) not in seen
-        ]
-        if stale:
-            MetricValue.objects.filter(pk__in=stale).delete()
-    MetricValue.objects.bulk_create(
-        rows,
-        update_conflicts=True,
-        unique_fields=["job_type", "job_id", "metric", "subgroup"],
-        update_fields=[
-            "series",
-            "family",
-            "position",
-            "value",
-            "ci_low",
-            "ci_high",
-            "observed_at",
-            "recorded_at",
-        ],
-        batch_size=2000,
-    )
+    # The job's rows are replaced as a whole: a re-run takes the place of the run before it (the unique
+    # keys forbid duplicates; two workers re-running one job at once conflict there, and the job retries).
+    MetricValue.objects.filter(job_type=job_type, job_id=job.pk).delete()
+    MetricValue.objects.bulk_create(rows, batch_size=2000)
     observed = {row.series_id for row in rows if row.series_id is not None}
     if observed:
         transaction.on_commit(
