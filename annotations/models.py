@@ -629,6 +629,10 @@ class QrelsBuild(Job):
     min_accuracy = models.FloatField(default=DEFAULT_QRELS_PARAMS.min_accuracy)
     min_gold = models.PositiveIntegerField(default=DEFAULT_QRELS_PARAMS.min_gold)
     min_labels = models.PositiveSmallIntegerField(default=DEFAULT_QRELS_PARAMS.min_labels)
+    use_adjudications = models.BooleanField(
+        default=DEFAULT_QRELS_PARAMS.use_adjudications,
+        help_text="Adjudicated grades set their pairs' rel (builds from before adjudication used none).",
+    )
     # Results.
     pairs_kept = models.PositiveIntegerField(default=0)
     counts = models.JSONField(
@@ -670,10 +674,8 @@ class QrelsBuild(Job):
 
     @property
     def params(self) -> QrelsParams:
-        """The parameter columns, and `use_adjudications`, which lives in `counts` (it has no column;
-        builds from before adjudication have no such key, and used none)."""
-        columns = {name: getattr(self, name) for name in QrelsParams.names() if name != "use_adjudications"}
-        return QrelsParams(**columns, use_adjudications=bool(self.counts.get("use_adjudications", False)))
+        """The parameters the build was made with: one column each."""
+        return QrelsParams(**{name: getattr(self, name) for name in QrelsParams.names()})
 
     @property
     def adjudicated(self) -> int:

@@ -15,8 +15,8 @@ collation, so the same answers and parameters give byte-identical files. `conten
 the TREC file.
 
 Adjudicated grades (`annotations.adjudication`) enter every build whose `use_adjudications` is on (the
-default) as their own source: the pair's rel is the adjudicated grade. The flag is stored in the build's
-`counts` (no column of its own), with how many pairs came from each source; a judgment's row keeps the
+default) as their own source: the pair's rel is the adjudicated grade. The flag is the build's
+`use_adjudications` column, and its `counts` say how many pairs came from each source; a judgment's row keeps the
 adjudication as the last entry of its `labels`, marked `"source": "adjudication"` (see `_row`).
 """
 
@@ -85,14 +85,11 @@ def qrels_build_create(
         use_adjudications=bool(use_adjudications),
     )
     columns = params.as_dict()
-    counts = {"use_adjudications": columns.pop("use_adjudications")}
     # Version numbers are taken under the project's row lock; the unique constraint backs it up.
     # FOR NO KEY UPDATE: annotators' answers (foreign-key checks on the project row) do not wait for it.
     Project.objects.select_for_update(no_key=True).filter(pk=project.pk).order_by().first()
     latest = QrelsBuild.objects.filter(project=project).aggregate(latest=Max("version"))["latest"] or 0
-    build = QrelsBuild.objects.create(
-        project=project, version=latest + 1, created_by=created_by, counts=counts, **columns
-    )
+    build = QrelsBuild.objects.create(project=project, version=latest + 1, created_by=created_by, **columns)
     if enqueue:
         job_enqueue_on_commit(build)
     return build
