@@ -1,4 +1,13 @@
+from typing import Any
+
 from django.apps import AppConfig
+from django.db.models.signals import post_save
+
+
+def _project_saved(sender: type, instance: Any, **kwargs: Any) -> None:
+    from series.subjects import project_series_move
+
+    project_series_move(instance)
 
 
 class AnnotationsConfig(AppConfig):
@@ -6,7 +15,8 @@ class AnnotationsConfig(AppConfig):
     verbose_name = "Annotation"
 
     def ready(self) -> None:
-        from annotations.models import QualityRecompute
+        from annotations.models import Project, QualityRecompute
         from series.services import metric_values_follow
 
         metric_values_follow(QualityRecompute)
+        post_save.connect(_project_saved, sender=Project, dispatch_uid="annotations-project-series-team")

@@ -20,7 +20,9 @@ urlpatterns = [
     path("api/me/", api.me, name="api-me"),
     path("", include("annotations.urls")),
     path("", include("monitoring.urls")),
+    path("", include("series.urls")),
     path("api/", include("monitoring.api_urls")),
+    path("api/", include("series.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Both under the Content-Security-Policy (`evalplatform.csp`): Swagger UI's start-up script is a file
     # of its own (the split view); the Redoc page loads no web fonts from Google and may start a worker.

@@ -105,7 +105,9 @@ class MetricValue(models.Model):
                 name="metric_value_unique_key_no_series",
             ),
             models.CheckConstraint(
-                condition=Q(value__isnull=True) | Q(value__lt=float("inf"), value__gt=float("-inf")),
+                condition=(Q(value__isnull=True) | Q(value__lt=float("inf"), value__gt=float("-inf")))
+                & (Q(ci_low__isnull=True) | Q(ci_low__lt=float("inf"), ci_low__gt=float("-inf")))
+                & (Q(ci_high__isnull=True) | Q(ci_high__lt=float("inf"), ci_high__gt=float("-inf"))),
                 name="metric_value_finite",
             ),
         ]

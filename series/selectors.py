@@ -132,3 +132,55 @@ def team_series(team_ids: Iterable[int], *, family: str | None = None) -> models
     """The series of some teams (what a rule form offers), by kind and label."""
     rows = Series.objects.filter(team_id__in=list(team_ids))
     return rows.filter(family=family) if family else rows
+
+
+@dataclass(frozen=True)
+class Point:
+    """One value of a series' metric: when, the job it came from, the value and its CI (None: undefined)."""
+
+    observed_at: datetime
+    job_type: str
+    job_id: int
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+@dataclass(frozen=True)
+class MetricHistory:
+    """A metric of a series over time (one subgroup), as a chart and its table of numbers show it."""
+
+    metric: str
+    subgroup: str
+    points: list[Point]
+
+
+def series_metric_histories(series: Series, *, limit: int = 500) -> list[MetricHistory]:
+    """Every metric and subgroup a series reported, each with its latest `limit` points oldest first, in the
+    order the jobs wrote them (the headline metrics first): one query."""
+    rows = (
+        MetricValue.objects.filter(series=series)
+        .order_by("metric", "subgroup", "-observed_at", "-job_id")
+        .values_list(
+            "metric",
+            "subgroup",
+            "position",
+            "observed_at",
+            "job_type",
+            "job_id",
+            "value",
+            "ci_low",
+            "ci_high",
+        )
+    )
+    grouped: dict[tuple[str, str], list[Point]] = {}
+    first: dict[tuple[str, str], int] = {}
+    for metric, subgroup, position, observed_at, job_type, job_id, value, low, high in rows:
+        points = grouped.setdefault((metric, subgroup), [])
+        if not points:
+            first[(metric, subgroup)] = position  # the latest job's order of its metrics
+        if len(points) < limit:
+            points.append(Point(observed_at, job_type, job_id, value, low, high))
+    order = sorted(grouped, key=lambda key: (first[key], key[1] != "", key))
+    return [MetricHistory(metric=metric, subgroup=subgroup, points=grouped[(metric, subgroup)][::-1])
+            for metric, subgroup in order]  # fmt: skip

@@ -68,3 +68,13 @@ def annotator_series(project: Any, user_id: int, username: str, *, url: str = ""
         kind=Series.Kind.ANNOTATOR, key=series_key(project.pk, user_id), team=project.team_id,
         object_id=user_id, name=username, label=f"annotator {username} in {project.name}", url=url,
     )  # fmt: skip
+
+
+def project_series_move(project: Any) -> int:
+    """Give a project's series (its own and its annotators') to the project's team, as the project is
+    linked to a team or moved to another: its members then read them. Returns how many moved."""
+    return Series.objects.filter(kind=Series.Kind.PROJECT, object_id=project.pk).exclude(
+        team_id=project.team_id
+    ).update(team_id=project.team_id) + Series.objects.filter(
+        kind=Series.Kind.ANNOTATOR, key__startswith=series_key(project.pk, "")
+    ).exclude(team_id=project.team_id).update(team_id=project.team_id)

@@ -90,3 +90,16 @@ def test_it_links_the_project_series_to_the_quality_dashboard(
     quality.quality_snapshot_refresh(project_id=project.pk)
     series: Any = Series.objects.get(kind="project")
     assert series.url == reverse("annotations:quality", args=[project.slug])
+
+
+def test_it_gives_the_projects_series_to_the_team_it_is_linked_to(
+    project: Project, people: list[User]
+) -> None:
+    answer_gold(project, people)
+    quality.quality_snapshot_refresh(project_id=project.pk)
+    assert set(Series.objects.values_list("team_id", flat=True)) == {None}
+    team = Team.objects.create(slug="search", name="Search")
+    project.team = team
+    project.save()
+    assert set(Series.objects.values_list("team_id", flat=True)) == {team.pk}
+    assert Series.objects.filter(kind="annotator").count() == 4

@@ -27,6 +27,7 @@ from django.test import Client
 from annotations.models import ImportJob, Project, QrelsBuild
 from monitoring import models as monitoring_models
 from monitoring.models import EmbeddingStream
+from series.models import Series
 
 APPS = ("evalplatform", "annotations", "monitoring")
 #: Parameters, not figures: each is checked as a finite number when its job or rule is made (the services
@@ -53,6 +54,7 @@ ID_MODELS: dict[str, type[models.Model]] = {
     "recommendation-evaluations": monitoring_models.RecommendationEvaluation,
     "recommendation-sets": monitoring_models.RecommendationSet,
     "runs": monitoring_models.Run,
+    "series": Series,
     "snapshots": monitoring_models.EmbeddingSnapshot,
 }
 
@@ -108,6 +110,8 @@ def _ids(template: str, stream: EmbeddingStream) -> list[str]:
     if template.startswith("/api/teams/{team}/streams/{stream}/"):
         model = monitoring_models.MonitorRun if segment == "runs" else monitoring_models.EmbeddingSnapshot
         rows = model._default_manager.filter(stream=stream)
+    elif segment == "series":  # a team's series (judging projects linked to no team have some too)
+        rows = Series.objects.filter(team=stream.team)
     else:
         found = ID_MODELS.get(segment)
         assert found is not None, f"which objects does {template} read? Add /{segment}/ to ID_MODELS"

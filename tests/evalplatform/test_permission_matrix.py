@@ -41,6 +41,7 @@ from evalplatform.teams import team_create, team_member_set
 from monitoring import alerts, evaluations, monitors, recsys_fraud, uploads
 from monitoring.demo import FRAUD_OPTIONS, demo_fraud_text, demo_recsys_texts
 from monitoring.models import AlertEvent, ComparisonPair, MonitorRun, NotificationChannel
+from series.models import Series
 from tests.annotations.conftest import build_project, record_answers
 from tests.conftest import ALICE, BOB, LENA, THEO, Persona, QueuedTasks, make_user
 from tests.monitoring.conftest import OTTO, VERA, synthetic_collection, upload
@@ -168,7 +169,7 @@ def world_build() -> World:
         "pair": ComparisonPair.objects.filter(comparison=comparison).values_list("pk", flat=True)[0],
         "recs": recs.pk, "recs_eval": recs_eval.pk, "scores": scores.pk, "fraud_eval": fraud_eval.pk,
         "snapshot": snapshot.pk, "monitor": monitor.pk, "rule": rule.pk, "channel": channel.pk, "event": event.pk,
-        "import_job": import_job.pk,
+        "import_job": import_job.pk, "series": Series.objects.get(kind="project", team=team).pk,
     }  # fmt: skip
     return World(a=a, b=b, team=team, ids=ids, users={"anon": None, **users})
 
@@ -360,6 +361,11 @@ MATRIX: dict[str, Row] = {
     "monitoring-api:stream-run": api("team", TEAM, pk="monitor"),
     "monitoring-api:stream-series": api("team", TEAM),
     "monitoring-api:stream-alerts": api("team", TEAM),
+    "series:list": page("team", TEAM, post=None),
+    "series:detail": page("team", TEAM, pk="series", post=None),
+    "series:csv": page("team", TEAM, pk="series", post=None),
+    "series-api:list": api("team", TEAM),
+    "series-api:values": api("team", TEAM, pk="series"),
 }  # fmt: skip
 #: Allowed answers other than 200 to a GET (or a POST to a read-only page).
 REDIRECTS = {
