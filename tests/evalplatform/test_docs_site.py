@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,3 +39,22 @@ def test_it_fails_on_a_page_left_out_of_the_nav_and_on_a_broken_anchor(tmp_path:
     assert result.returncode == 1
     assert "orphan.md" in result.stderr
     assert "does not contain an anchor '#no-such-heading'" in result.stderr
+
+
+def slug(heading: str) -> str:
+    """Python-Markdown's toc anchor for a heading, as MkDocs makes it."""
+    text = re.sub(r"[^\w\s-]", "", heading.replace("`", "")).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def test_it_links_every_page_from_the_readme_and_every_readme_link_resolves() -> None:
+    readme = (ROOT / "README.md").read_text()
+    links = re.findall(r"\]\((docs/[^)#\s]*)(?:#([^)\s]+))?\)", readme)
+    for path, anchor in links:
+        assert (ROOT / path).exists(), path
+        if anchor:
+            headings = re.findall(r"^#+ (.+)$", (ROOT / path).read_text(), flags=re.MULTILINE)
+            assert anchor in {slug(heading) for heading in headings}, f"{path}#{anchor}"
+    linked = {Path(path).name for path, _ in links}
+    pages = {path.name for path in (ROOT / "docs").glob("*.md")} - {"index.md"}
+    assert pages <= linked, pages - linked
