@@ -8,7 +8,7 @@ PIP := $(VENV)/bin/pip
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/evalplatform
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
 
-.PHONY: screenshots demo test test-gpu lint typecheck pytest bench bench-retrieval bench-agreement bench-annotation-load clean
+.PHONY: screenshots demo test test-gpu lint typecheck docs pytest bench bench-retrieval bench-agreement bench-annotation-load clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,7 +39,13 @@ pytest: $(VENV)/.dev-installed
 	DEBUG=false STATIC_MANIFEST=false \
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-test: lint typecheck pytest
+# The manual (docs/, nav in mkdocs.yml) in strict mode: a broken link or anchor, or a page left out of
+# the nav, fails. Built into site/ (git-ignored); nothing is fetched. (Not --quiet: it hides the warnings
+# that strict mode counts, and the build passes.)
+docs: $(VENV)/.dev-installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
+test: lint typecheck docs pytest
 
 # On a machine with a CUDA device: the CPU/GPU agreement tests that `make test` deselects.
 test-gpu: $(VENV)/.dev-installed
@@ -59,7 +65,7 @@ bench-agreement: $(VENV)/.dev-installed
 	$(PY) -m benchmarks.agreement
 
 clean:
-	rm -rf var staticfiles .pytest_cache .mypy_cache .ruff_cache
+	rm -rf var staticfiles site .pytest_cache .mypy_cache .ruff_cache
 
 # Embedding monitors against alibi-detect's MMDDrift. alibi-detect is under the Business Source
 # License: it lives only in this benchmark's own environment, never in requirements*.txt, with the

@@ -1,10 +1,10 @@
-"""Judging projects, tasks and annotations (README: Judging).
+"""Judging projects, tasks and annotations (docs/judging.md).
 
 A project holds topics (queries) and documents; a task is one (topic, document) pair to judge. Each task
 goes to `overlap` annotators through an `Assignment`, a reservation that expires; an answered assignment
 has exactly one `Annotation`. Gold tasks are ordinary tasks whose pair also has a `GoldLabel`.
 
-Quality (README: Annotator quality and qrels builds): a `QualitySnapshot` per project holds the figures the
+Quality (docs/quality.md): a `QualitySnapshot` per project holds the figures the
 quality dashboard reads, written by a `QualityRecompute` job; a `QrelsBuild` is one immutable, versioned
 qrels snapshot whose judgments are `QrelsJudgment` rows. Both jobs follow `evalplatform.jobs.Job`.
 

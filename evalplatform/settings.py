@@ -30,7 +30,7 @@ from evalplatform.outbound import networks_parse
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("EVALPLATFORM_VAR_DIR", BASE_DIR / "var"))
 # The settings `make demo` ran with (`bin/demo` writes them), so that a command typed later in another shell
-# works as the README shows it, without DEBUG or a SECRET_KEY of its own. Variables set in the environment
+# works as the README and docs/ show it, without DEBUG or a SECRET_KEY of its own. Variables set in the environment
 # win; where the file is absent (any deployment) nothing changes, and SECRET_KEY stays required below.
 load_env_file(VAR_DIR / DEMO_ENV_NAME)
 

@@ -5,7 +5,6 @@ annotators with known confusion matrices.
 
 from __future__ import annotations
 
-import doctest
 import math
 from collections import Counter
 
@@ -51,11 +50,6 @@ def rows_of(matrix: np.ndarray) -> list[np.ndarray]:
 
 def assert_close(actual: object, expected: object) -> None:
     np.testing.assert_allclose(actual, expected, rtol=0, atol=1e-12, equal_nan=True)  # type: ignore[call-overload]
-
-
-def test_it_has_working_docstring_examples() -> None:
-    failures, tried = doctest.testmod(aggregation, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert failures == 0 and tried > 0
 
 
 # --- seed 004's rule ------------------------------------------------------------------------------

@@ -5,7 +5,6 @@ order of examples, and the scores reader's errors.
 
 from __future__ import annotations
 
-import doctest
 import math
 import subprocess
 import sys
@@ -27,12 +26,6 @@ from evalcore.fraud import (
     FraudInputError,
     FraudOptions,
     ScoredExamples,
-    _cost,
-    _curve,
-    _files,
-    _operating,
-    _registry,
-    _ttd,
     cost_at_threshold,
     cost_evaluation,
     detection_rate_at_fpr,
@@ -93,12 +86,6 @@ def test_it_never_imports_django_or_pandas() -> None:
         "assert 'django' not in sys.modules and 'pandas' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
-
-
-@pytest.mark.parametrize("module", [_curve, _operating, _cost, _ttd, _registry, _files, fraud])
-def test_it_runs_the_doctests(module: object) -> None:
-    failures, _ = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)  # type: ignore[arg-type]
-    assert failures == 0
 
 
 # --- seed 004's worked example --------------------------------------------------------------------

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import doctest
 import json
 import math
 
 import numpy as np
 
-from evalcore import jsonable
 from evalcore.jsonable import json_finite
-
-
-def test_it_keeps_its_examples_true() -> None:
-    failures, tried = doctest.testmod(jsonable)
-    assert tried >= 2 and failures == 0
 
 
 def test_it_makes_any_nesting_strict_json_and_keeps_the_rest() -> None:

@@ -8,7 +8,6 @@ coefficient as a mean absolute difference (a formula independent of the sorted o
 
 from __future__ import annotations
 
-import doctest
 import math
 import subprocess
 import sys
@@ -21,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import ndcg_score
 
-from evalcore import recsys
 from evalcore.errors import FormatError
 from evalcore.metrics import MetricRegistry
 from evalcore.recsys import (
@@ -33,12 +31,8 @@ from evalcore.recsys import (
     RecsysData,
     RecsysInputError,
     RepeatedEntryError,
-    _accuracy,
     _data,
     _diversity,
-    _exposure,
-    _popularity,
-    _registry,
     average_percentage_long_tail,
     average_recommendation_popularity,
     catalog_coverage,
@@ -224,12 +218,6 @@ def test_it_never_imports_django_or_pandas() -> None:
         "assert 'django' not in sys.modules and 'pandas' not in sys.modules, sorted(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
-
-
-@pytest.mark.parametrize("module", [_data, _accuracy, _exposure, _popularity, _diversity, _registry, recsys])
-def test_it_runs_the_doctests(module: object) -> None:
-    failures, _ = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)  # type: ignore[arg-type]
-    assert failures == 0
 
 
 # --- seed 004's worked example --------------------------------------------------------------------

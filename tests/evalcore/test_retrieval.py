@@ -618,13 +618,6 @@ class TestRegistry:
             if measure.aggregate == "mean":
                 assert all(measure.in_range(v) for v in result.values[spec.key]), spec.key
 
-    @pytest.mark.parametrize(
-        "module",
-        [evalcore.retrieval.names, evalcore.retrieval.evaluation, evalcore.retrieval.classification],
-    )
-    def test_it_runs_the_module_doctests(self, module) -> None:
-        assert doctest.testmod(module).failed == 0
-
 
 def trec_eval_gain_loops(ranking: list[int], judged: list[int], gains: dict[int, float]) -> dict[str, float]:
     """trec_eval's ndcg, ndcg_rel, Rndcg and G for one query, written as its loops run (the reference

@@ -1,15 +1,18 @@
-"""Every shell command block of README.md works as shown after `make demo`, typed in another shell.
+"""Every shell command block of README.md and of the manual's pages (docs/*.md) works as shown after
+`make demo`, typed in another shell.
 
 One demo is started the way `make demo` starts it (`bin/demo --setup` with DEBUG=true for its processes
-only; its own var folder and a free port). The blocks then run, in the README's order, in one bash session
-whose environment is a new user's: the virtualenv activated as the README says, and no DEBUG, SECRET_KEY,
-DATABASE_URL, broker or SITE_URL, so every `manage.py` command reads the demo's settings from the file
-`bin/demo` left in the var folder. Every command must succeed without a traceback, and every curl call must
-get a 2xx (curl runs with --fail-with-body), which holds only if the TOKEN line yields a token.
+only; its own var folder and a free port). The blocks then run, the README's first and then each page's
+in the order of mkdocs.yml's nav, in one bash session whose environment is a new user's: the virtualenv
+activated as the README says, and no DEBUG, SECRET_KEY, DATABASE_URL, broker or SITE_URL, so every
+`manage.py` command reads the demo's settings from the file `bin/demo` left in the var folder. Every
+command must succeed without a traceback, and every curl call must get a 2xx (curl runs with
+--fail-with-body), which holds only if the TOKEN line yields a token.
 
-The README's address `http://127.0.0.1:8000` is replaced by the demo's, and the session starts in a scratch
-folder holding `manage.py` (a link to the checkout's) and the files the examples call the reader's own
-(`bm25.run`, `labels.csv`, ...), written from the demo's data and the repository's fixtures (USER_FILES).
+The address `http://127.0.0.1:8000` is replaced by the demo's, and the session starts in a scratch folder
+holding `manage.py` and `.venv` (links to the checkout's and to this virtualenv) and the files the
+examples call the reader's own (`bm25.run`, `labels.csv`, ...), written from the demo's data and the
+repository's fixtures (USER_FILES).
 """
 
 from __future__ import annotations
@@ -23,21 +26,24 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 
 from tests.evalplatform.test_demo_script import RunningDemo
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+MKDOCS = ROOT / "mkdocs.yml"
 FIXTURES = ROOT / "tests" / "fixtures"
 README_SITE = "http://127.0.0.1:8000"
 
 #: Blocks that are not run against the demo, by their first line, with the reason.
 EXCLUDED = {
     "make demo": "the two commands themselves: the fixture starts the demo as `make demo` does",
-    "python manage.py import_topics": (
+    "python manage.py import_topics": (  # docs/judging.md
         "imports the reader's own collection into a project of their own (PROJECT, topics.txt, ...); "
         "tests/annotations/test_import_commands.py runs these commands"
     ),
@@ -65,19 +71,45 @@ LABELS_CSV = "item,annotator,label\n" + "".join(
 
 @dataclass(frozen=True)
 class Block:
-    line: int  # of the opening fence in README.md
+    source: str  # README.md or docs/<page>.md
+    line: int  # of the opening fence
     code: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.line}"
 
     @property
     def first_line(self) -> str:
         return self.code.splitlines()[0]
 
 
-def sh_blocks(text: str) -> list[Block]:
-    blocks = []
-    for match in re.finditer(r"^```sh\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL):
-        blocks.append(Block(line=text.count("\n", 0, match.start()) + 1, code=match.group(1)))
-    return blocks
+def sh_blocks(path: Path) -> list[Block]:
+    text = path.read_text()
+    source = path.relative_to(ROOT).as_posix()
+    return [
+        Block(source=source, line=text.count("\n", 0, match.start()) + 1, code=match.group(1))
+        for match in re.finditer(r"^```sh\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
+    ]
+
+
+def nav_pages(nav: list[Any]) -> list[str]:
+    """The pages of mkdocs.yml's nav, in order (sections nest lists of {title: page})."""
+    pages: list[str] = []
+    for entry in nav:
+        for value in entry.values() if isinstance(entry, dict) else [entry]:
+            pages += nav_pages(value) if isinstance(value, list) else [str(value)]
+    return pages
+
+
+def documents() -> list[Path]:
+    """README.md, then every page of the manual in the nav's order."""
+    docs = ROOT / "docs"
+    return [README] + [docs / page for page in nav_pages(yaml.safe_load(MKDOCS.read_text())["nav"])]
+
+
+def all_blocks() -> list[Block]:
+    return [block for path in documents() for block in sh_blocks(path)]
 
 
 def excluded(block: Block) -> bool:
@@ -148,7 +180,7 @@ def session_script(blocks: list[Block], site_url: str) -> str:
         'curl() { command curl --silent --show-error --fail-with-body "$@"; }',
     ]
     for block in blocks:
-        lines.append(f"echo '### README.md:{block.line}' >&2")
+        lines.append(f"echo '### {block.where}' >&2")
         lines.append(block.code.replace(README_SITE, site_url))
     lines.append('printf %s "$TOKEN" > .token')
     return "\n".join(lines) + "\n"
@@ -169,8 +201,11 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningDemo]:
 
 
 class TestReadmeCommands:
+    def test_it_reads_the_readme_and_every_page_of_the_manual(self) -> None:
+        assert sorted(documents()[1:]) == sorted((ROOT / "docs").glob("*.md"))
+
     def test_it_runs_or_excludes_with_a_reason_every_sh_block(self) -> None:
-        blocks = sh_blocks(README.read_text())
+        blocks = all_blocks()
         assert len(blocks) > 8
         for start in EXCLUDED:
             assert sum(block.first_line.startswith(start) for block in blocks) == 1, start
@@ -179,15 +214,16 @@ class TestReadmeCommands:
     def test_it_runs_every_command_block_after_make_demo(self, demo: RunningDemo, tmp_path: Path) -> None:
         var_dir = Path(demo.env["EVALPLATFORM_VAR_DIR"])
         (tmp_path / "manage.py").symlink_to(ROOT / "manage.py")
+        (tmp_path / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
         user_files(tmp_path, var_dir)
-        blocks = [block for block in sh_blocks(README.read_text()) if not excluded(block)]
+        blocks = [block for block in all_blocks() if not excluded(block)]
         result = subprocess.run(
             ["bash", "-c", session_script(blocks, f"http://127.0.0.1:{demo.port}")],
             cwd=tmp_path, env=new_user_env(var_dir), capture_output=True, text=True, timeout=900,
         )  # fmt: skip
         output = result.stdout + result.stderr
-        failed_at = re.findall(r"^### (README\.md:\d+)$", result.stderr, flags=re.MULTILINE)
+        failed_at = re.findall(r"^### (\S+\.md:\d+)$", result.stderr, flags=re.MULTILINE)
         assert result.returncode == 0, f"{failed_at[-1:]} exited {result.returncode}:\n{output[-6000:]}"
-        assert failed_at == [f"README.md:{block.line}" for block in blocks]
+        assert failed_at == [block.where for block in blocks]
         assert "Traceback" not in output, output[-6000:]
         assert re.fullmatch(r"[0-9a-f]{40}", (tmp_path / ".token").read_text())

@@ -138,7 +138,7 @@ def write_small(tmp_path: Path, recs: str, interactions: str, items: str | None 
 
 class TestCutoffBeyondTheLists:
     def test_it_scores_at_k_when_k_is_longer_than_every_list(self, tmp_path: Path) -> None:
-        # The README's definitions: P@5 = 1/5, nDCG@5 = 1 / (1 + 1/log2(3)) with min(5, 2) ideal hits.
+        # docs/recsys-fraud.md's definitions: P@5 = 1/5, nDCG@5 = 1 / (1 + 1/log2(3)) with min(5, 2) ideal hits.
         args = write_small(tmp_path, "user,item,rank\nu1,a,1\n", "user,item\nu1,a\nu1,b\n")
         data = json.loads(run_command(*args, "-k", "5", "--json"))
         assert data["k"] == 5

@@ -405,9 +405,9 @@ class TestComparisonPage:
 def test_the_demo_analyst_uploads_two_runs_and_sees_the_leaderboard_and_the_comparison(
     client: Client, queued: QueuedTasks, django_capture_on_commit_callbacks: Any
 ) -> None:
-    """The README's walk through `make demo`, with the worker's calls made here: the analyst downloads the
-    demo's two runs from their pages, uploads them again through the form, evaluated on the team's qrels,
-    then compares them."""
+    """The demo walk of docs/evaluation.md (The demo's search team), with the worker's calls made here: the
+    analyst downloads the demo's two runs from their pages, uploads them again through the form, evaluated
+    on the team's qrels, then compares them."""
     call_command("load_demo", stdout=io.StringIO())
     logged_in(client, User.objects.get(username="analyst"))
     assert 'href="/teams/search/"' in client.get("/").content.decode()
