@@ -409,3 +409,6 @@ class TestAdmin:
         for model in ("embeddingstream", "embeddingsnapshot", "monitorrun", "alertrule",
                       "alertevent", "notificationchannel", "notification"):  # fmt: skip
             assert admin.get(f"/admin/monitoring/{model}/").status_code == 200, model
+        run = MonitorRun.objects.get(snapshot=reference)  # its values are listed on its page (none yet)
+        page = admin.get(f"/admin/monitoring/monitorrun/{run.pk}/change/")
+        assert page.status_code == 200 and "Values (in the metric table" in page.content.decode()
