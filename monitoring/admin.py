@@ -25,7 +25,6 @@ from monitoring.models import (
     FraudScoreResult,
     FraudScoreSet,
     MonitorRun,
-    MonitorValue,
     Notification,
     NotificationChannel,
     QrelsSource,
@@ -239,14 +238,12 @@ class MonitorRunAdmin(ReadOnlyAdmin):
     list_filter = ["status", "stream__team"]
     list_select_related = ["stream", "snapshot", "reference"]
     exclude = ["spectrum"]
+    readonly_fields = ["metric_values"]
 
-
-@admin.register(MonitorValue)
-class MonitorValueAdmin(ReadOnlyAdmin):
-    list_display = ["run", "metric", "section", "value"]
-    list_filter = ["section"]
-    search_fields = ["metric"]
-    raw_id_fields = ["run"]
+    @admin.display(description="Values (in the metric table, series.MetricValue)")
+    def metric_values(self, run: MonitorRun) -> str:
+        shown = monitors.run_values(run)
+        return "; ".join(f"{metric} = {item['value']}" for metric, item in shown.items()) or "—"
 
 
 @admin.register(NotificationChannel)

@@ -45,11 +45,13 @@ from monitoring.models import (
     Evaluation,
     EvaluationResult,
     MonitorRun,
-    MonitorValue,
     Notification,
     NotificationChannel,
     QrelsSource,
 )
+from series.selectors import series_observations
+from series.services import job_type_of
+from series.subjects import stream_series
 
 logger = logging.getLogger(__name__)
 
@@ -173,28 +175,21 @@ class Observation:
 
 
 def _stream_observations(rule: AlertRule, *, upto: MonitorRun) -> list[Observation]:
-    runs = list(
-        MonitorRun.objects.filter(
-            stream_id=rule.stream_id, status=JobStatus.DONE, observed_at__lte=upto.observed_at
-        )
-        .select_related("snapshot")
-        .order_by("-observed_at", "-pk")[: rule.consecutive]
-    )
     metrics = [rule.metric, *([rule.effect_metric] if rule.effect_metric else [])]
-    values: dict[int, dict[str, float | None]] = {run.pk: {} for run in runs}
-    for run_id, metric, value in MonitorValue.objects.filter(run__in=runs, metric__in=metrics).values_list(
-        "run_id", "metric", "value"
-    ):
-        values[run_id][metric] = json_number(value)
+    points = series_observations(
+        stream_series(upto.stream), metrics, last=rule.consecutive, upto=(job_type_of(upto), upto.pk)
+    )
+    runs = MonitorRun.objects.select_related("snapshot").in_bulk([point.job_id for point in points])
     return [
         Observation(
-            values=values[run.pk],
-            observed_at=run.observed_at,
-            source=f"monitor run of {run.snapshot}",
+            values=dict(point.values),
+            observed_at=point.observed_at,
+            source=f"monitor run of {runs[point.job_id].snapshot}",
             source_url=_stream_url(rule),
-            effect_thresholds=dict(run.effect_thresholds or {}),
+            effect_thresholds=dict(point.effect_thresholds),
         )  # fmt: skip
-        for run in reversed(runs)
+        for point in points
+        if point.job_id in runs
     ]
 
 

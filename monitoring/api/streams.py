@@ -192,10 +192,14 @@ class MonitorRunDetailOut(MonitorRunOut):
     spectrum = serializers.DictField(
         help_text="Covariance eigenvalues at log-spaced ranks: rank, current, reference (the scree)."
     )
+    params = serializers.DictField(
+        help_text="The monitor's parameters the run computed with (every field), frozen when it was made or "
+        "queued again: editing the stream's parameters later changes no finished run."
+    )
 
     @extend_schema_field(serializers.DictField(child=MonitorValueOut()))
     def get_values(self, run: MonitorRun) -> dict[str, dict[str, Any]]:
-        return {row.metric: {"value": row.value, "section": row.section} for row in run.values.all()}  # type: ignore[attr-defined]
+        return monitors.run_values(run)
 
 
 class SeriesPointOut(serializers.Serializer):

@@ -12,7 +12,7 @@ from monitoring.models.evaluations import (
     EvaluationResult,
     options_key,
 )
-from monitoring.models.monitors import EmbeddingSnapshot, EmbeddingStream, MonitorRun, MonitorValue
+from monitoring.models.monitors import EmbeddingSnapshot, EmbeddingStream, MonitorRun
 from monitoring.models.recsys_fraud import (
     RECSYS_FILE_ROLES,
     FraudScoreEvaluation,
@@ -33,7 +33,6 @@ __all__ = [
     "EmbeddingSnapshot",
     "EmbeddingStream",
     "MonitorRun",
-    "MonitorValue",
     "Notification",
     "NotificationChannel",
     "RECSYS_FILE_ROLES",

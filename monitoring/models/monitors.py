@@ -2,14 +2,16 @@
 
 A stream has a reference snapshot (what good looks like) and periodic snapshots uploaded by the API or
 the command line, kept as `.npy` files under MEDIA_ROOT. A `MonitorRun` (a job) computes the quality and
-collapse metrics of a snapshot and its drift against the reference; its values are narrow keyed rows
-(`MonitorValue`, one per metric), so a stream's time series, its dashboard and the alert rules read the
-same table.
+collapse metrics of a snapshot and its drift against the reference; its values are rows of the one metric
+table (`series.MetricValue`, in the stream's series), so a stream's time series, its dashboard and the alert
+rules read the same table. Whether a metric describes the snapshot or its drift is a property of the
+metric (`evalcore.embeddings.DRIFT_METRICS`), not of a stored row.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -129,7 +131,16 @@ class MonitorRun(Job):
     spectrum = models.JSONField(
         default=dict, blank=True, help_text="Covariance eigenvalues of the snapshot and of the reference."
     )
-    effect_thresholds = models.JSONField(default=dict, blank=True)
+    effect_thresholds = models.JSONField(
+        default=dict, blank=True,
+        help_text="Calibrated on the reference's own splits; also stored as values of the stream's series "
+        "(subgroup series.selectors.THRESHOLD_SUBGROUP), which the alert rules read.",
+    )  # fmt: skip
+    params = models.JSONField(
+        default=dict, blank=True,
+        help_text="The monitor's parameters it runs with (every field of MonitorParams), frozen from the "
+        "stream's when the run is made or queued again, so editing the stream later changes no finished run.",
+    )  # fmt: skip
     chunks = models.PositiveIntegerField(default=1, help_text="How many workers computed its statistics.")
 
     task_name = "monitoring.tasks.monitor_run"
@@ -149,22 +160,10 @@ class MonitorRun(Job):
     def __str__(self) -> str:
         return f"monitor of {self.snapshot} ({self.status})"
 
+    @property
+    def params_changed(self) -> dict[str, Any]:
+        """The run's parameters that differ from `MonitorParams`' defaults (what the dashboard lists)."""
+        from evalcore.embeddings import MonitorParams
 
-class MonitorValue(models.Model):
-    """One metric of one monitor run; `section` says whether it describes the snapshot or its drift."""
-
-    class Section(models.TextChoices):
-        CURRENT = "current", "The snapshot"
-        DRIFT = "drift", "Drift against the reference"
-
-    run = models.ForeignKey(MonitorRun, on_delete=models.CASCADE, related_name="values")
-    metric = models.CharField(max_length=100)
-    section = models.CharField(max_length=8, choices=Section.choices, default=Section.CURRENT)
-    value = models.FloatField(null=True, help_text="None when undefined (NaN).")
-
-    class Meta:
-        ordering = ["run", "metric"]
-        constraints = [models.UniqueConstraint(fields=["run", "metric"], name="monitor_value_unique_metric")]
-
-    def __str__(self) -> str:
-        return f"{self.metric} = {self.value}"
+        defaults = MonitorParams().to_dict()
+        return {name: value for name, value in self.params.items() if defaults.get(name, ...) != value}

@@ -12,6 +12,8 @@
 - `stream_tick` (the scheduled job) creates and queues a monitor run for every snapshot of the stream that
   has none yet, the reference first, then oldest first. `monitor_run_create` finds or creates the one run
   of a snapshot against a reference: the same request finds the same run, and a failed one is queued again.
+  The run freezes the stream's parameters (`MonitorRun.params`, every field of `MonitorParams`) when it is
+  made or queued again, and computes with those: an edit of the stream changes later runs only.
 - `monitor_run` (the task's one call) computes a run. A snapshot of at most `MONITOR_CHUNK_ROWS` rows, or
   any snapshot when Celery has no result backend (the filesystem broker), is summarised in that one task
   (`job_run`). A bigger one is split into row ranges: the task claims the job and starts a Celery chord
@@ -24,7 +26,8 @@ token and do nothing once it no longer holds the job; each renews the lease whil
 dispatch and every finished chunk extend it by `MONITOR_CHORD_WAIT_SECONDS`, the time a chunk may wait in
 the queue. A lost chord (a killed worker, a dropped message) lets the lease lapse, the stale-job sweep
 queues the run again, and a new claim starts a new chord; the old chunks' results are discarded. Results
-are stored once, by `job_finish` under the claim. After a run is done, `alerts.alerts_check_monitor_run`
+are stored once, by `job_finish` under the claim: the scalars and the calibrated effect thresholds through
+`series.services.metric_values_write` into the stream's series, the spectrum on the run. After a run is done, `alerts.alerts_check_monitor_run`
 opens, extends or resolves the stream's alert events.
 
 Modules: `params` (the parameters and the input error), `streams` (streams, schedules, snapshots), `runs`
@@ -42,6 +45,7 @@ from monitoring.monitors.runs import (
     chord_available,
     chord_wait,
     chunk_ranges,
+    frozen_params,
     monitor_chunk,
     monitor_merge,
     monitor_run,
@@ -60,6 +64,8 @@ from monitoring.monitors.selectors import (
     get_stream,
     get_stream_event,
     latest_spectrum_run,
+    metric_section,
+    run_values,
     series_table,
     stream_events,
     stream_runs,
@@ -96,12 +102,15 @@ __all__ = [
     "chord_available",
     "chord_wait",
     "chunk_ranges",
+    "frozen_params",
     "crontab_fields",
     "get_run",
     "get_snapshot",
     "get_stream",
     "get_stream_event",
     "latest_spectrum_run",
+    "metric_section",
+    "run_values",
     "monitor_chunk",
     "monitor_merge",
     "monitor_params",

@@ -47,10 +47,12 @@ from monitoring.models import (
     EmbeddingSnapshot,
     EmbeddingStream,
     MonitorRun,
-    MonitorValue,
 )
 from monitoring.models.monitors import summary_upload_to
 from monitoring.monitors.params import MonitorInputError, monitor_params
+from series.selectors import THRESHOLD_SUBGROUP
+from series.services import MetricValueIn, metric_values_write
+from series.subjects import stream_series
 
 logger = logging.getLogger(__name__)
 
@@ -98,10 +100,13 @@ def monitor_run_create(
     """The monitor run of `snapshot` against `reference` (None: quality only), queued on commit.
 
     The same request finds the same run: a done or unfinished one as it is, a failed one reset and queued
-    again. A reference's own run (`reference` is `snapshot`) computes its quality and its calibration.
+    again. A reference's own run (`reference` is `snapshot`) computes its quality and its calibration. The
+    stream's parameters are frozen on the run when it is made or queued again (`frozen_params`): the run
+    computes with those, whatever the stream says later.
     """
     if reference is not None and reference.stream_id != snapshot.stream_id:
         raise MonitorInputError("The reference belongs to another stream.", field="reference")
+    stream = EmbeddingStream.objects.only("params").get(pk=snapshot.stream_id)
     run, created = MonitorRun.objects.select_for_update().get_or_create(
         snapshot=snapshot,
         reference=reference,
@@ -109,12 +114,14 @@ def monitor_run_create(
             "stream_id": snapshot.stream_id,
             "observed_at": snapshot.observed_at,
             "chunks": planned_chunks(snapshot.rows),
+            "params": frozen_params(stream.params),
         },
     )
     if not created and run.status == JobStatus.FAILED:
         MonitorRun.objects.filter(pk=run.pk).update(
-            status=JobStatus.PENDING, attempts=0, error="", chunks=planned_chunks(snapshot.rows)
-        )
+            status=JobStatus.PENDING, attempts=0, error="", chunks=planned_chunks(snapshot.rows),
+            params=frozen_params(stream.params),
+        )  # fmt: skip
         run.refresh_from_db()
         created = True
     if created and enqueue:
@@ -168,9 +175,10 @@ def stream_monitor_now(*, stream: EmbeddingStream, enqueue: bool = True) -> list
 
 @dataclass(frozen=True)
 class MonitorOutput:
-    """What a run stores: (metric, section, value) rows, the spectrum, the effect thresholds, the device."""
+    """What a run stores: (metric, value) pairs (None when undefined), the spectrum, the effect thresholds,
+    the device. Whether a metric describes the snapshot or its drift is the metric's (`metric_section`)."""
 
-    values: list[tuple[str, str, float | None]]
+    values: list[tuple[str, float | None]]
     spectrum: dict[str, Any]
     effect_thresholds: dict[str, float]
     device: str
@@ -184,11 +192,22 @@ class Split:
     chunks: int
 
 
-def _params(run: MonitorRun) -> MonitorParams:
+def frozen_params(overrides: Any) -> dict[str, Any]:
+    """What a run stores of its stream's parameters: every field of `MonitorParams` with the stream's
+    overrides applied. Overrides that no longer resolve (refused since they were saved) are kept as they
+    are, so the run fails saying why rather than running with other settings."""
     try:
-        return monitor_params(run.stream.params)
+        return monitor_params(overrides).to_dict()
+    except MonitorInputError:
+        return dict(overrides or {})
+
+
+def _params(run: MonitorRun) -> MonitorParams:
+    """The parameters the run was made with (frozen on it), never the stream's current ones."""
+    try:
+        return monitor_params(run.params)
     except MonitorInputError as error:
-        raise JobError(f"The stream's parameters: {error}") from None
+        raise JobError(f"The run's parameters: {error}") from None
 
 
 def _device() -> Any:
@@ -303,10 +322,7 @@ def _evaluate(
     from evalcore.embeddings import drift_metrics, snapshot_quality
 
     progress(0.65, "quality and collapse metrics")
-    values = [
-        (name, MonitorValue.Section.CURRENT, value)
-        for name, value in snapshot_quality(current, params=params, device=device).items()
-    ]
+    values = list(snapshot_quality(current, params=params, device=device).items())
     reference = None
     thresholds: dict[str, float] = {}
     if run.reference is not None:
@@ -324,9 +340,9 @@ def _evaluate(
             drift, _, _ = drift_metrics(
                 reference, current, params=params, bandwidth=calibration["bandwidth"], device=device
             )
-            values += [(name, MonitorValue.Section.DRIFT, value) for name, value in drift.items()]
+            values += list(drift.items())
     return MonitorOutput(
-        values=[(name, section, json_number(value)) for name, section, value in values],  # type: ignore[misc]
+        values=[(name, json_number(value)) for name, value in values],
         spectrum=spectrum_points(current, None if reference is current else reference),
         effect_thresholds=thresholds,
         device=str(getattr(device, "type", device)),
@@ -351,20 +367,20 @@ def _compute_single(run: MonitorRun, progress: ProgressFn) -> MonitorOutput:
 
 
 def _store(run: MonitorRun, output: MonitorOutput) -> None:
+    """Write a run's results (inside `job_finish`'s transaction, for one task or a chord's merge alike): the
+    spectrum and thresholds on the run; its scalars and its calibrated effect thresholds (subgroup
+    `THRESHOLD_SUBGROUP`) through the one writer into the stream's series, at the snapshot's time. A re-run
+    updates the same rows."""
     run.device = output.device
     run.spectrum = output.spectrum
     run.effect_thresholds = output.effect_thresholds
     run.chunks = output.chunks
-    MonitorValue.objects.filter(run=run).exclude(metric__in=[name for name, _, _ in output.values]).delete()
-    MonitorValue.objects.bulk_create(
-        [
-            MonitorValue(run=run, metric=name, section=section, value=value)
-            for name, section, value in output.values
-        ],
-        update_conflicts=True,
-        unique_fields=["run", "metric"],
-        update_fields=["section", "value"],
-    )
+    values = [MetricValueIn(name, value) for name, value in output.values]
+    values += [
+        MetricValueIn(name, threshold, subgroup=THRESHOLD_SUBGROUP)
+        for name, threshold in sorted(output.effect_thresholds.items())
+    ]
+    metric_values_write(job=run, series=stream_series(run.stream), observed_at=run.observed_at, values=values)
 
 
 def _finished(run_id: int, outcome: JobOutcome) -> JobOutcome:

@@ -22,8 +22,8 @@ from monitoring.models import (
     EmbeddingSnapshot,
     EmbeddingStream,
     MonitorRun,
-    MonitorValue,
 )
+from series.selectors import job_values, jobs_values
 
 # --- reading: what the API and the dashboard show -------------------------------------------------------
 
@@ -64,6 +64,21 @@ def get_run(*, stream: EmbeddingStream, pk: Any) -> MonitorRun:
 #: How a table or a page shows a metric that was computed but is undefined (stored as NULL).
 UNDEFINED = "undefined"
 
+#: What a metric describes: the snapshot itself, or its drift against the reference.
+CURRENT, DRIFT = "current", "drift"
+
+
+def metric_section(metric: str) -> str:
+    """Whether a metric describes the snapshot ("current") or its drift against the reference ("drift"):
+    a property of the metric, from the embedding family's drift specs, not of a stored row."""
+    return DRIFT if metric in DRIFT_METRICS else CURRENT
+
+
+def run_values(run: MonitorRun) -> dict[str, dict[str, Any]]:
+    """A run's values by metric name (in name order): {metric: {"value": float or None, "section": ...}}."""
+    rows = sorted(job_values(run), key=lambda row: row.metric)
+    return {row.metric: {"value": row.value, "section": metric_section(row.metric)} for row in rows}
+
 
 @dataclass(frozen=True)
 class SeriesPoint:
@@ -87,7 +102,8 @@ class MetricSeries:
 
 def stream_series(*, stream: EmbeddingStream) -> list[MetricSeries]:
     """Every metric of the stream's done runs over observed time (the reference's own run included), the
-    metrics that rules watch first; in four queries whatever the number of runs."""
+    metrics that rules watch first; in four queries whatever the number of runs (the values from the one
+    metric table)."""
     runs = {
         row["pk"]: row
         for row in MonitorRun.objects.filter(stream=stream, status=JobStatus.DONE).values(
@@ -95,12 +111,14 @@ def stream_series(*, stream: EmbeddingStream) -> list[MetricSeries]:
         )
     }
     found: dict[str, MetricSeries] = {}
-    values = MonitorValue.objects.filter(run_id__in=list(runs)).values_list(
-        "run_id", "metric", "section", "value"
+    values = (
+        (run_id, metric, row.value)
+        for run_id, by_metric in jobs_values(MonitorRun, runs).items()
+        for metric, row in by_metric.items()
     )
-    for run_id, metric, section, value in values:
+    for run_id, metric, value in values:
         run = runs[run_id]
-        series = found.setdefault(metric, MetricSeries(metric=metric, section=section))
+        series = found.setdefault(metric, MetricSeries(metric=metric, section=metric_section(metric)))
         series.points.append(
             SeriesPoint(
                 run_id=run_id,

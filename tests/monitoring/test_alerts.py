@@ -24,10 +24,12 @@ from monitoring.models import (
     EmbeddingSnapshot,
     EmbeddingStream,
     MonitorRun,
-    MonitorValue,
     Notification,
     NotificationChannel,
 )
+from series.selectors import THRESHOLD_SUBGROUP
+from series.services import MetricValueIn, metric_values_write
+from series.subjects import stream_series
 from tests.conftest import QueuedTasks
 from tests.monitoring.conftest import synthetic_collection, upload
 
@@ -79,7 +81,9 @@ def monitor(stream: EmbeddingStream, hour: int, **values: float) -> MonitorRun:
         stream=stream, snapshot=snapshot, observed_at=snapshot.observed_at, status="done",
         effect_thresholds={"mmd2": 0.05},
     )  # fmt: skip
-    MonitorValue.objects.bulk_create([MonitorValue(run=run, metric=k, value=v) for k, v in values.items()])
+    stored = [MetricValueIn(k, v) for k, v in values.items()]
+    stored.append(MetricValueIn("mmd2", 0.05, subgroup=THRESHOLD_SUBGROUP))
+    metric_values_write(job=run, series=stream_series(stream), observed_at=run.observed_at, values=stored)
     alerts.alerts_check_monitor_run(run_id=run.pk)
     return run
 

@@ -16,7 +16,9 @@ from evalplatform.csvexport import cell, neutralised
 from evalplatform.models import Team
 from monitoring import alerts, recsys_fraud
 from monitoring.demo import demo_recsys_texts
-from monitoring.models import EmbeddingSnapshot, EmbeddingStream, MonitorRun, MonitorValue, QrelsSource, Run
+from monitoring.models import EmbeddingSnapshot, EmbeddingStream, MonitorRun, QrelsSource, Run
+from series.services import MetricValueIn, metric_values_write
+from series.subjects import stream_series
 from tests.monitoring.conftest import upload
 from tests.monitoring.test_pages import add_sources, compare_now, evaluate_now
 from tests.monitoring.test_recsys_fraud_pages import csv_file
@@ -124,7 +126,10 @@ class TestStreamDownloads:
         run = MonitorRun.objects.create(
             stream=stream, snapshot=snapshot, observed_at=snapshot.observed_at, status="done"
         )
-        MonitorValue.objects.create(run=run, metric="avg_cosine_similarity", value=0.9)
+        metric_values_write(
+            job=run, series=stream_series(stream), observed_at=run.observed_at,
+            values=[MetricValueIn("avg_cosine_similarity", 0.9)],
+        )  # fmt: skip
         alerts.alerts_check_monitor_run(run_id=run.pk)
         viewer = logged_in(vera)
         series = csv_rows(viewer.get("/teams/search/streams/docs/series.csv"))

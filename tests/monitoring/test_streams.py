@@ -22,7 +22,8 @@ from evalcore.alerts import DEFAULT_EMBEDDING_RULES
 from evalcore.embeddings import MonitorParams, evaluate_embeddings
 from evalplatform.models import Team
 from monitoring import monitors
-from monitoring.models import AlertEvent, AlertRule, EmbeddingStream, MonitorRun, MonitorValue
+from monitoring.models import AlertEvent, AlertRule, EmbeddingStream, MonitorRun
+from series.selectors import job_values
 from tests.conftest import QueuedTasks
 
 DIM = 32
@@ -59,7 +60,8 @@ def make_stream(team: Team, **options: Any) -> EmbeddingStream:
 
 
 def values_of(run: MonitorRun) -> dict[str, float | None]:
-    return dict(MonitorValue.objects.filter(run=run).values_list("metric", "value"))
+    """A run's values as the one metric table holds them (subgroup "": the metrics themselves)."""
+    return {row.metric: row.value for row in job_values(run)}
 
 
 @pytest.fixture
@@ -290,7 +292,7 @@ class TestMonitorRun:
         want = evaluate_embeddings(
             embeddings(1500, seed=1), current, params=MonitorParams(**PARAMS), device="cpu"
         )
-        sections = dict(MonitorValue.objects.filter(run=run).values_list("metric", "section"))
+        sections = {metric: item["section"] for metric, item in monitors.run_values(run).items()}
         assert sections == {**dict.fromkeys(want.current, "current"), **dict.fromkeys(want.drift, "drift")}  # type: ignore[arg-type]
         got = values_of(run)
         for name, value in {**want.current, **want.drift}.items():  # type: ignore[dict-item]
@@ -342,7 +344,7 @@ class TestMonitorRun:
         assert monitors.monitor_run(run_id=run.pk).status == "failed"  # type: ignore[union-attr]
         run.refresh_from_db()
         assert run.error == "row 17 contains NaN or infinite values"
-        assert not MonitorValue.objects.filter(run=run).exists()
+        assert not job_values(run, subgroup=None)
 
     def test_it_computes_a_planned_split_in_one_task_without_a_result_backend(
         self, stream: EmbeddingStream, reference: Any, settings: Any
@@ -404,6 +406,9 @@ class TestAdmin:
     def test_it_lists_every_monitor_and_alert_model(
         self, admin: Any, stream: EmbeddingStream, reference: Any
     ) -> None:
-        for model in ("embeddingstream", "embeddingsnapshot", "monitorrun", "monitorvalue", "alertrule",
+        for model in ("embeddingstream", "embeddingsnapshot", "monitorrun", "alertrule",
                       "alertevent", "notificationchannel", "notification"):  # fmt: skip
             assert admin.get(f"/admin/monitoring/{model}/").status_code == 200, model
+        run = MonitorRun.objects.get(snapshot=reference)  # its values are listed on its page (none yet)
+        page = admin.get(f"/admin/monitoring/monitorrun/{run.pk}/change/")
+        assert page.status_code == 200 and "Values (in the metric table" in page.content.decode()

@@ -16,6 +16,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django_celery_beat.models import PeriodicTask
 
+from evalcore.embeddings import MonitorParams
 from evalplatform.models import Team
 from monitoring import monitors
 from monitoring.models import EmbeddingStream, MonitorRun
@@ -355,6 +356,7 @@ class TestRuns:
         assert detail["values"]["dead_dim_ratio"] == {"value": 0.25, "section": "current"}
         assert detail["values"]["mmd_p_value"]["section"] == "drift"
         assert set(detail["effect_thresholds"]) == {"mmd2", "mean_cosine_distance", "drifted_dim_share"}
+        assert detail["params"] == MonitorParams(**PARAMS).to_dict()  # what it ran with, every field
         assert len(detail["spectrum"]["current"]) == len(detail["spectrum"]["reference"]) == DIM
         assert viewer.get(f"{API}{monitored.slug}/runs/?status=nope").status_code == 400
         assert viewer.get(f"{API}{monitored.slug}/runs/?status=failed").json()["count"] == 0

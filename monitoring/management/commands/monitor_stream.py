@@ -19,7 +19,8 @@ from evalplatform.jobs import JobStatus
 from monitoring import monitors
 from monitoring.management.commands.upload_run import add_user_option
 from monitoring.management.commands.upload_snapshot import find_stream
-from monitoring.models import AlertEvent, EmbeddingStream, MonitorRun, MonitorValue
+from monitoring.models import AlertEvent, EmbeddingStream, MonitorRun
+from series.selectors import jobs_values
 
 POLL_SECONDS = 0.5
 #: The values printed per run in text (every value is in --json).
@@ -100,10 +101,9 @@ class Command(BaseCommand):
 
     def report(self, stream: EmbeddingStream, runs: list[MonitorRun], *, as_json: bool, queued: bool) -> None:
         values: dict[int, dict[str, float | None]] = {run.pk: {} for run in runs}
-        for run_id, metric, value in MonitorValue.objects.filter(run__in=runs).values_list(
-            "run_id", "metric", "value"
-        ):
-            values[run_id][metric] = json_number(value)
+        stored = jobs_values(MonitorRun, [run.pk for run in runs])
+        for run_id, by_metric in stored.items():
+            values[run_id] = {metric: json_number(by_metric[metric].value) for metric in sorted(by_metric)}
         events = list(
             AlertEvent.objects.filter(rule__stream=stream)
             .exclude(status="resolved")
