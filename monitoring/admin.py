@@ -22,14 +22,12 @@ from monitoring.models import (
     Evaluation,
     EvaluationResult,
     FraudScoreEvaluation,
-    FraudScoreResult,
     FraudScoreSet,
     MonitorRun,
     Notification,
     NotificationChannel,
     QrelsSource,
     RecommendationEvaluation,
-    RecommendationResult,
     RecommendationSet,
     Run,
 )
@@ -136,20 +134,6 @@ class FraudScoreEvaluationAdmin(ReadOnlyAdmin):
     list_filter = ["status", "team"]
     list_select_related = ["team", "score_set"]
     exclude = ["curves"]
-
-
-@admin.register(RecommendationResult)
-class RecommendationResultAdmin(ReadOnlyAdmin):
-    list_display = ["evaluation", "metric", "value"]
-    search_fields = ["metric"]
-    raw_id_fields = ["evaluation"]
-
-
-@admin.register(FraudScoreResult)
-class FraudScoreResultAdmin(ReadOnlyAdmin):
-    list_display = ["evaluation", "metric", "value"]
-    search_fields = ["metric"]
-    raw_id_fields = ["evaluation"]
 
 
 # --- embedding monitors and alerts --------------------------------------------------------------------

@@ -6,9 +6,10 @@ class MonitoringConfig(AppConfig):
     verbose_name = "Evaluation and monitoring"
 
     def ready(self) -> None:
-        # A monitor run's values live in the one metric table, named by the run's label and id: they go
-        # with the run (and with its stream, whose deletion cascades to its runs).
-        from monitoring.models import MonitorRun
+        from monitoring.models import FraudScoreEvaluation, MonitorRun, RecommendationEvaluation
         from series.services import metric_values_follow
 
-        metric_values_follow(MonitorRun)
+        # Their values live in the one metric table, named by the job's label and id: deleting a job
+        # (or what it cascades from: a stream, a set) deletes them.
+        for model in (MonitorRun, RecommendationEvaluation, FraudScoreEvaluation):
+            metric_values_follow(model)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalcore.metrics import MetricSpec
 from evalplatform.charts import figure_data
 
 LINE_COLOUR = "#2457c5"
@@ -253,4 +254,43 @@ def ttd_figure(ttd: dict[str, Any], *, unit: str) -> dict[str, Any]:
             bargap=0,
         )
     )
+    return figure_data(figure)
+
+
+# --- a set name over time -----------------------------------------------------------------------------
+
+#: One colour per headline metric of the over-time chart.
+HISTORY_COLOURS = ("#2457c5", "#e07b00", "#1b8a5a", "#8e44ad", "#b3261e")
+
+
+def history_figure(specs: list[MetricSpec], points: list[Any]) -> dict[str, Any]:
+    """The headline metrics of each evaluation of the sets of one name over their finish times: scores
+    in [0, 1] on the left axis, the others (costs, ratios) dashed on the right one. `points` are
+    `selectors.HistoryPoint`s, oldest first; an undefined value is a gap."""
+    import plotly.graph_objects as go
+
+    times = [point.observed_at for point in points]
+    traces = []
+    has_right = False
+    for i, spec in enumerate(specs):
+        unit_range = spec.range == (0.0, 1.0)
+        has_right = has_right or not unit_range
+        traces.append(
+            go.Scatter(
+                x=times, y=[point.values[i] for point in points], mode="lines+markers", name=spec.label,
+                yaxis="y" if unit_range else "y2",
+                line={"color": HISTORY_COLOURS[i % len(HISTORY_COLOURS)], "dash": "solid" if unit_range else "dash"},
+                hovertemplate=f"%{{x|%Y-%m-%d %H:%M}}: {spec.label} %{{y:.4g}}<extra></extra>",
+            )
+        )  # fmt: skip
+    layout = _layout(
+        title={"text": "Headline metrics over time"},
+        xaxis={"title": {"text": "evaluated at"}, "type": "date"},
+        yaxis={"title": {"text": "score"}, "range": [-0.02, 1.02], "zeroline": False},
+    )
+    if has_right:
+        layout["yaxis2"] = {"title": {"text": "cost or ratio (dashed)"}, "overlaying": "y", "side": "right"}
+        layout["margin"] = {**layout["margin"], "r": 70}
+    figure = go.Figure(traces)
+    figure.update_layout(layout)
     return figure_data(figure)

@@ -397,7 +397,7 @@ def _evaluation_summary(
     return {
         "status": evaluation.status,
         "url": evaluation.get_absolute_url(),
-        "metrics": dict(evaluation.results.order_by("position").values_list("metric", "value")),
+        "metrics": evaluation.metric_values(),
     }
 
 

@@ -56,6 +56,12 @@ urlpatterns = [
     path(TEAM + "recommendations/new/", recsys_fraud.recsys_upload, name="recsys-upload"),
     path(TEAM + "recommendations/<int:pk>/", recsys_fraud.recsys_set, name="recsys-set"),
     path(TEAM + "recommendations/<int:pk>/evaluate/", recsys_fraud.recsys_evaluate, name="recsys-evaluate"),
+    path(
+        TEAM + "recommendations/<int:pk>/history.csv",
+        recsys_fraud.history_csv,
+        {"kind": "recommendation"},
+        name="recsys-history-csv",
+    ),
     path(TEAM + RECSYS_EVALUATION, recsys_fraud.recsys_evaluation, name="recsys-evaluation"),
     path(
         TEAM + RECSYS_EVALUATION + "<str:table>.csv",
@@ -66,6 +72,12 @@ urlpatterns = [
     path(TEAM + "fraud-scores/new/", recsys_fraud.fraud_upload, name="fraud-upload"),
     path(TEAM + "fraud-scores/<int:pk>/", recsys_fraud.fraud_set, name="fraud-set"),
     path(TEAM + "fraud-scores/<int:pk>/evaluate/", recsys_fraud.fraud_evaluate, name="fraud-evaluate"),
+    path(
+        TEAM + "fraud-scores/<int:pk>/history.csv",
+        recsys_fraud.history_csv,
+        {"kind": "fraud"},
+        name="fraud-history-csv",
+    ),
     path(TEAM + FRAUD_EVALUATION, recsys_fraud.fraud_evaluation, name="fraud-evaluation"),
     path(
         TEAM + FRAUD_EVALUATION + "<str:table>.csv",

@@ -43,6 +43,7 @@ from evalcore.fraud._operating import (
 )
 from evalcore.fraud._ttd import DetectionTimes, time_to_detection
 from evalcore.metrics import MetricSpec
+from evalcore.options import option, options_check
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,18 +107,36 @@ class ScoredExamples:
 
 @dataclass(frozen=True)
 class FraudOptions:
-    """The evaluation's choices, declared once for the core, the command and the jobs.
+    """The evaluation's choices, declared once with their bounds for the core, the command, the jobs, the
+    forms and the API (`evalcore.options`: each is checked here, and the others derive their fields).
 
     `threshold`: the operating point of the costs and detection times (flag score >= threshold);
     None takes the conservative threshold at `target_fpr`. `fn_cost` is multiplied by each
     example's amount when the examples have amounts (fn_cost = 1: the amount is the loss).
     """
 
-    target_fpr: float = DEFAULT_TARGET_FPR
-    budget: int | None = None
-    threshold: float | None = None
-    fp_cost: float = 1.0
-    fn_cost: float = 1.0
+    target_fpr: float = option(
+        DEFAULT_TARGET_FPR, kind=float, minimum=0.0, maximum=1.0,
+        help="The detection rate is read at this false positive rate.",
+    )  # fmt: skip
+    budget: int | None = option(
+        None, kind=int, minimum=0, help="Alert budget: precision and recall of the top K scores."
+    )
+    threshold: float | None = option(
+        None, kind=float,
+        help="Operating threshold (flag score >= it) of the costs and times to detection; none: the one at "
+        "the target FPR.",
+    )  # fmt: skip
+    fp_cost: float = option(1.0, kind=float, minimum=0.0, help="Cost of a false positive.")
+    fn_cost: float = option(
+        1.0,
+        kind=float,
+        minimum=0.0,
+        help="Cost of a missed fraud, times its amount when the file has amounts.",
+    )
+
+    def __post_init__(self) -> None:
+        options_check(self)
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ from evalcore.recsys._exposure import (
     unique_items_recommended,
 )
 from evalcore.recsys._files import RecsysFiles, category_codes, read_recsys_files
+from evalcore.recsys._options import RecsysOptions
 from evalcore.recsys._popularity import (
     DEFAULT_HEAD_SHARE,
     average_percentage_long_tail,
@@ -94,6 +95,7 @@ __all__ = [
     "RecsysFiles",
     "RecsysInputError",
     "RecsysMetric",
+    "RecsysOptions",
     "RecsysStats",
     "RelevanceHits",
     "RepeatedEntryError",

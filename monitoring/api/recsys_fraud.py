@@ -23,8 +23,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from evalcore.fraud import FraudOptions
-from evalcore.recsys import DEFAULT_HEAD_SHARE
+from evalcore.recsys import RecsysOptions
 from evalplatform.jobs import JobStatus
+from evalplatform.options import options_of, serializer_field
 from evalplatform.teams import get_team_for_member
 from monitoring import recsys_fraud
 from monitoring.api.evaluations import queued_status
@@ -47,7 +48,6 @@ from monitoring.models import (
     FraudScoreSet,
     RecommendationEvaluation,
     RecommendationSet,
-    RecsysOptions,
 )
 from monitoring.recsys_fraud import selectors
 
@@ -167,40 +167,31 @@ class MetricValueOut(serializers.Serializer):
 
 
 class RecommendationEvaluationIn(serializers.Serializer):
-    recommendation_set = TeamObjectField(RecommendationSet, "recommendation set")
-    k = serializers.IntegerField(
-        required=False,
-        allow_null=True,
-        default=None,
-        min_value=1,
-        help_text="Cutoff; null: the lists' depth.",
-    )
-    complete = serializers.BooleanField(
-        default=False, help_text="Users with interactions but no list count as 0."
-    )
-    head_share = serializers.FloatField(
-        default=DEFAULT_HEAD_SHARE, help_text="The short head's share of interactions, in (0, 1] (APLT)."
-    )
+    """The set and `RecsysOptions`, each option's type, default, bounds and help from the dataclass."""
 
-    def validate_head_share(self, value: float) -> float:
-        if not 0.0 < value <= 1.0:
-            raise serializers.ValidationError("head_share must lie in (0, 1].")
-        return value
+    recommendation_set = TeamObjectField(RecommendationSet, "recommendation set")
+    k = serializer_field(RecsysOptions, "k")
+    complete = serializer_field(RecsysOptions, "complete")
+    head_share = serializer_field(RecsysOptions, "head_share")
 
 
 class FraudEvaluationIn(serializers.Serializer):
+    """The score set and `FraudOptions`, derived from the dataclass like `RecommendationEvaluationIn`."""
+
     score_set = TeamObjectField(FraudScoreSet, "fraud score set")
-    target_fpr = serializers.FloatField(default=FraudOptions.target_fpr, min_value=0.0, max_value=1.0)
-    threshold = serializers.FloatField(
-        required=False, allow_null=True, default=None,
-        help_text="Operating threshold (flag score >= it) of the costs and times to detection; null: the one at "
-        "the target FPR.",
-    )  # fmt: skip
-    fp_cost = serializers.FloatField(default=FraudOptions.fp_cost, min_value=0.0)
-    fn_cost = serializers.FloatField(
-        default=FraudOptions.fn_cost, min_value=0.0, help_text="Times each missed fraud's amount when given."
-    )
-    budget = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0)
+    target_fpr = serializer_field(FraudOptions, "target_fpr")
+    threshold = serializer_field(FraudOptions, "threshold")
+    fp_cost = serializer_field(FraudOptions, "fp_cost")
+    fn_cost = serializer_field(FraudOptions, "fn_cost")
+    budget = serializer_field(FraudOptions, "budget")
+
+
+class WithResults(serializers.ListSerializer):
+    """A list of evaluations whose metrics are read in one query (`selectors.with_results`), not one
+    query per evaluation."""
+
+    def to_representation(self, data: Any) -> list[Any]:
+        return super().to_representation(selectors.with_results(data.all() if hasattr(data, "all") else data))
 
 
 class RecommendationEvaluationOut(JobStateOut):
@@ -212,7 +203,10 @@ class RecommendationEvaluationOut(JobStateOut):
     complete = serializers.BooleanField()
     head_share = serializers.FloatField()
     summary = serializers.DictField(help_text="Users, items, the catalog and popularity sources, once done.")
-    results = MetricValueOut(many=True, source="results.all", help_text="One per metric, once done.")
+    results = MetricValueOut(many=True, source="metric_results", help_text="One per metric, once done.")
+
+    class Meta:
+        list_serializer_class = WithResults
 
     def get_url(self, evaluation: RecommendationEvaluation) -> str:
         return link(self, "recommendation-evaluation", evaluation.team.slug, evaluation.pk)
@@ -234,7 +228,10 @@ class FraudEvaluationOut(JobStateOut):
     summary = serializers.DictField(
         help_text="Counts, the operating threshold and its confusion matrix, once done."
     )
-    results = MetricValueOut(many=True, source="results.all", help_text="One per metric, once done.")
+    results = MetricValueOut(many=True, source="metric_results", help_text="One per metric, once done.")
+
+    class Meta:
+        list_serializer_class = WithResults
 
     def get_url(self, evaluation: FraudScoreEvaluation) -> str:
         return link(self, "fraud-evaluation", evaluation.team.slug, evaluation.pk)
@@ -413,8 +410,8 @@ def recommendation_evaluation_list(request: Request, team: str) -> Response:
     data = RecommendationEvaluationIn(data=request.data, context={"team": membership.team})
     data.is_valid(raise_exception=True)
     values = data.validated_data
-    options = RecsysOptions(k=values["k"], complete=values["complete"], head_share=values["head_share"])
     try:
+        options = options_of(RecsysOptions, values)
         created = recsys_fraud.recommendation_evaluation_create(
             recommendation_set=values["recommendation_set"], options=options, created_by=request.user
         )
@@ -460,11 +457,10 @@ def fraud_evaluation_list(request: Request, team: str) -> Response:
         return paginate(request, rows, FraudEvaluationOut)
     data = FraudEvaluationIn(data=request.data, context={"team": membership.team})
     data.is_valid(raise_exception=True)
-    values = dict(data.validated_data)
-    score_set = values.pop("score_set")
+    values = data.validated_data
     try:
         created = recsys_fraud.fraud_evaluation_create(
-            score_set=score_set, options=FraudOptions(**values), created_by=request.user
+            score_set=values["score_set"], options=options_of(FraudOptions, values), created_by=request.user
         )
     except recsys_fraud.OptionError as error:
         raise _refused(error.field, error) from None

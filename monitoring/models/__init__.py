@@ -16,12 +16,9 @@ from monitoring.models.monitors import EmbeddingSnapshot, EmbeddingStream, Monit
 from monitoring.models.recsys_fraud import (
     RECSYS_FILE_ROLES,
     FraudScoreEvaluation,
-    FraudScoreResult,
     FraudScoreSet,
     RecommendationEvaluation,
-    RecommendationResult,
     RecommendationSet,
-    RecsysOptions,
     options_key_of,
 )
 from monitoring.models.runs import QrelsSource, Run
@@ -42,13 +39,10 @@ __all__ = [
     "Evaluation",
     "EvaluationResult",
     "FraudScoreEvaluation",
-    "FraudScoreResult",
     "FraudScoreSet",
     "QrelsSource",
     "RecommendationEvaluation",
-    "RecommendationResult",
     "RecommendationSet",
-    "RecsysOptions",
     "Run",
     "options_key",
     "options_key_of",

@@ -3,13 +3,14 @@
 - `RecommendationSet`: a recommender's top-k lists (`user,item,rank`) with the held-out interactions
   they are judged against (`user,item`), and optionally the catalog with categories (`item,category`)
   and the users' earlier history (`user,item`); `RecommendationEvaluation` evaluates one set with
-  `RecsysOptions` (cutoff k, `complete`, the short head's share).
+  `evalcore.recsys.RecsysOptions` (cutoff k, `complete`, the short head's share).
 - `FraudScoreSet`: a model's scores, `id,score,label[,amount][,entity,timestamp]`;
   `FraudScoreEvaluation` evaluates one set with `evalcore.fraud.FraudOptions` (target FPR, operating
   threshold, FP and FN costs, alert budget).
 
-Results are narrow keyed rows, one per (evaluation, metric), so a re-run updates them and never adds a
-duplicate. The curves the dashboards draw (Lorenz curve, popularity histograms, coverage by category;
+Their scalars are rows of the one metric table (`series.models.MetricValue`), in the series of the set's
+name (`series.subjects.recsys_series`, `fraud_series`), keyed by (evaluation, metric) so that a re-run
+updates them and never adds a duplicate; `metric_results()` reads them. The curves the dashboards draw (Lorenz curve, popularity histograms, coverage by category;
 ROC, PR, cost against threshold, time to detection) are stored with the evaluation as JSON, thinned by
 the job to a bounded number of points.
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -29,27 +30,14 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evalcore.fraud import FraudOptions
-from evalcore.recsys import DEFAULT_HEAD_SHARE
+from evalcore.recsys import DEFAULT_HEAD_SHARE, RecsysOptions
 from evalplatform.jobs import Job
 from evalplatform.models import Team
+from series.models import MetricValue
+from series.selectors import job_values
 
 #: The files of a recommendation set, in the order the pages list them; the first two are required.
 RECSYS_FILE_ROLES: tuple[str, ...] = ("recs", "interactions", "items", "history")
-
-
-@dataclass(frozen=True)
-class RecsysOptions:
-    """The choices of a recommendation evaluation, declared once for the model, the forms, the API and
-    the job (the command `eval_recsys` takes the same ones).
-
-    `k` cuts every list to its first k items (None: the lists' depth); with `complete`, users who have
-    held-out interactions but no list count as 0 in the accuracy metrics; `head_share` is the share of
-    interactions the short head holds (APLT counts the items outside it).
-    """
-
-    k: int | None = None
-    complete: bool = False
-    head_share: float = DEFAULT_HEAD_SHARE
 
 
 def options_key_of(options: RecsysOptions | FraudOptions) -> str:
@@ -173,7 +161,24 @@ class FraudScoreSet(models.Model):
 # --- evaluation jobs ----------------------------------------------------------------------------------
 
 
-class RecommendationEvaluation(Job):
+class MetricResults:
+    """An evaluation's metrics, read from the metric table: `metric_results()` is the rows in the order
+    the job wrote them (the registry's), read once per instance; a list page attaches every row's in one
+    query first (`monitoring.recsys_fraud.selectors.with_results`)."""
+
+    _metric_results: list[MetricValue] | None = None
+
+    def metric_results(self) -> list[MetricValue]:
+        if self._metric_results is None:
+            self._metric_results = job_values(self)  # type: ignore[arg-type]
+        return self._metric_results
+
+    def metric_values(self) -> dict[str, float | None]:
+        """{metric: value} (None where undefined)."""
+        return {row.metric: row.value for row in self.metric_results()}
+
+
+class RecommendationEvaluation(MetricResults, Job):
     """A recommendation set evaluated with one `RecsysOptions`: every metric of `evalcore.recsys`.
 
     `summary` says what the job found (users, items, where popularity came from); `curves` holds the
@@ -220,7 +225,7 @@ class RecommendationEvaluation(Job):
         return RecsysOptions(k=self.k, complete=self.complete, head_share=self.head_share)
 
 
-class FraudScoreEvaluation(Job):
+class FraudScoreEvaluation(MetricResults, Job):
     """A fraud score set evaluated with one `FraudOptions`: every metric of `evalcore.fraud`.
 
     `summary` holds the counts, the operating point and its confusion matrix; `curves` the ROC and PR
@@ -277,43 +282,3 @@ class FraudScoreEvaluation(Job):
             fp_cost=self.fp_cost,
             fn_cost=self.fn_cost,
         )
-
-
-# --- results ------------------------------------------------------------------------------------------
-
-
-class MetricRow(models.Model):
-    """One metric of one evaluation: its registry name and value (None where undefined: NaN, or inputs
-    the set lacks). `position` keeps the registry's order."""
-
-    metric = models.CharField(max_length=100, help_text="The metric's name in the registry.")
-    position = models.PositiveSmallIntegerField(default=0)
-    value = models.FloatField(null=True, blank=True)
-
-    class Meta:
-        abstract = True
-
-    def __str__(self) -> str:
-        return f"{self.metric} = {self.value}"
-
-
-class RecommendationResult(MetricRow):
-    evaluation = models.ForeignKey(RecommendationEvaluation, on_delete=models.CASCADE, related_name="results")
-
-    class Meta:
-        ordering = ["evaluation", "position"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["evaluation", "metric"], name="recommendation_result_unique_metric"
-            )
-        ]
-
-
-class FraudScoreResult(MetricRow):
-    evaluation = models.ForeignKey(FraudScoreEvaluation, on_delete=models.CASCADE, related_name="results")
-
-    class Meta:
-        ordering = ["evaluation", "position"]
-        constraints = [
-            models.UniqueConstraint(fields=["evaluation", "metric"], name="fraud_score_result_unique_metric")
-        ]

@@ -15,10 +15,8 @@ from monitoring.recsys_fraud.jobs import (
     OptionError,
     fraud_evaluation_create,
     fraud_evaluation_run,
-    fraud_options_check,
     recommendation_evaluation_create,
     recommendation_evaluation_run,
-    recsys_options_check,
 )
 from monitoring.recsys_fraud.uploads import FileRefused, fraud_score_set_upload, recommendation_set_upload
 
@@ -28,10 +26,8 @@ __all__ = [
     "OptionError",
     "fraud_evaluation_create",
     "fraud_evaluation_run",
-    "fraud_options_check",
     "fraud_score_set_upload",
     "recommendation_evaluation_create",
     "recommendation_evaluation_run",
     "recommendation_set_upload",
-    "recsys_options_check",
 ]

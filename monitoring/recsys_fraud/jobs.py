@@ -1,16 +1,16 @@
-"""Recommendation and fraud evaluation jobs: options checked, one evaluation per set and options, run
-and stored idempotently.
+"""Recommendation and fraud evaluation jobs: one evaluation per set and options, run and stored
+idempotently.
 
 As in `monitoring.evaluations`: `*_evaluation_create` finds or creates the one evaluation of a set with
 given options (the same request finds the same evaluation; a failed one is queued again) and queues it on
 commit; `*_evaluation_run`, the task's one call, reads the whole files, computes every metric of the
-family from shared statistics, and stores one row per metric and the dashboards' curves (thinned to a
-bounded number of points) in one transaction.
+family from shared statistics, and stores one row per metric in the metric table (in the series of the
+set's name, `series.subjects`) and the dashboards' curves (thinned to a bounded number of points) with
+the evaluation, in one transaction.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,26 +18,28 @@ from typing import Any, TypeVar
 
 import numpy as np
 from django.db import models, transaction
+from django.utils import timezone
 
 from evalcore.csvfiles import CsvSchema, read_csv
 from evalcore.errors import EvalCoreError
 from evalcore.fraud import FraudOptions, evaluate_scores, read_scores
 from evalcore.jsonable import json_number
+from evalcore.options import OptionsError
 from evalcore.recsys import METRIC_SPECS as RECSYS_SPECS
-from evalcore.recsys import RecsysStats, category_codes, read_recsys_files
+from evalcore.recsys import RecsysOptions, RecsysStats, category_codes, read_recsys_files
 from evalplatform.auth import User
 from evalplatform.jobs import Job, JobError, JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
 from monitoring.models import (
     FraudScoreEvaluation,
-    FraudScoreResult,
     FraudScoreSet,
     RecommendationEvaluation,
-    RecommendationResult,
     RecommendationSet,
-    RecsysOptions,
     options_key_of,
 )
 from monitoring.recsys_fraud.curves import fraud_curves, recsys_curves
+from series.models import Series
+from series.services import MetricValueIn, metric_values_write
+from series.subjects import fraud_series, recsys_series
 
 J = TypeVar("J", bound=Job)
 
@@ -46,49 +48,10 @@ TIME_LIMIT = 30 * 60
 
 ITEMS_SCHEMA = CsvSchema({"item": "text", "category": "text"}, ("item",))
 
-#: The largest cutoff `k` and alert budget: what their columns hold (PositiveIntegerField).
-MAX_COUNT = 2**31 - 1
-
-
-class OptionError(JobError):
-    """An option out of its range; `field` names it (the API's 400 and the forms show it there)."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-
-
-def recsys_options_check(options: RecsysOptions) -> RecsysOptions:
-    """The options, or `OptionError` naming the one out of range."""
-    if options.k is not None and (isinstance(options.k, bool) or not 1 <= int(options.k) <= MAX_COUNT):
-        raise OptionError("k", f"k must lie between 1 and {MAX_COUNT}, got {options.k}")
-    if not 0.0 < float(options.head_share) <= 1.0:
-        raise OptionError("head_share", f"head_share must lie in (0, 1], got {options.head_share}")
-    k = None if options.k is None else int(options.k)
-    return RecsysOptions(k=k, complete=bool(options.complete), head_share=float(options.head_share))
-
-
-def fraud_options_check(options: FraudOptions) -> FraudOptions:
-    """The options, or `OptionError` naming the one out of range."""
-    if not 0.0 <= float(options.target_fpr) <= 1.0:
-        raise OptionError("target_fpr", f"target_fpr must lie in [0, 1], got {options.target_fpr}")
-    for field in ("fp_cost", "fn_cost"):
-        value = float(getattr(options, field))
-        if not (math.isfinite(value) and value >= 0.0):
-            raise OptionError(field, f"{field} must be a finite number >= 0, got {value}")
-    if options.threshold is not None and not math.isfinite(float(options.threshold)):
-        raise OptionError("threshold", f"threshold must be a finite number, got {options.threshold}")
-    if options.budget is not None and (
-        isinstance(options.budget, bool) or not 0 <= int(options.budget) <= MAX_COUNT
-    ):
-        raise OptionError("budget", f"budget must be an integer from 0 to {MAX_COUNT}, got {options.budget}")
-    return FraudOptions(
-        target_fpr=float(options.target_fpr),
-        budget=None if options.budget is None else int(options.budget),
-        threshold=None if options.threshold is None else float(options.threshold),
-        fp_cost=float(options.fp_cost),
-        fn_cost=float(options.fn_cost),
-    )
+#: An option out of its bounds, naming it (`field`): the dataclasses check their options themselves
+#: (`evalcore.options`), so a form or the API meets it where it builds them; the API's 400 and the forms
+#: show it on that field.
+OptionError = OptionsError
 
 
 # --- creating evaluations -----------------------------------------------------------------------------
@@ -115,8 +78,8 @@ def recommendation_evaluation_create(
     enqueue: bool = True,
 ) -> RecommendationEvaluation:
     """The evaluation of the set with these options, queued on commit (the same request finds the same
-    evaluation). Raises `OptionError` for an option out of range."""
-    checked = recsys_options_check(options or RecsysOptions())
+    evaluation). The options checked their bounds when they were made."""
+    checked = options or RecsysOptions()
     return _find_or_create(
         RecommendationEvaluation,
         lookup={"recommendation_set": recommendation_set, "options_key": options_key_of(checked)},
@@ -135,8 +98,8 @@ def fraud_evaluation_create(
     enqueue: bool = True,
 ) -> FraudScoreEvaluation:
     """The evaluation of the score set with these options, queued on commit (the same request finds the
-    same evaluation). Raises `OptionError` for an option out of range."""
-    checked = fraud_options_check(options or FraudOptions())
+    same evaluation). The options checked their bounds when they were made."""
+    checked = options or FraudOptions()
     return _find_or_create(
         FraudScoreEvaluation,
         lookup={"score_set": score_set, "options_key": options_key_of(checked)},
@@ -263,15 +226,16 @@ def _evaluate_scores(evaluation: FraudScoreEvaluation, progress: ProgressFn) -> 
     return EvaluationOutput(metrics, summary, fraud_curves(evaluated), counts)
 
 
-def _store_rows(model: type[models.Model], evaluation: Job, metrics: dict[str, float | None]) -> None:
-    """One row per metric, updated in place by a re-run (the unique key), never duplicated."""
-    model.objects.filter(evaluation=evaluation).exclude(metric__in=list(metrics)).delete()  # type: ignore[attr-defined]
-    model.objects.bulk_create(  # type: ignore[attr-defined]
-        [model(evaluation=evaluation, metric=name, position=i, value=value)
-         for i, (name, value) in enumerate(metrics.items())],
-        update_conflicts=True,
-        unique_fields=["evaluation", "metric"],
-        update_fields=["position", "value"],
+def _store_values(
+    evaluation: RecommendationEvaluation | FraudScoreEvaluation,
+    series: Series,
+    metrics: dict[str, float | None],
+) -> None:
+    """One row per metric in the metric table, in the series of the set's name, observed now (the
+    evaluation's finish, in its finishing transaction): a re-run updates the rows, never duplicates them."""
+    metric_values_write(
+        job=evaluation, series=series, observed_at=timezone.now(),
+        values=[MetricValueIn(name, value) for name, value in metrics.items()],
     )  # fmt: skip
 
 
@@ -284,10 +248,14 @@ def _fill_counts(model: type[models.Model], pk: int, counts: dict[str, int | Non
 def _store_recommendations(evaluation: RecommendationEvaluation, output: EvaluationOutput) -> None:
     _fill_counts(RecommendationSet, evaluation.recommendation_set_id, output.set_counts)
     evaluation.summary, evaluation.curves = output.summary, output.curves
-    _store_rows(RecommendationResult, evaluation, output.metrics)
+    chosen = evaluation.recommendation_set
+    series = recsys_series(chosen.team_id, chosen.name, url=chosen.get_absolute_url())
+    _store_values(evaluation, series, output.metrics)
 
 
 def _store_scores(evaluation: FraudScoreEvaluation, output: EvaluationOutput) -> None:
     _fill_counts(FraudScoreSet, evaluation.score_set_id, output.set_counts)
     evaluation.summary, evaluation.curves = output.summary, output.curves
-    _store_rows(FraudScoreResult, evaluation, output.metrics)
+    score_set = evaluation.score_set
+    series = fraud_series(score_set.team_id, score_set.name, url=score_set.get_absolute_url())
+    _store_values(evaluation, series, output.metrics)

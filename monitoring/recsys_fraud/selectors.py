@@ -1,7 +1,8 @@
 """Read-side queries of recommendation and fraud evaluations, for the views and the API.
 
 Every lookup takes the team a `get_team_for_member` check returned, so another team's set is a 404.
-Results are read from the rows the jobs wrote; nothing here computes a metric.
+Results are read from the metric table the jobs wrote (`series`): an evaluation's from its rows, a list's
+in one query (`with_results`), a set name's history from its series; nothing here computes a metric.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from django.db.models import Prefetch, QuerySet
+from django.db.models import QuerySet
 from django.http import Http404
 
 from evalcore.fraud import METRIC_SPECS as FRAUD_SPECS
@@ -19,13 +20,14 @@ from evalcore.recsys import METRIC_SPECS as RECSYS_SPECS
 from evalplatform.models import Team
 from monitoring.models import (
     FraudScoreEvaluation,
-    FraudScoreResult,
     FraudScoreSet,
     RecommendationEvaluation,
-    RecommendationResult,
     RecommendationSet,
 )
 from monitoring.selectors import get_one
+from series.models import Series
+from series.selectors import jobs_values, series_history
+from series.services import series_key
 
 
 def get_recommendation_set(*, team: Team, pk: Any) -> RecommendationSet:
@@ -46,14 +48,14 @@ def get_recommendation_evaluation(*, team: Team, pk: Any) -> RecommendationEvalu
     queryset = RecommendationEvaluation.objects.filter(team=team).select_related(
         "team", "recommendation_set", "created_by"
     )
-    return get_one(queryset.prefetch_related("results"), pk, "recommendation evaluation")  # type: ignore[no-any-return]
+    return get_one(queryset, pk, "recommendation evaluation")  # type: ignore[no-any-return]
 
 
 def get_fraud_evaluation(*, team: Team, pk: Any) -> FraudScoreEvaluation:
     queryset = FraudScoreEvaluation.objects.filter(team=team).select_related(
         "team", "score_set", "created_by"
     )
-    return get_one(queryset.prefetch_related("results"), pk, "fraud evaluation")  # type: ignore[no-any-return]
+    return get_one(queryset, pk, "fraud evaluation")  # type: ignore[no-any-return]
 
 
 def team_recommendation_sets(*, team: Team) -> QuerySet[RecommendationSet]:
@@ -73,32 +75,69 @@ def team_fraud_score_sets(*, team: Team) -> QuerySet[FraudScoreSet]:
 
 
 def team_recommendation_evaluations(*, team: Team) -> QuerySet[RecommendationEvaluation]:
-    """The team's evaluations, newest first, with their results but not their curves."""
+    """The team's evaluations, newest first, without their curves (`with_results` reads a page's
+    metrics in one query)."""
     return (
         RecommendationEvaluation.objects.filter(team=team)
         .defer("curves")
         .select_related("team", "recommendation_set", "created_by")
-        .prefetch_related(Prefetch("results", queryset=RecommendationResult.objects.order_by("position")))
         .order_by("-created_at", "-pk")
     )
 
 
 def team_fraud_evaluations(*, team: Team) -> QuerySet[FraudScoreEvaluation]:
-    """The team's evaluations, newest first, with their results but not their curves."""
+    """The team's evaluations, newest first, without their curves (`with_results` reads a page's
+    metrics in one query)."""
     return (
         FraudScoreEvaluation.objects.filter(team=team)
         .defer("curves")
         .select_related("team", "score_set", "created_by")
-        .prefetch_related(Prefetch("results", queryset=FraudScoreResult.objects.order_by("position")))
         .order_by("-created_at", "-pk")
     )
+
+
+def with_results(evaluations: Any) -> list[Any]:
+    """The evaluations (of one kind) as a list, each with its metric rows attached, read in one query:
+    `metric_results()` then reads no more."""
+    rows = list(evaluations)
+    if rows:
+        found = jobs_values(type(rows[0]), [evaluation.pk for evaluation in rows])
+        for evaluation in rows:
+            values = found.get(evaluation.pk, {})
+            evaluation._metric_results = sorted(values.values(), key=lambda row: row.position)
+    return rows
 
 
 def set_evaluations(owner: RecommendationSet | FraudScoreSet) -> list[Any]:
     """A set's evaluations, newest first, with their results (no curves)."""
     if isinstance(owner, RecommendationSet):
-        return list(team_recommendation_evaluations(team=owner.team).filter(recommendation_set=owner))
-    return list(team_fraud_evaluations(team=owner.team).filter(score_set=owner))
+        return with_results(team_recommendation_evaluations(team=owner.team).filter(recommendation_set=owner))
+    return with_results(team_fraud_evaluations(team=owner.team).filter(score_set=owner))
+
+
+# --- a set name over time -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    """One evaluation of a set of the name: when it finished, and its headline values."""
+
+    observed_at: Any
+    values: list[float | None]
+
+
+def set_history(owner: RecommendationSet | FraudScoreSet, metrics: tuple[str, ...]) -> list[HistoryPoint]:
+    """The headline metrics of every evaluation of the team's sets named like `owner`, oldest first: the
+    series of the set's name (none before its first evaluation: no point), one point per observation
+    time (each evaluation's finish)."""
+    kind = Series.Kind.RECSYS if isinstance(owner, RecommendationSet) else Series.Kind.FRAUD
+    series = Series.objects.filter(kind=kind, key=series_key(owner.team_id, owner.name)).first()
+    if series is None:
+        return []
+    history = series_history(series, metrics)
+    times = sorted({at for points in history.values() for at, _ in points})
+    by_metric = {metric: dict(points) for metric, points in history.items()}
+    return [HistoryPoint(at, [by_metric.get(metric, {}).get(at) for metric in metrics]) for at in times]
 
 
 @dataclass(frozen=True)
@@ -124,7 +163,7 @@ def metric_lines(evaluation: RecommendationEvaluation | FraudScoreEvaluation) ->
     """The evaluation's metrics in the registry's order, each with its spec (label, direction, range)."""
     specs = {spec.name: spec for spec in (*RECSYS_SPECS, *FRAUD_SPECS)}
     lines = []
-    for row in sorted(evaluation.results.all(), key=lambda result: result.position):  # type: ignore[attr-defined]
+    for row in evaluation.metric_results():
         spec = specs.get(row.metric)
         if spec is not None:
             lines.append(MetricLine(spec, row.value, _missing(spec, row.value, evaluation)))

@@ -19,11 +19,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from evalcore.fraud import FraudOptions
-from evalcore.recsys import DEFAULT_HEAD_SHARE
+from evalcore.recsys import RecsysOptions
 from evalplatform.auth import SignedInRequest
 from evalplatform.csvexport import csv_response
 from evalplatform.jobs import JobStatus
 from evalplatform.models import TeamMembership
+from evalplatform.options import form_field, options_of
 from evalplatform.teams import get_team_for_member
 from monitoring import charts_recsys_fraud as charts
 from monitoring import recsys_fraud
@@ -32,7 +33,6 @@ from monitoring.models import (
     FraudScoreSet,
     RecommendationEvaluation,
     RecommendationSet,
-    RecsysOptions,
 )
 from monitoring.recsys_fraud import selectors
 from monitoring.uploads import UploadError
@@ -51,59 +51,28 @@ CSV_HELP = "CSV with a header row; checked on its first lines before it is kept.
 
 
 class RecsysOptionsForm(forms.Form):
-    """`RecsysOptions` as a form (the same names and defaults as the API and `eval_recsys`)."""
+    """`RecsysOptions` as a form: its fields, defaults, bounds and help come from the dataclass (as the
+    API's and `eval_recsys`'s do); only the labels are the page's."""
 
-    k = forms.IntegerField(
-        required=False,
-        min_value=1,
-        label="Cutoff k",
-        help_text="Each list's first k items; blank: whole lists.",
-    )
-    complete = forms.BooleanField(
-        required=False, label="Count users without a list as zero",
-        help_text="Users with held-out interactions but no list score 0 on the accuracy metrics.",
-    )  # fmt: skip
-    head_share = forms.FloatField(
-        initial=DEFAULT_HEAD_SHARE, min_value=0.0, max_value=1.0, label="Short head's share",
-        help_text="The most popular items holding this share of interactions are the head; APLT counts the rest.",
-    )  # fmt: skip
+    k = form_field(RecsysOptions, "k", label="Cutoff k")
+    complete = form_field(RecsysOptions, "complete", label="Count users without a list as zero")
+    head_share = form_field(RecsysOptions, "head_share", label="Short head's share")
 
     def options(self) -> RecsysOptions:
-        data = self.cleaned_data
-        return RecsysOptions(
-            k=data.get("k"), complete=bool(data.get("complete")), head_share=data["head_share"]
-        )
+        return options_of(RecsysOptions, self.cleaned_data)
 
 
 class FraudOptionsForm(forms.Form):
-    """`FraudOptions` as a form (the same names and defaults as the API and `eval_fraud`)."""
+    """`FraudOptions` as a form, derived from the dataclass like `RecsysOptionsForm`."""
 
-    target_fpr = forms.FloatField(
-        initial=FraudOptions.target_fpr, min_value=0.0, max_value=1.0, label="Target FPR",
-        help_text="The detection rate is read at this false positive rate.",
-    )  # fmt: skip
-    threshold = forms.FloatField(
-        required=False, label="Operating threshold",
-        help_text="Flag score ≥ it for the costs and times to detection; blank: the threshold at the target FPR.",
-    )  # fmt: skip
-    fp_cost = forms.FloatField(initial=FraudOptions.fp_cost, min_value=0.0, label="Cost of a false positive")
-    fn_cost = forms.FloatField(
-        initial=FraudOptions.fn_cost, min_value=0.0, label="Cost of a missed fraud",
-        help_text="Times the fraud's amount when the file has amounts.",
-    )  # fmt: skip
-    budget = forms.IntegerField(
-        required=False,
-        min_value=0,
-        label="Alert budget",
-        help_text="Precision and recall of the top K scores.",
-    )
+    target_fpr = form_field(FraudOptions, "target_fpr", label="Target FPR")
+    threshold = form_field(FraudOptions, "threshold", label="Operating threshold")
+    fp_cost = form_field(FraudOptions, "fp_cost", label="Cost of a false positive")
+    fn_cost = form_field(FraudOptions, "fn_cost", label="Cost of a missed fraud")
+    budget = form_field(FraudOptions, "budget", label="Alert budget")
 
     def options(self) -> FraudOptions:
-        data = self.cleaned_data
-        return FraudOptions(
-            target_fpr=data["target_fpr"], budget=data.get("budget"), threshold=data.get("threshold"),
-            fp_cost=data["fp_cost"], fn_cost=data["fn_cost"],
-        )  # fmt: skip
+        return options_of(FraudOptions, self.cleaned_data)
 
 
 class RecsysUploadForm(RecsysOptionsForm):
@@ -398,10 +367,34 @@ def _set_page(
     headline = RECSYS_HEADLINE if recsys else FRAUD_HEADLINE
     rows = []
     for evaluation in selectors.set_evaluations(owner):
-        values = {result.metric: result.value for result in evaluation.results.all()}
+        values = evaluation.metric_values()
         rows.append((evaluation, [values.get(name) for name in headline]))
-    context = {"owner": owner, "rows": rows, "form": form, "headline": selectors.specs(headline)}
+    specs = selectors.specs(headline)
+    history = selectors.set_history(owner, headline)
+    context = {
+        "owner": owner, "rows": rows, "form": form, "headline": specs, "history": history,
+        "history_figure": charts.history_figure(specs, history) if history else None,
+    }  # fmt: skip
     return _page(request, template, membership, context)
+
+
+@login_required
+@require_safe
+def history_csv(request: SignedInRequest, team: str, kind: str, pk: int) -> HttpResponse:
+    """The headline metrics of every evaluation of the sets of this one's name, as the set page's
+    over-time chart draws them: one row per evaluation, oldest first, full precision."""
+    membership = get_team_for_member(request.user, team)
+    if kind == "recommendation":
+        owner: Any = selectors.get_recommendation_set(team=membership.team, pk=pk)
+        headline = RECSYS_HEADLINE
+    else:
+        owner = selectors.get_fraud_score_set(team=membership.team, pk=pk)
+        headline = FRAUD_HEADLINE
+    rows = [
+        [point.observed_at.isoformat(), *point.values] for point in selectors.set_history(owner, headline)
+    ]
+    filename = f"{membership.team.slug}-{kind}-set{owner.pk}-history.csv"
+    return csv_response(filename, ["evaluated_at", *headline], rows)
 
 
 @login_required

@@ -14,22 +14,22 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from evalcore.fraud import FraudOptions, cost_at_threshold, evaluate_scores, read_scores, roc_curve
-from evalcore.recsys import evaluate_recommendations, read_recsys_files
+from evalcore.options import OptionsError
+from evalcore.recsys import RecsysOptions, evaluate_recommendations, read_recsys_files
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team
 from monitoring import recsys_fraud
 from monitoring.demo import FRAUD_OPTIONS, demo_fraud_text, demo_recsys_texts
 from monitoring.models import (
     FraudScoreEvaluation,
-    FraudScoreResult,
     FraudScoreSet,
     RecommendationEvaluation,
-    RecommendationResult,
     RecommendationSet,
-    RecsysOptions,
 )
 from monitoring.recsys_fraud.curves import lorenz_curve
 from monitoring.uploads import SNIFF_LINES, UploadError
+from series.models import MetricValue
+from series.selectors import job_values
 from tests.conftest import QueuedTasks, WorkerProcess
 
 RECSYS = demo_recsys_texts()
@@ -86,7 +86,7 @@ def evaluated_fraud(chosen: FraudScoreSet, options: FraudOptions = FRAUD_OPTIONS
 
 
 def stored(evaluation: Any) -> dict[str, float | None]:
-    return dict(evaluation.results.values_list("metric", "value"))
+    return evaluation.metric_values()
 
 
 def same(core: dict[str, float]) -> dict[str, float | None]:
@@ -151,7 +151,7 @@ class TestRecommendationEvaluations:
             paths["recs"], paths["interactions"], items=paths["items"], history=paths["history"]
         )
         assert stored(evaluation) == pytest.approx(same(evaluate_recommendations(files.data)), abs=1e-12)
-        assert RecommendationResult.objects.filter(evaluation=evaluation).count() == 17
+        assert len(job_values(evaluation)) == 17
         assert evaluation.summary["n_users"] == 600 and evaluation.summary["popularity_from"] == "history"
         recommendations.refresh_from_db()
         assert (recommendations.num_users, recommendations.num_items, recommendations.depth) == (
@@ -231,21 +231,19 @@ class TestRecommendationEvaluations:
         ]
         assert recsys_fraud.recommendation_evaluation_run(evaluation_id=first.pk).status == "done"
         assert recsys_fraud.recommendation_evaluation_run(evaluation_id=first.pk).status == "finished"
-        before = list(RecommendationResult.objects.order_by("pk").values_list("pk", "metric", "value"))
+        before = list(MetricValue.objects.order_by("pk").values_list("pk", "metric", "value"))
         RecommendationEvaluation.objects.filter(pk=first.pk).update(status=JobStatus.PENDING)  # redelivered
         assert recsys_fraud.recommendation_evaluation_run(evaluation_id=first.pk).status == "done"
-        assert (
-            list(RecommendationResult.objects.order_by("pk").values_list("pk", "metric", "value")) == before
-        )
+        assert list(MetricValue.objects.order_by("pk").values_list("pk", "metric", "value")) == before
 
-    def test_it_refuses_options_out_of_range_naming_them(self, recommendations: RecommendationSet) -> None:
-        for options, field in [(RecsysOptions(k=0), "k"), (RecsysOptions(head_share=1.5), "head_share")]:
+    def test_it_refuses_options_out_of_range_naming_them(self) -> None:
+        for changes, field in [({"k": 0}, "k"), ({"k": 2**31}, "k"), ({"head_share": 1.5}, "head_share"),
+                               ({"head_share": 0.0}, "head_share"), ({"complete": "yes"}, "complete")]:  # fmt: skip
             with pytest.raises(recsys_fraud.OptionError, match=f"^{field} must") as refused:
-                recsys_fraud.recommendation_evaluation_create(
-                    recommendation_set=recommendations, options=options
-                )
+                RecsysOptions(**changes)
             assert refused.value.field == field
-        assert not RecommendationEvaluation.objects.exists()
+        assert recsys_fraud.OptionError is OptionsError
+        assert RecsysOptions(k=3.0, head_share=1).k == 3 and RecsysOptions(head_share=1).head_share == 1.0
 
     def test_it_fails_on_a_bad_line_beyond_the_upload_check_and_runs_again_when_asked(
         self, team: Team, queued: QueuedTasks, django_capture_on_commit_callbacks: Any
@@ -256,7 +254,7 @@ class TestRecommendationEvaluations:
         assert recsys_fraud.recommendation_evaluation_run(evaluation_id=evaluation.pk).status == "failed"
         evaluation.refresh_from_db()
         assert evaluation.error.startswith("recs.csv:12002: ") and "twenty-one" in evaluation.error
-        assert not evaluation.results.exists()
+        assert not job_values(evaluation)
         with django_capture_on_commit_callbacks(execute=True):
             again = recsys_fraud.recommendation_evaluation_create(recommendation_set=kept)
         assert again.pk == evaluation.pk and again.status == "pending" and len(queued.sent) == 1
@@ -297,7 +295,7 @@ class TestFraudEvaluations:
         path.write_text(SCORES)
         want = evaluate_scores(read_scores(path), FRAUD_OPTIONS)
         assert stored(evaluation) == pytest.approx(same(want.metrics()), abs=1e-12)
-        assert FraudScoreResult.objects.filter(evaluation=evaluation).count() == 16
+        assert len(job_values(evaluation)) == 16
         summary = evaluation.summary
         assert summary["confusion"] == {
             "tp": want.cost.tp,
@@ -355,7 +353,7 @@ class TestFraudEvaluations:
         assert done.pk == c.pk and done.summary["operating_threshold"] == 0.5
         assert done.curves["operating"]["threshold"] == 0.5
 
-    def test_it_refuses_options_out_of_range_naming_them(self, scores: FraudScoreSet) -> None:
+    def test_it_refuses_options_out_of_range_naming_them(self) -> None:
         for changes, field in [
             ({"target_fpr": 1.5}, "target_fpr"),
             ({"fp_cost": -1.0}, "fp_cost"),
@@ -364,7 +362,7 @@ class TestFraudEvaluations:
             ({"budget": -3}, "budget"),
         ]:
             with pytest.raises(recsys_fraud.OptionError, match=f"^{field} must") as refused:
-                recsys_fraud.fraud_evaluation_create(score_set=scores, options=FraudOptions(**changes))
+                FraudOptions(**changes)
             assert refused.value.field == field
 
     def test_it_flags_nothing_when_the_target_catches_no_fraud_and_says_so(self, team: Team) -> None:
@@ -432,4 +430,5 @@ def test_it_evaluates_both_kinds_in_a_real_worker_and_stores_the_results_once(
     path.write_text(SCORES)
     want = evaluate_scores(read_scores(path), FRAUD_OPTIONS).metrics()
     assert stored(FraudScoreEvaluation.objects.get(pk=fraud.pk)) == pytest.approx(same(want), abs=1e-12)
-    assert RecommendationResult.objects.count() == 17 and FraudScoreResult.objects.count() == 16
+    assert MetricValue.objects.filter(family="recsys").count() == 17
+    assert MetricValue.objects.filter(family="fraud").count() == 16

@@ -163,7 +163,7 @@ class TestEvaluations:
         assert results["ndcg_at_k"]["spec"]["label"] == "nDCG@k" and results["ndcg_at_k"]["spec"][
             "range"
         ] == [0.0, 1.0]
-        stored = dict(RecommendationEvaluation.objects.get().results.values_list("metric", "value"))
+        stored = RecommendationEvaluation.objects.get().metric_values()
         assert {name: row["value"] for name, row in results.items()} == stored
         assert post(editor, f"{API}/recommendation-evaluations/", body).status_code == 200
         curves = editor.get(local(done["curves_url"])).json()
@@ -259,7 +259,7 @@ class TestEvaluations:
             with django_assert_max_num_queries(7) as few:
                 assert viewer.get(url).json()["count"] == 1
         from evalcore.fraud import FraudOptions
-        from monitoring.models import RecsysOptions
+        from evalcore.recsys import RecsysOptions
 
         for k in range(1, 6):
             recsys_fraud.recommendation_evaluation_create(

@@ -70,7 +70,7 @@ def test_the_recommendation_and_fraud_dashboards_draw_every_chart(
     )
     drawn(page, ["figure-lorenz", "figure-popularity"])
     assert page.locator("#coverage-table tbody tr").count() == 16  # all items, then 15 categories
-    gini = recsys.results.get(metric="gini").value
+    gini = recsys.metric_values()["gini"]
     assert page.locator("#stat-gini").inner_text() == f"{gini:.3f}".rstrip("0")
     page.screenshot(path=str(RECSYS_SCREENSHOT), full_page=True)
     assert RECSYS_SCREENSHOT.stat().st_size > 20_000

@@ -16,6 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from evalcore.fraud import FraudOptions
+from evalcore.recsys import RecsysOptions
 from evalplatform.models import Team
 from monitoring import recsys_fraud
 from monitoring.demo import FRAUD_OPTIONS, demo_fraud_text, demo_recsys_texts
@@ -24,7 +25,6 @@ from monitoring.models import (
     FraudScoreSet,
     RecommendationEvaluation,
     RecommendationSet,
-    RecsysOptions,
 )
 from tests.conftest import QueuedTasks
 
@@ -203,7 +203,7 @@ class TestSetPages:
     ) -> None:
         page = logged_in(client, vera).get(recsys_done.recommendation_set.get_absolute_url()).content.decode()
         assert f'href="{recsys_done.get_absolute_url()}"' in page and "Catalog coverage" in page
-        hit_rate = recsys_done.results.get(metric="hit_rate").value
+        hit_rate = recsys_done.metric_values()["hit_rate"]
         assert f"{hit_rate:.4f}".rstrip("0") in page
         assert 'id="download-recs"' in page and "history.csv" in page
 
@@ -238,7 +238,7 @@ class TestRecommendationDashboard:
         assert response.status_code == 200 and "/static/evalplatform/charts.js" in page
         lorenz = figure(page, "figure-lorenz")
         assert lorenz["data"][1]["x"] == recsys_done.curves["lorenz"]["items"]
-        gini = recsys_done.results.get(metric="gini").value
+        gini = recsys_done.metric_values()["gini"]
         assert f"Gini {gini:.3f}" in lorenz["layout"]["title"]["text"]
         popularity = figure(page, "figure-popularity")
         assert [trace["name"] for trace in popularity["data"]] == ["catalog items", "recommended slots"]
@@ -268,7 +268,7 @@ class TestRecommendationDashboard:
             row["category"] for row in curves["coverage"]["categories"]
         ]
         metrics = csv_rows(client.get(base + "metrics.csv"))
-        stored = dict(recsys_done.results.values_list("metric", "value"))
+        stored = recsys_done.metric_values()
         assert {row[0]: row[2] for row in metrics[1:]} == {
             name: cell(value) for name, value in stored.items()
         }
@@ -375,7 +375,7 @@ class TestFraudDashboard:
         ttd = csv_rows(client.get(base + "ttd.csv"))
         assert [row[2] for row in ttd[1:]] == [str(count) for count in curves["ttd"]["counts"]]
         metrics = csv_rows(client.get(base + "metrics.csv"))
-        stored = dict(fraud_done.results.values_list("metric", "value"))
+        stored = fraud_done.metric_values()
         assert {row[0]: row[2] for row in metrics[1:]} == {
             name: cell(value) for name, value in stored.items()
         }
@@ -464,9 +464,9 @@ def test_the_demo_gives_the_search_team_both_sets_evaluated_with_dashboards_that
         "done",
     ) and recsys.team.slug == fraud.team.slug == "search"
     assert summary["recommendation"]["url"] == recsys.get_absolute_url()
-    assert summary["fraud"]["metrics"]["roc_auc"] == fraud.results.get(metric="roc_auc").value > 0.9
+    assert summary["fraud"]["metrics"]["roc_auc"] == fraud.metric_values()["roc_auc"] > 0.9
     assert 0.01 < fraud.summary["n_positive"] / fraud.summary["n"] < 0.03  # a small fraud rate
-    assert recsys.results.get(metric="popularity_bias").value > 2  # a popularity-biased recommender
+    assert recsys.metric_values()["popularity_bias"] > 2  # a popularity-biased recommender
     before = [(e.pk, e.finished_at) for e in (recsys, fraud)]
     call_command("load_demo", stdout=io.StringIO())
     assert [(e.pk, e.finished_at) for e in RecommendationEvaluation.objects.all()] == before[:1]

@@ -6,6 +6,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from evalcore.fraud import FraudOptions
+from evalcore.options import OptionsError
+from evalplatform.options import command_argument, options_of
+
+#: The command's flag of each option (its messages name them so).
+FLAGS = {"target_fpr": "--fpr", "threshold": "--threshold", "fp_cost": "--fp-cost", "fn_cost": "--fn-cost",
+         "budget": "--budget"}  # fmt: skip
+
 
 class Command(BaseCommand):
     help = (
@@ -23,54 +31,25 @@ class Command(BaseCommand):
         parser.add_argument(
             "--scores", required=True, metavar="FILE", help="CSV id,score,label[,amount][,entity,timestamp]"
         )
-        parser.add_argument(
-            "--fpr",
-            type=float,
-            default=0.01,
-            metavar="RATE",
-            help="target false positive rate (default 0.01)",
-        )
-        parser.add_argument(
-            "--threshold", type=float, metavar="T", help="operating threshold of the costs: flag score >= T"
-        )
-        parser.add_argument(
-            "--fp-cost", type=float, default=1.0, metavar="C", help="cost of a false positive (default 1)"
-        )
-        parser.add_argument(
-            "--fn-cost",
-            type=float,
-            default=1.0,
-            metavar="C",
-            help="cost of a missed fraud, times its amount if given (default 1)",
-        )
-        parser.add_argument(
-            "--budget", type=int, metavar="K", help="alert budget: precision and recall of the top K scores"
-        )
+        # The options' types, defaults and help come from `FraudOptions`; it checks their bounds.
+        for name, flag in FLAGS.items():
+            metavar = {"target_fpr": "RATE", "threshold": "T", "budget": "K"}.get(name, "C")
+            command_argument(parser, FraudOptions, name, flag, metavar=metavar)
         parser.add_argument("--curves", action="store_true", help="with --json, also the ROC and PR curves")
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
     def handle(self, *args: Any, **options: Any) -> None:
         from evalcore.errors import EvalCoreError
-        from evalcore.fraud import FraudOptions, evaluate_scores, read_scores
+        from evalcore.fraud import evaluate_scores, read_scores
         from evalcore.jsonable import json_number
         from monitoring import cli
 
         path = options["scores"]
         cli.require_file(path)
-        if not 0.0 <= options["fpr"] <= 1.0:
-            raise CommandError(f"--fpr must lie in [0, 1], got {options['fpr']}")
-        for name in ("fp_cost", "fn_cost"):
-            if not options[name] >= 0.0 or options[name] == float("inf"):
-                raise CommandError(f"--{name.replace('_', '-')} must be a finite number >= 0")
-        if options["budget"] is not None and options["budget"] < 0:
-            raise CommandError(f"--budget must be >= 0, got {options['budget']}")
-        fraud_options = FraudOptions(
-            target_fpr=options["fpr"],
-            budget=options["budget"],
-            threshold=options["threshold"],
-            fp_cost=options["fp_cost"],
-            fn_cost=options["fn_cost"],
-        )
+        try:
+            fraud_options = options_of(FraudOptions, options, flags=FLAGS)
+        except OptionsError as exc:
+            raise CommandError(str(exc)) from None
         try:
             with cli.progress([path], stages=2) as bar:
                 bar.set_description("reading")

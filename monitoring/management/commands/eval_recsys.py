@@ -6,17 +6,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from evalcore.options import OptionsError
+from evalcore.recsys import RecsysOptions
+from evalplatform.options import command_argument, options_of
 
-def _positive_int(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+#: How the command spells the options (in its messages).
+FLAGS = {"k": "-k", "complete": "--complete", "head_share": "--head-share"}
 
 
 class Command(BaseCommand):
@@ -45,22 +40,10 @@ class Command(BaseCommand):
             metavar="FILE",
             help="CSV user,item: earlier interactions, for popularity, unexpectedness and serendipity_history",
         )
-        parser.add_argument(
-            "-k", type=_positive_int, metavar="K", help="cutoff: each list's first K items (default: all)"
-        )
-        parser.add_argument(
-            "-c",
-            "--complete",
-            action="store_true",
-            help="users with interactions but no list count as 0 in the accuracy metrics",
-        )
-        parser.add_argument(
-            "--head-share",
-            type=float,
-            default=0.8,
-            metavar="S",
-            help="the short head holds this share of interactions; APLT counts the rest (default 0.8)",
-        )
+        # The options' types, defaults and help come from `RecsysOptions`; it checks their bounds.
+        command_argument(parser, RecsysOptions, "k", "-k", metavar="K")
+        command_argument(parser, RecsysOptions, "complete", "-c", "--complete")
+        command_argument(parser, RecsysOptions, "head_share", "--head-share", metavar="S")
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -74,8 +57,10 @@ class Command(BaseCommand):
         paths = [options[name] for name in ("recs", "interactions", "items", "history") if options[name]]
         for path in paths:
             cli.require_file(path)
-        if not 0.0 < options["head_share"] <= 1.0:
-            raise CommandError(f"--head-share must lie in (0, 1], got {options['head_share']}")
+        try:
+            chosen = options_of(RecsysOptions, options, flags=FLAGS)
+        except OptionsError as exc:
+            raise CommandError(str(exc)) from None
         try:
             with cli.progress(paths, stages=2) as bar:
                 bar.set_description("reading")
@@ -84,18 +69,18 @@ class Command(BaseCommand):
                     options["interactions"],
                     items=options["items"],
                     history=options["history"],
-                    k=options["k"],
-                    complete=options["complete"],
+                    k=chosen.k,
+                    complete=chosen.complete,
                 )
                 bar.update()
                 bar.set_description("evaluating")
-                data = replace(files.data, head_share=options["head_share"])
+                data = replace(files.data, head_share=chosen.head_share)
                 # The cutoff reaches the metrics: a K beyond the longest list still divides by K.
-                metrics = evaluate_recommendations(data, k=options["k"])
+                metrics = evaluate_recommendations(data, k=chosen.k)
                 bar.update()
         except (EvalCoreError, OSError) as exc:
             raise CommandError(str(exc)) from exc
-        summary = files.summary(options["k"])
+        summary = files.summary(chosen.k)
         integer = {"unique_items_recommended"}
         if options["json"]:
             values = {name: json_number(value, integer=name in integer) for name, value in metrics.items()}
