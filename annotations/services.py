@@ -754,7 +754,7 @@ def annotation_reopen(
     else:
         task = Task.objects.select_for_update(no_key=True, of=("self",)).get(pk=assignment.task_id)
         cap = project.cap_for(is_gold=task.is_gold)
-        if cap is not None and Assignment.objects.filter(task=task).occupying(now).count() >= cap:
+        if cap is not None and hotpath.occupying_count(task_id=task.pk, now=now) >= cap:
             raise UndoConflict()
         deltas[assignment.task_id] = (deltas.get(assignment.task_id, (0, 0))[0] + 1, 0)
     answer.delete()
