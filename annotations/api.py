@@ -10,18 +10,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User as AuthUser
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers, status
-from rest_framework.decorators import api_view, parser_classes
+from rest_framework import exceptions, serializers, status
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication
+from rest_framework.authtoken.models import Token
+from rest_framework.decorators import api_view, authentication_classes, parser_classes
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotations import selectors, services
+from annotations import hotpath, selectors, services
 from annotations.imports import FORMATS, KINDS, import_request
 from annotations.models import (
     COMMENT_MAX_LENGTH,
@@ -32,6 +36,7 @@ from annotations.models import (
     ProjectMembership,
 )
 from evalcore.errors import FormatError
+from evalplatform.authentication import TokenAuthentication
 from evalplatform.jobs import JobStatus
 
 Role = ProjectMembership.Role
@@ -294,6 +299,40 @@ class OverviewOut(serializers.Serializer):
     annotators = AnnotatorProgressOut(many=True)
 
 
+# --- sign-in --------------------------------------------------------------------------------------------
+
+
+class JudgingTokenAuthentication(TokenAuthentication):
+    """The token sign-in of the judging API's views, whose URL names a project (`<slug>`): the same
+    statement reads the user's membership of that project too (`hotpath.token_member_of`), and keeps it on
+    the request's user for the view's membership check (`selectors.get_project_for_member`): one round
+    trip where two were. Set on those views by name (`JUDGING_AUTHENTICATION`); no other view's `slug`
+    argument is read as a project's."""
+
+    #: The project of the URL signed in to (set per request: DRF makes its authenticators anew for each).
+    slug: str | None = None
+
+    def authenticate(self, request: Request) -> tuple[AuthUser, Token] | None:
+        self.slug = (request.parser_context or {}).get("kwargs", {}).get("slug")
+        return super().authenticate(request)  # type: ignore[no-any-return]
+
+    def authenticate_credentials(self, key: str) -> tuple[AuthUser, Token]:
+        if self.slug is None:
+            return super().authenticate_credentials(key)
+        found = hotpath.token_member_of(key=key, slug=self.slug)
+        if found is None:
+            raise exceptions.AuthenticationFailed(_("Invalid token."))
+        token, user, membership = found
+        hotpath.membership_remember(user, self.slug, membership)
+        return self._checked(token, user)
+
+
+#: The judging API's sign-in schemes: the settings' (`DEFAULT_AUTHENTICATION_CLASSES`: the token first, so
+#: that a request without credentials is a 401), the token's read with the project's membership.
+JUDGING_AUTHENTICATION: list[type[BaseAuthentication]] = [JudgingTokenAuthentication, SessionAuthentication]
+judging_sign_in = authentication_classes(JUDGING_AUTHENTICATION)
+
+
 # --- helpers --------------------------------------------------------------------------------------------
 
 
@@ -382,6 +421,7 @@ def projects(request: Request) -> Response:
     tags=["judging"],
 )
 @api_view(["GET", "POST"])
+@judging_sign_in
 def next_task(request: Request, slug: str) -> Response:
     project = _annotator_project(request, slug)
     if request.method == "POST":
@@ -454,6 +494,7 @@ def _answer_data(answer: Annotation, claim: services.Claim | None = None) -> dic
     tags=["judging"],
 )
 @api_view(["POST"])
+@judging_sign_in
 def submit(request: Request, slug: str) -> Response:
     project = _annotator_project(request, slug)
     fields = plain_submit(request.data)
@@ -479,6 +520,7 @@ def submit(request: Request, slug: str) -> Response:
     tags=["judging"],
 )
 @api_view(["POST"])
+@judging_sign_in
 def skip(request: Request, slug: str) -> Response:
     project = _annotator_project(request, slug)
     data = SkipIn(data=request.data)
@@ -514,6 +556,7 @@ def _answered_reply(answered: Annotation | services.Answered) -> Response:
     tags=["judging"],
 )
 @api_view(["POST"])
+@judging_sign_in
 def undo(request: Request, slug: str) -> Response:
     project = _annotator_project(request, slug)
     try:
@@ -534,6 +577,7 @@ def undo(request: Request, slug: str) -> Response:
 
 @extend_schema(responses=ProgressOut, summary="Your progress in the project", tags=["judging"])
 @api_view(["GET"])
+@judging_sign_in
 def progress(request: Request, slug: str) -> Response:
     project = _annotator_project(request, slug)
     return Response(
@@ -547,6 +591,7 @@ def progress(request: Request, slug: str) -> Response:
     request=None, responses={204: None}, summary="End the break prompt and continue", tags=["judging"]
 )
 @api_view(["POST"])
+@judging_sign_in
 def end_break(request: Request, slug: str) -> Response:
     membership = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR)
     services.session_break_dismiss(membership=membership)
@@ -567,6 +612,7 @@ def end_break(request: Request, slug: str) -> Response:
     tags=["judging: leads"],
 )
 @api_view(["POST"])
+@judging_sign_in
 @parser_classes([MultiPartParser, FormParser, JSONParser])
 def imports(request: Request, slug: str) -> Response:
     project = selectors.get_lead_project(request.user, slug)
@@ -594,6 +640,7 @@ def imports(request: Request, slug: str) -> Response:
     tags=["judging: leads"],
 )
 @api_view(["GET"])
+@judging_sign_in
 def import_job(request: Request, slug: str, pk: int) -> Response:
     project = selectors.get_lead_project(request.user, slug)
     job = get_object_or_404(ImportJob, project=project, pk=pk)
@@ -606,6 +653,7 @@ def import_job(request: Request, slug: str, pk: int) -> Response:
     tags=["judging: leads"],
 )
 @api_view(["GET"])
+@judging_sign_in
 def overview(request: Request, slug: str) -> Response:
     project = selectors.get_lead_project(request.user, slug)
     totals = selectors.project_totals(project=project)
@@ -629,6 +677,7 @@ class CommentPagination(PageNumberPagination):
     tags=["judging: leads"],
 )
 @api_view(["GET"])
+@judging_sign_in
 def comments(request: Request, slug: str) -> Response:
     project = selectors.get_lead_project(request.user, slug)
     paginator = CommentPagination()

@@ -446,14 +446,20 @@ def task_has_place(*, task_id: int, cap: int | None) -> bool:
     return _one(f"SELECT 1 FROM {TASK} WHERE id = %s AND {place}", [task_id, *params]) is not None
 
 
-def occupying_count(*, task_id: int, now: datetime, excluding: int | None = None) -> int:
-    """The assignments holding a place of the task now: answers that count and live reservations."""
+def _occupying_sql(*, task_id: int, now: datetime, excluding: int | None = None) -> tuple[str, list[Any]]:
+    """The count of the assignments holding a place of the task now: answers that count and live
+    reservations. One spelling, read alone (`occupying_count`) and inside the fused `reservation_take`."""
     other = "" if excluding is None else " AND id <> %s"
-    row = _one(
-        f"SELECT COUNT(*) FROM {ASSIGNMENT} WHERE task_id = %s{other} "
+    return (
+        f"SELECT COUNT(*) AS n FROM {ASSIGNMENT} WHERE task_id = %s{other} "
         "AND (state = %s OR (state = %s AND expires_at > %s))",
         [task_id, *([] if excluding is None else [excluding]), LABELLED, RESERVED, _db_time(now)],
     )
+
+
+def occupying_count(*, task_id: int, now: datetime, excluding: int | None = None) -> int:
+    """The assignments holding a place of the task now: answers that count and live reservations."""
+    row = _one(*_occupying_sql(task_id=task_id, now=now, excluding=excluding))
     assert row is not None
     return int(row[0])
 
@@ -491,24 +497,20 @@ def reservation_take(
     if one is left under `cap`, reserve it for the annotator and add one to its assigned count.
 
     One statement in PostgreSQL (its sub-statements share one snapshot, taken after the task's lock),
-    which also reads what the annotator is served (`served`); the same three steps one by one in SQLite,
-    where the whole database is locked for writing anyway."""
+    which also reads what the annotator is served (`served`); the same three steps one by one in SQLite
+    (`reservation_take_steps`), where the whole database is locked for writing anyway. The two are held
+    to the same rows by tests/annotations/test_hotpath_contract.py."""
     if sqlrows.vendor() != "postgresql":
-        occupied = None if cap is None else occupying_count(task_id=task_id, now=now)
-        if occupied is not None and cap is not None and occupied >= cap:
-            return Reservation(occupied, None)
-        assignment_id = reservation_insert(
-            project_id=project_id, task_id=task_id, user_id=user_id, now=now, expires_at=expires_at
+        return reservation_take_steps(
+            project_id=project_id, task_id=task_id, user_id=user_id, now=now, expires_at=expires_at, cap=cap
         )
-        counters_add(task_id=task_id, assigned=1, labels=0)
-        return Reservation(occupied, assignment_id)
     place, place_params = ("", []) if cap is None else (" WHERE (SELECT n FROM occupied) < %s", [cap])
+    occupying, occupying_params = _occupying_sql(task_id=task_id, now=now)
     shapes = _served_shapes()
     # The task, topic and document are read by the main query, which sees the rows as they were before
     # the statement: the task's assigned count is taken from the update instead.
     row = _one(
-        f"WITH occupied AS (SELECT COUNT(*) AS n FROM {ASSIGNMENT} WHERE task_id = %s "
-        "AND (state = %s OR (state = %s AND expires_at > %s))), "
+        f"WITH occupied AS ({occupying}), "
         f"a AS (INSERT INTO {ASSIGNMENT} (project_id, task_id, annotator_id, state, reserved_at, expires_at) "
         f"SELECT %s, %s, %s, %s, %s, %s{place} RETURNING *), "
         f"counted AS (UPDATE {TASK} SET assigned_count = assigned_count + 1 "
@@ -518,10 +520,7 @@ def reservation_take(
         f"LEFT JOIN {TASK} t ON t.id = a.task_id LEFT JOIN {TOPIC} q ON q.id = t.topic_id "
         f"LEFT JOIN {DOCUMENT} d ON d.id = t.document_id",
         [
-            task_id,
-            LABELLED,
-            RESERVED,
-            _db_time(now),
+            *occupying_params,
             project_id,
             task_id,
             user_id,
@@ -539,6 +538,20 @@ def reservation_take(
     served = _served(shapes, row, 2)
     served.task.assigned_count = int(row[1])
     return Reservation(occupied, served.pk, served)
+
+
+def reservation_take_steps(
+    *, project_id: int, task_id: int, user_id: int, now: datetime, expires_at: datetime, cap: int | None
+) -> Reservation:
+    """`reservation_take` step by step: the count, the insert and the counter, one statement each."""
+    occupied = None if cap is None else occupying_count(task_id=task_id, now=now)
+    if occupied is not None and cap is not None and occupied >= cap:
+        return Reservation(occupied, None)
+    assignment_id = reservation_insert(
+        project_id=project_id, task_id=task_id, user_id=user_id, now=now, expires_at=expires_at
+    )
+    counters_add(task_id=task_id, assigned=1, labels=0)
+    return Reservation(occupied, assignment_id)
 
 
 def counters_add(*, task_id: int, assigned: int, labels: int) -> None:
@@ -591,6 +604,21 @@ def membership_assignment_lock(
     return int(row[0]), locked
 
 
+@dataclass(frozen=True)
+class AnswerEffect:
+    """What storing an answer does besides inserting it, as the rules of `annotations.services` decided it
+    (`services.answer_effect`): the statements here write it as given and derive none of it."""
+
+    #: The answered assignment's new state: labelled (the answer counts and keeps its place) or released
+    #: (a skip, an unclear or a too-fast answer gives the place back).
+    state: str
+    #: What the task's `assigned_count` and `label_count` move by.
+    assigned: int
+    labels: int
+    #: The answer's too-fast flag.
+    too_fast: bool
+
+
 def assignment_answered(*, assignment_id: int, state: str, now: datetime) -> None:
     _write(
         f"UPDATE {ASSIGNMENT} SET state = %s, answered_at = %s WHERE id = %s",
@@ -609,26 +637,27 @@ _ANNOTATION_INSERT = (
 )
 
 
-def answer_record(answer: Annotation, *, state: str, assigned: int, labels: int) -> None:
-    """Store an answer to the locked assignment: the assignment takes `state`, its task's counters move by
-    `assigned` and `labels`, and the (unsaved) answer is inserted and given its id, as `save()` would.
+def answer_record(answer: Annotation, effect: AnswerEffect) -> None:
+    """Store an answer to the locked assignment with its `effect`: the assignment takes its state, the
+    task's counters move by it, and the (unsaved) answer is inserted, flagged too fast as it says, and
+    given its id, as `save()` would.
 
-    One statement in PostgreSQL (the three writes as sub-statements of one), three in SQLite."""
+    One statement in PostgreSQL (the three writes as sub-statements of one); three in SQLite
+    (`answer_record_steps`). tests/annotations/test_hotpath_contract.py holds the two to the same rows."""
+    answer.too_fast = effect.too_fast
     if sqlrows.vendor() != "postgresql":
-        assignment_answered(assignment_id=answer.assignment_id, state=state, now=answer.created_at)
-        counters_add(task_id=answer.task_id, assigned=assigned, labels=labels)
-        annotation_insert(answer)
+        answer_record_steps(answer, effect)
         return
     row = _one(
         f"WITH answered AS (UPDATE {ASSIGNMENT} SET state = %s, answered_at = %s WHERE id = %s), "
         f"counted AS (UPDATE {TASK} SET assigned_count = assigned_count + %s, label_count = label_count + %s "
         f"WHERE id = %s) {_ANNOTATION_INSERT}",
         [
-            state,
+            effect.state,
             _db_time(answer.created_at),
             answer.assignment_id,
-            assigned,
-            labels,
+            effect.assigned,
+            effect.labels,
             answer.task_id,
             *_annotation_values(answer),
         ],  # fmt: skip
@@ -637,58 +666,71 @@ def answer_record(answer: Annotation, *, state: str, assigned: int, labels: int)
     _saved(answer, int(row[0]))
 
 
-def answer_plain(answer: Annotation, *, min_seconds: int) -> bool:
+def answer_record_steps(answer: Annotation, effect: AnswerEffect) -> None:
+    """`answer_record` step by step: the assignment, the counters and the answer, one statement each."""
+    answer.too_fast = effect.too_fast
+    assignment_answered(assignment_id=answer.assignment_id, state=effect.state, now=answer.created_at)
+    counters_add(task_id=answer.task_id, assigned=effect.assigned, labels=effect.labels)
+    annotation_insert(answer)
+
+
+def answer_plain(answer: Annotation, *, effect: AnswerEffect, min_seconds: int) -> bool:
     """Store an answer in one statement, locks and checks included, when it is the plain case: the
-    annotator's assignment is still reserved, its reservation has not expired, and a grade comes after
-    the minimum time. On success the (unsaved) answer gets its id, its task and the seconds spent, measured
-    from when the task was served, as `answer_record` would store them; True. False, with nothing written,
-    for anything else (refusals, an expired reservation that may keep its place, a too-fast grade): the
-    caller then takes the locks and applies the rules one by one. Always False in SQLite.
+    annotator's assignment is still reserved, its reservation has not expired, and at least `min_seconds`
+    were spent on it since it was served (under that, the service's rules would give the answer another
+    effect than `effect`). On success the (unsaved) answer gets its id, its task and the seconds spent,
+    as `answer_record` would store them with `effect`; True. False, with nothing written, for anything
+    else (refusals, an expired reservation that may keep its place, a too-fast grade): the caller then
+    takes the locks and applies the rules one by one. Always False in SQLite.
+
+    What the answer does (`effect`) and how long it must have taken (`min_seconds`) are the service's
+    decisions, passed in: the statement re-derives no rule. It measures the seconds spent as the
+    step-by-step path does (`services._answer`: never below 0), and tests/annotations/
+    test_hotpath_contract.py holds the two paths to the same rows.
 
     In PostgreSQL's autocommit mode this is the answer's whole transaction: no BEGIN and COMMIT round
     trips, and no lock held between statements. The assignment and then its task are locked, as in the
     step-by-step path (and an undo, which locks the membership first, waits on the same rows)."""
     if sqlrows.vendor() != "postgresql":
         return False
-    labelled = answer.grade is not None
     now = _db_time(answer.created_at)
     row = _one(
         f"WITH answered AS (UPDATE {ASSIGNMENT} SET state = %s, answered_at = %s "
         "WHERE id = %s AND project_id = %s AND annotator_id = %s AND state = %s AND expires_at > %s "
-        "AND (%s OR EXTRACT(EPOCH FROM %s - reserved_at) >= %s) "
+        "AND GREATEST(0, EXTRACT(EPOCH FROM %s - reserved_at)) >= %s "
         "RETURNING task_id, GREATEST(0, EXTRACT(EPOCH FROM %s - reserved_at))::float8 AS seconds), "
         f"counted AS (UPDATE {TASK} SET assigned_count = assigned_count + %s, label_count = label_count + %s "
         "WHERE id = (SELECT task_id FROM answered)) "
         f"INSERT INTO {ANNOTATION} ({_ANNOTATION_COLUMNS}) "
-        "SELECT %s, %s, task_id, %s, %s, seconds, %s, %s, FALSE, %s, %s FROM answered "
+        "SELECT %s, %s, task_id, %s, %s, seconds, %s, %s, %s, %s, %s FROM answered "
         "RETURNING id, task_id, seconds_spent",
         [
-            LABELLED if labelled else Assignment.State.RELEASED.value,
+            effect.state,
             now,
             answer.assignment_id,
             answer.project_id,
             answer.annotator_id,
             RESERVED,
             now,
-            not labelled,  # a skip or an unclear answer is never too fast
             now,
             min_seconds,
             now,
-            0 if labelled else -1,  # a skip or an unclear answer gives its place back
-            1 if labelled else 0,
+            effect.assigned,
+            effect.labels,
             answer.assignment_id,
             answer.project_id,
             answer.annotator_id,
             answer.grade,
             answer.skipped,
             answer.unclear,
+            effect.too_fast,
             answer.comment,
             now,
         ],  # fmt: skip
     )
     if row is None:
         return False
-    answer.task_id, answer.seconds_spent, answer.too_fast = int(row[1]), float(row[2]), False
+    answer.task_id, answer.seconds_spent, answer.too_fast = int(row[1]), float(row[2]), effect.too_fast
     _saved(answer, int(row[0]))
     return True
 

@@ -620,13 +620,16 @@ def _answer(
     answer, the claim (None when not asked for, or left to a transaction of its own: see
     `_answer_and_claim`) and whether the annotator is still an annotator of the project. Retried as a
     whole, the claim included, when PostgreSQL picks it as a deadlock victim: nothing of it was committed."""
+    min_seconds = answer_min_seconds(project, grade=grade)
     if not claim_next:
-        # The plain case in one statement (PostgreSQL); anything else goes the step-by-step way below.
+        # The plain case in one statement (PostgreSQL): an answer in time, whose effect is decided here
+        # before its seconds are known; anything else goes the step-by-step way below.
         plain = Annotation(
             assignment_id=assignment_id, project=project, annotator=annotator, grade=grade, skipped=skipped,
             unclear=unclear, created_at=now, comment=comment,
         )  # fmt: skip
-        if hotpath.answer_plain(plain, min_seconds=project.min_seconds_per_task):
+        in_time = answer_effect(grade=grade, too_fast=False)
+        if hotpath.answer_plain(plain, effect=in_time, min_seconds=min_seconds):
             transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
             return plain, None, False
     with transaction.atomic():
@@ -638,26 +641,22 @@ def _answer(
         if assignment.state != State.RESERVED:
             raise AlreadyAnswered()
         seconds = max(0.0, (now - assignment.reserved_at).total_seconds())
-        too_fast = grade is not None and seconds < project.min_seconds_per_task
+        too_fast = seconds < min_seconds
         if too_fast and project.too_fast_policy == Project.TooFastPolicy.REFUSE:
             raise TooFast(seconds_spent=seconds, min_seconds=project.min_seconds_per_task)
         if assignment.expires_at <= now and not _expired_place_free(
             project=project, task_id=assignment.task_id, assignment_id=assignment.id, now=now
         ):
             raise ReservationExpired()  # the release is left to `reservations_release_expired`
-        counts = grade is not None and not too_fast
+        effect = answer_effect(grade=grade, too_fast=too_fast)
         transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
         answer = Annotation(
             assignment_id=assignment.id, project=project, task_id=assignment.task_id, annotator=annotator,
-            grade=grade, seconds_spent=seconds, skipped=skipped, unclear=unclear, too_fast=too_fast,
+            grade=grade, seconds_spent=seconds, skipped=skipped, unclear=unclear, too_fast=effect.too_fast,
             created_at=now, comment=comment,
         )  # fmt: skip
-        # The assignment answered (or released: a skip, an unclear or too-fast answer gives its place
-        # back), the task's counters and the answer, written together.
-        hotpath.answer_record(
-            answer, state=State.LABELLED if counts else State.RELEASED, assigned=0 if counts else -1,
-            labels=1 if counts else 0,
-        )  # fmt: skip
+        # The assignment answered (or released), the task's counters and the answer, written together.
+        hotpath.answer_record(answer, effect)
         claim = None
         if seed is not None:
             with contextlib.suppress(_ClaimWouldWait):
@@ -667,6 +666,26 @@ def _answer(
             if claim is not None and claim.status == "empty" and not swept:
                 claim = None
         return answer, claim, seed is not None
+
+
+def answer_min_seconds(project: Project, *, grade: int | None) -> int:
+    """The fewest seconds an answer must have been worked on not to be too fast: the project's minimum for
+    a grade; a skip or an unclear answer (no grade) is never too fast."""
+    return project.min_seconds_per_task if grade is not None else 0
+
+
+def answer_effect(*, grade: int | None, too_fast: bool) -> hotpath.AnswerEffect:
+    """What an answer does, decided once for both of the answer's statements (`hotpath.answer_plain`,
+    `hotpath.answer_record`): a grade given in time counts (its assignment labelled, its place kept, one
+    more label on the task, toward the overlap and the quality figures); a skip, an unclear answer or a
+    too-fast grade is stored but gives its place back (released, one fewer assigned) and counts nowhere."""
+    counts = grade is not None and not too_fast
+    return hotpath.AnswerEffect(
+        state=State.LABELLED.value if counts else State.RELEASED.value,
+        assigned=0 if counts else -1,
+        labels=1 if counts else 0,
+        too_fast=too_fast,
+    )
 
 
 def _answer_locks(
@@ -735,7 +754,7 @@ def annotation_reopen(
     else:
         task = Task.objects.select_for_update(no_key=True, of=("self",)).get(pk=assignment.task_id)
         cap = project.cap_for(is_gold=task.is_gold)
-        if cap is not None and Assignment.objects.filter(task=task).occupying(now).count() >= cap:
+        if cap is not None and hotpath.occupying_count(task_id=task.pk, now=now) >= cap:
             raise UndoConflict()
         deltas[assignment.task_id] = (deltas.get(assignment.task_id, (0, 0))[0] + 1, 0)
     answer.delete()

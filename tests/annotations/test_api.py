@@ -9,14 +9,24 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
+from rest_framework.decorators import api_view
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.test import APIRequestFactory
 
-from annotations import selectors
-from annotations.models import Annotation, Assignment, Document, Project
+from annotations import api as judging_api
+from annotations import api_urls, hotpath, selectors
+from annotations.models import Annotation, Assignment, Document, Project, ProjectMembership
 from tests.annotations.conftest import build_project
 from tests.annotations.test_assignment import answer_all
+
+MEMBERSHIP, TOKEN = ProjectMembership._meta.db_table, Token._meta.db_table
 
 
 @pytest.fixture
@@ -309,3 +319,64 @@ class TestSchema:
         next_path = paths["/api/projects/{slug}/next/"]
         assert next_path["get"]["summary"] == "The task you hold now (claims nothing)"
         assert next_path["post"]["summary"] == "Claim your next task (or get the one you hold)"
+
+
+@pytest.mark.django_db
+class TestJudgingSignIn:
+    """The judging API's token sign-in reads the project's membership in its own statement; it is set on
+    those views by name (`judging_api.JUDGING_AUTHENTICATION`), and no other view's `slug` argument is read so."""
+
+    def test_it_reads_the_membership_with_a_judging_api_token_sign_in(
+        self, client: Client, alice: User, project: Project
+    ) -> None:
+        token = Token.objects.create(user=alice)
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get(
+                f"/api/projects/{project.slug}/progress/", HTTP_AUTHORIZATION=f"Token {token.key}"
+            )
+        assert response.status_code == 200
+        membership_reads = [q["sql"] for q in queries if MEMBERSHIP in q["sql"]]
+        assert len(membership_reads) == 1 and TOKEN in membership_reads[0]  # one statement, with the token's
+
+    def test_it_sets_the_judging_sign_in_on_every_judging_api_view_and_no_other(self) -> None:
+        views = {p.name: p.callback for p in api_urls.urlpatterns}
+        judging = {
+            name
+            for name, view in views.items()
+            if view.__module__ == judging_api.__name__ and name != "projects"
+        }
+        assert judging == {"next", "submit", "skip", "undo", "progress", "break", "imports", "import-job",
+                           "overview", "comments"}  # fmt: skip
+        for name, view in views.items():
+            expected = (
+                judging_api.JUDGING_AUTHENTICATION
+                if name in judging
+                else api_settings.DEFAULT_AUTHENTICATION_CLASSES
+            )
+            assert view.cls.authentication_classes == expected, name
+
+    def test_it_reads_no_membership_at_sign_in_on_a_view_outside_the_judging_api(
+        self, lena: User, project: Project
+    ) -> None:
+        """A view with a `slug` argument that does not name the judging authenticator: its sign-in reads the
+        token alone, and leaves no membership on the user (`selectors.get_project_for_member` reads it)."""
+        seen = {}
+
+        @api_view(["GET"])
+        def elsewhere(request: Request, slug: str) -> Response:
+            seen["known"] = hotpath.membership_known(request.user, slug)
+            return Response({})
+
+        token = Token.objects.create(user=lena)
+        request = APIRequestFactory().get("/elsewhere/", HTTP_AUTHORIZATION=f"Token {token.key}")
+        with CaptureQueriesContext(connection) as queries:
+            assert elsewhere(request, slug=project.slug).status_code == 200
+        assert seen["known"] == (False, None)
+        assert not [q["sql"] for q in queries if MEMBERSHIP in q["sql"]]
+        # The qrels API is such a view: it reads the membership after the sign-in, in a statement of its own.
+        with CaptureQueriesContext(connection) as queries:
+            response = Client().get(
+                f"/api/projects/{project.slug}/qrels/", HTTP_AUTHORIZATION=f"Token {token.key}"
+            )
+        assert response.status_code == 200
+        assert not [q["sql"] for q in queries if TOKEN in q["sql"] and MEMBERSHIP in q["sql"]]
