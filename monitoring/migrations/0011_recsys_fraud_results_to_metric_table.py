@@ -98,13 +98,8 @@ def forwards(apps: Any, schema_editor: Any) -> None:
                     observed_at=finished_at or created_at,
                 )  # fmt: skip
             )
-        MetricValue.objects.bulk_create(
-            values,
-            batch_size=BATCH,
-            update_conflicts=True,
-            unique_fields=["job_type", "job_id", "metric", "subgroup"],
-            update_fields=["series", "family", "position", "value", "observed_at"],
-        )
+        # Values already in the table for these jobs (none, unless the migration runs again) are kept.
+        MetricValue.objects.bulk_create(values, batch_size=BATCH, ignore_conflicts=True)
 
 
 def backwards(apps: Any, schema_editor: Any) -> None:

@@ -67,14 +67,14 @@ class TestWrites:
         series = Series.objects.get(kind="recsys")
         assert (series.key, series.team_id, series.family) == (f"{team.pk}:nightly", team.pk, "recsys")
         assert series.url == chosen.get_absolute_url()
-        before = list(MetricValue.objects.order_by("pk").values_list("pk", "metric", "value", "series_id"))
-        assert len(before) == 17 and {row[3] for row in before} == {series.pk}
+        before = list(MetricValue.objects.order_by("position").values_list("metric", "value", "series_id"))
+        assert len(before) == 17 and {row[2] for row in before} == {series.pk}
         observed = {row.observed_at for row in job_values(evaluation)}
         assert len(observed) == 1 and evaluation.started_at <= min(observed) <= evaluation.finished_at
         RecommendationEvaluation.objects.filter(pk=evaluation.pk).update(status=JobStatus.PENDING)
         again = evaluated(evaluation)
-        after = list(MetricValue.objects.order_by("pk").values_list("pk", "metric", "value", "series_id"))
-        assert after == before and Series.objects.count() == 1
+        after = list(MetricValue.objects.order_by("position").values_list("metric", "value", "series_id"))
+        assert after == before and Series.objects.count() == 1  # the job's rows replaced, none added
         assert job_values(again)[0].observed_at > min(observed)  # observed when the re-run finished
 
     def test_it_stores_undefined_values_as_null(self, team: Team) -> None:
