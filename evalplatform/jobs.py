@@ -12,11 +12,13 @@ A job is a row of a concrete subclass of `Job`. It goes pending -> running -> do
    lease is still ours: a job taken over by another worker discards its result (`lost`), so results are
    written once, whole, or not at all.
 
-Errors: an `EvalCoreError` or `JobError` (bad input: a malformed file, impossible parameters) fails the
-job at once with its message, for the user to read. A transient error (the database went away) releases
-the claim and is raised again for the task to retry with backoff; every claim counts as an attempt, and
-after `max_attempts` the job fails with a message saying so. Any other exception is a bug: the job fails
-with the exception's text, and the traceback goes to the log.
+Errors, mapped in one place (`job_attempt`, which `job_run` and a monitor run's chord pieces call): an
+`EvalCoreError` or `JobError` (bad input: a malformed file, impossible parameters) fails the job at once
+with its message, for the user to read. A transient error (the database went away) releases the claim
+and is raised again for the task to retry with backoff; every claim counts as an attempt, and after
+`max_attempts` the job fails with a message saying so (an `ImportJob` allows one redo after a crashed
+worker). Any other exception is a bug: the job fails with the exception's text, and the traceback goes
+to the log.
 
 Running a task twice, or after its worker died, is safe: a finished job is never claimed again (the
 second run answers `finished`), and a live claim makes another run wait (`busy`, retry in N seconds).
@@ -54,6 +56,10 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (OperationalError, Interface
 
 class JobError(Exception):
     """A job cannot be done as asked (bad input or parameters); the message is written for its user."""
+
+
+#: Bad input, not a bug: the job fails at once with the error's message, for its user to read.
+INPUT_ERRORS: tuple[type[BaseException], ...] = (JobError, EvalCoreError)
 
 
 class JobStatus(models.TextChoices):
@@ -325,21 +331,50 @@ def job_run(
     if isinstance(claim, JobOutcome):
         return claim
     job: J = model.objects.get(pk=pk)  # type: ignore[assignment]
+    result = job_attempt(claim, partial(compute, job, Progress(claim)), retry_on=retry_on)
+    if isinstance(result, JobOutcome):
+        return result
+    return job_finish(claim, lambda locked: store(locked, result))  # type: ignore[arg-type]
+
+
+def job_attempt(
+    claim: Claim,
+    compute: Callable[[], R],
+    *,
+    retry_on: tuple[type[BaseException], ...] = (),
+    fail_on: tuple[type[BaseException], ...] = (),
+    release: bool = True,
+    where: str = "",
+) -> R | JobOutcome:
+    """Run `compute()` under the claim, its lease kept, mapping each kind of exception once for every job.
+
+    - A transient error (`TRANSIENT_ERRORS`, and `retry_on`) is raised again for the task to retry; with
+      `release`, the job is first handed back (pending), as `job_run` does. A piece of a bigger job that
+      keeps the claim across its retries (a monitor run's chord chunk or merge) passes `release=False`.
+    - Bad input (`JobError`, `EvalCoreError`, and `fail_on`) fails the job with its message for the user.
+    - Anything else is a bug: the job fails with the exception's type and text, and the traceback is logged.
+
+    `where` (rows 0:1000, say) starts the failure's message and the log line. Returns compute's result,
+    or `JobOutcome("failed")` when the job failed.
+    """
+    prefix = f"{where}: " if where else ""
     try:
         with lease_kept(claim):
-            result = compute(job, Progress(claim))
+            return compute()
     except (*TRANSIENT_ERRORS, *retry_on):
-        logger.warning("%s %s hit a transient error; released for a retry", model.__name__, pk, exc_info=True)
-        _release_quietly(claim)
+        logger.warning(
+            "%s %s %shit a transient error; %s", claim.model.__name__, claim.pk, prefix,
+            "released for a retry" if release else "to be retried", exc_info=True,
+        )  # fmt: skip
+        if release:
+            _release_quietly(claim)
         raise
-    except (JobError, EvalCoreError) as error:
-        job_fail(claim, str(error) or type(error).__name__)
-        return JobOutcome("failed")
+    except (*INPUT_ERRORS, *fail_on) as error:
+        job_fail(claim, prefix + (str(error) or type(error).__name__))
     except Exception as error:
-        logger.exception("%s %s failed", model.__name__, pk)
-        job_fail(claim, f"{type(error).__name__}: {error}")
-        return JobOutcome("failed")
-    return job_finish(claim, lambda locked: store(locked, result))  # type: ignore[arg-type]
+        logger.exception("%s %s %sfailed", claim.model.__name__, claim.pk, prefix)
+        job_fail(claim, f"{prefix}{type(error).__name__}: {error}")
+    return JobOutcome("failed")
 
 
 def _release_quietly(claim: Claim) -> None:
@@ -356,8 +391,8 @@ def job_finish(claim: Claim, store: Callable[[Job], None]) -> JobOutcome:
         try:
             with transaction.atomic():
                 store(job)
-        except (JobError, EvalCoreError) as error:
-            job_fail(claim, str(error))
+        except INPUT_ERRORS as error:
+            job_fail(claim, str(error) or type(error).__name__)
             return JobOutcome("failed")
         job.status = JobStatus.DONE
         job.progress = 1.0

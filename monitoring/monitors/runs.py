@@ -24,23 +24,20 @@ from django.db.models import F
 from django.utils import timezone
 
 from evalcore.embeddings import MonitorParams
-from evalcore.errors import EvalCoreError
 from evalcore.jsonable import json_number
 from evalplatform.jobs import (
-    TRANSIENT_ERRORS,
     Claim,
     JobError,
     JobOutcome,
     JobStatus,
     Progress,
     ProgressFn,
+    job_attempt,
     job_claim,
     job_enqueue_on_commit,
-    job_fail,
     job_finish,
     job_release,
     job_run,
-    lease_kept,
 )
 from monitoring import alerts
 from monitoring.models import (
@@ -454,21 +451,17 @@ def monitor_chunk(*, run_id: int, token: str, start: int, stop: int) -> str | No
     run = claim.rows().select_related("stream__team", "snapshot").first()
     if run is None:
         return None
-    try:
-        with lease_kept(claim):
-            summary = _summarize(run.snapshot, _params(run), _device(), start=start, stop=stop)
-            storage = run.snapshot.file.storage
-            name = storage.save(
-                f"{_chunk_dir(run)}/run{run.pk}-{token}-{start}.npz", ContentFile(summary.to_bytes())
-            )
-    except TRANSIENT_ERRORS:
-        raise
-    except (JobError, EvalCoreError) as error:
-        job_fail(claim, f"rows {start}:{stop}: {error}")
-        return None
-    except Exception as error:
-        logger.exception("chunk %s:%s of monitor run %s failed", start, stop, run_id)
-        job_fail(claim, f"rows {start}:{stop}: {type(error).__name__}: {error}")
+    storage = run.snapshot.file.storage
+
+    def summarize_rows() -> str:
+        summary = _summarize(run.snapshot, _params(run), _device(), start=start, stop=stop)
+        name = storage.save(
+            f"{_chunk_dir(run)}/run{run.pk}-{token}-{start}.npz", ContentFile(summary.to_bytes())
+        )
+        return str(name)
+
+    name = job_attempt(claim, summarize_rows, release=False, where=f"rows {start}:{stop}")
+    if isinstance(name, JobOutcome):
         return None
     if not claim.rows().exists():
         storage.delete(name)
@@ -490,31 +483,25 @@ def monitor_merge(*, run_id: int, token: str, names: Sequence[str | None]) -> Jo
             _remove_chunk_files(run, names)
         return JobOutcome("lost")
     storage = run.snapshot.file.storage
-    try:
-        with lease_kept(claim):
-            Progress(claim)(0.6, "merging the chunks")
-            summary = merge_summaries([load_summary(storage.path(name)) for name in names])  # type: ignore[arg-type]
-            if run.reference_id == run.snapshot_id:  # a reference's run: every later run reads its summary
-                _cache_summary(run.snapshot, summary, summary_key(_params(run)))
-            output = _evaluate(
-                run,
-                summary,
-                params=_params(run),
-                device=_device(),
-                progress=Progress(claim),
-                chunks=len(names),
-            )
-    except TRANSIENT_ERRORS:
-        raise
-    except (JobError, EvalCoreError, OSError) as error:
-        job_fail(claim, str(error))
+
+    def merge() -> MonitorOutput:
+        Progress(claim)(0.6, "merging the chunks")
+        summary = merge_summaries([load_summary(storage.path(name)) for name in names])  # type: ignore[arg-type]
+        if run.reference_id == run.snapshot_id:  # a reference's run: every later run reads its summary
+            _cache_summary(run.snapshot, summary, summary_key(_params(run)))
+        return _evaluate(
+            run,
+            summary,
+            params=_params(run),
+            device=_device(),
+            progress=Progress(claim),
+            chunks=len(names),
+        )
+
+    output = job_attempt(claim, merge, fail_on=(OSError,), release=False)
+    if isinstance(output, JobOutcome):
         _remove_chunk_files(run, names)
-        return JobOutcome("failed")
-    except Exception as error:
-        logger.exception("merging monitor run %s failed", run_id)
-        job_fail(claim, f"{type(error).__name__}: {error}")
-        _remove_chunk_files(run, names)
-        return JobOutcome("failed")
+        return output
     outcome = job_finish(claim, lambda job: _store(job, output))  # type: ignore[arg-type]
     _remove_chunk_files(run, names)
     return _finished(run_id, outcome)

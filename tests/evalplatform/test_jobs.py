@@ -15,7 +15,7 @@ from django.utils import timezone
 from annotations.models import Project, QualityRecompute
 from evalcore.errors import FormatError
 from evalplatform import jobs
-from evalplatform.jobs import Claim, JobError, JobOutcome, job_claim, job_run
+from evalplatform.jobs import Claim, JobError, JobOutcome, job_attempt, job_claim, job_run
 from tests.annotations.conftest import build_project
 from tests.conftest import QueuedTasks
 
@@ -118,6 +118,28 @@ class TestRun:
         job.refresh_from_db()
         assert (job.status, job.attempts, job.lease_token) == ("pending", 1, None)
         assert run(job, lambda job, progress: 1) == JobOutcome("done")
+
+    def test_it_keeps_the_claim_of_a_piece_across_its_retry_and_says_where_it_failed(
+        self, job: QualityRecompute
+    ) -> None:
+        claim = job_claim(QualityRecompute, pk=job.pk)
+        assert isinstance(claim, Claim)
+
+        def database_away() -> None:
+            raise OperationalError("server closed the connection unexpectedly")
+
+        with pytest.raises(OperationalError):
+            job_attempt(claim, database_away, release=False, where="rows 0:10")
+        job.refresh_from_db()
+        assert (job.status, job.lease_token) == ("running", claim.token)
+        assert job_attempt(claim, lambda: 7, release=False) == 7
+
+        def missing_file() -> None:
+            raise OSError("no such chunk")
+
+        assert job_attempt(claim, missing_file, fail_on=(OSError,), where="rows 0:10") == JobOutcome("failed")
+        job.refresh_from_db()
+        assert (job.status, job.error) == ("failed", "rows 0:10: no such chunk")
 
     def test_it_discards_the_result_when_another_worker_took_the_job_over(
         self, job: QualityRecompute
