@@ -95,7 +95,8 @@ class Job(models.Model):
     """The state of one background job; concrete jobs add what they compute and store.
 
     Subclasses set `task_name` (the Celery task that runs the job, given its id) and may tune
-    `max_attempts`. `progress` is the fraction done while running, when the job knows it.
+    `max_attempts`. `progress` is the fraction done while running, when the job knows it. A subclass
+    may define `on_done` for what follows a finished job (its alert checks).
     """
 
     Status = JobStatus
@@ -121,6 +122,13 @@ class Job(models.Model):
 
     class Meta:
         abstract = True
+
+    def on_done(self) -> None:
+        """Called once the job is done, after the transaction that stored its results and marked it done
+        closed (in a worker: committed), by whichever worker finished it (`job_finish`). Nothing by
+        default; a job whose results feed alert rules checks them here. An exception it raises reaches
+        the task (a transient one retries it, which then finds the job finished: the hook runs once at
+        most)."""
 
     @property
     def is_finished(self) -> bool:
@@ -382,27 +390,38 @@ def _release_quietly(claim: Claim) -> None:
         job_release(claim)
 
 
-def job_finish(claim: Claim, store: Callable[[Job], None]) -> JobOutcome:
-    """Write the results and mark the job done in one transaction, only while the claim holds it."""
+def job_finish(
+    claim: Claim, store: Callable[[Job], None], *, cleanup: Callable[[], None] | None = None
+) -> JobOutcome:
+    """Write the results and mark the job done in one transaction, only while the claim holds it; then
+    call `cleanup` (whatever the outcome: the caller's scratch files, say) and, when done, the job's
+    `on_done` hook."""
     with transaction.atomic():
         job = claim.rows().select_for_update().first()
         if job is None:
-            return JobOutcome("lost")
-        try:
-            with transaction.atomic():
-                store(job)
-        except INPUT_ERRORS as error:
-            job_fail(claim, str(error) or type(error).__name__)
-            return JobOutcome("failed")
-        job.status = JobStatus.DONE
-        job.progress = 1.0
-        job.progress_note = ""
-        job.error = ""
-        job.finished_at = timezone.now()
-        job.lease_token = None
-        job.lease_expires_at = None
-        job.save()
-    return JobOutcome("done")
+            outcome = JobOutcome("lost")
+        else:
+            try:
+                with transaction.atomic():
+                    store(job)
+            except INPUT_ERRORS as error:
+                job_fail(claim, str(error) or type(error).__name__)
+                outcome = JobOutcome("failed")
+            else:
+                job.status = JobStatus.DONE
+                job.progress = 1.0
+                job.progress_note = ""
+                job.error = ""
+                job.finished_at = timezone.now()
+                job.lease_token = None
+                job.lease_expires_at = None
+                job.save()
+                outcome = JobOutcome("done")
+    if cleanup is not None:
+        cleanup()
+    if job is not None and outcome.status == "done":
+        job.on_done()
+    return outcome
 
 
 # --- queueing -----------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Alert rules on any metric of the registry, the events they open and resolve, and their notifications.
 
-After a monitor run or an evaluation finishes, `alerts_check_monitor_run` / `alerts_check_evaluation`
-look at each enabled rule of its series: the rule's metric over the series' latest `consecutive`
+After a monitor run or an evaluation finishes, its job's `on_done` hook (`evalplatform.jobs`) calls
+`alerts_check_monitor_run` / `alerts_check_evaluation`, which look at each enabled rule of its series:
+the rule's metric over the series' latest `consecutive`
 observations, each checked with `evalcore.alerts.evaluate_rules` (a drift rule also needs its effect
 size above the threshold calibrated on the reference). When all of them break the threshold the rule
 fires: it opens an event, or, if one is already open, counts one more observation on it (no new

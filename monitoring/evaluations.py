@@ -161,14 +161,9 @@ class EvaluationOutput:
 
 
 def evaluation_run(*, evaluation_id: int) -> JobOutcome:
-    """Claim, compute and store an evaluation (the task's one call), then check the alert rules on its
-    series (its run's name on its qrels). Idempotent."""
-    outcome = job_run(Evaluation, pk=evaluation_id, compute=_evaluate, store=_store_evaluation)
-    if outcome.status == "done":
-        from monitoring.alerts import alerts_check_evaluation
-
-        alerts_check_evaluation(evaluation_id=evaluation_id)
-    return outcome
+    """Claim, compute and store an evaluation (the task's one call); once done, `Evaluation.on_done` checks
+    the alert rules on its series (its run's name on its qrels). Idempotent."""
+    return job_run(Evaluation, pk=evaluation_id, compute=_evaluate, store=_store_evaluation)
 
 
 def _evaluate(evaluation: Evaluation, progress: ProgressFn) -> EvaluationOutput:

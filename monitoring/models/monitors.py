@@ -149,6 +149,12 @@ class MonitorRun(Job):
     def __str__(self) -> str:
         return f"monitor of {self.snapshot} ({self.status})"
 
+    def on_done(self) -> None:
+        """Check the alert rules of the run's stream."""
+        from monitoring.alerts import alerts_check_monitor_run
+
+        alerts_check_monitor_run(run_id=self.pk)
+
 
 class MonitorValue(models.Model):
     """One metric of one monitor run; `section` says whether it describes the snapshot or its drift."""

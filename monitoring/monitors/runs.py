@@ -39,7 +39,6 @@ from evalplatform.jobs import (
     job_release,
     job_run,
 )
-from monitoring import alerts
 from monitoring.models import (
     EmbeddingSnapshot,
     EmbeddingStream,
@@ -364,14 +363,9 @@ def _store(run: MonitorRun, output: MonitorOutput) -> None:
     )
 
 
-def _finished(run_id: int, outcome: JobOutcome) -> JobOutcome:
-    if outcome.status == "done":
-        alerts.alerts_check_monitor_run(run_id=run_id)
-    return outcome
-
-
 def monitor_run(*, run_id: int, queue: str | None = None, split: bool = True) -> JobOutcome | Split:
-    """Compute a monitor run (the task's one call), then check the stream's alert rules. Idempotent.
+    """Compute a monitor run (the task's one call); once done, `MonitorRun.on_done` checks the stream's
+    alert rules. Idempotent.
 
     A run planned over several chunks is claimed here and handed to a chord on `queue` (`Split`), when
     `split` and Celery has a result backend; otherwise it is computed in this process.
@@ -381,7 +375,7 @@ def monitor_run(*, run_id: int, queue: str | None = None, split: bool = True) ->
         return JobOutcome("missing")
     if split and run.chunks > 1 and chord_available() and not run.is_finished:
         return _dispatch(run, queue=queue)
-    return _finished(run_id, job_run(MonitorRun, pk=run_id, compute=_compute_single, store=_store))
+    return job_run(MonitorRun, pk=run_id, compute=_compute_single, store=_store)
 
 
 def chunk_ranges(rows: int, chunks: int) -> list[tuple[int, int]]:
@@ -473,7 +467,8 @@ def monitor_chunk(*, run_id: int, token: str, start: int, stop: int) -> str | No
 
 def monitor_merge(*, run_id: int, token: str, names: Sequence[str | None]) -> JobOutcome:
     """The chord's callback: merge the chunks' summaries, compute the metrics, store them under the claim
-    (`job_finish`), then check the alert rules. `lost` when the claim no longer holds the run."""
+    (`job_finish`, which calls `MonitorRun.on_done`: the alert rules). `lost` when the claim no longer
+    holds the run."""
     from evalcore.embeddings import load_summary, merge_summaries
 
     claim = _chord_claim(run_id, token)
@@ -502,6 +497,8 @@ def monitor_merge(*, run_id: int, token: str, names: Sequence[str | None]) -> Jo
     if isinstance(output, JobOutcome):
         _remove_chunk_files(run, names)
         return output
-    outcome = job_finish(claim, lambda job: _store(job, output))  # type: ignore[arg-type]
-    _remove_chunk_files(run, names)
-    return _finished(run_id, outcome)
+    return job_finish(
+        claim,
+        lambda job: _store(job, output),  # type: ignore[arg-type]
+        cleanup=lambda: _remove_chunk_files(run, names),
+    )

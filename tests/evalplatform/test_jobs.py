@@ -87,6 +87,19 @@ class TestRun:
         assert job.progress_note == "" and job.finished_at and job.seconds is not None
         assert run(job, lambda job, progress: 43) == JobOutcome("finished")
 
+    def test_it_calls_the_on_done_hook_once_a_job_is_done_and_only_then(
+        self, job: QualityRecompute, project: Project, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        done: list[tuple[int, str]] = []
+        monkeypatch.setattr(
+            QualityRecompute, "on_done", lambda self: done.append((self.pk, self.status)), raising=False
+        )
+        assert run(job, lambda job, progress: 1) == JobOutcome("done")
+        assert run(job, lambda job, progress: 2) == JobOutcome("finished")
+        failing = QualityRecompute.objects.create(project=project)
+        assert run(failing, lambda job, progress: 1 / 0) == JobOutcome("failed")
+        assert done == [(job.pk, "done")]
+
     def test_it_fails_a_job_on_bad_input_with_the_message_for_the_user(self, job: QualityRecompute) -> None:
         def bad_file(job: Any, progress: Any) -> None:
             raise FormatError("run.txt", 3, "expected 6 columns, found 4")
