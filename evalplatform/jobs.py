@@ -13,12 +13,12 @@ A job is a row of a concrete subclass of `Job`. It goes pending -> running -> do
    written once, whole, or not at all.
 
 Errors, mapped in one place (`job_attempt`, which `job_run` and a monitor run's chord pieces call): an
-`EvalCoreError` or `JobError` (bad input: a malformed file, impossible parameters) fails the job at once
-with its message, for the user to read. A transient error (the database went away) releases the claim
-and is raised again for the task to retry with backoff; every claim counts as an attempt, and after
-`max_attempts` the job fails with a message saying so (an `ImportJob` allows one redo after a crashed
-worker). Any other exception is a bug: the job fails with the exception's text, and the traceback goes
-to the log.
+`EvalCoreError`, `JobError` or other `InputError` (bad input: a malformed file, impossible parameters)
+fails the job at once with its message, for the user to read. A transient error (the database went
+away) releases the claim and is raised again for the task to retry with backoff; every claim counts as
+an attempt, and after `max_attempts` the job fails with a message saying so (an `ImportJob` allows one
+redo after a crashed worker). Any other exception is a bug: the job fails with the exception's text,
+and the traceback goes to the log.
 
 Running a task twice, or after its worker died, is safe: a finished job is never claimed again (the
 second run answers `finished`), and a live claim makes another run wait (`busy`, retry in N seconds).
@@ -44,6 +44,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from evalcore.errors import EvalCoreError
+from evalplatform.errors import InputError
 
 logger = logging.getLogger(__name__)
 
@@ -54,12 +55,15 @@ J = TypeVar("J", bound="Job")
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (OperationalError, InterfaceError)
 
 
-class JobError(Exception):
-    """A job cannot be done as asked (bad input or parameters); the message is written for its user."""
+class JobError(InputError):
+    """A job cannot be done as asked (bad input or parameters); the message is written for its user.
+
+    Raised while a job computes; a service that refuses a request outside jobs raises `InputError`."""
 
 
-#: Bad input, not a bug: the job fails at once with the error's message, for its user to read.
-INPUT_ERRORS: tuple[type[BaseException], ...] = (JobError, EvalCoreError)
+#: Bad input, not a bug: the job fails at once with the error's message, for its user to read (an
+#: `InputError` a service raises inside a job, `JobError` among them, or an `EvalCoreError`).
+INPUT_ERRORS: tuple[type[BaseException], ...] = (InputError, EvalCoreError)
 
 
 class JobStatus(models.TextChoices):
@@ -359,7 +363,7 @@ def job_attempt(
     - A transient error (`TRANSIENT_ERRORS`, and `retry_on`) is raised again for the task to retry; with
       `release`, the job is first handed back (pending), as `job_run` does. A piece of a bigger job that
       keeps the claim across its retries (a monitor run's chord chunk or merge) passes `release=False`.
-    - Bad input (`JobError`, `EvalCoreError`, and `fail_on`) fails the job with its message for the user.
+    - Bad input (`INPUT_ERRORS`, and `fail_on`) fails the job with its message for the user.
     - Anything else is a bug: the job fails with the exception's type and text, and the traceback is logged.
 
     `where` (rows 0:1000, say) starts the failure's message and the log line. Returns compute's result,

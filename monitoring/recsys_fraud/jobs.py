@@ -26,6 +26,7 @@ from evalcore.jsonable import json_number
 from evalcore.recsys import METRIC_SPECS as RECSYS_SPECS
 from evalcore.recsys import RecsysStats, category_codes, read_recsys_files
 from evalplatform.auth import User
+from evalplatform.errors import InputError
 from evalplatform.jobs import Job, JobError, JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
 from monitoring.models import (
     FraudScoreEvaluation,
@@ -50,7 +51,7 @@ ITEMS_SCHEMA = CsvSchema({"item": "text", "category": "text"}, ("item",))
 MAX_COUNT = 2**31 - 1
 
 
-class OptionError(JobError):
+class OptionError(InputError):
     """An option out of its range; `field` names it (the API's 400 and the forms show it there)."""
 
     def __init__(self, field: str, message: str) -> None:

@@ -15,6 +15,7 @@ from django.utils import timezone
 from annotations.models import Project, QualityRecompute
 from evalcore.errors import FormatError
 from evalplatform import jobs
+from evalplatform.errors import InputError
 from evalplatform.jobs import Claim, JobError, JobOutcome, job_attempt, job_claim, job_run
 from tests.annotations.conftest import build_project
 from tests.conftest import QueuedTasks
@@ -121,6 +122,17 @@ class TestRun:
             job.refresh_from_db()
             assert message in job.error
             job.delete()
+
+    def test_it_fails_a_job_with_the_message_of_an_input_error_a_service_raised(
+        self, job: QualityRecompute
+    ) -> None:
+        def service_refuses(job: Any, progress: Any) -> None:
+            raise InputError("Choose at least one measure.")
+
+        assert issubclass(JobError, InputError) and not issubclass(InputError, JobError)
+        assert run(job, service_refuses) == JobOutcome("failed")
+        job.refresh_from_db()
+        assert (job.status, job.error) == ("failed", "Choose at least one measure.")
 
     def test_it_releases_the_job_after_a_transient_error_for_the_retry(self, job: QualityRecompute) -> None:
         def database_away(job: Any, progress: Any) -> None:
