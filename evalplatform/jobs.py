@@ -12,11 +12,13 @@ A job is a row of a concrete subclass of `Job`. It goes pending -> running -> do
    lease is still ours: a job taken over by another worker discards its result (`lost`), so results are
    written once, whole, or not at all.
 
-Errors: an `EvalCoreError` or `JobError` (bad input: a malformed file, impossible parameters) fails the
-job at once with its message, for the user to read. A transient error (the database went away) releases
-the claim and is raised again for the task to retry with backoff; every claim counts as an attempt, and
-after `max_attempts` the job fails with a message saying so. Any other exception is a bug: the job fails
-with the exception's text, and the traceback goes to the log.
+Errors, mapped in one place (`job_attempt`, which `job_run` and a monitor run's chord pieces call): an
+`EvalCoreError`, `JobError` or other `InputError` (bad input: a malformed file, impossible parameters)
+fails the job at once with its message, for the user to read. A transient error (the database went
+away) releases the claim and is raised again for the task to retry with backoff; every claim counts as
+an attempt, and after `max_attempts` the job fails with a message saying so (an `ImportJob` allows one
+redo after a crashed worker). Any other exception is a bug: the job fails with the exception's text,
+and the traceback goes to the log.
 
 Running a task twice, or after its worker died, is safe: a finished job is never claimed again (the
 second run answers `finished`), and a live claim makes another run wait (`busy`, retry in N seconds).
@@ -42,6 +44,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from evalcore.errors import EvalCoreError
+from evalplatform.errors import InputError
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +55,15 @@ J = TypeVar("J", bound="Job")
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (OperationalError, InterfaceError)
 
 
-class JobError(Exception):
-    """A job cannot be done as asked (bad input or parameters); the message is written for its user."""
+class JobError(InputError):
+    """A job cannot be done as asked (bad input or parameters); the message is written for its user.
+
+    Raised while a job computes; a service that refuses a request outside jobs raises `InputError`."""
+
+
+#: Bad input, not a bug: the job fails at once with the error's message, for its user to read (an
+#: `InputError` a service raises inside a job, `JobError` among them, or an `EvalCoreError`).
+INPUT_ERRORS: tuple[type[BaseException], ...] = (InputError, EvalCoreError)
 
 
 class JobStatus(models.TextChoices):
@@ -89,7 +99,8 @@ class Job(models.Model):
     """The state of one background job; concrete jobs add what they compute and store.
 
     Subclasses set `task_name` (the Celery task that runs the job, given its id) and may tune
-    `max_attempts`. `progress` is the fraction done while running, when the job knows it.
+    `max_attempts`. `progress` is the fraction done while running, when the job knows it. A subclass
+    may define `on_done` for what follows a finished job (its alert checks).
     """
 
     Status = JobStatus
@@ -115,6 +126,13 @@ class Job(models.Model):
 
     class Meta:
         abstract = True
+
+    def on_done(self) -> None:
+        """Called once the job is done, after the transaction that stored its results and marked it done
+        closed (in a worker: committed), by whichever worker finished it (`job_finish`). Nothing by
+        default; a job whose results feed alert rules checks them here. An exception it raises reaches
+        the task (a transient one retries it, which then finds the job finished: the hook runs once at
+        most)."""
 
     @property
     def is_finished(self) -> bool:
@@ -325,21 +343,50 @@ def job_run(
     if isinstance(claim, JobOutcome):
         return claim
     job: J = model.objects.get(pk=pk)  # type: ignore[assignment]
+    result = job_attempt(claim, partial(compute, job, Progress(claim)), retry_on=retry_on)
+    if isinstance(result, JobOutcome):
+        return result
+    return job_finish(claim, lambda locked: store(locked, result))  # type: ignore[arg-type]
+
+
+def job_attempt(
+    claim: Claim,
+    compute: Callable[[], R],
+    *,
+    retry_on: tuple[type[BaseException], ...] = (),
+    fail_on: tuple[type[BaseException], ...] = (),
+    release: bool = True,
+    where: str = "",
+) -> R | JobOutcome:
+    """Run `compute()` under the claim, its lease kept, mapping each kind of exception once for every job.
+
+    - A transient error (`TRANSIENT_ERRORS`, and `retry_on`) is raised again for the task to retry; with
+      `release`, the job is first handed back (pending), as `job_run` does. A piece of a bigger job that
+      keeps the claim across its retries (a monitor run's chord chunk or merge) passes `release=False`.
+    - Bad input (`INPUT_ERRORS`, and `fail_on`) fails the job with its message for the user.
+    - Anything else is a bug: the job fails with the exception's type and text, and the traceback is logged.
+
+    `where` (rows 0:1000, say) starts the failure's message and the log line. Returns compute's result,
+    or `JobOutcome("failed")` when the job failed.
+    """
+    prefix = f"{where}: " if where else ""
     try:
         with lease_kept(claim):
-            result = compute(job, Progress(claim))
+            return compute()
     except (*TRANSIENT_ERRORS, *retry_on):
-        logger.warning("%s %s hit a transient error; released for a retry", model.__name__, pk, exc_info=True)
-        _release_quietly(claim)
+        logger.warning(
+            "%s %s %shit a transient error; %s", claim.model.__name__, claim.pk, prefix,
+            "released for a retry" if release else "to be retried", exc_info=True,
+        )  # fmt: skip
+        if release:
+            _release_quietly(claim)
         raise
-    except (JobError, EvalCoreError) as error:
-        job_fail(claim, str(error) or type(error).__name__)
-        return JobOutcome("failed")
+    except (*INPUT_ERRORS, *fail_on) as error:
+        job_fail(claim, prefix + (str(error) or type(error).__name__))
     except Exception as error:
-        logger.exception("%s %s failed", model.__name__, pk)
-        job_fail(claim, f"{type(error).__name__}: {error}")
-        return JobOutcome("failed")
-    return job_finish(claim, lambda locked: store(locked, result))  # type: ignore[arg-type]
+        logger.exception("%s %s %sfailed", claim.model.__name__, claim.pk, prefix)
+        job_fail(claim, f"{prefix}{type(error).__name__}: {error}")
+    return JobOutcome("failed")
 
 
 def _release_quietly(claim: Claim) -> None:
@@ -347,27 +394,38 @@ def _release_quietly(claim: Claim) -> None:
         job_release(claim)
 
 
-def job_finish(claim: Claim, store: Callable[[Job], None]) -> JobOutcome:
-    """Write the results and mark the job done in one transaction, only while the claim holds it."""
+def job_finish(
+    claim: Claim, store: Callable[[Job], None], *, cleanup: Callable[[], None] | None = None
+) -> JobOutcome:
+    """Write the results and mark the job done in one transaction, only while the claim holds it; then
+    call `cleanup` (whatever the outcome: the caller's scratch files, say) and, when done, the job's
+    `on_done` hook."""
     with transaction.atomic():
         job = claim.rows().select_for_update().first()
         if job is None:
-            return JobOutcome("lost")
-        try:
-            with transaction.atomic():
-                store(job)
-        except (JobError, EvalCoreError) as error:
-            job_fail(claim, str(error))
-            return JobOutcome("failed")
-        job.status = JobStatus.DONE
-        job.progress = 1.0
-        job.progress_note = ""
-        job.error = ""
-        job.finished_at = timezone.now()
-        job.lease_token = None
-        job.lease_expires_at = None
-        job.save()
-    return JobOutcome("done")
+            outcome = JobOutcome("lost")
+        else:
+            try:
+                with transaction.atomic():
+                    store(job)
+            except INPUT_ERRORS as error:
+                job_fail(claim, str(error) or type(error).__name__)
+                outcome = JobOutcome("failed")
+            else:
+                job.status = JobStatus.DONE
+                job.progress = 1.0
+                job.progress_note = ""
+                job.error = ""
+                job.finished_at = timezone.now()
+                job.lease_token = None
+                job.lease_expires_at = None
+                job.save()
+                outcome = JobOutcome("done")
+    if cleanup is not None:
+        cleanup()
+    if job is not None and outcome.status == "done":
+        job.on_done()
+    return outcome
 
 
 # --- queueing -----------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Alert rules on any metric of the registry, the events they open and resolve, and their notifications.
 
-After a monitor run or an evaluation finishes, `alerts_check_monitor_run` / `alerts_check_evaluation`
-look at each enabled rule of its series: the rule's metric over the series' latest `consecutive`
+After a monitor run or an evaluation finishes, its job's `on_done` hook (`evalplatform.jobs`) calls
+`alerts_check_monitor_run` / `alerts_check_evaluation`, which look at each enabled rule of its series:
+the rule's metric over the series' latest `consecutive`
 observations, each checked with `evalcore.alerts.evaluate_rules` (a drift rule also needs its effect
 size above the threshold calibrated on the reference). When all of them break the threshold the rule
 fires: it opens an event, or, if one is already open, counts one more observation on it (no new
@@ -36,7 +37,8 @@ from evalcore.alerts import AlertRuleError, EffectRequirement, evaluate_rules, i
 from evalcore.jsonable import json_number
 from evalcore.metrics import Family, UnknownMetricError, metric_registry
 from evalplatform.auth import User
-from evalplatform.jobs import JobError, JobStatus, job_enqueue_on_commit
+from evalplatform.errors import InputError
+from evalplatform.jobs import JobStatus, job_enqueue_on_commit
 from evalplatform.models import Team
 from monitoring.models import (
     AlertEvent,
@@ -93,7 +95,7 @@ def alert_rule_create(
 ) -> AlertRule:
     """A rule on a stream's monitor runs, or on the evaluations of runs named `run_name` on `qrels`.
 
-    Raises `JobError` (a message for the user) for an unknown metric (with the closest names), a bad
+    Raises `InputError` (a message for the user) for an unknown metric (with the closest names), a bad
     comparator, severity, threshold or `on_undefined`, or a series of another team.
     """
     registry = metric_registry()
@@ -109,16 +111,16 @@ def alert_rule_create(
             effect=EffectRequirement(effect_metric, effect_threshold) if effect_metric else None,
         )  # fmt: skip
     except (UnknownMetricError, AlertRuleError, TypeError, ValueError) as error:
-        raise JobError(str(error)) from None
+        raise InputError(str(error)) from None
     if (stream is None) == (qrels is None):
-        raise JobError("A rule watches either a stream, or a run name on a qrels source.")
+        raise InputError("A rule watches either a stream, or a run name on a qrels source.")
     if qrels is not None and not run_name.strip():
-        raise JobError("Name the runs the rule watches (the run name, e.g. nightly).")
+        raise InputError("Name the runs the rule watches (the run name, e.g. nightly).")
     owner = stream.team_id if stream is not None else qrels.team_id  # type: ignore[union-attr]
     if owner != team.pk or any(channel.team_id != team.pk for channel in channels):
-        raise JobError("The series and the channels must belong to the rule's team.")
+        raise InputError("The series and the channels must belong to the rule's team.")
     if not 1 <= consecutive <= MAX_CONSECUTIVE:
-        raise JobError(f"consecutive must lie between 1 and {MAX_CONSECUTIVE}.")
+        raise InputError(f"consecutive must lie between 1 and {MAX_CONSECUTIVE}.")
     rule = AlertRule.objects.create(
         team=team, name=rule_spec_check.name, metric=metric, comparator=comparator, threshold=float(threshold),
         severity=severity, consecutive=consecutive, cooldown_minutes=cooldown_minutes, effect_metric=effect_metric,

@@ -30,6 +30,7 @@ from evalcore.retrieval import Qrels, RetrievalResult, evaluate, parse_measures
 from evalcore.retrieval import Run as RunData
 from evalcore.stats import DEFAULT_BOOTSTRAP
 from evalplatform.auth import User
+from evalplatform.errors import InputError
 from evalplatform.jobs import JobError, JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
 from monitoring.models import (
     DEFAULT_MEASURES,
@@ -89,11 +90,11 @@ def check_measures(measures: Sequence[str]) -> list[str]:
     """The measure names, checked against the registry (an unknown one suggests the closest names)."""
     names = [name.strip() for name in measures if name.strip()]
     if not names:
-        raise JobError("Choose at least one measure.")
+        raise InputError("Choose at least one measure.")
     try:
         parse_measures(names)
     except Exception as error:
-        raise JobError(str(error)) from None
+        raise InputError(str(error)) from None
     return names
 
 
@@ -114,10 +115,10 @@ def evaluation_create(
     """The evaluation of `run` on `qrels` with these options, queued on commit.
 
     The same request finds the same evaluation: a done one is returned as it is, a failed one is reset
-    and queued again. Raises `JobError` for unknown measures or a run and qrels of different teams.
+    and queued again. Raises `InputError` for unknown measures or a run and qrels of different teams.
     """
     if run.team_id != qrels.team_id:
-        raise JobError("The run and the qrels belong to different teams.")
+        raise InputError("The run and the qrels belong to different teams.")
     names = check_measures(measures)
     key = options_key(measures=names, rel_level=rel_level, complete=complete)
     evaluation, created = Evaluation.objects.select_for_update().get_or_create(
@@ -161,14 +162,9 @@ class EvaluationOutput:
 
 
 def evaluation_run(*, evaluation_id: int) -> JobOutcome:
-    """Claim, compute and store an evaluation (the task's one call), then check the alert rules on its
-    series (its run's name on its qrels). Idempotent."""
-    outcome = job_run(Evaluation, pk=evaluation_id, compute=_evaluate, store=_store_evaluation)
-    if outcome.status == "done":
-        from monitoring.alerts import alerts_check_evaluation
-
-        alerts_check_evaluation(evaluation_id=evaluation_id)
-    return outcome
+    """Claim, compute and store an evaluation (the task's one call); once done, `Evaluation.on_done` checks
+    the alert rules on its series (its run's name on its qrels). Idempotent."""
+    return job_run(Evaluation, pk=evaluation_id, compute=_evaluate, store=_store_evaluation)
 
 
 def _evaluate(evaluation: Evaluation, progress: ProgressFn) -> EvaluationOutput:
@@ -265,17 +261,17 @@ def comparison_create(
     """A comparison of at least two of the team's runs on `qrels`, queued on commit."""
     distinct = list({run.pk: run for run in runs}.values())
     if len(distinct) < 2:
-        raise JobError("Choose at least two different runs to compare.")
+        raise InputError("Choose at least two different runs to compare.")
     if any(run.team_id != qrels.team_id for run in distinct):
-        raise JobError("Every run must belong to the qrels' team.")
+        raise InputError("Every run must belong to the qrels' team.")
     if test not in Comparison.Test.values:
-        raise JobError(f"Unknown test {test!r}; choose {', '.join(Comparison.Test.values)}.")
+        raise InputError(f"Unknown test {test!r}; choose {', '.join(Comparison.Test.values)}.")
     if correction not in Comparison.Correction.values:
-        raise JobError(
+        raise InputError(
             f"Unknown correction {correction!r}; choose {', '.join(Comparison.Correction.values)}."
         )
     if not 0 < alpha < 1:
-        raise JobError("alpha must lie strictly between 0 and 1.")
+        raise InputError("alpha must lie strictly between 0 and 1.")
     comparison = Comparison.objects.create(
         team_id=qrels.team_id, qrels=qrels, measures=check_measures(measures), rel_level=rel_level,
         complete=complete, test=test, correction=correction, alpha=alpha, created_by=created_by,

@@ -13,7 +13,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from annotations.models import QrelsBuild
-from evalplatform.jobs import JobError
+from evalplatform.errors import InputError
 from evalplatform.models import Team
 from monitoring import selectors
 from monitoring.evaluations import check_measures
@@ -98,7 +98,7 @@ class MeasuresMixin(forms.Form):
         names = list(dict.fromkeys([*cleaned.get("measures", []), *extra]))
         try:
             cleaned["measure_names"] = check_measures(names)
-        except JobError as error:
+        except InputError as error:
             self.add_error("more_measures" if extra else "measures", str(error))
         return cleaned
 

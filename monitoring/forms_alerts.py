@@ -8,7 +8,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from evalcore.alerts import COMPARATORS, SEVERITIES
-from evalplatform.jobs import JobError
+from evalplatform.errors import InputError
 from evalplatform.models import Team
 from monitoring.models import AlertRule, EmbeddingStream, NotificationChannel, QrelsSource
 from monitoring.notifications import webhook_url_check
@@ -77,7 +77,7 @@ class ChannelForm(forms.ModelForm):
         if kind == NotificationChannel.Kind.WEBHOOK:
             try:
                 webhook_url_check(target)
-            except JobError as error:
+            except InputError as error:
                 self.add_error("target", str(error))
         if kind == NotificationChannel.Kind.EMAIL and not all(
             "@" in p for p in target.split(",") if p.strip()

@@ -25,6 +25,7 @@ from django.core.mail import send_mail
 
 from evalcore.metrics import metric_registry
 from evalplatform import outbound
+from evalplatform.errors import InputError
 from evalplatform.jobs import JobError, JobOutcome, ProgressFn, job_run
 from monitoring.models import AlertEvent, Notification, NotificationChannel
 
@@ -108,11 +109,11 @@ def webhook_timeout() -> float:
 
 def webhook_url_check(url: str) -> str:
     """The check of a webhook's URL when a channel is saved (the form and the API): the URL, stripped, or
-    JobError saying why it is refused."""
+    InputError saying why it is refused."""
     try:
         outbound.url_check(url, allowed=allowed_networks())
     except outbound.OutboundRefused as error:
-        raise JobError(str(error)) from None
+        raise InputError(str(error)) from None
     return url.strip()
 
 

@@ -26,6 +26,7 @@ from annotations.models import QrelsBuild
 from evalcore import trec
 from evalcore.errors import EvalCoreError, FormatError
 from evalplatform.auth import User
+from evalplatform.errors import InputError
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team
 from evalplatform.uploads import stored_file, upload_chunks, upload_name, upload_size, upload_too_large
@@ -36,7 +37,7 @@ SNIFF_LINES = 2_000
 SUFFIXES = (".trec", ".txt", ".run", ".qrels", ".tsv", ".jsonl", ".json", "")
 
 
-class UploadError(EvalCoreError, ValueError):
+class UploadError(InputError, EvalCoreError, ValueError):
     """An upload refused; the message names the file and, where it can, the line."""
 
 

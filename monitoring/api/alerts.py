@@ -19,7 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from evalcore.alerts import COMPARATORS, SEVERITIES
-from evalplatform.jobs import JobError
+from evalplatform.errors import InputError
 from evalplatform.models import Team
 from evalplatform.teams import get_team_for_member
 from monitoring import alerts
@@ -48,7 +48,7 @@ class ChannelIn(serializers.Serializer):
         if attrs["kind"] == "webhook":
             try:
                 webhook_url_check(target)
-            except JobError as error:
+            except InputError as error:
                 raise serializers.ValidationError({"target": [str(error)]}) from None
         if attrs["kind"] == "email" and not all("@" in part for part in target.split(",") if part.strip()):
             raise serializers.ValidationError({"target": ["Give email addresses, separated by commas."]})
@@ -228,7 +228,7 @@ def rule_list(request: Request, team: str) -> Response:
     data.is_valid(raise_exception=True)
     try:
         rule = alerts.alert_rule_create(team=membership.team, created_by=request.user, **data.validated_data)
-    except JobError as error:
+    except InputError as error:
         field = "metric" if "metric" in str(error) else "non_field_errors"
         raise serializers.ValidationError({field: [str(error)]}) from None
     return Response(RuleOut(_rules(membership.team).get(pk=rule.pk)).data, status=status.HTTP_201_CREATED)

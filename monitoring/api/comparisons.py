@@ -10,7 +10,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from evalplatform.jobs import JobError
+from evalplatform.errors import InputError
 from evalplatform.teams import get_team_for_member
 from monitoring import evaluations
 from monitoring.api import queries
@@ -62,7 +62,7 @@ def comparison_list(request: Request, team: str) -> Response:
     data.is_valid(raise_exception=True)
     try:
         created = evaluations.comparison_create(created_by=request.user, **data.validated_data)
-    except JobError as error:
+    except InputError as error:
         raise serializers.ValidationError({"non_field_errors": [str(error)]}) from None
     comparison = queries.get_comparison(team=membership.team, pk=created.pk)
     body = ComparisonDetailOut(comparison, context={"request": request}).data

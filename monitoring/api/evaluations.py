@@ -17,7 +17,8 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from evalplatform.jobs import JobError, JobStatus
+from evalplatform.errors import InputError
+from evalplatform.jobs import JobStatus
 from evalplatform.teams import get_team_for_member
 from monitoring import evaluations, selectors
 from monitoring.api import queries
@@ -91,7 +92,7 @@ def evaluation_list(request: Request, team: str) -> Response:
     data.is_valid(raise_exception=True)
     try:
         created = evaluations.evaluation_create(created_by=request.user, **data.validated_data)
-    except JobError as error:
+    except InputError as error:
         raise serializers.ValidationError({"non_field_errors": [str(error)]}) from None
     evaluation = queries.get_evaluation(team=membership.team, pk=created.pk)
     body = EvaluationOut(evaluation, context={"request": request}).data

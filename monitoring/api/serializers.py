@@ -15,7 +15,8 @@ from rest_framework import serializers
 
 from evalcore.comparison import mean_rule, paired_rule
 from evalcore.metrics import FAMILIES
-from evalplatform.jobs import JobError, JobStatus
+from evalplatform.errors import InputError
+from evalplatform.jobs import JobStatus
 from evalplatform.models import TeamMembership
 from monitoring import evaluations
 from monitoring.models import DEFAULT_MEASURES, Comparison, QrelsSource, Run
@@ -252,7 +253,7 @@ class TeamObjectField(serializers.PrimaryKeyRelatedField):
 def checked_measures(names: list[str]) -> list[str]:
     try:
         return evaluations.check_measures(names)
-    except JobError as error:
+    except InputError as error:
         raise serializers.ValidationError(str(error)) from None
 
 

@@ -23,7 +23,8 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from evalplatform.jobs import JobError, JobStatus
+from evalplatform.errors import InputError
+from evalplatform.jobs import JobStatus
 from evalplatform.teams import get_team_for_member
 from monitoring import monitors
 from monitoring.api.alerts import EventOut
@@ -35,7 +36,7 @@ TAGS = ["monitoring: embedding streams"]
 QUEUE_AGAIN = "POST the stream's monitor/ (or run `monitor_stream`) to queue it again."
 
 
-def _refused(error: JobError) -> serializers.ValidationError:
+def _refused(error: InputError) -> serializers.ValidationError:
     return serializers.ValidationError({getattr(error, "field", "non_field_errors"): [str(error)]})
 
 
@@ -272,7 +273,7 @@ def stream_list(request: Request, team: str) -> Response:
     data.is_valid(raise_exception=True)
     try:
         stream = monitors.stream_create(team=membership.team, created_by=request.user, **data.validated_data)
-    except JobError as error:
+    except InputError as error:
         raise _refused(error) from None
     return Response(
         EmbeddingStreamOut(_fresh(stream), context={"request": request}).data,
@@ -303,7 +304,7 @@ def stream_schedule(request: Request, team: str, stream: str) -> Response:
     data.is_valid(raise_exception=True)
     try:
         monitors.stream_schedule_set(stream=found, **data.validated_data)
-    except JobError as error:
+    except InputError as error:
         raise _refused(error) from None
     return Response(EmbeddingStreamOut(_fresh(found), context={"request": request}).data)
 
@@ -396,7 +397,7 @@ def snapshot_list(request: Request, team: str, stream: str) -> Response:
             snapshot = monitors.snapshot_upload(stream=found, upload=values["file"], **options)
         else:
             snapshot = monitors.snapshot_from_vectors(stream=found, vectors=values["vectors"], **options)
-    except JobError as error:
+    except InputError as error:
         raise _refused(error) from None
     body = EmbeddingSnapshotOut(snapshot, context={"request": request}).data
     run = (

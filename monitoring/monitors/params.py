@@ -8,10 +8,10 @@ from typing import Any
 
 from evalcore.embeddings import MonitorParams
 from evalcore.errors import EvalCoreError
-from evalplatform.jobs import JobError
+from evalplatform.errors import InputError
 
 
-class MonitorInputError(JobError):
+class MonitorInputError(InputError):
     """A request refused; `field` names the input at fault, so the API's 400 can name it."""
 
     def __init__(self, message: str, *, field: str = "non_field_errors") -> None:

@@ -24,25 +24,21 @@ from django.db.models import F
 from django.utils import timezone
 
 from evalcore.embeddings import MonitorParams
-from evalcore.errors import EvalCoreError
 from evalcore.jsonable import json_number
 from evalplatform.jobs import (
-    TRANSIENT_ERRORS,
     Claim,
     JobError,
     JobOutcome,
     JobStatus,
     Progress,
     ProgressFn,
+    job_attempt,
     job_claim,
     job_enqueue_on_commit,
-    job_fail,
     job_finish,
     job_release,
     job_run,
-    lease_kept,
 )
-from monitoring import alerts
 from monitoring.models import (
     EmbeddingSnapshot,
     EmbeddingStream,
@@ -383,14 +379,9 @@ def _store(run: MonitorRun, output: MonitorOutput) -> None:
     metric_values_write(job=run, series=stream_series(run.stream), observed_at=run.observed_at, values=values)
 
 
-def _finished(run_id: int, outcome: JobOutcome) -> JobOutcome:
-    if outcome.status == "done":
-        alerts.alerts_check_monitor_run(run_id=run_id)
-    return outcome
-
-
 def monitor_run(*, run_id: int, queue: str | None = None, split: bool = True) -> JobOutcome | Split:
-    """Compute a monitor run (the task's one call), then check the stream's alert rules. Idempotent.
+    """Compute a monitor run (the task's one call); once done, `MonitorRun.on_done` checks the stream's
+    alert rules. Idempotent.
 
     A run planned over several chunks is claimed here and handed to a chord on `queue` (`Split`), when
     `split` and Celery has a result backend; otherwise it is computed in this process.
@@ -400,7 +391,7 @@ def monitor_run(*, run_id: int, queue: str | None = None, split: bool = True) ->
         return JobOutcome("missing")
     if split and run.chunks > 1 and chord_available() and not run.is_finished:
         return _dispatch(run, queue=queue)
-    return _finished(run_id, job_run(MonitorRun, pk=run_id, compute=_compute_single, store=_store))
+    return job_run(MonitorRun, pk=run_id, compute=_compute_single, store=_store)
 
 
 def chunk_ranges(rows: int, chunks: int) -> list[tuple[int, int]]:
@@ -470,21 +461,17 @@ def monitor_chunk(*, run_id: int, token: str, start: int, stop: int) -> str | No
     run = claim.rows().select_related("stream__team", "snapshot").first()
     if run is None:
         return None
-    try:
-        with lease_kept(claim):
-            summary = _summarize(run.snapshot, _params(run), _device(), start=start, stop=stop)
-            storage = run.snapshot.file.storage
-            name = storage.save(
-                f"{_chunk_dir(run)}/run{run.pk}-{token}-{start}.npz", ContentFile(summary.to_bytes())
-            )
-    except TRANSIENT_ERRORS:
-        raise
-    except (JobError, EvalCoreError) as error:
-        job_fail(claim, f"rows {start}:{stop}: {error}")
-        return None
-    except Exception as error:
-        logger.exception("chunk %s:%s of monitor run %s failed", start, stop, run_id)
-        job_fail(claim, f"rows {start}:{stop}: {type(error).__name__}: {error}")
+    storage = run.snapshot.file.storage
+
+    def summarize_rows() -> str:
+        summary = _summarize(run.snapshot, _params(run), _device(), start=start, stop=stop)
+        name = storage.save(
+            f"{_chunk_dir(run)}/run{run.pk}-{token}-{start}.npz", ContentFile(summary.to_bytes())
+        )
+        return str(name)
+
+    name = job_attempt(claim, summarize_rows, release=False, where=f"rows {start}:{stop}")
+    if isinstance(name, JobOutcome):
         return None
     if not claim.rows().exists():
         storage.delete(name)
@@ -496,7 +483,8 @@ def monitor_chunk(*, run_id: int, token: str, start: int, stop: int) -> str | No
 
 def monitor_merge(*, run_id: int, token: str, names: Sequence[str | None]) -> JobOutcome:
     """The chord's callback: merge the chunks' summaries, compute the metrics, store them under the claim
-    (`job_finish`), then check the alert rules. `lost` when the claim no longer holds the run."""
+    (`job_finish`, which calls `MonitorRun.on_done`: the alert rules). `lost` when the claim no longer
+    holds the run."""
     from evalcore.embeddings import load_summary, merge_summaries
 
     claim = _chord_claim(run_id, token)
@@ -506,31 +494,27 @@ def monitor_merge(*, run_id: int, token: str, names: Sequence[str | None]) -> Jo
             _remove_chunk_files(run, names)
         return JobOutcome("lost")
     storage = run.snapshot.file.storage
-    try:
-        with lease_kept(claim):
-            Progress(claim)(0.6, "merging the chunks")
-            summary = merge_summaries([load_summary(storage.path(name)) for name in names])  # type: ignore[arg-type]
-            if run.reference_id == run.snapshot_id:  # a reference's run: every later run reads its summary
-                _cache_summary(run.snapshot, summary, summary_key(_params(run)))
-            output = _evaluate(
-                run,
-                summary,
-                params=_params(run),
-                device=_device(),
-                progress=Progress(claim),
-                chunks=len(names),
-            )
-    except TRANSIENT_ERRORS:
-        raise
-    except (JobError, EvalCoreError, OSError) as error:
-        job_fail(claim, str(error))
+
+    def merge() -> MonitorOutput:
+        Progress(claim)(0.6, "merging the chunks")
+        summary = merge_summaries([load_summary(storage.path(name)) for name in names])  # type: ignore[arg-type]
+        if run.reference_id == run.snapshot_id:  # a reference's run: every later run reads its summary
+            _cache_summary(run.snapshot, summary, summary_key(_params(run)))
+        return _evaluate(
+            run,
+            summary,
+            params=_params(run),
+            device=_device(),
+            progress=Progress(claim),
+            chunks=len(names),
+        )
+
+    output = job_attempt(claim, merge, fail_on=(OSError,), release=False)
+    if isinstance(output, JobOutcome):
         _remove_chunk_files(run, names)
-        return JobOutcome("failed")
-    except Exception as error:
-        logger.exception("merging monitor run %s failed", run_id)
-        job_fail(claim, f"{type(error).__name__}: {error}")
-        _remove_chunk_files(run, names)
-        return JobOutcome("failed")
-    outcome = job_finish(claim, lambda job: _store(job, output))  # type: ignore[arg-type]
-    _remove_chunk_files(run, names)
-    return _finished(run_id, outcome)
+        return output
+    return job_finish(
+        claim,
+        lambda job: _store(job, output),  # type: ignore[arg-type]
+        cleanup=lambda: _remove_chunk_files(run, names),
+    )

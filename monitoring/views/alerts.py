@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from evalcore.metrics import metric_registry
 from evalplatform.auth import SignedInRequest
-from evalplatform.jobs import JobError
+from evalplatform.errors import InputError
 from evalplatform.teams import get_team_for_member
 from monitoring import alerts
 from monitoring.forms_alerts import ChannelForm, RuleForm
@@ -63,7 +63,7 @@ def rule_create(request: SignedInRequest, team: str) -> HttpResponse:
     if form.is_valid():
         try:
             alerts.alert_rule_create(team=found, created_by=request.user, **form.cleaned_data)
-        except JobError as error:
+        except InputError as error:
             form.add_error("metric" if "metric" in str(error) else None, str(error))
         else:
             messages.success(request, f"Added the rule {form.cleaned_data['name']}.")

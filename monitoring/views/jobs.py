@@ -12,7 +12,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from evalplatform.auth import SignedInRequest
-from evalplatform.jobs import JobError, JobStatus
+from evalplatform.errors import InputError
+from evalplatform.jobs import JobStatus
 from evalplatform.teams import get_team_for_member
 from monitoring import evaluations, selectors
 from monitoring.forms import ComparisonForm, EvaluationForm
@@ -39,7 +40,7 @@ def evaluation_create(request: SignedInRequest, team: str) -> HttpResponse:
                 run=form.run, qrels=form.qrels, measures=data["measure_names"], rel_level=data["rel_level"],
                 complete=data["complete"], created_by=request.user,
             )  # fmt: skip
-        except JobError as exc:
+        except InputError as exc:
             form.add_error(None, str(exc))
         else:
             if evaluation.status == JobStatus.DONE:
@@ -68,7 +69,7 @@ def comparison_create(request: SignedInRequest, team: str) -> HttpResponse:
                 rel_level=data["rel_level"], complete=data["complete"], test=data["test"],
                 correction=data["correction"], alpha=data["alpha"], created_by=request.user,
             )  # fmt: skip
-        except JobError as exc:
+        except InputError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Comparison of {len(data['runs'])} runs queued.")

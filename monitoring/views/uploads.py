@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from evalplatform.auth import SignedInRequest
-from evalplatform.jobs import JobError
+from evalplatform.errors import InputError
 from evalplatform.models import TeamMembership
 from evalplatform.teams import get_team_for_member
 from monitoring import evaluations, selectors, uploads
@@ -53,7 +53,7 @@ def _evaluate_uploaded(request: SignedInRequest, run: Run, qrels: QrelsSource) -
         evaluation = evaluations.evaluation_create(
             run=run, qrels=qrels, measures=DEFAULT_MEASURES, created_by=request.user
         )
-    except JobError as exc:  # the run is kept; the evaluation can be started again from its page
+    except InputError as exc:  # the run is kept; the evaluation can be started again from its page
         messages.error(request, f"The evaluation was not started: {exc}")
         return redirect(run.get_absolute_url())
     messages.success(request, f"Evaluating it on {qrels.name}; the page follows the job.")

@@ -15,7 +15,8 @@ from django.utils import timezone
 from annotations.models import Project, QualityRecompute
 from evalcore.errors import FormatError
 from evalplatform import jobs
-from evalplatform.jobs import Claim, JobError, JobOutcome, job_claim, job_run
+from evalplatform.errors import InputError
+from evalplatform.jobs import Claim, JobError, JobOutcome, job_attempt, job_claim, job_run
 from tests.annotations.conftest import build_project
 from tests.conftest import QueuedTasks
 
@@ -87,6 +88,19 @@ class TestRun:
         assert job.progress_note == "" and job.finished_at and job.seconds is not None
         assert run(job, lambda job, progress: 43) == JobOutcome("finished")
 
+    def test_it_calls_the_on_done_hook_once_a_job_is_done_and_only_then(
+        self, job: QualityRecompute, project: Project, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        done: list[tuple[int, str]] = []
+        monkeypatch.setattr(
+            QualityRecompute, "on_done", lambda self: done.append((self.pk, self.status)), raising=False
+        )
+        assert run(job, lambda job, progress: 1) == JobOutcome("done")
+        assert run(job, lambda job, progress: 2) == JobOutcome("finished")
+        failing = QualityRecompute.objects.create(project=project)
+        assert run(failing, lambda job, progress: 1 / 0) == JobOutcome("failed")
+        assert done == [(job.pk, "done")]
+
     def test_it_fails_a_job_on_bad_input_with_the_message_for_the_user(self, job: QualityRecompute) -> None:
         def bad_file(job: Any, progress: Any) -> None:
             raise FormatError("run.txt", 3, "expected 6 columns, found 4")
@@ -109,6 +123,17 @@ class TestRun:
             assert message in job.error
             job.delete()
 
+    def test_it_fails_a_job_with_the_message_of_an_input_error_a_service_raised(
+        self, job: QualityRecompute
+    ) -> None:
+        def service_refuses(job: Any, progress: Any) -> None:
+            raise InputError("Choose at least one measure.")
+
+        assert issubclass(JobError, InputError) and not issubclass(InputError, JobError)
+        assert run(job, service_refuses) == JobOutcome("failed")
+        job.refresh_from_db()
+        assert (job.status, job.error) == ("failed", "Choose at least one measure.")
+
     def test_it_releases_the_job_after_a_transient_error_for_the_retry(self, job: QualityRecompute) -> None:
         def database_away(job: Any, progress: Any) -> None:
             raise OperationalError("server closed the connection unexpectedly")
@@ -118,6 +143,28 @@ class TestRun:
         job.refresh_from_db()
         assert (job.status, job.attempts, job.lease_token) == ("pending", 1, None)
         assert run(job, lambda job, progress: 1) == JobOutcome("done")
+
+    def test_it_keeps_the_claim_of_a_piece_across_its_retry_and_says_where_it_failed(
+        self, job: QualityRecompute
+    ) -> None:
+        claim = job_claim(QualityRecompute, pk=job.pk)
+        assert isinstance(claim, Claim)
+
+        def database_away() -> None:
+            raise OperationalError("server closed the connection unexpectedly")
+
+        with pytest.raises(OperationalError):
+            job_attempt(claim, database_away, release=False, where="rows 0:10")
+        job.refresh_from_db()
+        assert (job.status, job.lease_token) == ("running", claim.token)
+        assert job_attempt(claim, lambda: 7, release=False) == 7
+
+        def missing_file() -> None:
+            raise OSError("no such chunk")
+
+        assert job_attempt(claim, missing_file, fail_on=(OSError,), where="rows 0:10") == JobOutcome("failed")
+        job.refresh_from_db()
+        assert (job.status, job.error) == ("failed", "rows 0:10: no such chunk")
 
     def test_it_discards_the_result_when_another_worker_took_the_job_over(
         self, job: QualityRecompute

@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from django.core import mail
 from django.utils import timezone
 
-from evalplatform.jobs import JobError
+from evalplatform.errors import InputError
 from evalplatform.models import Team
 from monitoring import alerts, evaluations, notifications, uploads
 from monitoring.models import (
@@ -102,13 +102,13 @@ def events(target: AlertRule) -> list[tuple[str, int]]:
 @pytest.mark.django_db
 class TestRules:
     def test_it_refuses_an_unknown_metric_with_the_closest_names(self, stream: EmbeddingStream) -> None:
-        with pytest.raises(JobError, match="did you mean 'avg_cosine_similarity'"):
+        with pytest.raises(InputError, match="did you mean 'avg_cosine_similarity'"):
             rule(stream, metric="avg_cosine_similarty")
-        with pytest.raises(JobError, match="comparator"):
+        with pytest.raises(InputError, match="comparator"):
             rule(stream, comparator="=>")
 
     def test_it_refuses_a_series_of_another_team(self, stream: EmbeddingStream, other_team: Team) -> None:
-        with pytest.raises(JobError, match="same team|rule's team"):
+        with pytest.raises(InputError, match="same team|rule's team"):
             alerts.alert_rule_create(
                 team=other_team, stream=stream, name="x", metric="mmd_p_value", comparator="<", threshold=0.01
             )

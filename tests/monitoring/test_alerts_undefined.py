@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from evalplatform.jobs import JobError
+from evalplatform.errors import InputError
 from evalplatform.models import Team
 from monitoring import alerts
 from monitoring.models import AlertEvent, AlertRule, MonitorRun
@@ -158,7 +158,7 @@ class TestOnUndefined:
         assert (opened.status, opened.value, opened.latest_value) == ("open", None, None)
 
     def test_it_refuses_an_unknown_policy(self, stream: Any, theo: User, client: Client) -> None:
-        with pytest.raises(JobError, match="on_undefined"):
+        with pytest.raises(InputError, match="on_undefined"):
             rule(stream, on_undefined="shrug")
         client.force_login(theo)
         body = {"name": "r", "metric": "avg_cosine_similarity", "comparator": ">", "threshold": 0.3,

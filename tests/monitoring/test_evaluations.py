@@ -16,7 +16,7 @@ from django.core.management import call_command
 from evalcore import trec
 from evalcore.comparison import align_results, compare_scores
 from evalcore.retrieval import evaluate
-from evalplatform.jobs import JobError
+from evalplatform.errors import InputError
 from evalplatform.models import Team
 from monitoring import evaluations, uploads
 from monitoring.models import ComparisonPair, ComparisonSummary, Evaluation, EvaluationResult
@@ -125,10 +125,10 @@ class TestEvaluation:
 
     def test_it_refuses_unknown_measures_and_other_teams_runs(self, sources: Any, other_team: Team) -> None:
         qrels, run, _ = sources
-        with pytest.raises(JobError, match="unknown measure"):
+        with pytest.raises(InputError, match="unknown measure"):
             evaluations.evaluation_create(run=run, qrels=qrels, measures=["mpa"], enqueue=False)
         foreign = uploads.run_upload(team=other_team, upload=upload("f.run", RUN(4, 1.0)))
-        with pytest.raises(JobError, match="different teams"):
+        with pytest.raises(InputError, match="different teams"):
             evaluations.evaluation_create(run=foreign, qrels=qrels, enqueue=False)
 
     def test_it_queues_the_job_on_the_heavy_queue_after_commit(
@@ -213,7 +213,7 @@ class TestComparison:
 
     def test_it_needs_two_runs(self, sources: Any) -> None:
         qrels, good, _ = sources
-        with pytest.raises(JobError, match="two different runs"):
+        with pytest.raises(InputError, match="two different runs"):
             evaluations.comparison_create(qrels=qrels, runs=[good, good], enqueue=False)
 
 

@@ -23,7 +23,8 @@ from tqdm import tqdm
 from annotations.models import Project, QrelsBuild
 from evalcore.retrieval import parse_measures
 from evalplatform.auth import User
-from evalplatform.jobs import JobError, JobStatus, job_enqueue
+from evalplatform.errors import InputError
+from evalplatform.jobs import JobStatus, job_enqueue
 from evalplatform.models import Team
 from monitoring import evaluations, selectors, uploads
 from monitoring.management.commands.upload_run import (
@@ -113,7 +114,7 @@ class Command(BaseCommand):
         team, user = team_and_user(options["team"], options["user"])
         try:
             measures = evaluations.check_measures(options["measures"] or DEFAULT_MEASURES)
-        except JobError as error:
+        except InputError as error:
             raise CommandError(str(error)) from None
         run = self.find_run(options["run"], team=team, user=user, fmt=options["run_format"])
         qrels = self.find_qrels(options["qrels"], team=team, user=user, fmt=options["qrels_format"])
@@ -122,7 +123,7 @@ class Command(BaseCommand):
                 run=run, qrels=qrels, measures=measures, rel_level=options["level"],
                 complete=options["complete"], created_by=user, enqueue=not options["sync"],
             )  # fmt: skip
-        except JobError as error:
+        except InputError as error:
             raise CommandError(str(error)) from None
         evaluation.refresh_from_db()
         if evaluation.status == JobStatus.DONE:
