@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "evalplatform",
     "annotations",
     "monitoring",
+    "portal",
 ]
 
 MIDDLEWARE = [
@@ -280,7 +281,7 @@ REST_FRAMEWORK = {
     # Token first: a request with no credentials gets 401 with a `WWW-Authenticate: Token` challenge (the
     # first class's), as HTTP says, rather than the 403 that session authentication answers.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "evalplatform.authentication.TokenAuthentication",
+        "portal.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

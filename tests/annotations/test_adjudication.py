@@ -16,7 +16,7 @@ from annotations.demo import demo_annotations_simulate, demo_project_create
 from annotations.models import Adjudication, Annotation, Project, ProjectMembership, QrelsBuild, Task, Topic
 from annotations.quality import quality_snapshot_refresh
 from annotations.services import attention_check_create
-from evalplatform.demo import demo_accounts_create
+from portal.demo import demo_accounts_create
 from tests.annotations.conftest import build_project, record_answers
 
 

@@ -17,7 +17,7 @@ from django.test import Client
 from annotations import adjudication, qrels
 from annotations.demo import DEMO_LEAD, demo_annotations_simulate, demo_project_create
 from annotations.models import Annotation, Document, GoldLabel, Project, QrelsBuild, Task
-from evalplatform.demo import demo_accounts_create
+from portal.demo import demo_accounts_create
 from tests.annotations.conftest import build_project
 
 

@@ -22,9 +22,9 @@ from annotations.demo import (
     demo_summary,
 )
 from annotations.models import Annotation, Project, QrelsBuild
-from evalplatform.demo import demo_accounts_create
 from monitoring.demo import DEMO_EDITOR, DemoSearchTeam, demo_search_team_load, demo_team_summary
 from monitoring.demo_streams import demo_stream_load
+from portal.demo import demo_accounts_create
 
 
 class Command(BaseCommand):

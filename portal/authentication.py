@@ -1,4 +1,7 @@
-"""How API requests sign in: DRF's token scheme with its lookup written out, and DRF's session scheme."""
+"""How API requests sign in: DRF's token scheme with its lookup written out, and DRF's session scheme.
+
+In the composition layer because a judging request's sign-in reads the judge's project membership in the
+same statement (`annotations.hotpath`), while every other API request uses the toolkit's `sqlrows`."""
 
 from __future__ import annotations
 
