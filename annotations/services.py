@@ -43,7 +43,7 @@ from annotations.models import (
     Task,
     Topic,
 )
-from annotations.quality import quality_recompute_request
+from annotations.quality.services import quality_recompute_request
 from evalplatform.auth import User
 
 Role = ProjectMembership.Role
