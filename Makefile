@@ -30,7 +30,7 @@ lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff format --check .
 
 typecheck: $(VENV)/.dev-installed
-	DEBUG=true $(VENV)/bin/mypy evalcore evalplatform series annotations monitoring
+	DEBUG=true $(VENV)/bin/mypy evalcore evalplatform series annotations monitoring portal
 
 pytest: $(VENV)/.dev-installed
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} \

@@ -2,7 +2,9 @@
 
 from django.urls import path
 
-from annotations import adjudication_api, api, quality_api
+from annotations import api
+from annotations.adjudication import api as adjudication_api
+from annotations.quality import api as quality_api
 
 app_name = "annotations-api"
 

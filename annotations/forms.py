@@ -1,4 +1,5 @@
-"""Forms of the lead pages: project settings, members and imports."""
+"""Forms of the lead pages: project settings, members and imports. (The quality page's forms, a qrels
+build's parameters and a lead's override, are `annotations.quality.forms`.)"""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
 from annotations.imports import DEFAULT_DEPTH, FORMATS, KINDS
-from annotations.models import MAX_GRADE, Project, ProjectMembership, QrelsBuild
-from evalcore.judging import DEFAULT_QRELS_PARAMS, QrelsParams
+from annotations.models import MAX_GRADE, Project, ProjectMembership
 from evalplatform.models import Team
 from evalplatform.teams import teams_for_user
 
@@ -188,39 +188,3 @@ class ImportForm(forms.Form):
         if kind and fmt and fmt not in FORMATS[kind]:
             raise ValidationError(f"{KINDS[kind]} can be read as {', '.join(FORMATS[kind])}, not {fmt}.")
         return cleaned
-
-
-class QrelsBuildForm(forms.Form):
-    """The parameters of a qrels build; the thresholds start at the project's."""
-
-    aggregation = forms.ChoiceField(
-        choices=QrelsBuild.Aggregation.choices, initial=DEFAULT_QRELS_PARAMS.aggregation
-    )
-    tolerance = forms.FloatField(
-        min_value=0,
-        max_value=QrelsParams.MAX_TOLERANCE,
-        initial=DEFAULT_QRELS_PARAMS.tolerance,
-        help_text="Keep a pair when its labels differ by at most this (±1 by default).",
-    )
-    min_labels = forms.IntegerField(
-        min_value=1,
-        max_value=QrelsParams.MAX_MIN_LABELS,
-        initial=DEFAULT_QRELS_PARAMS.min_labels,
-        label="Minimum labels per pair",
-    )
-    min_accuracy = forms.FloatField(min_value=0, max_value=1, label="Minimum accuracy on gold")
-    min_gold = forms.IntegerField(min_value=0, max_value=QrelsParams.MAX_MIN_GOLD, label="Minimum gold items")
-    # Unticked (the default, and a form posted without it) keeps adjudicated grades in the build.
-    ignore_adjudications = forms.BooleanField(
-        required=False, label="Leave out adjudicated grades", help_text="Judge every pair by the crowd alone."
-    )
-
-    @classmethod
-    def for_project(cls, project: Project, data: Any = None) -> QrelsBuildForm:
-        return cls(
-            data, initial={"min_accuracy": project.min_gold_accuracy, "min_gold": project.min_gold_items}
-        )
-
-
-class OverrideForm(forms.Form):
-    decision = forms.ChoiceField(choices=ProjectMembership.QualityOverride.choices)

@@ -8,8 +8,8 @@ Quality (docs/quality.md): a `QualitySnapshot` per project holds the figures the
 quality dashboard reads, written by a `QualityRecompute` job; a `QrelsBuild` is one immutable, versioned
 qrels snapshot whose judgments are `QrelsJudgment` rows. Both jobs follow `evalplatform.jobs.Job`.
 
-Write paths live in `annotations/services.py` (judging), `annotations/quality.py` and `annotations/qrels.py`;
-read queries in `annotations/selectors.py`.
+Write paths live in `annotations/services.py` (judging), `annotations/quality/services.py` and
+`annotations/qrels.py`; read queries in `annotations/selectors.py`.
 """
 
 from __future__ import annotations
@@ -541,8 +541,8 @@ class Adjudication(models.Model):
 class QualitySnapshot(models.Model):
     """The latest quality figures of a project, precomputed by `annotations.tasks.quality_recompute`.
 
-    The dashboard and the API only read this row (see `annotations/quality.py` for the figures and their
-    JSON shapes). `statistics` keeps the sufficient statistics (coincidence and pair-count matrices, one
+    The dashboard and the API only read this row (see `annotations/quality/services.py` for the figures and
+    their JSON shapes). `statistics` keeps the sufficient statistics (coincidence and pair-count matrices, one
     confusion matrix per annotator pair) the agreement figures were reduced from.
     """
 

@@ -31,7 +31,7 @@ from django.db.models import Max
 from django.http import HttpResponse
 
 from annotations.models import Adjudication, GoldLabel, Project, QrelsBuild, QrelsJudgment, Task
-from annotations.quality import project_answers, project_overrides, read_snapshot
+from annotations.quality.services import project_answers, project_overrides, read_snapshot
 from evalcore.judging import (
     DEFAULT_QRELS_PARAMS,
     EXPORT_FORMATS,

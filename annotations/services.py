@@ -10,7 +10,7 @@ one-live-reservation-per-annotator partial unique constraint back it up. Counter
 several tasks go in task id order, so lockers never deadlock.
 
 After an answer or an undo commits, the project's quality recompute is requested (debounced, and never
-failing the answer when the broker is down; see `annotations.quality.quality_recompute_request`).
+failing the answer when the broker is down; see `annotations.quality.services.quality_recompute_request`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from annotations.models import (
     Task,
     Topic,
 )
-from annotations.quality import quality_recompute_request
+from annotations.quality.services import quality_recompute_request
 from evalplatform.auth import User
 
 Role = ProjectMembership.Role

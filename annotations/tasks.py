@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from celery import Task, shared_task
 
-from annotations import imports, qrels, quality
+from annotations import imports, qrels
+from annotations.quality import services as quality
 from evalplatform.jobs import JOB_TASK_OPTIONS, job_task_result
 
 

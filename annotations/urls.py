@@ -2,7 +2,9 @@
 
 from django.urls import path
 
-from annotations import adjudication_views, quality_views, views
+from annotations import views
+from annotations.adjudication import views as adjudication_views
+from annotations.quality import views as quality_views
 
 app_name = "annotations"
 

@@ -1,4 +1,7 @@
-"""How API requests sign in: DRF's token scheme with its lookup written out, and DRF's session scheme."""
+"""How API requests sign in: DRF's token scheme with its lookup written out, and DRF's session scheme.
+
+The judging API's views set their own sign-in (`annotations.api.JudgingTokenAuthentication`), which reads
+the judge's project membership in the same statement; every other API request uses this one."""
 
 from __future__ import annotations
 

@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "series",
     "annotations",
     "monitoring",
+    "portal",
 ]
 
 MIDDLEWARE = [

@@ -6,12 +6,13 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from evalplatform import api, charts, csp, views
+from portal import views as portal_views
 
 urlpatterns = [
     # The judging API first: a URL is tried against the patterns in order, and every answer an annotator
     # gives comes this way (behind the pages' 60-odd patterns, matching cost a twentieth of a request).
     path("api/", include("annotations.api_urls")),
-    path("", views.home, name="home"),
+    path("", portal_views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("vendor/plotly-<str:version>.min.js", charts.plotly_js, name="plotly-js"),
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),

@@ -1,49 +1,16 @@
-"""Project-wide pages: the home page (with a team member's teams and latest evaluations) and the health
-endpoint."""
+"""Project-wide pages of the toolkit: the health endpoint. (The home page, which reads both apps, is
+`portal.views.home`.)"""
 
 from __future__ import annotations
 
 import hmac
 
 from django.conf import settings
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_safe
+from django.views.decorators.http import require_GET
 
-from annotations.selectors import annotator_open_projects
-from evalplatform.auth import SignedInRequest
 from evalplatform.health import health_report, public_health_report
-from evalplatform.roles import Role, user_roles
-from monitoring.alerts import team_open_events
-from monitoring.selectors import latest_evaluations, team_memberships
-
-#: How many of their teams' newest evaluations and open alerts a team member's home lists.
-HOME_EVALUATIONS = 10
-HOME_ALERTS = 20
-
-
-@login_required
-@require_safe
-def home(request: SignedInRequest) -> HttpResponse:
-    roles = user_roles(request.user)
-    memberships = team_memberships(user=request.user)
-    teams = [membership.team for membership in memberships]
-    return render(
-        request,
-        "evalplatform/home.html",
-        {
-            "roles": sorted(role.label for role in roles),
-            "is_annotator": Role.ANNOTATOR in roles,
-            "open_projects": annotator_open_projects(user=request.user),
-            "is_lead": Role.PROJECT_LEAD in roles or request.user.is_superuser,
-            "is_team_member": Role.TEAM_MEMBER in roles or request.user.is_superuser or bool(teams),
-            "memberships": memberships,
-            "evaluations": latest_evaluations(teams=teams, limit=HOME_EVALUATIONS) if teams else [],
-            "open_alerts": list(team_open_events(teams=teams)[:HOME_ALERTS]) if teams else [],
-        },
-    )
 
 
 @never_cache

@@ -56,14 +56,23 @@ def get_qrels_source(*, team: Team, pk: Any) -> QrelsSource:
     )
 
 
-def get_evaluation(*, team: Team, pk: Any) -> Evaluation:
-    queryset = Evaluation.objects.filter(team=team).select_related("team", "run", "qrels", "created_by")
-    return get_one(queryset.prefetch_related("results"), pk, "evaluation")  # type: ignore[no-any-return]
+def get_evaluation(*, team: Team, pk: Any, per_query: bool = False) -> Evaluation:
+    """An evaluation with its run, qrels and results; the results' per-query arrays only with `per_query`
+    (the pages that draw or download them; the API reads a few measures' arrays apart, `per_query_values`)."""
+    return get_one(team_evaluations(team=team, per_query=per_query), pk, "evaluation")  # type: ignore[no-any-return]
 
 
-def get_comparison(*, team: Team, pk: Any) -> Comparison:
-    queryset = Comparison.objects.filter(team=team).select_related("team", "qrels", "created_by")
-    return get_one(queryset.prefetch_related("runs", "summaries", "pairs"), pk, "comparison")  # type: ignore[no-any-return]
+def get_comparison(*, team: Team, pk: Any, per_query: bool = False) -> Comparison:
+    """A comparison with its runs, summaries and pairs (each pair with its two runs); the summaries'
+    per-query arrays only with `per_query` (the page's differences between two runs)."""
+    summaries = ComparisonSummary.objects.select_related("run")
+    if not per_query:
+        summaries = summaries.defer("per_query")
+    pairs = ComparisonPair.objects.select_related("run_a", "run_b")
+    queryset = team_comparisons(team=team).prefetch_related(
+        Prefetch("summaries", queryset=summaries), Prefetch("pairs", queryset=pairs)
+    )
+    return get_one(queryset, pk, "comparison")  # type: ignore[no-any-return]
 
 
 TeamJob = Evaluation | Comparison | RecommendationEvaluation | FraudScoreEvaluation
@@ -98,20 +107,28 @@ def team_qrels_sources(*, team: Team) -> QuerySet[QrelsSource]:
     )
 
 
-def team_evaluations(*, team: Team) -> QuerySet[Evaluation]:
+#: The fields of a result that its aggregate needs: all but the per-query array.
+_RESULT_AGGREGATE = ("evaluation_id", "measure", "position", "value", "ci_low", "ci_high")
+
+
+def team_evaluations(*, team: Team, per_query: bool = False) -> QuerySet[Evaluation]:
+    """The team's evaluations, newest first, with their results (per-query arrays only with `per_query`)."""
+    results = (
+        EvaluationResult.objects.all() if per_query else EvaluationResult.objects.only(*_RESULT_AGGREGATE)
+    )
     return (
         Evaluation.objects.filter(team=team)
-        .select_related("run", "qrels", "created_by")
-        .prefetch_related(Prefetch("results", queryset=EvaluationResult.objects.only(
-            "evaluation_id", "measure", "position", "value", "ci_low", "ci_high")))
+        .select_related("team", "run", "qrels", "created_by")
+        .prefetch_related(Prefetch("results", queryset=results))
         .order_by("-created_at", "-pk")
-    )  # fmt: skip
+    )
 
 
 def team_comparisons(*, team: Team) -> QuerySet[Comparison]:
+    """The team's comparisons, newest first, with their runs."""
     return (
         Comparison.objects.filter(team=team)
-        .select_related("qrels", "created_by")
+        .select_related("team", "qrels", "created_by")
         .prefetch_related("runs")
         .order_by("-created_at", "-pk")
     )
@@ -276,10 +293,12 @@ def chosen_evaluation(*, run: Run, evaluations: list[Evaluation], pk: Any) -> Ev
     """The evaluation asked for (`?evaluation=`), with its per-query values; else the newest done one, else
     the newest of any status (so a running or failed job shows at the top); None without evaluations."""
     if pk not in (None, ""):
-        return get_evaluation(team=run.team, pk=pk) if _is_of_run(evaluations, pk) else _missing("evaluation")
+        if not _is_of_run(evaluations, pk):
+            return _missing("evaluation")
+        return get_evaluation(team=run.team, pk=pk, per_query=True)
     done = [evaluation for evaluation in evaluations if evaluation.status == JobStatus.DONE]
     newest = (done or evaluations)[0] if (done or evaluations) else None
-    return None if newest is None else get_evaluation(team=run.team, pk=newest.pk)
+    return None if newest is None else get_evaluation(team=run.team, pk=newest.pk, per_query=True)
 
 
 def _is_of_run(evaluations: list[Evaluation], pk: Any) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from annotations.adjudication import waiting_count
+from annotations.adjudication.services import waiting_count
 from annotations.models import Project
 
 register = template.Library()

@@ -12,8 +12,7 @@ from rest_framework.response import Response
 
 from evalplatform.errors import InputError
 from evalplatform.teams import get_team_for_member
-from monitoring import evaluations
-from monitoring.api import queries
+from monitoring import evaluations, selectors
 from monitoring.api.evaluations import queued_status
 from monitoring.api.pagination import PAGE_PARAMETERS, page_of, paginate
 from monitoring.api.serializers import (
@@ -57,14 +56,14 @@ TAGS = ["evaluation: comparisons"]
 def comparison_list(request: Request, team: str) -> Response:
     membership = get_team_for_member(request.user, team, write=request.method == "POST")
     if request.method == "GET":
-        return paginate(request, queries.team_comparisons(team=membership.team), ComparisonOut)
+        return paginate(request, selectors.team_comparisons(team=membership.team), ComparisonOut)
     data = ComparisonIn(data=request.data, context={"team": membership.team})
     data.is_valid(raise_exception=True)
     try:
         created = evaluations.comparison_create(created_by=request.user, **data.validated_data)
     except InputError as error:
         raise serializers.ValidationError({"non_field_errors": [str(error)]}) from None
-    comparison = queries.get_comparison(team=membership.team, pk=created.pk)
+    comparison = selectors.get_comparison(team=membership.team, pk=created.pk)
     body = ComparisonDetailOut(comparison, context={"request": request}).data
     return Response(body, status=queued_status(comparison))
 
@@ -77,5 +76,5 @@ def comparison_list(request: Request, team: str) -> Response:
 @api_view(["GET"])
 def comparison_detail(request: Request, team: str, pk: int) -> Response:
     membership = get_team_for_member(request.user, team)
-    comparison = queries.get_comparison(team=membership.team, pk=pk)
+    comparison = selectors.get_comparison(team=membership.team, pk=pk)
     return Response(ComparisonDetailOut(comparison, context={"request": request}).data)

@@ -80,7 +80,7 @@ def queued_status(job: Any) -> int:
 def evaluation_list(request: Request, team: str) -> Response:
     membership = get_team_for_member(request.user, team, write=request.method == "POST")
     if request.method == "GET":
-        rows = queries.team_evaluations(team=membership.team)
+        rows = selectors.team_evaluations(team=membership.team)
         if wanted := request.query_params.get("status"):
             if wanted not in JobStatus.values:
                 raise serializers.ValidationError(
@@ -94,7 +94,7 @@ def evaluation_list(request: Request, team: str) -> Response:
         created = evaluations.evaluation_create(created_by=request.user, **data.validated_data)
     except InputError as error:
         raise serializers.ValidationError({"non_field_errors": [str(error)]}) from None
-    evaluation = queries.get_evaluation(team=membership.team, pk=created.pk)
+    evaluation = selectors.get_evaluation(team=membership.team, pk=created.pk)
     body = EvaluationOut(evaluation, context={"request": request}).data
     return Response(body, status=queued_status(evaluation))
 
@@ -107,7 +107,7 @@ def evaluation_list(request: Request, team: str) -> Response:
 @api_view(["GET"])
 def evaluation_detail(request: Request, team: str, pk: int) -> Response:
     membership = get_team_for_member(request.user, team)
-    found = queries.get_evaluation(team=membership.team, pk=pk)
+    found = selectors.get_evaluation(team=membership.team, pk=pk)
     return Response(EvaluationOut(found, context={"request": request}).data)
 
 
@@ -135,7 +135,7 @@ def evaluation_detail(request: Request, team: str, pk: int) -> Response:
 @api_view(["GET"])
 def evaluation_per_query(request: Request, team: str, pk: int) -> Response:
     membership = get_team_for_member(request.user, team)
-    found: Evaluation = queries.get_evaluation(team=membership.team, pk=pk)
+    found: Evaluation = selectors.get_evaluation(team=membership.team, pk=pk)
     if found.status != JobStatus.DONE:
         detail = f"The evaluation is {found.status}; its per-query values come once it is done."
         return Response(EvaluationErrorOut({"detail": detail}).data, status=status.HTTP_409_CONFLICT)

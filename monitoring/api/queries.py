@@ -1,4 +1,5 @@
-"""Read queries only the API needs, beside `monitoring.selectors` (which the pages share).
+"""Read queries only the API needs. The ones it shares with the pages (`get_evaluation`,
+`team_evaluations`, `get_comparison`, `team_comparisons`) are `monitoring.selectors`', each defined once.
 
 Like the selectors, each takes a team that `get_team_for_member` returned, so another team's object is a
 404. List queries load a fixed number of queries whatever the number of rows; per-query arrays are left
@@ -11,23 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import OuterRef, Prefetch, QuerySet, Subquery, Value
-from django.http import Http404
 
 from annotations.models import Project, QrelsBuild
 from evalplatform.auth import AnyUser
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team, TeamMembership
 from evalplatform.teams import teams_for_user
-from monitoring import selectors
-from monitoring.models import Comparison, ComparisonPair, ComparisonSummary, Evaluation
-
-
-def _get(queryset: QuerySet[Any], pk: Any, what: str) -> Any:
-    found = queryset.filter(pk=pk).first()
-    if found is None:
-        raise Http404(f"No such {what}.")
-    return found
-
+from monitoring.models import Evaluation
 
 # --- teams --------------------------------------------------------------------------------------------
 
@@ -93,30 +84,7 @@ def linked_build(*, team: Team, project: str, version: int | None) -> QrelsBuild
     return builds.filter(status=JobStatus.DONE).order_by("-version").first()
 
 
-# --- evaluations and comparisons ----------------------------------------------------------------------
-
-
-def get_evaluation(*, team: Team, pk: Any) -> Evaluation:
-    """An evaluation with its aggregate results (not their per-query arrays)."""
-    return _get(selectors.team_evaluations(team=team).select_related("team"), pk, "evaluation")  # type: ignore[no-any-return]
-
-
-def team_evaluations(*, team: Team) -> QuerySet[Evaluation]:
-    return selectors.team_evaluations(team=team).select_related("team")
-
-
-def team_comparisons(*, team: Team) -> QuerySet[Comparison]:
-    return selectors.team_comparisons(team=team).select_related("team")
-
-
-def get_comparison(*, team: Team, pk: Any) -> Comparison:
-    """A comparison with its runs, summaries and pairs (not their per-query arrays)."""
-    summaries = ComparisonSummary.objects.defer("per_query").select_related("run")
-    pairs = ComparisonPair.objects.select_related("run_a", "run_b")
-    queryset = team_comparisons(team=team).prefetch_related(
-        Prefetch("summaries", queryset=summaries), Prefetch("pairs", queryset=pairs)
-    )
-    return _get(queryset, pk, "comparison")  # type: ignore[no-any-return]
+# --- evaluations ------------------------------------------------------------------------------------
 
 
 def per_query_values(evaluation: Evaluation, measures: list[str]) -> list[dict[str, Any]]:

@@ -28,7 +28,7 @@ DIFFERENCE_ROWS = 200
 @require_safe
 def comparison_detail(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership = get_team_for_member(request.user, team)
-    comparison = selectors.get_comparison(team=membership.team, pk=pk)
+    comparison = selectors.get_comparison(team=membership.team, pk=pk, per_query=True)
     context: dict[str, Any] = {"team": membership.team, "membership": membership, "comparison": comparison}
     if comparison.status == JobStatus.DONE:
         view = selectors.comparison_view(comparison=comparison)
@@ -79,7 +79,7 @@ def _ends(rows: list[QueryDifference]) -> list[QueryDifference | None]:
 
 def _finished(request: HttpRequest, team: str, pk: int) -> tuple[str, Comparison, ComparisonView]:
     membership = get_team_for_member(request.user, team)
-    comparison = selectors.get_comparison(team=membership.team, pk=pk)
+    comparison = selectors.get_comparison(team=membership.team, pk=pk, per_query=True)
     if comparison.status != JobStatus.DONE:
         raise Http404(f"Comparison {comparison.pk} is {comparison.status}; there is nothing to download yet.")
     return membership.team.slug, comparison, selectors.comparison_view(comparison=comparison)

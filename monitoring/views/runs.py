@@ -64,7 +64,7 @@ def _distribution(evaluation: Evaluation, measure: str) -> dict[str, Any]:
 def evaluation_csv(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     """Every per-query value of a finished evaluation: one row per query, one column per measure."""
     membership = get_team_for_member(request.user, team)
-    evaluation = selectors.get_evaluation(team=membership.team, pk=pk)
+    evaluation = selectors.get_evaluation(team=membership.team, pk=pk, per_query=True)
     measures, rows = selectors.per_query_rows(evaluation)
     filename = f"{membership.team.slug}-evaluation{evaluation.pk}-per-query.csv"
     return csv_response(filename, ["qid", *measures], rows)

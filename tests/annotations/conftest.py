@@ -22,7 +22,7 @@ from annotations.models import (
     Task,
     Topic,
 )
-from evalplatform.demo import demo_accounts_create
+from portal.demo import demo_accounts_create
 from tests.conftest import ALICE, BOB, LENA, Persona, QueuedTasks, make_user
 
 

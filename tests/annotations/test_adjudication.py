@@ -11,12 +11,13 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.test import Client
 
-from annotations import adjudication, qrels
+from annotations import qrels
+from annotations.adjudication import services as adjudication
 from annotations.demo import demo_annotations_simulate, demo_project_create
 from annotations.models import Adjudication, Annotation, Project, ProjectMembership, QrelsBuild, Task, Topic
-from annotations.quality import quality_snapshot_refresh
+from annotations.quality.services import quality_snapshot_refresh
 from annotations.services import attention_check_create
-from evalplatform.demo import demo_accounts_create
+from portal.demo import demo_accounts_create
 from tests.annotations.conftest import build_project, record_answers
 
 

@@ -12,8 +12,8 @@ import pytest
 from annotations import qrels
 from annotations.demo import DEMO_SLUG, demo_annotations_simulate, demo_project_create
 from annotations.models import Adjudication, Annotation, Project, QrelsBuild, Task
-from annotations.quality import quality_snapshot_refresh
-from evalplatform.demo import demo_accounts_create
+from annotations.quality.services import quality_snapshot_refresh
+from portal.demo import demo_accounts_create
 from tests.annotations.test_browser_judging import log_in
 from tests.conftest import screenshot_path
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
-from annotations.charts import (
+from annotations.quality.charts import (
     ACCURACY_RANGE,
     PLOT_HEIGHT_PX,
     PLOT_WIDTH_PX,

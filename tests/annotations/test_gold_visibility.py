@@ -14,10 +14,11 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
-from annotations import adjudication, qrels
+from annotations import qrels
+from annotations.adjudication import services as adjudication
 from annotations.demo import DEMO_LEAD, demo_annotations_simulate, demo_project_create
 from annotations.models import Annotation, Document, GoldLabel, Project, QrelsBuild, Task
-from evalplatform.demo import demo_accounts_create
+from portal.demo import demo_accounts_create
 from tests.annotations.conftest import build_project
 
 

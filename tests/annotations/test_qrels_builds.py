@@ -18,9 +18,10 @@ from django.core.management import CommandError, call_command
 from django.test import Client, RequestFactory
 from django.utils import timezone
 
-from annotations import qrels, quality, services
+from annotations import qrels, services
 from annotations.demo import DEMO_SLUG
 from annotations.models import Project, QrelsBuild, QrelsJudgment, Task, Topic
+from annotations.quality import services as quality
 from evalcore.judging import QrelsError
 from evalplatform.celery import app
 from tests.annotations.conftest import QueuedTasks, build_project, record_answers

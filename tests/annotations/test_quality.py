@@ -14,8 +14,9 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 from sklearn.metrics import cohen_kappa_score
 
-from annotations import quality, selectors, services
+from annotations import selectors, services
 from annotations.models import Project, ProjectMembership, QualityRecompute, QualitySnapshot, Task
+from annotations.quality import services as quality
 from tests.annotations.conftest import QueuedTasks, build_project, record_answers
 from tests.conftest import WorkerProcess
 
@@ -425,7 +426,7 @@ class TestReadSnapshot:
         from django.contrib.auth.models import Group
         from django.db import connection as db_connection
 
-        from annotations.quality import read_snapshot
+        from annotations.quality.services import read_snapshot
 
         def write_elsewhere() -> None:
             Group.objects.create(name="written-meanwhile")

@@ -14,9 +14,10 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
-from annotations import qrels, quality
+from annotations import qrels
 from annotations.demo import DEMO_SLUG
 from annotations.models import Project, ProjectMembership, QrelsBuild, QualitySnapshot, Task
+from annotations.quality import services as quality
 from evalplatform.charts import plotly_js_version
 from tests.annotations.conftest import QueuedTasks, build_project, record_answers
 from tests.conftest import THEO, make_user, remote_assets, screenshot_path

@@ -15,9 +15,10 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
-from annotations import qrels, quality
+from annotations import qrels
 from annotations.demo import DEMO_SLUG
 from annotations.models import Annotation, Project, QualityRecompute, QualitySnapshot, Task, Topic
+from annotations.quality import services as quality
 from tests.annotations.conftest import build_project, record_answers
 from tests.conftest import THEO, make_user
 

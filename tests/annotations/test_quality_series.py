@@ -11,8 +11,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from annotations import quality
 from annotations.models import Project, QualityRecompute, QualitySnapshot
+from annotations.quality import services as quality
 from evalplatform.models import Team
 from series.models import MetricValue, Series
 from series.selectors import job_values, series_history

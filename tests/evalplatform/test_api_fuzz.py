@@ -36,9 +36,10 @@ from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
 
-from annotations import imports, quality
+from annotations import imports
 from annotations import qrels as qrels_builds
 from annotations.models import Project, QualityRecompute, Task
+from annotations.quality import services as quality
 from evalplatform.models import Team
 from evalplatform.teams import team_create
 from evalplatform.wsgi import application

@@ -33,8 +33,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from annotations import imports, qrels, quality
+from annotations import imports, qrels
 from annotations.models import Annotation, GoldLabel, Project, Task
+from annotations.quality import services as quality
 from evalplatform.charts import plotly_js_version
 from evalplatform.models import Team
 from evalplatform.teams import team_create, team_member_set

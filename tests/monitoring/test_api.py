@@ -14,8 +14,8 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from annotations import qrels as qrels_builds
-from annotations import quality
 from annotations.models import Project, Task
+from annotations.quality import services as quality
 from evalcore.metrics import metric_registry
 from evalplatform.models import Team
 from evalplatform.teams import team_create, team_member_set

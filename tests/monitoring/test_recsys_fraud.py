@@ -231,10 +231,10 @@ class TestRecommendationEvaluations:
         ]
         assert recsys_fraud.recommendation_evaluation_run(evaluation_id=first.pk).status == "done"
         assert recsys_fraud.recommendation_evaluation_run(evaluation_id=first.pk).status == "finished"
-        before = list(MetricValue.objects.order_by("pk").values_list("pk", "metric", "value"))
+        before = list(MetricValue.objects.order_by("position").values_list("metric", "value"))
         RecommendationEvaluation.objects.filter(pk=first.pk).update(status=JobStatus.PENDING)  # redelivered
         assert recsys_fraud.recommendation_evaluation_run(evaluation_id=first.pk).status == "done"
-        assert list(MetricValue.objects.order_by("pk").values_list("pk", "metric", "value")) == before
+        assert list(MetricValue.objects.order_by("position").values_list("metric", "value")) == before
 
     def test_it_refuses_options_out_of_range_naming_them(self) -> None:
         for changes, field in [({"k": 0}, "k"), ({"k": 2**31}, "k"), ({"head_share": 1.5}, "head_share"),

@@ -16,9 +16,9 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotations import adjudication
+from annotations.adjudication import services as adjudication
 from annotations.models import COMMENT_MAX_LENGTH, Task
-from annotations.quality_api import QualityErrorOut, error_response
+from annotations.quality.api import QualityErrorOut, error_response
 
 TAGS = ["adjudication"]
 

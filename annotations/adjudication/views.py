@@ -13,7 +13,8 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from annotations import adjudication, selectors
+from annotations import selectors
+from annotations.adjudication import services as adjudication
 from annotations.highlight import query_terms
 from annotations.models import COMMENT_MAX_LENGTH, Project, ProjectMembership, Task
 from annotations.views import posted_grade

@@ -22,8 +22,9 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotations import qrels, quality, selectors
+from annotations import qrels, selectors
 from annotations.models import ProjectMembership, QrelsBuild
+from annotations.quality import services as quality
 from evalcore.judging import DEFAULT_QRELS_PARAMS, QrelsError, QrelsParams
 
 Role = ProjectMembership.Role

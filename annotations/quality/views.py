@@ -18,9 +18,11 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST, require_safe
 
-from annotations import charts, disagreements, qrels, quality, selectors
-from annotations.forms import OverrideForm, QrelsBuildForm
+from annotations import qrels, selectors
 from annotations.models import Project, ProjectMembership, QrelsBuild
+from annotations.quality import charts, disagreements
+from annotations.quality import services as quality
+from annotations.quality.forms import OverrideForm, QrelsBuildForm
 from evalcore.judging import QUALITY_AGREEMENT, REASONS
 from evalplatform.auth import SignedInRequest
 from evalplatform.csvexport import csv_response

@@ -14,7 +14,7 @@ import numpy as np
 from django.http import Http404
 
 from annotations.models import Project, Task
-from annotations.quality import project_answers, read_snapshot
+from annotations.quality.services import project_answers, read_snapshot
 from evalcore.judging import Answers, annotator_disagreements, pair_disagreements
 
 #: The most rows a page lists (the largest disagreements come first).

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotations import qrels, quality
+from annotations import qrels
 from annotations.demo import (
     DEMO_LEAD,
     SIMULATED_ANNOTATORS,
@@ -22,9 +22,10 @@ from annotations.demo import (
     demo_summary,
 )
 from annotations.models import Annotation, Project, QrelsBuild
-from evalplatform.demo import demo_accounts_create
+from annotations.quality import services as quality
 from monitoring.demo import DEMO_EDITOR, DemoSearchTeam, demo_search_team_load, demo_team_summary
 from monitoring.demo_streams import demo_stream_load
+from portal.demo import demo_accounts_create
 
 
 class Command(BaseCommand):

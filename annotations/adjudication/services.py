@@ -36,7 +36,7 @@ from annotations.models import (
     Task,
 )
 from annotations.qrels import project_pairs
-from annotations.quality import project_answers, project_overrides, read_snapshot
+from annotations.quality.services import project_answers, project_overrides, read_snapshot
 from evalcore.judging import DroppedPairs, QrelsParams, qrels_disagreements
 from evalplatform.auth import AnyUser, User
 from evalplatform.jobs import JobStatus
