@@ -13,8 +13,9 @@ interval is `DEFAULT_BOOTSTRAP`'s. The paired tests need every run on the same q
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from itertools import combinations
+from typing import Any, get_args
 
 import numpy as np
 
@@ -29,6 +30,79 @@ from evalcore.stats import (
     adjust_p_values,
     paired_test,
 )
+
+#: What an evaluation computes when it is not told: trec_eval's headline measures and nDCG@10. (trec_eval's
+#: own default, without `-m`, is `evalcore.retrieval.OFFICIAL_MEASURES`.)
+DEFAULT_MEASURES: tuple[str, ...] = (
+    "map",
+    "ndcg_cut_10",
+    "P_10",
+    "recall_100",
+    "recip_rank",
+    "Rprec",
+    "bpref",
+)
+
+#: The paired tests and the corrections of a family of p-values, in the order forms offer them.
+TESTS: tuple[PairedTestName, ...] = ("t", "randomization", "wilcoxon")
+CORRECTIONS: tuple[CorrectionMethod, ...] = ("holm", "bonferroni", "bh")
+
+
+class ComparisonParamsError(EvalCoreError, ValueError):
+    """Parameters of an evaluation or a comparison that cannot be used; `field` names the culprit."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field_name
+
+
+@dataclass(frozen=True)
+class ComparisonParams:
+    """How runs are evaluated and compared, declared once: the measures, trec_eval's `-l` (`rel_level`)
+    and `-c` (`complete`), the paired test, the correction over the family of p-values, its significance
+    level and the confidence of the intervals.
+
+    The model's column defaults, the web form, the API serializer and `compare_runs` read their defaults
+    (and the test and correction choices) from here; an evaluation uses `rel_level`, `complete` and
+    `confidence` alone. Checked on construction:
+
+    >>> ComparisonParams().alpha, ComparisonParams().measures
+    (0.05, ('map', 'ndcg_cut_10'))
+    >>> ComparisonParams(alpha=1.5)
+    Traceback (most recent call last):
+    ...
+    evalcore.comparison.ComparisonParamsError: alpha must lie strictly between 0 and 1.
+    """
+
+    measures: tuple[str, ...] = ("map", "ndcg_cut_10")
+    rel_level: int = 1
+    complete: bool = False
+    test: PairedTestName = "t"
+    correction: CorrectionMethod = "holm"
+    alpha: float = 0.05
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "measures", tuple(self.measures))
+        if not self.measures:
+            raise ComparisonParamsError("measures", "Choose at least one measure.")
+        if self.test not in TESTS:
+            raise ComparisonParamsError("test", f"Unknown test {self.test!r}; choose {', '.join(TESTS)}.")
+        if self.correction not in CORRECTIONS:
+            raise ComparisonParamsError(
+                "correction", f"Unknown correction {self.correction!r}; choose {', '.join(CORRECTIONS)}."
+            )
+        for name in ("alpha", "confidence"):
+            if not 0 < getattr(self, name) < 1:
+                raise ComparisonParamsError(name, f"{name} must lie strictly between 0 and 1.")
+
+    @classmethod
+    def default(cls, name: str) -> Any:
+        """The default of one parameter (what a form's initial value or a command's default shows)."""
+        return next(f.default for f in fields(cls) if f.name == name)
+
+
+assert set(TESTS) == set(get_args(PairedTestName)) and set(CORRECTIONS) == set(get_args(CorrectionMethod))
 
 
 @dataclass(frozen=True)
@@ -114,10 +188,10 @@ class Comparison:
 def compare_scores(
     scores: Mapping[str, Mapping[str, np.ndarray]],
     *,
-    test: PairedTestName = "t",
-    correction: CorrectionMethod = "holm",
-    alpha: float = 0.05,
-    confidence: float = 0.95,
+    test: PairedTestName = ComparisonParams.test,
+    correction: CorrectionMethod = ComparisonParams.correction,
+    alpha: float = ComparisonParams.alpha,
+    confidence: float = ComparisonParams.confidence,
     n_resamples: int = DEFAULT_BOOTSTRAP.n_resamples,
     seed: int = 0,
     runs: Mapping[str, Mapping[str, RunSummary]] | None = None,

@@ -19,7 +19,7 @@ from evalplatform.jobs import JobStatus
 from evalplatform.models import Team, TeamMembership
 from evalplatform.teams import teams_for_user
 from monitoring import selectors
-from monitoring.models import Comparison, ComparisonPair, ComparisonSummary, Evaluation
+from monitoring.models import Comparison, ComparisonPair, Evaluation
 
 
 def _get(queryset: QuerySet[Any], pk: Any, what: str) -> Any:
@@ -97,8 +97,10 @@ def linked_build(*, team: Team, project: str, version: int | None) -> QrelsBuild
 
 
 def get_evaluation(*, team: Team, pk: Any) -> Evaluation:
-    """An evaluation with its aggregate results (not their per-query arrays)."""
-    return _get(selectors.team_evaluations(team=team).select_related("team"), pk, "evaluation")  # type: ignore[no-any-return]
+    """An evaluation with its aggregate results (its per-query arrays are read when asked for)."""
+    found: Evaluation = _get(selectors.team_evaluations(team=team).select_related("team"), pk, "evaluation")
+    selectors.evaluation_results_attach([found])
+    return found
 
 
 def team_evaluations(*, team: Team) -> QuerySet[Evaluation]:
@@ -111,19 +113,19 @@ def team_comparisons(*, team: Team) -> QuerySet[Comparison]:
 
 def get_comparison(*, team: Team, pk: Any) -> Comparison:
     """A comparison with its runs, summaries and pairs (not their per-query arrays)."""
-    summaries = ComparisonSummary.objects.defer("per_query").select_related("run")
     pairs = ComparisonPair.objects.select_related("run_a", "run_b")
-    queryset = team_comparisons(team=team).prefetch_related(
-        Prefetch("summaries", queryset=summaries), Prefetch("pairs", queryset=pairs)
+    queryset = (
+        team_comparisons(team=team).defer("per_query").prefetch_related(Prefetch("pairs", queryset=pairs))
     )
-    return _get(queryset, pk, "comparison")  # type: ignore[no-any-return]
+    found: Comparison = _get(queryset, pk, "comparison")
+    selectors.comparison_summaries_attach(found, per_query=False)
+    return found
 
 
 def per_query_values(evaluation: Evaluation, measures: list[str]) -> list[dict[str, Any]]:
     """One row per query of the evaluation, `{"qid", "values": {measure: value}}`, in its qids' order."""
-    arrays = dict(
-        evaluation.results.filter(measure__in=measures).values_list("measure", "per_query")  # type: ignore[attr-defined]
-    )
+    stored = Evaluation.objects.filter(pk=evaluation.pk).values_list("per_query", flat=True).first() or {}
+    arrays = {measure: values for measure, values in stored.items() if measure in measures}
     return [
         {"qid": qid, "values": {measure: arrays[measure][index] for measure in measures if measure in arrays}}
         for index, qid in enumerate(evaluation.qids)
