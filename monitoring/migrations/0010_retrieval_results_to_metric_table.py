@@ -2,7 +2,7 @@
 `series.MetricValue` in its run's series (the run's name on its qrels, created here), observed when the
 evaluation finished; each `ComparisonSummary` a row of no series, its run's id as the subgroup. The
 per-query arrays move onto the job rows (`Evaluation.per_query`, `Comparison.per_query`), with each
-summary's number of queries (`Comparison.num_queries`); then both old tables go. Reversible: going back
+summary's number of queries (`Comparison.num_queries`); the next migration removes the old tables. Reversible: going back
 rebuilds the old rows from the table and the arrays, and removes the values copied here.
 """
 
@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from django.db import migrations, models
+from django.db import migrations
 from django.utils import timezone
 
 EVALUATION = "monitoring.evaluation"
@@ -191,39 +191,10 @@ def backward(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("monitoring", "0008_h21_numbers_summary_queries"),
+        ("monitoring", "0009_retrieval_results_per_query_fields"),
         ("series", "0001_series_and_metric_values"),
     ]
 
     operations = [
-        migrations.AddField(
-            model_name="evaluation",
-            name="per_query",
-            field=models.JSONField(
-                blank=True,
-                default=dict,
-                help_text="measure key -> one value per query of `qids` (null: undefined).",
-            ),
-        ),
-        migrations.AddField(
-            model_name="comparison",
-            name="per_query",
-            field=models.JSONField(
-                blank=True,
-                default=dict,
-                help_text="run id -> measure key -> one value per query of `qids` (those of the paired tests).",
-            ),
-        ),
-        migrations.AddField(
-            model_name="comparison",
-            name="num_queries",
-            field=models.JSONField(
-                blank=True,
-                default=dict,
-                help_text="run id -> measure key -> the queries its mean and CI average over (trec_eval's rule).",
-            ),
-        ),
         migrations.RunPython(forward, backward, elidable=False),
-        migrations.DeleteModel(name="ComparisonSummary"),
-        migrations.DeleteModel(name="EvaluationResult"),
     ]
