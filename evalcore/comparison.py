@@ -13,12 +13,18 @@ interval is `DEFAULT_BOOTSTRAP`'s. The paired tests need every run on the same q
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from itertools import combinations
-from typing import Any, get_args
+from typing import get_args
 
 import numpy as np
 
+# The parameters are declared in a light module (the file-reading commands import it alone); here too.
+from evalcore.comparison_params import CORRECTIONS as CORRECTIONS
+from evalcore.comparison_params import DEFAULT_MEASURES as DEFAULT_MEASURES
+from evalcore.comparison_params import TESTS as TESTS
+from evalcore.comparison_params import ComparisonParams as ComparisonParams
+from evalcore.comparison_params import ComparisonParamsError as ComparisonParamsError
 from evalcore.errors import EvalCoreError
 from evalcore.jsonable import json_number
 from evalcore.retrieval import RetrievalResult
@@ -31,77 +37,15 @@ from evalcore.stats import (
     paired_test,
 )
 
-#: What an evaluation computes when it is not told: trec_eval's headline measures and nDCG@10. (trec_eval's
-#: own default, without `-m`, is `evalcore.retrieval.OFFICIAL_MEASURES`.)
-DEFAULT_MEASURES: tuple[str, ...] = (
-    "map",
-    "ndcg_cut_10",
-    "P_10",
-    "recall_100",
-    "recip_rank",
-    "Rprec",
-    "bpref",
-)
+__all__ = [
+    "CORRECTIONS",
+    "DEFAULT_MEASURES",
+    "TESTS",
+    "ComparisonParams",
+    "ComparisonParamsError",
+]  # and below
 
-#: The paired tests and the corrections of a family of p-values, in the order forms offer them.
-TESTS: tuple[PairedTestName, ...] = ("t", "randomization", "wilcoxon")
-CORRECTIONS: tuple[CorrectionMethod, ...] = ("holm", "bonferroni", "bh")
-
-
-class ComparisonParamsError(EvalCoreError, ValueError):
-    """Parameters of an evaluation or a comparison that cannot be used; `field` names the culprit."""
-
-    def __init__(self, field_name: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field_name
-
-
-@dataclass(frozen=True)
-class ComparisonParams:
-    """How runs are evaluated and compared, declared once: the measures, trec_eval's `-l` (`rel_level`)
-    and `-c` (`complete`), the paired test, the correction over the family of p-values, its significance
-    level and the confidence of the intervals.
-
-    The model's column defaults, the web form, the API serializer and `compare_runs` read their defaults
-    (and the test and correction choices) from here; an evaluation uses `rel_level`, `complete` and
-    `confidence` alone. Checked on construction:
-
-    >>> ComparisonParams().alpha, ComparisonParams().measures
-    (0.05, ('map', 'ndcg_cut_10'))
-    >>> ComparisonParams(alpha=1.5)
-    Traceback (most recent call last):
-    ...
-    evalcore.comparison.ComparisonParamsError: alpha must lie strictly between 0 and 1.
-    """
-
-    measures: tuple[str, ...] = ("map", "ndcg_cut_10")
-    rel_level: int = 1
-    complete: bool = False
-    test: PairedTestName = "t"
-    correction: CorrectionMethod = "holm"
-    alpha: float = 0.05
-    confidence: float = 0.95
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "measures", tuple(self.measures))
-        if not self.measures:
-            raise ComparisonParamsError("measures", "Choose at least one measure.")
-        if self.test not in TESTS:
-            raise ComparisonParamsError("test", f"Unknown test {self.test!r}; choose {', '.join(TESTS)}.")
-        if self.correction not in CORRECTIONS:
-            raise ComparisonParamsError(
-                "correction", f"Unknown correction {self.correction!r}; choose {', '.join(CORRECTIONS)}."
-            )
-        for name in ("alpha", "confidence"):
-            if not 0 < getattr(self, name) < 1:
-                raise ComparisonParamsError(name, f"{name} must lie strictly between 0 and 1.")
-
-    @classmethod
-    def default(cls, name: str) -> Any:
-        """The default of one parameter (what a form's initial value or a command's default shows)."""
-        return next(f.default for f in fields(cls) if f.name == name)
-
-
+# The parameters' choices are the statistics' own.
 assert set(TESTS) == set(get_args(PairedTestName)) and set(CORRECTIONS) == set(get_args(CorrectionMethod))
 
 

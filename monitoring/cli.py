@@ -21,7 +21,7 @@ from typing import Any, TextIO, TypeVar
 from django.core.management.base import CommandError, CommandParser
 
 from evalcore import trec
-from evalcore.comparison import ComparisonParams
+from evalcore.comparison_params import ComparisonParams
 from evalcore.errors import EvalCoreError
 from evalcore.retrieval import Qrels, Run
 

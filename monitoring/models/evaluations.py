@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -89,6 +90,13 @@ class Evaluation(Job):
             evaluation_results_attach([self])
         return self.__dict__["_results"]  # type: ignore[no-any-return]
 
+    def refresh_from_db(
+        self, using: str | None = None, fields: Iterable[str] | None = None, from_queryset: Any = None
+    ) -> None:
+        if fields is None:  # a job polled until done reads its results afresh (not on a deferred field)
+            self.__dict__.pop("_results", None)
+        super().refresh_from_db(using, fields, from_queryset)
+
 
 class Comparison(Job):
     """Several runs compared on the same qrels: per run and measure the mean with its CI, and for every
@@ -161,6 +169,13 @@ class Comparison(Job):
 
             comparison_summaries_attach(self)
         return self.__dict__["_summaries"]  # type: ignore[no-any-return]
+
+    def refresh_from_db(
+        self, using: str | None = None, fields: Iterable[str] | None = None, from_queryset: Any = None
+    ) -> None:
+        if fields is None:
+            self.__dict__.pop("_summaries", None)
+        super().refresh_from_db(using, fields, from_queryset)
 
 
 class ComparisonPair(models.Model):

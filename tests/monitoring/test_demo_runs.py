@@ -19,11 +19,11 @@ from django.test import Client
 from annotations.models import Project
 from annotations.qrels import qrels_export
 from evalcore import trec
+from evalcore.comparison import DEFAULT_MEASURES
 from evalcore.retrieval import evaluate
 from evalplatform.models import Team, TeamMembership
 from monitoring import demo
 from monitoring.models import (
-    DEFAULT_MEASURES,
     Comparison,
     ComparisonPair,
     Evaluation,
@@ -71,7 +71,7 @@ class TestDemoSearchTeam:
                 "done", source, list(DEFAULT_MEASURES)
             )  # fmt: skip
             want = evaluate(trec.read_qrels(qrels_file), trec.read_run(run.file.path), list(DEFAULT_MEASURES))
-            got = dict(evaluation.results.values_list("measure", "value"))
+            got = {row.measure: row.value for row in evaluation.results}
             assert got == pytest.approx(want.aggregate, abs=1e-12)
             assert 0.2 < got["map"] < 0.9  # real rankings, far from random and from perfect
 
