@@ -15,9 +15,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from itertools import combinations
+from typing import get_args
 
 import numpy as np
 
+# The parameters are declared in a light module (the file-reading commands import it alone); here too.
+from evalcore.comparison_params import CORRECTIONS as CORRECTIONS
+from evalcore.comparison_params import DEFAULT_MEASURES as DEFAULT_MEASURES
+from evalcore.comparison_params import TESTS as TESTS
+from evalcore.comparison_params import ComparisonParams as ComparisonParams
+from evalcore.comparison_params import ComparisonParamsError as ComparisonParamsError
 from evalcore.errors import EvalCoreError
 from evalcore.jsonable import json_number
 from evalcore.retrieval import RetrievalResult
@@ -29,6 +36,17 @@ from evalcore.stats import (
     adjust_p_values,
     paired_test,
 )
+
+__all__ = [
+    "CORRECTIONS",
+    "DEFAULT_MEASURES",
+    "TESTS",
+    "ComparisonParams",
+    "ComparisonParamsError",
+]  # and below
+
+# The parameters' choices are the statistics' own.
+assert set(TESTS) == set(get_args(PairedTestName)) and set(CORRECTIONS) == set(get_args(CorrectionMethod))
 
 
 @dataclass(frozen=True)
@@ -114,10 +132,10 @@ class Comparison:
 def compare_scores(
     scores: Mapping[str, Mapping[str, np.ndarray]],
     *,
-    test: PairedTestName = "t",
-    correction: CorrectionMethod = "holm",
-    alpha: float = 0.05,
-    confidence: float = 0.95,
+    test: PairedTestName = ComparisonParams.test,
+    correction: CorrectionMethod = ComparisonParams.correction,
+    alpha: float = ComparisonParams.alpha,
+    confidence: float = ComparisonParams.confidence,
     n_resamples: int = DEFAULT_BOOTSTRAP.n_resamples,
     seed: int = 0,
     runs: Mapping[str, Mapping[str, RunSummary]] | None = None,

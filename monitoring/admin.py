@@ -16,11 +16,9 @@ from monitoring.models import (
     AlertRule,
     Comparison,
     ComparisonPair,
-    ComparisonSummary,
     EmbeddingSnapshot,
     EmbeddingStream,
     Evaluation,
-    EvaluationResult,
     FraudScoreEvaluation,
     FraudScoreSet,
     MonitorRun,
@@ -62,14 +60,7 @@ class EvaluationAdmin(ReadOnlyAdmin):
     list_display = ["pk", "team", "run", "qrels", "status", "attempts", "created_at", "finished_at"]
     list_filter = ["status", "team"]
     list_select_related = ["team", "run", "qrels"]
-
-
-@admin.register(EvaluationResult)
-class EvaluationResultAdmin(ReadOnlyAdmin):
-    list_display = ["evaluation", "measure", "value", "ci_low", "ci_high"]
-    search_fields = ["measure"]
-    raw_id_fields = ["evaluation"]
-    exclude = ["per_query"]
+    exclude = ["per_query"]  # its values and CIs are the metric table's (series admin)
 
 
 @admin.register(Comparison)
@@ -77,13 +68,7 @@ class ComparisonAdmin(ReadOnlyAdmin):
     list_display = ["pk", "team", "qrels", "test", "correction", "status", "created_at"]
     list_filter = ["status", "team", "test"]
     list_select_related = ["team", "qrels"]
-
-
-@admin.register(ComparisonSummary)
-class ComparisonSummaryAdmin(ReadOnlyAdmin):
-    list_display = ["comparison", "run", "measure", "mean", "ci_low", "ci_high"]
-    raw_id_fields = ["comparison", "run"]
-    exclude = ["per_query"]
+    exclude = ["per_query"]  # the runs' means and CIs are the metric table's (series admin)
 
 
 @admin.register(ComparisonPair)

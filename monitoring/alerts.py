@@ -34,7 +34,6 @@ from django.utils import timezone
 
 from evalcore.alerts import AlertRule as RuleSpec
 from evalcore.alerts import AlertRuleError, EffectRequirement, evaluate_rules, is_undefined
-from evalcore.jsonable import json_number
 from evalcore.metrics import Family, UnknownMetricError, metric_registry
 from evalplatform.auth import User
 from evalplatform.errors import InputError
@@ -45,7 +44,6 @@ from monitoring.models import (
     AlertRule,
     EmbeddingStream,
     Evaluation,
-    EvaluationResult,
     MonitorRun,
     Notification,
     NotificationChannel,
@@ -53,7 +51,7 @@ from monitoring.models import (
 )
 from series.selectors import series_observations
 from series.services import job_type_of
-from series.subjects import stream_series
+from series.subjects import run_series, stream_series
 
 logger = logging.getLogger(__name__)
 
@@ -203,27 +201,23 @@ def _stream_url(rule: AlertRule) -> str:
 
 
 def _evaluation_observations(rule: AlertRule, *, upto: Evaluation) -> list[Observation]:
-    evaluations = list(
-        Evaluation.objects.filter(
-            qrels_id=rule.qrels_id, run__name=rule.run_name, status=JobStatus.DONE,
-            finished_at__lte=upto.finished_at,
-        )
-        .select_related("run", "team")
-        .order_by("-finished_at", "-pk")[: rule.consecutive]
-    )  # fmt: skip
-    results = EvaluationResult.objects.filter(evaluation__in=evaluations, measure=rule.metric)
-    values = {
-        row["evaluation_id"]: json_number(row["value"]) for row in results.values("evaluation_id", "value")
-    }
+    """The rule's metric over the latest evaluations of its series (its run name on its qrels) that
+    report it, up to `upto`, from the metric table."""
+    series = run_series(rule.qrels, rule.run_name)
+    window = series_observations(
+        series, [rule.metric], last=rule.consecutive, upto=(job_type_of(upto), upto.pk)
+    )
+    evaluations = Evaluation.objects.select_related("run", "team").in_bulk([o.job_id for o in window])
     return [
         Observation(
-            values={rule.metric: values[evaluation.pk]} if evaluation.pk in values else {},
-            observed_at=evaluation.finished_at or evaluation.created_at,
+            values=observation.values,
+            observed_at=evaluation.finished_at or observation.observed_at,
             source=f"evaluation of run {evaluation.run.name} (#{evaluation.run_id})",
             source_url=evaluation.get_absolute_url(),
             effect_thresholds={},
         )  # fmt: skip
-        for evaluation in reversed(evaluations)
+        for observation in window
+        if (evaluation := evaluations.get(observation.job_id)) is not None
     ]
 
 

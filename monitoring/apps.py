@@ -6,10 +6,16 @@ class MonitoringConfig(AppConfig):
     verbose_name = "Evaluation and monitoring"
 
     def ready(self) -> None:
-        from monitoring.models import FraudScoreEvaluation, MonitorRun, RecommendationEvaluation
+        from monitoring.models import (
+            Comparison,
+            Evaluation,
+            FraudScoreEvaluation,
+            MonitorRun,
+            RecommendationEvaluation,
+        )
         from series.services import metric_values_follow
 
         # Their values live in the one metric table, named by the job's label and id: deleting a job
-        # (or what it cascades from: a stream, a set) deletes them.
-        for model in (MonitorRun, RecommendationEvaluation, FraudScoreEvaluation):
+        # (or what it cascades from: a stream, a set, a run) deletes them.
+        for model in (Evaluation, Comparison, MonitorRun, RecommendationEvaluation, FraudScoreEvaluation):
             metric_values_follow(model)

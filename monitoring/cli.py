@@ -21,6 +21,7 @@ from typing import Any, TextIO, TypeVar
 from django.core.management.base import CommandError, CommandParser
 
 from evalcore import trec
+from evalcore.comparison_params import ComparisonParams
 from evalcore.errors import EvalCoreError
 from evalcore.retrieval import Qrels, Run
 
@@ -71,7 +72,7 @@ def add_input_options(parser: CommandParser) -> None:
         "-l",
         "--level",
         type=int,
-        default=1,
+        default=ComparisonParams.rel_level,
         metavar="LEVEL",
         help="relevance level: binary measures count rel >= LEVEL as relevant (trec_eval -l; default 1)",
     )

@@ -372,7 +372,7 @@ def demo_team_summary(demo: DemoSearchTeam) -> dict[str, object]:
             {
                 "name": evaluation.run.name,
                 "status": evaluation.status,
-                "aggregate": {row.measure: row.value for row in evaluation.results.order_by("position")},
+                "aggregate": {row.measure: row.value for row in evaluation.results},
             }
             for evaluation in demo.evaluations
         ],

@@ -4,10 +4,14 @@ Both are jobs (`evalplatform.jobs`). `evaluation_create` finds or creates the on
 on a qrels source with given options (the same request finds the same evaluation; a failed one is
 tried again) and queues it on commit. `evaluation_run`, the task's one call, reads both files,
 evaluates with `evalcore.retrieval.evaluate` (trec_eval's semantics), adds a percentile bootstrap CI per
-measure, and writes one `EvaluationResult` row per measure, all in one transaction.
+measure, and writes each measure's value and CI to the metric table (`series.services.metric_values_write`,
+in the series of its run's name on its qrels) and the per-query arrays to the evaluation's row, all in one
+transaction.
 
 A comparison evaluates each run the same way on the same qrels and compares them with
-`evalcore.comparison.compare_scores` (paired tests, p-values corrected over runs x measures).
+`evalcore.comparison.compare_scores` (paired tests, p-values corrected over runs x measures). Each run's
+mean and CI of each measure go to the metric table too, in no series (subgroup: the run's id); the paired
+tests are `ComparisonPair` rows.
 """
 
 from __future__ import annotations
@@ -21,10 +25,18 @@ from typing import Any
 
 import numpy as np
 from django.db import transaction
+from django.utils import timezone
 
 from annotations.qrels import qrels_export
 from evalcore import trec
-from evalcore.comparison import align_results, compare_scores, measure_summary
+from evalcore.comparison import (
+    DEFAULT_MEASURES,
+    ComparisonParams,
+    ComparisonParamsError,
+    align_results,
+    compare_scores,
+    measure_summary,
+)
 from evalcore.jsonable import json_number, json_numbers
 from evalcore.retrieval import Qrels, RetrievalResult, evaluate, parse_measures
 from evalcore.retrieval import Run as RunData
@@ -32,17 +44,9 @@ from evalcore.stats import DEFAULT_BOOTSTRAP
 from evalplatform.auth import User
 from evalplatform.errors import InputError
 from evalplatform.jobs import JobError, JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
-from monitoring.models import (
-    DEFAULT_MEASURES,
-    Comparison,
-    ComparisonPair,
-    ComparisonSummary,
-    Evaluation,
-    EvaluationResult,
-    QrelsSource,
-    Run,
-    options_key,
-)
+from monitoring.models import PARAMS, Comparison, ComparisonPair, Evaluation, QrelsSource, Run, options_key
+from series.services import MetricValueIn, metric_values_write
+from series.subjects import run_series
 
 #: Bootstrap resamples of each measure's confidence interval (`evalcore.stats.DEFAULT_BOOTSTRAP`).
 N_RESAMPLES = DEFAULT_BOOTSTRAP.n_resamples
@@ -107,8 +111,8 @@ def evaluation_create(
     run: Run,
     qrels: QrelsSource,
     measures: Sequence[str] = DEFAULT_MEASURES,
-    rel_level: int = 1,
-    complete: bool = False,
+    rel_level: int = PARAMS.rel_level,
+    complete: bool = PARAMS.complete,
     created_by: User | None = None,
     enqueue: bool = True,
 ) -> Evaluation:
@@ -224,20 +228,14 @@ def _store_evaluation(evaluation: Evaluation, output: EvaluationOutput) -> None:
     evaluation.qids = output.qids
     evaluation.num_queries = output.num_queries
     evaluation.num_missing = output.num_missing
-    EvaluationResult.objects.filter(evaluation=evaluation).exclude(
-        measure__in=[row.measure for row in output.rows]
-    ).delete()
-    EvaluationResult.objects.bulk_create(
-        [
-            EvaluationResult(
-                evaluation=evaluation, measure=row.measure, position=position, value=row.value,
-                ci_low=row.ci_low, ci_high=row.ci_high, per_query=row.per_query,
-            )
-            for position, row in enumerate(output.rows)
-        ],
-        update_conflicts=True,
-        unique_fields=["evaluation", "measure"],
-        update_fields=["position", "value", "ci_low", "ci_high", "per_query"],
+    evaluation.per_query = {row.measure: row.per_query for row in output.rows}
+    # Observed when it finishes (the job's `finished_at`, set as this transaction commits the job done).
+    metric_values_write(
+        job=evaluation,
+        series=run_series(evaluation.qrels, evaluation.run.name),
+        observed_at=timezone.now(),
+        values=[MetricValueIn(row.measure, row.value, ci_low=row.ci_low, ci_high=row.ci_high)
+                for row in output.rows],
     )  # fmt: skip
 
 
@@ -249,12 +247,12 @@ def comparison_create(
     *,
     qrels: QrelsSource,
     runs: Sequence[Run],
-    measures: Sequence[str] = ("map", "ndcg_cut_10"),
-    rel_level: int = 1,
-    complete: bool = False,
-    test: str = Comparison.Test.T,
-    correction: str = Comparison.Correction.HOLM,
-    alpha: float = 0.05,
+    measures: Sequence[str] = PARAMS.measures,
+    rel_level: int = PARAMS.rel_level,
+    complete: bool = PARAMS.complete,
+    test: str = PARAMS.test,
+    correction: str = PARAMS.correction,
+    alpha: float = PARAMS.alpha,
     created_by: User | None = None,
     enqueue: bool = True,
 ) -> Comparison:
@@ -264,17 +262,17 @@ def comparison_create(
         raise InputError("Choose at least two different runs to compare.")
     if any(run.team_id != qrels.team_id for run in distinct):
         raise InputError("Every run must belong to the qrels' team.")
-    if test not in Comparison.Test.values:
-        raise InputError(f"Unknown test {test!r}; choose {', '.join(Comparison.Test.values)}.")
-    if correction not in Comparison.Correction.values:
-        raise InputError(
-            f"Unknown correction {correction!r}; choose {', '.join(Comparison.Correction.values)}."
-        )
-    if not 0 < alpha < 1:
-        raise InputError("alpha must lie strictly between 0 and 1.")
+    try:
+        params = ComparisonParams(
+            measures=tuple(check_measures(measures)), rel_level=rel_level, complete=complete,
+            test=test, correction=correction, alpha=alpha,  # type: ignore[arg-type]
+        )  # fmt: skip
+    except ComparisonParamsError as error:
+        raise InputError(str(error)) from None
     comparison = Comparison.objects.create(
-        team_id=qrels.team_id, qrels=qrels, measures=check_measures(measures), rel_level=rel_level,
-        complete=complete, test=test, correction=correction, alpha=alpha, created_by=created_by,
+        team_id=qrels.team_id, qrels=qrels, measures=list(params.measures), rel_level=params.rel_level,
+        complete=params.complete, test=params.test, correction=params.correction, alpha=params.alpha,
+        confidence=params.confidence, created_by=created_by,
     )  # fmt: skip
     comparison.runs.set(distinct)
     if enqueue:
@@ -315,9 +313,10 @@ def _compare(comparison: Comparison, progress: ProgressFn) -> ComparisonOutput:
     bootstrap = replace(DEFAULT_BOOTSTRAP, confidence=comparison.confidence)
     try:
         qids, scores = align_results(results, keys, complete=comparison.complete)
+        params = comparison.params()
         compared = compare_scores(
-            scores, test=comparison.test, correction=comparison.correction,  # type: ignore[arg-type]
-            alpha=comparison.alpha, confidence=bootstrap.confidence, n_resamples=bootstrap.n_resamples,
+            scores, test=params.test, correction=params.correction,
+            alpha=params.alpha, confidence=bootstrap.confidence, n_resamples=bootstrap.n_resamples,
             seed=bootstrap.seed,
             runs={name: {key: measure_summary(result, key, bootstrap=bootstrap) for key in keys}
                   for name, result in reported.items()},
@@ -344,9 +343,17 @@ def _compare(comparison: Comparison, progress: ProgressFn) -> ComparisonOutput:
 
 def _store_comparison(comparison: Comparison, output: ComparisonOutput) -> None:
     comparison.qids = output.qids
-    ComparisonSummary.objects.filter(comparison=comparison).delete()
+    comparison.per_query, comparison.num_queries = {}, {}
+    for row in output.summaries:
+        run = str(row["run_id"])
+        comparison.per_query.setdefault(run, {})[row["measure"]] = row["per_query"]
+        comparison.num_queries.setdefault(run, {})[row["measure"]] = row["num_queries"]
+    # A run's summary in a comparison belongs to no series: the run's series is its evaluations'.
+    metric_values_write(
+        job=comparison,
+        observed_at=timezone.now(),
+        values=[MetricValueIn(row["measure"], row["mean"], subgroup=str(row["run_id"]), ci_low=row["ci_low"],
+                              ci_high=row["ci_high"]) for row in output.summaries],
+    )  # fmt: skip
     ComparisonPair.objects.filter(comparison=comparison).delete()
-    ComparisonSummary.objects.bulk_create(
-        [ComparisonSummary(comparison=comparison, **row) for row in output.summaries]
-    )
     ComparisonPair.objects.bulk_create([ComparisonPair(comparison=comparison, **row) for row in output.pairs])

@@ -13,11 +13,12 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from annotations.models import QrelsBuild
+from evalcore.comparison import DEFAULT_MEASURES
 from evalplatform.errors import InputError
 from evalplatform.models import Team
 from monitoring import selectors
 from monitoring.evaluations import check_measures
-from monitoring.models import DEFAULT_MEASURES, Comparison, QrelsSource, Run
+from monitoring.models import PARAMS, Comparison, QrelsSource, Run
 
 #: The measures offered as checkboxes; any other goes in the free text field.
 COMMON_MEASURES: tuple[str, ...] = (
@@ -33,7 +34,6 @@ COMMON_MEASURES: tuple[str, ...] = (
     "bpref",
     "success_10",
 )
-COMPARISON_MEASURES: tuple[str, ...] = ("map", "ndcg_cut_10")
 FILE_HELP = (
     "A TREC file (whitespace-separated columns), TSV or JSONL; checked on its first lines before it is kept."
 )
@@ -83,11 +83,12 @@ class MeasuresMixin(forms.Form):
         "ir-measures names (nDCG@5, RR, R@1000).",
     )
     rel_level = forms.IntegerField(
-        initial=1, min_value=-100, max_value=100, label="Relevance level (-l)",
+        initial=PARAMS.rel_level, min_value=-100, max_value=100, label="Relevance level (-l)",
         help_text="Binary measures count a document relevant when its grade is at least this.",
     )  # fmt: skip
     complete = forms.BooleanField(
         required=False,
+        initial=PARAMS.complete,
         label="Count missing queries as zero (-c)",
         help_text="Average over every qrels query, a query the run lacks scoring 0.",
     )
@@ -166,12 +167,14 @@ class ComparisonForm(MeasuresMixin):
     field_order = ["qrels", "runs", "measures", "more_measures", "test", "correction", "alpha", "rel_level",
                    "complete"]  # fmt: skip
 
-    test = forms.ChoiceField(choices=Comparison.Test.choices, initial=Comparison.Test.T, label="Test")
+    test = forms.ChoiceField(choices=Comparison.Test.choices, initial=PARAMS.test, label="Test")
     correction = forms.ChoiceField(
-        choices=Comparison.Correction.choices, initial=Comparison.Correction.HOLM, label="Correction",
+        choices=Comparison.Correction.choices, initial=PARAMS.correction, label="Correction",
         help_text="Applied over every pair of runs and every measure together.",
     )  # fmt: skip
-    alpha = forms.FloatField(initial=0.05, label="α", help_text="Significance level, between 0 and 1.")
+    alpha = forms.FloatField(
+        initial=PARAMS.alpha, label="α", help_text="Significance level, between 0 and 1."
+    )
 
     def __init__(self, *args: Any, team: Team, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -180,7 +183,7 @@ class ComparisonForm(MeasuresMixin):
             queryset=selectors.team_runs(team=team), widget=forms.CheckboxSelectMultiple, label="Runs",
             help_text="Two or more; with more, every pair is tested.",
         )  # fmt: skip
-        self.fields["measures"].initial = list(COMPARISON_MEASURES)
+        self.fields["measures"].initial = list(PARAMS.measures)
         self.order_fields(self.field_order)
 
     def clean_runs(self) -> list[Run]:

@@ -25,14 +25,13 @@ from evalplatform.models import Team, TeamMembership
 from monitoring.models import (
     Comparison,
     ComparisonPair,
-    ComparisonSummary,
     Evaluation,
-    EvaluationResult,
     FraudScoreEvaluation,
     QrelsSource,
     RecommendationEvaluation,
     Run,
 )
+from series.selectors import job_values, jobs_values
 
 
 def get_one(queryset: QuerySet[Any], pk: Any, what: str) -> Any:
@@ -57,22 +56,100 @@ def get_qrels_source(*, team: Team, pk: Any) -> QrelsSource:
 
 
 def get_evaluation(*, team: Team, pk: Any, per_query: bool = False) -> Evaluation:
-    """An evaluation with its run, qrels and results; the results' per-query arrays only with `per_query`
-    (the pages that draw or download them; the API reads a few measures' arrays apart, `per_query_values`)."""
-    return get_one(team_evaluations(team=team, per_query=per_query), pk, "evaluation")  # type: ignore[no-any-return]
+    """An evaluation with its run, qrels and results; its per-query arrays only with `per_query` (the
+    pages that draw or download them; the API reads a few measures' arrays apart, `per_query_values`)."""
+    queryset = Evaluation.objects.filter(team=team).select_related("team", "run", "qrels", "created_by")
+    found: Evaluation = get_one(queryset if per_query else queryset.defer("per_query"), pk, "evaluation")
+    evaluation_results_attach([found])
+    return found
 
 
 def get_comparison(*, team: Team, pk: Any, per_query: bool = False) -> Comparison:
-    """A comparison with its runs, summaries and pairs (each pair with its two runs); the summaries'
-    per-query arrays only with `per_query` (the page's differences between two runs)."""
-    summaries = ComparisonSummary.objects.select_related("run")
-    if not per_query:
-        summaries = summaries.defer("per_query")
+    """A comparison with its runs, pairs (each with its two runs) and summaries; the summaries' per-query
+    arrays only with `per_query` (the page's differences between two runs)."""
     pairs = ComparisonPair.objects.select_related("run_a", "run_b")
-    queryset = team_comparisons(team=team).prefetch_related(
-        Prefetch("summaries", queryset=summaries), Prefetch("pairs", queryset=pairs)
+    queryset = Comparison.objects.filter(team=team).select_related("team", "qrels", "created_by")
+    if not per_query:
+        queryset = queryset.defer("per_query")
+    found: Comparison = get_one(
+        queryset.prefetch_related("runs", Prefetch("pairs", queryset=pairs)), pk, "comparison"
     )
-    return get_one(queryset, pk, "comparison")  # type: ignore[no-any-return]
+    comparison_summaries_attach(found, per_query=per_query)
+    return found
+
+
+# --- results from the metric table --------------------------------------------------------------------
+# An evaluation's and a comparison's scalars are rows of `series.MetricValue`; their per-query arrays are
+# on the job row. These read them back in the shape the pages, the API and the commands show.
+
+
+@dataclass(frozen=True)
+class MeasureResult:
+    """One measure of an evaluation: its aggregate (None when undefined) and bootstrap CI."""
+
+    measure: str
+    position: int
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+def evaluation_results_attach(evaluations: Iterable[Evaluation]) -> list[Evaluation]:
+    """Set each evaluation's `results` (read by `Evaluation.results`) in one query, in measure order."""
+    evaluations = list(evaluations)
+    table = jobs_values(Evaluation, [evaluation.pk for evaluation in evaluations]) if evaluations else {}
+    for evaluation in evaluations:
+        rows = table.get(evaluation.pk, {}).values()
+        evaluation.__dict__["_results"] = [
+            MeasureResult(row.metric, row.position, row.value, row.ci_low, row.ci_high)
+            for row in sorted(rows, key=lambda row: row.position)
+        ]
+    return evaluations
+
+
+@dataclass(frozen=True)
+class RunSummaryRow:
+    """A run's mean of one measure in a comparison, with its CI, the queries it averages over (trec_eval's
+    rule) and its per-query values on the comparison's `qids` (those of the paired tests)."""
+
+    run: Run
+    measure: str
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    num_queries: int | None
+    per_query: list[float | None]
+
+    @property
+    def run_id(self) -> int:
+        return self.run.pk  # type: ignore[no-any-return]
+
+
+def comparison_summaries_attach(comparison: Comparison, *, per_query: bool = True) -> list[RunSummaryRow]:
+    """Set the comparison's `summaries` (read by `Comparison.summaries`): by measure, best mean first,
+    with their per-query values unless `per_query` is false (the API, which does not show them, defers
+    them). Reads its runs (prefetched or not) and its values, one query each."""
+    runs = {run.pk: run for run in comparison.runs.all()}
+    rows = []
+    for value in job_values(comparison, subgroup=None):
+        run = runs.get(int(value.subgroup)) if value.subgroup.isdigit() else None
+        if run is None:  # a run since deleted
+            continue
+        key = str(run.pk)
+        rows.append(
+            RunSummaryRow(
+                run=run,
+                measure=value.metric,
+                mean=value.value,
+                ci_low=value.ci_low,
+                ci_high=value.ci_high,
+                num_queries=comparison.num_queries.get(key, {}).get(value.metric),
+                per_query=comparison.per_query.get(key, {}).get(value.metric, []) if per_query else [],
+            )  # fmt: skip
+        )
+    rows.sort(key=lambda row: (row.measure, row.mean is None, -(row.mean or 0.0)))
+    comparison.__dict__["_summaries"] = rows
+    return rows
 
 
 TeamJob = Evaluation | Comparison | RecommendationEvaluation | FraudScoreEvaluation
@@ -107,19 +184,13 @@ def team_qrels_sources(*, team: Team) -> QuerySet[QrelsSource]:
     )
 
 
-#: The fields of a result that its aggregate needs: all but the per-query array.
-_RESULT_AGGREGATE = ("evaluation_id", "measure", "position", "value", "ci_low", "ci_high")
-
-
-def team_evaluations(*, team: Team, per_query: bool = False) -> QuerySet[Evaluation]:
-    """The team's evaluations, newest first, with their results (per-query arrays only with `per_query`)."""
-    results = (
-        EvaluationResult.objects.all() if per_query else EvaluationResult.objects.only(*_RESULT_AGGREGATE)
-    )
+def team_evaluations(*, team: Team) -> QuerySet[Evaluation]:
+    """The team's evaluations, newest first, without their per-query arrays (a list shows their results
+    after `evaluation_results_attach` of the page shown)."""
     return (
         Evaluation.objects.filter(team=team)
         .select_related("team", "run", "qrels", "created_by")
-        .prefetch_related(Prefetch("results", queryset=results))
+        .defer("per_query")
         .order_by("-created_at", "-pk")
     )
 
@@ -139,6 +210,7 @@ def latest_evaluations(*, teams: QuerySet[Team] | list[Team], limit: int = 10) -
     return list(
         Evaluation.objects.filter(team__in=teams)
         .select_related("team", "run", "qrels")
+        .defer("per_query")
         .order_by("-created_at", "-pk")[:limit]
     )
 
@@ -173,7 +245,7 @@ def label_runs(runs: Iterable[Run]) -> None:
 class LeaderboardRow:
     run: Run
     evaluation: Evaluation
-    results: dict[str, EvaluationResult] = field(default_factory=dict)
+    results: dict[str, MeasureResult] = field(default_factory=dict)
 
 
 @dataclass
@@ -203,15 +275,19 @@ def leaderboard(*, qrels: QrelsSource) -> Leaderboard:
     evaluations = (
         Evaluation.objects.filter(qrels=qrels, status=JobStatus.DONE)
         .select_related("run")
-        .prefetch_related(Prefetch("results", queryset=EvaluationResult.objects.defer("per_query")))
+        .defer("per_query", "qids")
         .order_by("run_id", "-finished_at", "-pk")
     )
-    rows: dict[int, LeaderboardRow] = {}
+    newest: dict[int, Evaluation] = {}
     for evaluation in evaluations:
-        if evaluation.run_id in rows:
-            continue
-        results = {result.measure: result for result in evaluation.results.all()}
-        rows[evaluation.run_id] = LeaderboardRow(evaluation.run, evaluation, results)
+        newest.setdefault(evaluation.run_id, evaluation)
+    evaluation_results_attach(newest.values())
+    rows: dict[int, LeaderboardRow] = {
+        run_id: LeaderboardRow(
+            evaluation.run, evaluation, {result.measure: result for result in evaluation.results}
+        )
+        for run_id, evaluation in newest.items()
+    }
     label_runs(row.run for row in rows.values())
     measures: list[str] = []
     for row in rows.values():
@@ -281,10 +357,10 @@ def linked_qrels_builds(*, team: Team) -> QuerySet[QrelsBuild]:
 
 def run_evaluations(*, run: Run) -> list[Evaluation]:
     """The run's evaluations, newest first, with their qrels and their results' aggregates only."""
-    return list(
+    return evaluation_results_attach(
         Evaluation.objects.filter(run=run)
         .select_related("qrels")
-        .prefetch_related(Prefetch("results", queryset=EvaluationResult.objects.defer("per_query")))
+        .defer("per_query", "qids")
         .order_by("-created_at", "-pk")
     )
 
@@ -347,10 +423,10 @@ def worst_queries(
 
 def per_query_rows(evaluation: Evaluation) -> tuple[list[str], list[list[Any]]]:
     """The evaluation's per-query values as (measures, rows of [qid, value per measure])."""
-    results = sorted(evaluation.results.all(), key=lambda result: result.position)
-    measures = [result.measure for result in results]
+    measures = [result.measure for result in evaluation.results]
+    arrays = [evaluation.per_query.get(measure, []) for measure in measures]
     rows = [
-        [qid, *(result.per_query[i] if i < len(result.per_query) else None for result in results)]
+        [qid, *(values[i] if i < len(values) else None for values in arrays)]
         for i, qid in enumerate(evaluation.qids)
     ]
     return measures, rows
@@ -377,7 +453,7 @@ class ComparisonView:
     comparison: Comparison
     runs: dict[int, Run]
     measures: list[str]
-    summaries: dict[tuple[int, str], ComparisonSummary]
+    summaries: dict[tuple[int, str], RunSummaryRow]
     pairs: list[ComparisonPair]
 
     def pairs_of(self, measure: str) -> list[ComparisonPair]:
@@ -404,8 +480,8 @@ class ComparisonView:
 
 
 def comparison_view(*, comparison: Comparison) -> ComparisonView:
-    """The comparison's rows from its prefetched runs, summaries and pairs (no further query)."""
-    summaries = {(summary.run_id, summary.measure): summary for summary in comparison.summaries.all()}
+    """The comparison's rows from its prefetched runs, attached summaries and pairs (no further query)."""
+    summaries = {(summary.run_id, summary.measure): summary for summary in comparison.summaries}
     measures = [m for m in comparison.measures if any(key[1] == m for key in summaries)]
     measures += sorted({key[1] for key in summaries} - set(measures))
     order = {measure: i for i, measure in enumerate(measures)}

@@ -14,7 +14,7 @@ from evalcore.retrieval.data import DuplicateRowError, Qrels, Run
 from evalcore.retrieval.evaluation import NoCommonQueriesError, RetrievalResult, evaluate, format_trec
 from evalcore.retrieval.measures import DEFAULT_CUTOFFS, MEASURES, NICKNAMES, Measure
 from evalcore.retrieval.names import (
-    DEFAULT_MEASURES,
+    OFFICIAL_MEASURES,
     MeasureSpec,
     UnknownMeasureError,
     parse_measure,
@@ -23,7 +23,7 @@ from evalcore.retrieval.names import (
 
 __all__ = [
     "DEFAULT_CUTOFFS",
-    "DEFAULT_MEASURES",
+    "OFFICIAL_MEASURES",
     "MEASURES",
     "NICKNAMES",
     "DuplicateRowError",

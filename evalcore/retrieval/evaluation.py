@@ -14,7 +14,7 @@ from evalcore.errors import EvalCoreError
 from evalcore.retrieval.average_precision import MIN_GEO_MEAN
 from evalcore.retrieval.data import Qrels, Run
 from evalcore.retrieval.measures import ORDER
-from evalcore.retrieval.names import DEFAULT_MEASURES, MeasureSpec, parse_measures
+from evalcore.retrieval.names import OFFICIAL_MEASURES, MeasureSpec, parse_measures
 from evalcore.retrieval.ranking import RankingContext, build_context
 
 
@@ -121,7 +121,7 @@ def evaluate(
     """
     if isinstance(measures, str):
         measures = [measures]
-    specs = parse_measures(list(DEFAULT_MEASURES if measures is None else measures))
+    specs = parse_measures(list(OFFICIAL_MEASURES if measures is None else measures))
     with small_pages():
         ctx = build_context(qrels, run)
     if ctx.num_queries == 0:

@@ -30,7 +30,7 @@ from evalcore.retrieval.precision import MeasureParam
 from evalcore.retrieval.ranking import Gains
 
 #: evaluate()'s default: trec_eval's default output (`official`) less runid, which is text.
-DEFAULT_MEASURES: tuple[str, ...] = tuple(n for n in NICKNAMES["official"] if n != "runid")
+OFFICIAL_MEASURES: tuple[str, ...] = tuple(n for n in NICKNAMES["official"] if n != "runid")
 
 _IR_STYLE = re.compile(r"^(?P<base>[A-Za-z][A-Za-z0-9_]*)(?:\((?P<opts>[^()]*)\))?(?:@(?P<param>[0-9.]+))?$")
 _MIN_REL = re.compile(r"^(?P<base>.+)_min_rel_(?P<rel>-?[0-9]+)$")

@@ -139,7 +139,7 @@ def evaluation_per_query(request: Request, team: str, pk: int) -> Response:
     if found.status != JobStatus.DONE:
         detail = f"The evaluation is {found.status}; its per-query values come once it is done."
         return Response(EvaluationErrorOut({"detail": detail}).data, status=status.HTTP_409_CONFLICT)
-    keys = [result.measure for result in found.results.all()]  # type: ignore[attr-defined]
+    keys = [result.measure for result in found.results]
     wanted = request.query_params.getlist("measure") or keys
     if unknown := [name for name in wanted if name not in keys]:
         reason = f"{', '.join(unknown)}: not a measure of this evaluation; it has {', '.join(keys)}."

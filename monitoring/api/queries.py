@@ -89,9 +89,8 @@ def linked_build(*, team: Team, project: str, version: int | None) -> QrelsBuild
 
 def per_query_values(evaluation: Evaluation, measures: list[str]) -> list[dict[str, Any]]:
     """One row per query of the evaluation, `{"qid", "values": {measure: value}}`, in its qids' order."""
-    arrays = dict(
-        evaluation.results.filter(measure__in=measures).values_list("measure", "per_query")  # type: ignore[attr-defined]
-    )
+    stored = Evaluation.objects.filter(pk=evaluation.pk).values_list("per_query", flat=True).first() or {}
+    arrays = {measure: values for measure, values in stored.items() if measure in measures}
     return [
         {"qid": qid, "values": {measure: arrays[measure][index] for measure in measures if measure in arrays}}
         for index, qid in enumerate(evaluation.qids)

@@ -3,7 +3,6 @@ without running a job (the team's objects, measure names, test options) so a 400
 
 from __future__ import annotations
 
-import inspect
 import re
 from typing import Any
 
@@ -13,21 +12,17 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema_field
 from rest_framework import serializers
 
-from evalcore.comparison import mean_rule, paired_rule
+from evalcore.comparison import DEFAULT_MEASURES, mean_rule, paired_rule
 from evalcore.metrics import FAMILIES
 from evalplatform.errors import InputError
 from evalplatform.jobs import JobStatus
 from evalplatform.models import TeamMembership
 from monitoring import evaluations
-from monitoring.models import DEFAULT_MEASURES, Comparison, QrelsSource, Run
-from monitoring.selectors import metric_spec
+from monitoring.models import PARAMS, Comparison, QrelsSource, Run
+from monitoring.selectors import evaluation_results_attach, metric_spec
 
 FORMATS = ["trec", "tsv", "jsonl"]
 DIRECTIONS = ["higher", "lower", "neutral"]
-#: What a comparison computes when it is not told (the service's default).
-COMPARISON_MEASURES: tuple[str, ...] = tuple(
-    inspect.signature(evaluations.comparison_create).parameters["measures"].default
-)
 BUILD_REFERENCE = re.compile(r"^(?P<slug>[-\w]+)(?::v?(?P<version>\d+))?$")
 
 
@@ -267,13 +262,13 @@ class EvaluationIn(serializers.Serializer):
         f"Default: {', '.join(DEFAULT_MEASURES)}.",
     )
     rel_level = serializers.IntegerField(
-        default=1,
+        default=PARAMS.rel_level,
         min_value=-32768,
         max_value=32767,
         help_text="trec_eval -l: binary measures count rel >= this.",
     )
     complete = serializers.BooleanField(
-        default=False, help_text="trec_eval -c: qrels queries the run lacks count as 0."
+        default=PARAMS.complete, help_text="trec_eval -c: qrels queries the run lacks count as 0."
     )
 
     def validate_measures(self, names: list[str]) -> list[str]:
@@ -284,20 +279,22 @@ class ComparisonIn(serializers.Serializer):
     qrels = TeamObjectField(QrelsSource, "qrels source")
     runs = serializers.ListField(child=TeamObjectField(Run, "run"), help_text="At least two run ids.")
     measures = serializers.ListField(
-        child=serializers.CharField(), required=False, help_text=f"Default: {', '.join(COMPARISON_MEASURES)}."
+        child=serializers.CharField(), required=False, help_text=f"Default: {', '.join(PARAMS.measures)}."
     )
-    rel_level = serializers.IntegerField(default=1, min_value=-32768, max_value=32767)
+    rel_level = serializers.IntegerField(default=PARAMS.rel_level, min_value=-32768, max_value=32767)
     complete = serializers.BooleanField(
-        default=False,
+        default=PARAMS.complete,
         help_text="Compare on every qrels query (missing ones count as 0), not only shared ones.",
     )
-    test = serializers.ChoiceField(choices=Comparison.Test.choices, default=Comparison.Test.T)
+    test = serializers.ChoiceField(choices=Comparison.Test.choices, default=PARAMS.test)
     correction = serializers.ChoiceField(
         choices=Comparison.Correction.choices,
-        default=Comparison.Correction.HOLM,
+        default=PARAMS.correction,
         help_text="Over the whole family: every pair of runs on every measure.",
     )
-    alpha = serializers.FloatField(default=0.05, help_text="Significance level, strictly between 0 and 1.")
+    alpha = serializers.FloatField(
+        default=PARAMS.alpha, help_text="Significance level, strictly between 0 and 1."
+    )
 
     def validate_runs(self, runs: list[Run]) -> list[Run]:
         distinct = list({run.pk: run for run in runs}.values())
@@ -341,6 +338,14 @@ class ResultOut(serializers.Serializer):
         return spec_of(result.measure)
 
 
+class EvaluationListOut(serializers.ListSerializer):
+    """A page of evaluations, their results read from the metric table in one query."""
+
+    def to_representation(self, data: Any) -> Any:
+        rows = data.all() if hasattr(data, "all") else data
+        return super().to_representation(evaluation_results_attach(rows))
+
+
 class EvaluationOut(JobStateOut):
     id = serializers.IntegerField()
     url = serializers.SerializerMethodField()
@@ -353,7 +358,10 @@ class EvaluationOut(JobStateOut):
     confidence = serializers.FloatField(help_text="Of the confidence intervals.")
     num_queries = serializers.IntegerField(allow_null=True, help_text="Queries evaluated.")
     num_missing = serializers.IntegerField(allow_null=True, help_text="Qrels queries the run lacks.")
-    results = ResultOut(many=True, source="results.all", help_text="One per measure key, once done.")
+    results = ResultOut(many=True, help_text="One per measure key, once done.")
+
+    class Meta:
+        list_serializer_class = EvaluationListOut
 
     def get_url(self, evaluation: Any) -> str:
         return link(self, "evaluation", evaluation.team.slug, evaluation.pk)
@@ -425,9 +433,7 @@ class ComparisonDetailOut(ComparisonOut):
     means_over = serializers.SerializerMethodField(help_text="The queries each run's mean averages over.")
     pairs_over = serializers.SerializerMethodField(help_text="The queries the paired tests compare.")
     specs = serializers.SerializerMethodField(help_text="measure key -> its registry spec (null if unknown).")
-    summaries = SummaryOut(
-        many=True, source="summaries.all", help_text="Each run's mean of each measure with its CI, once done."
-    )
+    summaries = SummaryOut(many=True, help_text="Each run's mean of each measure with its CI, once done.")
     pairs = RunPairOut(
         many=True, source="pairs.all", help_text="Every pair of runs on every measure, once done."
     )
@@ -443,7 +449,7 @@ class ComparisonDetailOut(ComparisonOut):
 
     @extend_schema_field(serializers.DictField(child=MeasureSpecOut(allow_null=True)))
     def get_specs(self, comparison: Comparison) -> dict[str, dict[str, Any] | None]:
-        keys = dict.fromkeys(summary.measure for summary in comparison.summaries.all())  # type: ignore[attr-defined]
+        keys = dict.fromkeys(summary.measure for summary in comparison.summaries)
         return specs_of(list(keys))
 
 

@@ -4,12 +4,10 @@ their results (`evaluations`); recommendation sets and fraud score sets with the
 
 from monitoring.models.alerts import AlertEvent, AlertRule, Notification, NotificationChannel
 from monitoring.models.evaluations import (
-    DEFAULT_MEASURES,
+    PARAMS,
     Comparison,
     ComparisonPair,
-    ComparisonSummary,
     Evaluation,
-    EvaluationResult,
     options_key,
 )
 from monitoring.models.monitors import EmbeddingSnapshot, EmbeddingStream, MonitorRun
@@ -24,7 +22,7 @@ from monitoring.models.recsys_fraud import (
 from monitoring.models.runs import QrelsSource, Run
 
 __all__ = [
-    "DEFAULT_MEASURES",
+    "PARAMS",
     "AlertEvent",
     "AlertRule",
     "EmbeddingSnapshot",
@@ -35,9 +33,7 @@ __all__ = [
     "RECSYS_FILE_ROLES",
     "Comparison",
     "ComparisonPair",
-    "ComparisonSummary",
     "Evaluation",
-    "EvaluationResult",
     "FraudScoreEvaluation",
     "FraudScoreSet",
     "QrelsSource",

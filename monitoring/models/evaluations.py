@@ -1,33 +1,30 @@
-"""Evaluation jobs (a run against a qrels source) and comparisons of several runs, with their results.
+"""Evaluation jobs (a run against a qrels source) and comparisons of several runs.
 
-Results are narrow, keyed rows: one `EvaluationResult` per (evaluation, measure) and one
-`ComparisonPair` per (comparison, measure, run a, run b), so a re-run job updates its rows and never
-adds a duplicate. Per-query values are kept as compact arrays aligned with the job's `qids`.
+Their scalars live in the one table of metric values (`series.models.MetricValue`): an evaluation's
+value and CI of each measure, in its run's series (`series.subjects.run_series`); a comparison's mean and
+CI of each run and measure, in no series (subgroup: the run's id). The per-query arrays stay here, on the
+job row, aligned with its `qids`. `ComparisonPair` keeps one paired test per (comparison, measure, run a,
+run b): a re-run job updates its rows and never adds a duplicate.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
+from typing import Any
 
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
+from evalcore.comparison import CORRECTIONS, TESTS, ComparisonParams
 from evalplatform.jobs import Job
 from evalplatform.models import Team
 from monitoring.models.runs import QrelsSource, Run
 
-#: What an evaluation computes when it is not told: trec_eval's headline measures and nDCG@10.
-DEFAULT_MEASURES: tuple[str, ...] = (
-    "map",
-    "ndcg_cut_10",
-    "P_10",
-    "recall_100",
-    "recip_rank",
-    "Rprec",
-    "bpref",
-)
+#: Every default of an evaluation's and a comparison's parameters (`evalcore.comparison.ComparisonParams`).
+PARAMS = ComparisonParams()
 
 
 def options_key(*, measures: list[str], rel_level: int, complete: bool) -> str:
@@ -44,15 +41,20 @@ class Evaluation(Job):
     qrels = models.ForeignKey(QrelsSource, on_delete=models.CASCADE, related_name="evaluations")
     measures = models.JSONField(help_text="Measure names as given (trec_eval or ir-measures names).")
     rel_level = models.SmallIntegerField(
-        default=1, help_text="trec_eval -l: binary measures count rel >= this."
+        default=PARAMS.rel_level, help_text="trec_eval -l: binary measures count rel >= this."
     )
-    complete = models.BooleanField(default=False, help_text="trec_eval -c: queries the run lacks count as 0.")
+    complete = models.BooleanField(
+        default=PARAMS.complete, help_text="trec_eval -c: queries the run lacks count as 0."
+    )
     options_key = models.CharField(
         max_length=40, editable=False, help_text="`options_key(...)` of the measures, -l and -c."
     )
-    confidence = models.FloatField(default=0.95)
-    # What the job found.
+    confidence = models.FloatField(default=PARAMS.confidence)
+    # What the job found (its scalars are in `series.MetricValue`).
     qids = models.JSONField(default=list, blank=True, help_text="The queries the per-query arrays follow.")
+    per_query = models.JSONField(
+        default=dict, blank=True, help_text="measure key -> one value per query of `qids` (null: undefined)."
+    )
     num_queries = models.PositiveIntegerField(null=True, blank=True, help_text="Queries evaluated.")
     num_missing = models.PositiveIntegerField(null=True, blank=True, help_text="Qrels queries the run lacks.")
     created_by = models.ForeignKey(
@@ -83,28 +85,23 @@ class Evaluation(Job):
 
         alerts_check_evaluation(evaluation_id=self.pk)
 
+    @property
+    def results(self) -> list[Any]:
+        """Each measure's value and CI (`monitoring.selectors.MeasureResult`), in the order asked for: read
+        from the metric table once (a list of evaluations has them attached in one query by
+        `monitoring.selectors.evaluation_results_attach`)."""
+        if "_results" not in self.__dict__:
+            from monitoring.selectors import evaluation_results_attach
 
-class EvaluationResult(models.Model):
-    """One measure of one evaluation: the mean with its bootstrap CI, and the per-query values."""
+            evaluation_results_attach([self])
+        return self.__dict__["_results"]  # type: ignore[no-any-return]
 
-    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="results")
-    measure = models.CharField(max_length=100, help_text="The output key, e.g. ndcg_cut_10 or P@10.")
-    position = models.PositiveSmallIntegerField(default=0, help_text="Order of the measure in the request.")
-    value = models.FloatField(
-        null=True, help_text="The aggregate, as trec_eval prints it (None if undefined)."
-    )
-    ci_low = models.FloatField(null=True, blank=True)
-    ci_high = models.FloatField(null=True, blank=True)
-    per_query = models.JSONField(default=list, help_text="One value per query of the evaluation's qids.")
-
-    class Meta:
-        ordering = ["evaluation", "position"]
-        constraints = [
-            models.UniqueConstraint(fields=["evaluation", "measure"], name="evaluation_result_unique_measure")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.measure} = {self.value}"
+    def refresh_from_db(
+        self, using: str | None = None, fields: Iterable[str] | None = None, from_queryset: Any = None
+    ) -> None:
+        if fields is None:  # a job polled until done reads its results afresh (not on a deferred field)
+            self.__dict__.pop("_results", None)
+        super().refresh_from_db(using, fields, from_queryset)
 
 
 class Comparison(Job):
@@ -121,17 +118,29 @@ class Comparison(Job):
         BONFERRONI = "bonferroni", "Bonferroni"
         BH = "bh", "Benjamini-Hochberg"
 
+    # The choices are evalcore's, labelled here.
+    assert tuple(Test.values) == TESTS and tuple(Correction.values) == CORRECTIONS
+
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="comparisons")
     qrels = models.ForeignKey(QrelsSource, on_delete=models.CASCADE, related_name="comparisons")
     runs = models.ManyToManyField(Run, related_name="comparisons")
     measures = models.JSONField()
-    rel_level = models.SmallIntegerField(default=1)
-    complete = models.BooleanField(default=False)
-    test = models.CharField(max_length=16, choices=Test.choices, default=Test.T)
-    correction = models.CharField(max_length=16, choices=Correction.choices, default=Correction.HOLM)
-    alpha = models.FloatField(default=0.05)
-    confidence = models.FloatField(default=0.95)
+    rel_level = models.SmallIntegerField(default=PARAMS.rel_level)
+    complete = models.BooleanField(default=PARAMS.complete)
+    test = models.CharField(max_length=16, choices=Test.choices, default=PARAMS.test)
+    correction = models.CharField(max_length=16, choices=Correction.choices, default=PARAMS.correction)
+    alpha = models.FloatField(default=PARAMS.alpha)
+    confidence = models.FloatField(default=PARAMS.confidence)
+    # What the job found (each run's mean and CI of each measure are in `series.MetricValue`).
     qids = models.JSONField(default=list, blank=True, help_text="The queries every run was compared on.")
+    per_query = models.JSONField(
+        default=dict, blank=True,
+        help_text="run id -> measure key -> one value per query of `qids` (those of the paired tests).",
+    )  # fmt: skip
+    num_queries = models.JSONField(
+        default=dict, blank=True,
+        help_text="run id -> measure key -> the queries its mean and CI average over (trec_eval's rule).",
+    )  # fmt: skip
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -150,33 +159,29 @@ class Comparison(Job):
     def get_absolute_url(self) -> str:
         return reverse("monitoring:comparison-detail", args=[self.team.slug, self.pk])
 
+    def params(self) -> ComparisonParams:
+        """The parameters it ran with, as evalcore takes them."""
+        return ComparisonParams(
+            measures=tuple(self.measures), rel_level=self.rel_level, complete=self.complete,
+            test=self.test, correction=self.correction, alpha=self.alpha, confidence=self.confidence,  # type: ignore[arg-type]
+        )  # fmt: skip
 
-class ComparisonSummary(models.Model):
-    """A run's mean of one measure, with its CI, and its per-query values on the compared queries.
+    @property
+    def summaries(self) -> list[Any]:
+        """Each run's mean and CI of each measure (`monitoring.selectors.RunSummaryRow`), by measure then
+        best first, read from the metric table once."""
+        if "_summaries" not in self.__dict__:
+            from monitoring.selectors import comparison_summaries_attach
 
-    The mean and CI follow trec_eval's rule, as the run's evaluation: over the qrels queries the run
-    answered (`num_queries` of them), or every qrels query with `complete`; `per_query` is aligned with
-    the comparison's `qids`, the queries of the paired tests."""
+            comparison_summaries_attach(self)
+        return self.__dict__["_summaries"]  # type: ignore[no-any-return]
 
-    comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="summaries")
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
-    measure = models.CharField(max_length=100)
-    mean = models.FloatField()
-    ci_low = models.FloatField(null=True)
-    ci_high = models.FloatField(null=True)
-    num_queries = models.PositiveIntegerField(
-        null=True, help_text="The queries the mean and CI average over (null: computed before it was kept)."
-    )
-    per_query = models.JSONField(default=list, help_text="Aligned with the comparison's qids.")
-
-    class Meta:
-        ordering = ["comparison", "measure", "-mean"]
-        constraints = [
-            models.UniqueConstraint(fields=["comparison", "run", "measure"], name="comparison_summary_unique")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.measure} of run {self.run_id}: {self.mean:.4f}"
+    def refresh_from_db(
+        self, using: str | None = None, fields: Iterable[str] | None = None, from_queryset: Any = None
+    ) -> None:
+        if fields is None:
+            self.__dict__.pop("_summaries", None)
+        super().refresh_from_db(using, fields, from_queryset)
 
 
 class ComparisonPair(models.Model):

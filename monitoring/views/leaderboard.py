@@ -17,8 +17,8 @@ from evalplatform.csvexport import csv_response
 from evalplatform.models import TeamMembership
 from evalplatform.teams import get_team_for_member
 from monitoring import charts, selectors
-from monitoring.models import EvaluationResult, QrelsSource
-from monitoring.selectors import LeaderboardRow, MeasureColumn
+from monitoring.models import QrelsSource
+from monitoring.selectors import LeaderboardRow, MeasureColumn, MeasureResult
 
 #: `?sort=run` sorts by the run's name; any other value is a measure.
 SORT_BY_NAME = "run"
@@ -32,7 +32,7 @@ class LeaderboardPage:
     sort: str
     rows: list[LeaderboardRow]
 
-    def cells(self, row: LeaderboardRow) -> list[EvaluationResult | None]:
+    def cells(self, row: LeaderboardRow) -> list[MeasureResult | None]:
         return [row.results.get(column.key) for column in self.columns]
 
     def query(self, **changes: str) -> str:

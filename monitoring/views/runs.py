@@ -41,20 +41,19 @@ def run_detail(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
 
 
 def _distribution(evaluation: Evaluation, measure: str) -> dict[str, Any]:
-    results = sorted(evaluation.results.all(), key=lambda result: result.position)
+    results = evaluation.results
     if not results:
         return {}
     result = next((r for r in results if r.measure == measure), results[0])
+    per_query = evaluation.per_query.get(result.measure, [])
     column = selectors.measure_column(result.measure)
-    bins = selectors.histogram(result.per_query, column=column)
+    bins = selectors.histogram(per_query, column=column)
     return {
         "results": results,
         "result": result,
         "column": column,
         "bins": bins,
-        "worst": selectors.worst_queries(
-            evaluation.qids, result.per_query, column=column, limit=WORST_QUERIES
-        ),
+        "worst": selectors.worst_queries(evaluation.qids, per_query, column=column, limit=WORST_QUERIES),
         "figure": charts.histogram_figure(bins, column=column, run=evaluation.run) if bins else None,
     }
 

@@ -35,7 +35,9 @@ def team_home(request: SignedInRequest, team: str) -> HttpResponse:
             "team": found,
             "runs": list(selectors.team_runs(team=found)[:LIST_LIMIT]),
             "qrels_sources": list(selectors.team_qrels_sources(team=found)[:LIST_LIMIT]),
-            "evaluations": list(selectors.team_evaluations(team=found)[:LIST_LIMIT]),
+            "evaluations": selectors.evaluation_results_attach(
+                selectors.team_evaluations(team=found)[:LIST_LIMIT]
+            ),
             "comparisons": list(selectors.team_comparisons(team=found)[:LIST_LIMIT]),
             "list_limit": LIST_LIMIT,
         },

@@ -12,13 +12,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from evalcore.comparison import DEFAULT_MEASURES
 from evalplatform.auth import SignedInRequest
 from evalplatform.errors import InputError
 from evalplatform.models import TeamMembership
 from evalplatform.teams import get_team_for_member
 from monitoring import evaluations, selectors, uploads
 from monitoring.forms import QrelsBuildForm, QrelsUploadForm, RunUploadForm
-from monitoring.models import DEFAULT_MEASURES, QrelsSource, Run
+from monitoring.models import QrelsSource, Run
 
 
 @login_required

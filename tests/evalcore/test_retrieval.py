@@ -21,8 +21,8 @@ import evalcore.retrieval.measures
 import evalcore.retrieval.names
 from evalcore.metrics import MetricSpec, metric_registry
 from evalcore.retrieval import (
-    DEFAULT_MEASURES,
     MEASURES,
+    OFFICIAL_MEASURES,
     NoCommonQueriesError,
     Qrels,
     Run,
@@ -579,7 +579,7 @@ class TestMeasureNames:
             "recip_rank",
         ]
         assert len(keys) == 9 + 11 + 9
-        assert DEFAULT_MEASURES[0] == "num_q"
+        assert OFFICIAL_MEASURES[0] == "num_q"
 
 
 class TestRegistry:

@@ -19,13 +19,14 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from evalcore import trec
-from evalcore.comparison import align_results, compare_scores
+from evalcore.comparison import DEFAULT_MEASURES, align_results, compare_scores
 from evalcore.retrieval import evaluate
 from evalplatform.models import Team
 from monitoring import evaluations, uploads
-from monitoring.models import DEFAULT_MEASURES, Comparison, Evaluation, EvaluationResult
+from monitoring.models import Comparison, Evaluation
 from tests.conftest import ROOT, QueuedTasks, WorkerProcess, _database_url_for
 from tests.monitoring.conftest import synthetic_collection, upload
+from tests.monitoring.stored import evaluation_rows
 
 QRELS, RUN = synthetic_collection()
 GOOD, WEAK = RUN(1, 1.5, "bm25"), RUN(2, 0.3, "dense")
@@ -200,7 +201,7 @@ class TestReadingAnEvaluation:
         while first["next"]:
             first = viewer.get(local(first["next"])).json()
             rows += first["results"]
-        stored = {r.measure: r.per_query for r in EvaluationResult.objects.filter(evaluation=evaluation)}
+        stored = {r.measure: r.per_query for r in evaluation_rows(evaluation)}
         evaluation.refresh_from_db()
         assert [row["qid"] for row in rows] == evaluation.qids
         assert [row["values"]["map"] for row in rows] == stored["map"]

@@ -19,20 +19,20 @@ from django.test import Client
 from annotations.models import Project
 from annotations.qrels import qrels_export
 from evalcore import trec
+from evalcore.comparison import DEFAULT_MEASURES
 from evalcore.retrieval import evaluate
 from evalplatform.models import Team, TeamMembership
 from monitoring import demo
 from monitoring.models import (
-    DEFAULT_MEASURES,
     Comparison,
     ComparisonPair,
-    ComparisonSummary,
     Evaluation,
-    EvaluationResult,
     QrelsSource,
     Run,
 )
+from series.models import MetricValue
 from tests.conftest import WorkerProcess
+from tests.monitoring.stored import comparison_rows
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ class TestDemoSearchTeam:
                 "done", source, list(DEFAULT_MEASURES)
             )  # fmt: skip
             want = evaluate(trec.read_qrels(qrels_file), trec.read_run(run.file.path), list(DEFAULT_MEASURES))
-            got = dict(evaluation.results.values_list("measure", "value"))
+            got = {row.measure: row.value for row in evaluation.results}
             assert got == pytest.approx(want.aggregate, abs=1e-12)
             assert 0.2 < got["map"] < 0.9  # real rankings, far from random and from perfect
 
@@ -89,7 +89,7 @@ class TestDemoSearchTeam:
         assert sorted(
             ComparisonPair.objects.filter(comparison=comparison).values_list("measure", flat=True)
         ) == (sorted(measures))
-        assert ComparisonSummary.objects.filter(comparison=comparison).count() == 2 * len(measures)
+        assert len(comparison_rows(comparison)) == 2 * len(measures)
         assert loaded["team"]["comparison"]["status"] == "done"
 
     def test_it_changes_nothing_when_loaded_again(self, loaded: dict[str, Any]) -> None:
@@ -102,7 +102,7 @@ class TestDemoSearchTeam:
                 "evaluations": list(
                     Evaluation.objects.order_by("pk").values_list("pk", "status", "attempts", "finished_at")
                 ),
-                "results": list(EvaluationResult.objects.order_by("pk").values_list("pk", "value", "ci_low")),
+                "results": list(MetricValue.objects.order_by("pk").values_list("pk", "value", "ci_low")),
                 "comparisons": list(Comparison.objects.values_list("pk", "status", "finished_at")),
                 "pairs": list(ComparisonPair.objects.order_by("pk").values_list("pk", "p_adjusted")),
             }

@@ -15,13 +15,16 @@ from django.core.management import call_command, load_command_class
 from django.core.management.base import CommandError
 
 from evalcore import trec
+from evalcore.comparison import DEFAULT_MEASURES
 from evalcore.retrieval import evaluate
 from evalplatform.models import Team
 from monitoring import evaluations, uploads
 from monitoring.management.commands import evaluate as evaluate_command
-from monitoring.models import DEFAULT_MEASURES, Evaluation, EvaluationResult, QrelsSource, Run
+from monitoring.models import Evaluation, QrelsSource, Run
+from series.models import MetricValue
 from tests.conftest import QueuedTasks, WorkerProcess
 from tests.monitoring.conftest import synthetic_collection, upload
+from tests.monitoring.stored import evaluation_rows
 
 QRELS, RUN = synthetic_collection()
 
@@ -91,7 +94,7 @@ class TestEvaluateHere:
         assert (Run.objects.count(), QrelsSource.objects.count(), Evaluation.objects.count()) == (1, 1, 1)
         run, qrels = Run.objects.get(), QrelsSource.objects.get()
         by_id, _ = evaluate_("search", "--run", str(run.pk), "--qrels", str(qrels.pk), "-m", "map")
-        assert by_id == first and EvaluationResult.objects.count() == 1
+        assert by_id == first and MetricValue.objects.filter(job_type="monitoring.evaluation").count() == 1
 
     def test_it_fails_with_the_jobs_error_in_one_line(self, team: Team, files: dict[str, str]) -> None:
         _, big_run = synthetic_collection(queries=100, shuffle=False)
@@ -104,7 +107,7 @@ class TestEvaluateHere:
         evaluation = Evaluation.objects.get()
         assert str(failure.value) == f"Evaluation {evaluation.pk} failed: {evaluation.error}"
         assert evaluation.error.startswith("late.run:") and "\n" not in str(failure.value)
-        assert evaluation.attempts == 1 and not evaluation.results.exists()
+        assert evaluation.attempts == 1 and not evaluation_rows(evaluation)
 
     @pytest.mark.parametrize(
         ("change", "message"),
@@ -248,4 +251,4 @@ def test_it_waits_for_a_real_worker_and_prints_its_results(
     assert data["status"] == "done", celery_worker_process.log()
     assert data["aggregate"] == pytest.approx(expected(files, list(DEFAULT_MEASURES)).aggregate)
     assert "%" in err  # the bar
-    assert EvaluationResult.objects.filter(evaluation_id=data["evaluation"]).count() == len(DEFAULT_MEASURES)
+    assert len(evaluation_rows(data["evaluation"])) == len(DEFAULT_MEASURES)

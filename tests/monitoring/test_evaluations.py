@@ -19,9 +19,10 @@ from evalcore.retrieval import evaluate
 from evalplatform.errors import InputError
 from evalplatform.models import Team
 from monitoring import evaluations, uploads
-from monitoring.models import ComparisonPair, ComparisonSummary, Evaluation, EvaluationResult
+from monitoring.models import ComparisonPair, Evaluation
 from tests.conftest import QueuedTasks, WorkerProcess
 from tests.monitoring.conftest import synthetic_collection, upload
+from tests.monitoring.stored import comparison_rows, evaluation_row, evaluation_rows
 
 QRELS, RUN = synthetic_collection()
 
@@ -73,7 +74,7 @@ class TestEvaluation:
             trec.read_qrels(write(tmp_path, "q", QRELS)), trec.read_run(write(tmp_path, "r", RUN(1, 1.5, "bm25"))),
             measures,
         )  # fmt: skip
-        rows = {row.measure: row for row in EvaluationResult.objects.filter(evaluation=evaluation)}
+        rows = {row.measure: row for row in evaluation_rows(evaluation)}
         assert list(rows) == measures
         for key in measures:
             assert rows[key].value == pytest.approx(expected.aggregate[key], abs=1e-12)
@@ -93,7 +94,7 @@ class TestEvaluation:
         assert again.pk == first.pk and again.status == "done"
         # A worker that runs the job again (a re-delivered message) finds it finished and writes nothing.
         assert evaluations.evaluation_run(evaluation_id=first.pk).status == "finished"
-        assert EvaluationResult.objects.filter(evaluation=first).count() == 2
+        assert len(evaluation_rows(first)) == 2
         other = evaluations.evaluation_create(
             run=run, qrels=qrels, measures=["map"], rel_level=2, enqueue=False
         )
@@ -107,7 +108,7 @@ class TestEvaluation:
         evaluation = evaluations.evaluation_create(run=stranger, qrels=qrels, enqueue=False)
         assert evaluations.evaluation_run(evaluation_id=evaluation.pk).status == "failed"
         evaluation.refresh_from_db()
-        assert "no query" in evaluation.error and not evaluation.results.exists()
+        assert "no query" in evaluation.error and not evaluation_rows(evaluation)
         # Asking again resets the failed evaluation and queues it once more.
         again = evaluations.evaluation_create(run=stranger, qrels=qrels, enqueue=False)
         assert again.pk == evaluation.pk and again.status == "pending" and again.error == ""
@@ -171,7 +172,7 @@ class TestComparison:
             assert got.p_adjusted == pytest.approx(want.p_adjusted) and got.diff == pytest.approx(want.diff)
             assert got.wins + got.ties + got.losses == 20
         assert pairs["map"].significant and pairs["map"].diff > 0  # the good run beats the weak one
-        assert ComparisonSummary.objects.filter(comparison=comparison).count() == 4
+        assert len(comparison_rows(comparison)) == 4
 
     @pytest.mark.parametrize("complete", [False, True])
     def test_it_gives_the_same_means_and_intervals_as_the_evaluation_and_compare_runs(
@@ -199,8 +200,8 @@ class TestComparison:
         call_command("compare_runs", *args, *(["-c"] if complete else []), stdout=out)
         command = json.loads(out.getvalue())["runs"]["partial.run"]
         for measure in measures:
-            web = EvaluationResult.objects.get(evaluation=evaluation, measure=measure)
-            compared = ComparisonSummary.objects.get(comparison=comparison, run=partial, measure=measure)
+            web = evaluation_row(evaluation, measure)
+            compared = comparison_rows(comparison)[(partial.pk, measure)]
             assert web.ci_low is not None and web.ci_low < web.ci_high
             assert (web.value, web.ci_low, web.ci_high) == (compared.mean, compared.ci_low, compared.ci_high)
             want = {
@@ -239,6 +240,6 @@ def test_it_evaluates_in_a_real_worker_and_stores_the_results_once(
     expected = evaluate(
         trec.read_qrels(write(tmp_path, "q", QRELS)), trec.read_run(run.file.path), ["map", "ndcg_cut_10"]
     )
-    rows = dict(EvaluationResult.objects.filter(evaluation=evaluation).values_list("measure", "value"))
+    rows = {row.measure: row.value for row in evaluation_rows(evaluation)}
     assert rows == pytest.approx(expected.aggregate)
-    assert EvaluationResult.objects.filter(evaluation=evaluation).count() == 2
+    assert len(evaluation_rows(evaluation)) == 2

@@ -18,7 +18,9 @@ from django.utils import timezone
 from annotations.models import QrelsBuild
 from evalplatform.models import Team
 from monitoring import evaluations, uploads
-from monitoring.models import Comparison, Evaluation, EvaluationResult, QrelsSource, Run
+from monitoring.models import Comparison, Evaluation, QrelsSource, Run
+from series.services import MetricValueIn, metric_values_write
+from series.subjects import run_series
 from tests.annotations.conftest import build_project
 from tests.conftest import LENA, make_user
 from tests.monitoring.conftest import synthetic_collection, upload
@@ -59,12 +61,11 @@ def stored_evaluation(run: Run, qrels: QrelsSource, values: dict[str, float], **
     fields.setdefault("finished_at", timezone.now())
     evaluation = Evaluation.objects.create(
         team=run.team, run=run, qrels=qrels, measures=list(values), options_key=f"k{run.pk}-{qrels.pk}",
-        qids=["q1", "q2"], num_queries=2, **fields,
+        qids=["q1", "q2"], num_queries=2, per_query={m: [v, v] for m, v in values.items()}, **fields,
     )  # fmt: skip
-    EvaluationResult.objects.bulk_create(
-        EvaluationResult(evaluation=evaluation, measure=m, position=i, value=v, ci_low=v - 0.1, ci_high=v + 0.1,
-                         per_query=[v, v])
-        for i, (m, v) in enumerate(values.items())
+    metric_values_write(
+        job=evaluation, series=run_series(qrels, run.name), observed_at=evaluation.finished_at or timezone.now(),
+        values=[MetricValueIn(m, v, ci_low=v - 0.1, ci_high=v + 0.1) for m, v in values.items()],
     )  # fmt: skip
     return evaluation
 
@@ -190,7 +191,7 @@ class TestTeamHome:
         assert "bm25" in page and "dense" in page and "judged" in page
         assert f'href="/teams/search/leaderboard/{done["qrels"].pk}/"' in page
         assert f'href="/teams/search/comparisons/{done["comparison"].pk}/"' in page
-        value = done["evaluations"][0].results.get(measure="map").value
+        value = next(r.value for r in done["evaluations"][0].results if r.measure == "map")
         assert f"map <strong>{value:.4f}</strong>" in page
         assert page.count('status-done">Done') == 3 and "data-job-url" not in page
 

@@ -17,9 +17,10 @@ from django.utils.html import escape
 from evalplatform.charts import plotly_js_version
 from evalplatform.models import Team
 from monitoring import evaluations, uploads
-from monitoring.models import ComparisonPair, ComparisonSummary, EvaluationResult, QrelsSource, Run
+from monitoring.models import ComparisonPair, Evaluation, QrelsSource, Run
 from tests.conftest import QueuedTasks, remote_assets
 from tests.monitoring.conftest import upload
+from tests.monitoring.stored import comparison_rows, evaluation_row, evaluation_rows
 from tests.monitoring.test_pages import (
     RUN,
     add_sources,
@@ -67,8 +68,8 @@ class TestLeaderboard:
         page = viewer.get(f"/teams/search/leaderboard/{qrels.pk}/?sort=P_10").content.decode()
         bars = figure(page, "figure-leaderboard")["data"][0]
         stored = {
-            r.evaluation.run.name: r
-            for r in EvaluationResult.objects.filter(measure="P_10").select_related("evaluation__run")
+            evaluation.run.name: evaluation_row(evaluation, "P_10")
+            for evaluation in Evaluation.objects.filter(qrels=qrels).select_related("run")
         }
         assert bars["type"] == "bar" and bars["x"] == ["bm25", "dense"]  # higher is better: best first
         assert bars["y"] == [stored["bm25"].value, stored["dense"].value]
@@ -117,7 +118,7 @@ class TestLeaderboard:
             "2",
         ]
         for row in rows:
-            for result in EvaluationResult.objects.filter(evaluation_id=int(row["evaluation_id"])):
+            for result in evaluation_rows(int(row["evaluation_id"])):
                 assert number(row[result.measure]) == result.value  # exactly: repr round-trips a float
                 assert number(row[f"{result.measure}_ci_low"]) == result.ci_low
                 assert number(row[f"{result.measure}_ci_high"]) == result.ci_high
@@ -191,7 +192,7 @@ class TestRunPage:
         qrels, good, _ = sources
         evaluation = evaluate_now(good, qrels)
         page = viewer.get(f"/teams/search/runs/{good.pk}/?measure=P_10").content.decode()
-        result = evaluation.results.get(measure="P_10")
+        result = evaluation_row(evaluation, "P_10")
         bars = figure(page, "figure-histogram")["data"][0]
         assert sum(bars["y"]) == evaluation.num_queries == 20 and len(bars["y"]) == 10
         assert figure(page, "figure-histogram")["layout"]["xaxis"]["range"] == pytest.approx([-0.04, 1.04])
@@ -241,7 +242,7 @@ class TestRunPage:
         evaluation = evaluate_now(good, qrels, ("map", "P_10", "num_ret"))
         rows = rows_of(viewer.get(f"/teams/search/evaluations/{evaluation.pk}/per-query.csv"))
         assert [row["qid"] for row in rows] == evaluation.qids
-        for result in evaluation.results.all():
+        for result in evaluation_rows(evaluation):
             assert [number(row[result.measure]) for row in rows] == result.per_query
 
     def test_it_reads_a_run_with_many_evaluations_in_a_fixed_number_of_queries(
@@ -274,8 +275,8 @@ class TestComparisonPage:
         assert f"by {abs(pair.diff):.4f} in mean map" in page
         bars = figure(page, "figure-differences")["data"][0]
         assert bars["y"] == sorted(bars["y"], reverse=True) and len(bars["y"]) == 20
-        a_values = ComparisonSummary.objects.get(comparison=comparison, run=a, measure="map").per_query
-        b_values = ComparisonSummary.objects.get(comparison=comparison, run=b, measure="map").per_query
+        a_values = comparison_rows(comparison)[(a.pk, "map")].per_query
+        b_values = comparison_rows(comparison)[(b.pk, "map")].per_query
         assert sorted(bars["y"]) == sorted(x - y for x, y in zip(a_values, b_values, strict=True))
         assert sum(y > 0 for y in bars["y"]) == pair.wins and sum(y < 0 for y in bars["y"]) == pair.losses
         assert 'id="difference-table"' in page and "figure-pairs" not in page  # one pair: no pairs chart
@@ -302,14 +303,14 @@ class TestComparisonPage:
         a = dict(
             zip(
                 comparison.qids,
-                comparison.summaries.get(run_id=pair.run_a_id, measure="ndcg_cut_10").per_query,
+                comparison_rows(comparison)[(pair.run_a_id, "ndcg_cut_10")].per_query,
                 strict=True,
             )
         )
         b = dict(
             zip(
                 comparison.qids,
-                comparison.summaries.get(run_id=pair.run_b_id, measure="ndcg_cut_10").per_query,
+                comparison_rows(comparison)[(pair.run_b_id, "ndcg_cut_10")].per_query,
                 strict=True,
             )
         )

@@ -31,9 +31,10 @@ from evalcore import trec
 from evalcore.retrieval import evaluate
 from evalplatform.models import Team
 from monitoring import evaluations, tasks, uploads
-from monitoring.models import Evaluation, EvaluationResult
+from monitoring.models import Evaluation
 from tests.conftest import ROOT, WorkerProcess, _database_url_for, stop_process_group
 from tests.monitoring.conftest import synthetic_collection, upload
+from tests.monitoring.stored import evaluation_rows
 
 LEASE_SECONDS = 4
 VISIBILITY_TIMEOUT = 5
@@ -183,7 +184,7 @@ def test_it_completes_a_job_whose_worker_was_killed_and_leaves_no_partial_result
     killed_at = time.monotonic()
     dead = job.get()
     assert (dead.status, dead.attempts) == ("running", 1), f"finished before the kill:\n{workers.logs()}"
-    assert not EvaluationResult.objects.filter(evaluation=evaluation).exists()
+    assert not evaluation_rows(evaluation)
     assert dead.qids == [] and dead.num_queries is None
 
     # A worker restores unacked messages older than the visibility timeout when it starts consuming.
@@ -196,7 +197,7 @@ def test_it_completes_a_job_whose_worker_was_killed_and_leaves_no_partial_result
     done = job.get()
     assert (done.status, done.attempts, done.error) == ("done", 2, ""), workers.logs()
     want = evaluate(trec.read_qrels(qrels_path), trec.read_run(run_path), MEASURES)
-    rows = list(EvaluationResult.objects.filter(evaluation=evaluation).order_by("position"))
+    rows = evaluation_rows(evaluation)
     assert [row.measure for row in rows] == MEASURES  # exactly one row per measure
     for row in rows:
         assert row.value == pytest.approx(want.aggregate[row.measure], abs=1e-12)
@@ -262,7 +263,7 @@ class TestRetries:
         assert (
             len(countdowns) == 2 and 0 <= countdowns[0] <= 5 and 0 <= countdowns[1] <= 10
         )  # backoff, jitter
-        assert EvaluationResult.objects.filter(evaluation=evaluation).count() == 2
+        assert len(evaluation_rows(evaluation)) == 2
 
     def test_it_gives_up_after_its_last_attempt_with_a_message(
         self, evaluation: Evaluation, countdowns: list[float], monkeypatch: pytest.MonkeyPatch
@@ -273,7 +274,7 @@ class TestRetries:
         assert evaluation.status == "failed" and calls[0] == Evaluation.max_attempts == 3
         assert evaluation.error.startswith("Gave up after 3 attempts")
         assert len(countdowns) == 3  # three retries, and the fourth delivery fails the job: no more
-        assert not EvaluationResult.objects.filter(evaluation=evaluation).exists()
+        assert not evaluation_rows(evaluation)
 
     def test_it_fails_a_bad_file_at_once_without_retrying(
         self, team: Team, evaluation: Evaluation, countdowns: list[float]

@@ -8,7 +8,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evalcore.comparison import (
+    CORRECTIONS,
+    TESTS,
     Comparison,
+    ComparisonParams,
     align_results,
     compare_scores,
     mean_rule,
@@ -47,14 +50,15 @@ class Command(BaseCommand):
         parser.add_argument(
             "-m", "--measure", action="append", required=True, dest="measures", metavar="MEASURE"
         )
-        parser.add_argument("--test", choices=("t", "wilcoxon", "randomization"), default="t")
+        defaults = ComparisonParams()
+        parser.add_argument("--test", choices=TESTS, default=defaults.test)
         parser.add_argument(
             "--correction",
-            choices=("bonferroni", "holm", "bh"),
-            default="holm",
-            help="multiple-comparison correction over all pairs and measures (default holm)",
+            choices=CORRECTIONS,
+            default=defaults.correction,
+            help=f"multiple-comparison correction over all pairs and measures (default {defaults.correction})",
         )
-        parser.add_argument("--alpha", type=float, default=0.05)
+        parser.add_argument("--alpha", type=float, default=defaults.alpha)
         parser.add_argument(
             "--confidence",
             type=float,

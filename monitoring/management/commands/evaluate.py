@@ -21,6 +21,7 @@ from django.http import Http404
 from tqdm import tqdm
 
 from annotations.models import Project, QrelsBuild
+from evalcore.comparison import DEFAULT_MEASURES, ComparisonParams
 from evalcore.retrieval import parse_measures
 from evalplatform.auth import User
 from evalplatform.errors import InputError
@@ -34,7 +35,7 @@ from monitoring.management.commands.upload_run import (
     opened,
     team_and_user,
 )
-from monitoring.models import DEFAULT_MEASURES, Evaluation, QrelsSource, Run
+from monitoring.models import Evaluation, QrelsSource, Run
 
 #: Seconds between two looks at the job while waiting.
 POLL_SECONDS = 0.5
@@ -80,7 +81,7 @@ class Command(BaseCommand):
             "-l",
             "--level",
             type=int,
-            default=1,
+            default=ComparisonParams.rel_level,
             metavar="LEVEL",
             help="relevance level: binary measures count rel >= LEVEL as relevant (trec_eval -l; default 1)",
         )
@@ -316,7 +317,7 @@ def _number(value: float | None, *, integer: bool) -> float | int | None:
 def as_data(evaluation: Evaluation) -> dict[str, Any]:
     """The `--json` object: the evaluation's id and status, each measure's value and its interval."""
     integer = _integer_keys(evaluation)
-    rows = list(evaluation.results.order_by("position"))
+    rows = list(evaluation.results)
     data: dict[str, Any] = {
         "evaluation": evaluation.pk,
         "status": evaluation.status,
@@ -338,7 +339,7 @@ def as_text(evaluation: Evaluation) -> str:
     """trec_eval's three columns (`measure<TAB>all<TAB>value`), then the interval `[low, high]`."""
     integer = _integer_keys(evaluation)
     lines = []
-    for row in evaluation.results.order_by("position"):
+    for row in evaluation.results:
         if row.value is None:
             value = "-"
         elif row.measure in integer:

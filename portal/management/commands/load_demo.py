@@ -108,5 +108,5 @@ def _team_line(search: DemoSearchTeam) -> str:
 
 
 def _map_of(evaluation: object) -> float:
-    row = evaluation.results.filter(measure="map").first()  # type: ignore[attr-defined]
+    row = next((r for r in evaluation.results if r.measure == "map"), None)  # type: ignore[attr-defined]
     return row.value if row is not None and row.value is not None else float("nan")
