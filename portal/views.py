@@ -1,5 +1,6 @@
 """The home page: a signed-in user's roles, the projects they can judge and their teams' latest
-evaluations and open alerts. It reads both apps, so it lives in the composition layer."""
+evaluations, latest observations (from the one metric table) and open alerts. It reads both apps, so it
+lives in the composition layer."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ from evalplatform.auth import SignedInRequest
 from evalplatform.roles import Role, user_roles
 from monitoring.alerts import team_open_events
 from monitoring.selectors import latest_evaluations, team_memberships
+from series.selectors import latest_observations
 
 #: How many of their teams' newest evaluations and open alerts a team member's home lists.
 HOME_EVALUATIONS = 10
 HOME_ALERTS = 20
+#: How many of their teams' most recently observed series it lists.
+HOME_SERIES = 10
 
 
 @login_required
@@ -36,6 +40,9 @@ def home(request: SignedInRequest) -> HttpResponse:
             "is_team_member": Role.TEAM_MEMBER in roles or request.user.is_superuser or bool(teams),
             "memberships": memberships,
             "evaluations": latest_evaluations(teams=teams, limit=HOME_EVALUATIONS) if teams else [],
+            "observations": latest_observations([team.pk for team in teams], limit=HOME_SERIES)
+            if teams
+            else [],
             "open_alerts": list(team_open_events(teams=teams)[:HOME_ALERTS]) if teams else [],
         },
     )

@@ -184,3 +184,42 @@ def series_metric_histories(series: Series, *, limit: int = 500) -> list[MetricH
     order = sorted(grouped, key=lambda key: (first[key], key[1] != "", key))
     return [MetricHistory(metric=metric, subgroup=subgroup, points=grouped[(metric, subgroup)][::-1])
             for metric, subgroup in order]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LatestObservation:
+    """A series' newest observation: its headline metric (the first its job wrote) and value."""
+
+    series: Series
+    observed_at: datetime
+    metric: str
+    value: float | None
+
+
+def latest_observations(team_ids: Iterable[int], *, limit: int = 10) -> list[LatestObservation]:
+    """The teams' series observed most recently, newest first, each with its headline value: what a team
+    member's home page lists. Two queries whatever the number of series."""
+    newest = list(
+        Series.objects.filter(team_id__in=list(team_ids))
+        .annotate(latest=models.Max("values__observed_at"))
+        .filter(latest__isnull=False)
+        .select_related("team")
+        .order_by("-latest", "-pk")[:limit]
+    )
+    if not newest:
+        return []
+    wanted = Q()
+    for series in newest:
+        wanted |= Q(series=series, observed_at=series.latest)  # type: ignore[attr-defined]
+    headline: dict[int, tuple[str, float | None]] = {}
+    for series_id, metric, value in (
+        MetricValue.objects.filter(wanted, subgroup="")
+        .order_by("series_id", "-job_id", "position")
+        .values_list("series_id", "metric", "value")
+    ):
+        headline.setdefault(series_id, (metric, value))
+    return [
+        LatestObservation(series, series.latest, *headline[series.pk])  # type: ignore[attr-defined]
+        for series in newest
+        if series.pk in headline
+    ]

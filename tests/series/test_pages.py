@@ -102,3 +102,15 @@ def test_it_keeps_other_teams_out(fraud: Series) -> None:
     assert client.get(f"/teams/other/series/{fraud.pk}/").status_code == 404
     assert client.get(f"/api/teams/other/series/{fraud.pk}/values/").status_code == 404
     assert Client().get("/teams/search/series/").status_code == 302
+
+
+def test_it_lists_the_latest_observations_on_the_home_page(team: Team, viewer: User, fraud: Series) -> None:
+    recs = recsys_series(team.pk, "two-tower")
+    job = WorkerHeartbeat.objects.create(hostname="recs-job", last_seen=timezone.now())
+    metric_values_write(job=job, series=recs, observed_at=timezone.now(), values=[
+        MetricValueIn("catalog_coverage", 0.4321), MetricValueIn("hit_rate", 0.9)])  # fmt: skip
+    page = signed_in(viewer).get("/").content.decode()
+    table = page[page.index('id="home-observations"') :]
+    assert table.index("recommendations two-tower") < table.index("fraud scores cards")  # newest first
+    assert "catalog_coverage" in table and "0.4321" in table and "hit_rate" not in table
+    assert "0.4100" in table  # the fraud series' newest detection rate
