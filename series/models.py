@@ -3,12 +3,18 @@ one row per (what, metric, subgroup, time), with a unique key so that re-countin
 
 from __future__ import annotations
 
+import sys
+
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
 from evalcore.metrics import FAMILIES
 from evalplatform.models import Team
+
+#: The largest finite float: the bound of the check that keeps infinities (and PostgreSQL's NaN, which
+#: sorts above every number) out of the table. Written as a number, since SQLite reads `inf` as a name.
+_MAX = sys.float_info.max
 
 
 class Series(models.Model):
@@ -105,9 +111,9 @@ class MetricValue(models.Model):
                 name="metric_value_unique_key_no_series",
             ),
             models.CheckConstraint(
-                condition=(Q(value__isnull=True) | Q(value__lt=float("inf"), value__gt=float("-inf")))
-                & (Q(ci_low__isnull=True) | Q(ci_low__lt=float("inf"), ci_low__gt=float("-inf")))
-                & (Q(ci_high__isnull=True) | Q(ci_high__lt=float("inf"), ci_high__gt=float("-inf"))),
+                condition=(Q(value__isnull=True) | Q(value__lte=_MAX, value__gte=-_MAX))
+                & (Q(ci_low__isnull=True) | Q(ci_low__lte=_MAX, ci_low__gte=-_MAX))
+                & (Q(ci_high__isnull=True) | Q(ci_high__lte=_MAX, ci_high__gte=-_MAX)),
                 name="metric_value_finite",
             ),
         ]

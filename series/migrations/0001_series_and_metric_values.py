@@ -181,17 +181,24 @@ class Migration(migrations.Migration):
                 condition=models.Q(
                     models.Q(
                         ("value__isnull", True),
-                        models.Q(("value__gt", float("-inf")), ("value__lt", float("inf"))),
+                        models.Q(
+                            ("value__gte", -1.7976931348623157e308), ("value__lte", 1.7976931348623157e308)
+                        ),
                         _connector="OR",
                     ),
                     models.Q(
                         ("ci_low__isnull", True),
-                        models.Q(("ci_low__gt", float("-inf")), ("ci_low__lt", float("inf"))),
+                        models.Q(
+                            ("ci_low__gte", -1.7976931348623157e308), ("ci_low__lte", 1.7976931348623157e308)
+                        ),
                         _connector="OR",
                     ),
                     models.Q(
                         ("ci_high__isnull", True),
-                        models.Q(("ci_high__gt", float("-inf")), ("ci_high__lt", float("inf"))),
+                        models.Q(
+                            ("ci_high__gte", -1.7976931348623157e308),
+                            ("ci_high__lte", 1.7976931348623157e308),
+                        ),
                         _connector="OR",
                     ),
                 ),

@@ -46,6 +46,7 @@ from evalplatform.wsgi import application
 from monitoring import alerts, evaluations, monitors, recsys_fraud, uploads
 from monitoring.demo import demo_fraud_text, demo_recsys_texts
 from monitoring.models import AlertEvent, NotificationChannel
+from series.models import Series
 from tests.annotations.conftest import build_project, record_answers
 from tests.conftest import ALICE, BOB, LENA, make_user
 from tests.monitoring.conftest import synthetic_collection, upload
@@ -188,6 +189,7 @@ def world(db: None, wsgi_requests_in_the_test_transaction: None) -> World:
         project=project, kind="documents", upload=csv_file("docs.jsonl", '{"doc_id": "x", "text": "y"}\n'),
         enqueue=False,
     ).pk  # fmt: skip
+    ids["series"] = Series.objects.filter(team=team, kind="stream").values_list("pk", flat=True).get()
     return World(lead=lead, annotator=annotator, project=project, team=team, ids=ids, stream="query-encoder")
 
 
