@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
@@ -325,6 +326,22 @@ class JudgingTokenAuthentication(TokenAuthentication):
         token, user, membership = found
         hotpath.membership_remember(user, self.slug, membership)
         return self._checked(token, user)
+
+
+class JudgingTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+    """The judging API's sign-in in the schema: the same `Authorization: Token <key>` header as every other
+    view's, as a scheme of its own name (two classes may not share the name `tokenAuth`)."""
+
+    target_class = "annotations.api.JudgingTokenAuthentication"
+    name = "judgingTokenAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": 'The API token with the prefix "Token", as for every other view.',
+        }
 
 
 #: The judging API's sign-in schemes: the settings' (`DEFAULT_AUTHENTICATION_CLASSES`: the token first, so

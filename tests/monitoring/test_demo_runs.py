@@ -102,7 +102,13 @@ class TestDemoSearchTeam:
                 "evaluations": list(
                     Evaluation.objects.order_by("pk").values_list("pk", "status", "attempts", "finished_at")
                 ),
-                "results": list(MetricValue.objects.order_by("pk").values_list("pk", "value", "ci_low")),
+                "results": list(
+                    MetricValue.objects.filter(
+                        job_type__in=["monitoring.evaluation", "monitoring.comparison"]
+                    )
+                    .order_by("pk")
+                    .values_list("pk", "value", "ci_low")
+                ),
                 "comparisons": list(Comparison.objects.values_list("pk", "status", "finished_at")),
                 "pairs": list(ComparisonPair.objects.order_by("pk").values_list("pk", "p_adjusted")),
             }

@@ -286,7 +286,9 @@ class TestHome:
         qrels = sources[0]
         many_runs(team, qrels, 2)
         logged_in(client, theo)
-        with django_assert_max_num_queries(8) as few:
+        # 10: the session and user, the roles, the projects, the teams, the evaluations with their values,
+        # the latest observations (two) and the open alerts.
+        with django_assert_max_num_queries(10) as few:
             client.get("/")
         many_runs(team, qrels, 20, start=2)
         with django_assert_max_num_queries(len(few.captured_queries)):

@@ -64,7 +64,9 @@ class TestValues:
         assert abs((first[0].observed_at - evaluation.finished_at).total_seconds()) < 5
         run_again(Evaluation, evaluation.pk)
         again = list(MetricValue.objects.filter(job_type="monitoring.evaluation").order_by("position"))
-        assert [v.pk for v in again] == [v.pk for v in first]  # updated in place, never duplicated
+        assert [(v.metric, v.value) for v in again] == [
+            (v.metric, v.value) for v in first
+        ]  # replaced, never added
         assert [v.value for v in again] == [v.value for v in first]
         assert list(series_history(series)) == ["map", "P_10"] and len(series_history(series)["map"]) == 1
         assert Series.objects.filter(kind="run").count() == 1
@@ -76,12 +78,12 @@ class TestValues:
         comparison = evaluations.comparison_create(qrels=qrels, runs=[good, weak], enqueue=False)
         assert evaluations.comparison_run(comparison_id=comparison.pk).status == "done"
         values = MetricValue.objects.filter(job_type="monitoring.comparison", job_id=comparison.pk)
-        before = sorted(values.values_list("pk", "metric", "subgroup", "value"))
-        assert {(metric, subgroup) for _, metric, subgroup, _ in before} == {
+        before = sorted(values.values_list("metric", "subgroup", "value"))
+        assert {(metric, subgroup) for metric, subgroup, _ in before} == {
             (m, str(r.pk)) for m in ("map", "ndcg_cut_10") for r in (good, weak)}  # fmt: skip
         assert not values.filter(series__isnull=False).exists()
         run_again(Comparison, comparison.pk)
-        assert sorted(values.values_list("pk", "metric", "subgroup", "value")) == before
+        assert sorted(values.values_list("metric", "subgroup", "value")) == before
         stored = comparison_rows(comparison)
         assert {row.num_queries for row in stored.values()} == {20}
         assert all(len(row.per_query) == 20 for row in stored.values())
