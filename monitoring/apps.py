@@ -4,3 +4,17 @@ from django.apps import AppConfig
 class MonitoringConfig(AppConfig):
     name = "monitoring"
     verbose_name = "Evaluation and monitoring"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_delete
+
+        from monitoring.alerts import series_observed, subject_deleted
+        from monitoring.models import EmbeddingStream, QrelsSource
+        from series.signals import series_observed as observed
+
+        # Every family's values reach the alert rules one way: the table's signal, once committed.
+        observed.connect(series_observed, dispatch_uid="monitoring-alerts-series-observed")
+        for subject in (EmbeddingStream, QrelsSource):
+            post_delete.connect(
+                subject_deleted, sender=subject, dispatch_uid=f"monitoring-series-{subject.__name__}"
+            )

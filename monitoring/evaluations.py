@@ -31,6 +31,7 @@ from evalcore.retrieval import Run as RunData
 from evalcore.stats import DEFAULT_BOOTSTRAP
 from evalplatform.auth import User
 from evalplatform.jobs import JobError, JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
+from monitoring.dual_write import metric_values_dual_write
 from monitoring.models import (
     DEFAULT_MEASURES,
     Comparison,
@@ -161,14 +162,9 @@ class EvaluationOutput:
 
 
 def evaluation_run(*, evaluation_id: int) -> JobOutcome:
-    """Claim, compute and store an evaluation (the task's one call), then check the alert rules on its
-    series (its run's name on its qrels). Idempotent."""
-    outcome = job_run(Evaluation, pk=evaluation_id, compute=_evaluate, store=_store_evaluation)
-    if outcome.status == "done":
-        from monitoring.alerts import alerts_check_evaluation
-
-        alerts_check_evaluation(evaluation_id=evaluation_id)
-    return outcome
+    """Claim, compute and store an evaluation (the task's one call). Idempotent. Its values announce its
+    series (its run's name on its qrels) once committed, and the alert rules on it are checked then."""
+    return job_run(Evaluation, pk=evaluation_id, compute=_evaluate, store=_store_evaluation)
 
 
 def _evaluate(evaluation: Evaluation, progress: ProgressFn) -> EvaluationOutput:
@@ -243,6 +239,9 @@ def _store_evaluation(evaluation: Evaluation, output: EvaluationOutput) -> None:
         unique_fields=["evaluation", "measure"],
         update_fields=["position", "value", "ci_low", "ci_high", "per_query"],
     )  # fmt: skip
+    metric_values_dual_write(
+        evaluation, [(row.measure, row.value, row.ci_low, row.ci_high) for row in output.rows]
+    )
 
 
 # --- comparisons --------------------------------------------------------------------------------------

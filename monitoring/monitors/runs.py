@@ -42,7 +42,7 @@ from evalplatform.jobs import (
     job_run,
     lease_kept,
 )
-from monitoring import alerts
+from monitoring.dual_write import metric_values_dual_write
 from monitoring.models import (
     EmbeddingSnapshot,
     EmbeddingStream,
@@ -365,16 +365,17 @@ def _store(run: MonitorRun, output: MonitorOutput) -> None:
         unique_fields=["run", "metric"],
         update_fields=["section", "value"],
     )
+    metric_values_dual_write(run, [(name, value, None, None) for name, _, value in output.values])
 
 
 def _finished(run_id: int, outcome: JobOutcome) -> JobOutcome:
-    if outcome.status == "done":
-        alerts.alerts_check_monitor_run(run_id=run_id)
+    # The alert rules of the stream are checked on `series.signals.series_observed` (`monitoring.alerts`).
     return outcome
 
 
 def monitor_run(*, run_id: int, queue: str | None = None, split: bool = True) -> JobOutcome | Split:
-    """Compute a monitor run (the task's one call), then check the stream's alert rules. Idempotent.
+    """Compute a monitor run (the task's one call); its committed values have the stream's alert rules
+    checked (`monitoring.alerts.series_observed`). Idempotent.
 
     A run planned over several chunks is claimed here and handed to a chord on `queue` (`Split`), when
     `split` and Celery has a result backend; otherwise it is computed in this process.
@@ -480,7 +481,7 @@ def monitor_chunk(*, run_id: int, token: str, start: int, stop: int) -> str | No
 
 def monitor_merge(*, run_id: int, token: str, names: Sequence[str | None]) -> JobOutcome:
     """The chord's callback: merge the chunks' summaries, compute the metrics, store them under the claim
-    (`job_finish`), then check the alert rules. `lost` when the claim no longer holds the run."""
+    (`job_finish`; their commit has the alert rules checked). `lost` when the claim no longer holds the run."""
     from evalcore.embeddings import load_summary, merge_summaries
 
     claim = _chord_claim(run_id, token)
