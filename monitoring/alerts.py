@@ -301,8 +301,16 @@ def series_observed(*, series_ids: Iterable[int], job_type: str, job_id: int, **
         if getattr(_here, "depth", 0):
             alerts_check_series(series_id=series_id, job_type=job_type, job_id=job_id)
         else:
-            transaction.on_commit(partial(task.apply_async, args=(series_id, job_type, job_id)))
+            transaction.on_commit(partial(_enqueue_check, task, (series_id, job_type, job_id)))
     return watched
+
+
+def _enqueue_check(task: Any, args: tuple[int, str, int]) -> None:
+    """Queue a check; a broker that is down loses this check only (logged), never the job that wrote."""
+    try:
+        task.apply_async(args=args)
+    except Exception:  # kombu's OperationalError and its kin: the job's values are committed already
+        logger.exception("could not queue the alert check of series %s after %s #%s", *args)
 
 
 _here = threading.local()

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from annotations.models import Project, ProjectMembership, QualityRecompute
 from evalplatform.models import Team
-from monitoring import evaluations, uploads
+from monitoring import alerts, evaluations, uploads
 from monitoring.models import (
     AlertEvent,
     AlertRule,
@@ -166,6 +166,21 @@ class TestEveryFamily:
         good = case.threshold + 0.1 if case.comparator == "<" else case.threshold - 0.1
         observe(case, rule.series, queued, django_capture_on_commit_callbacks, good)
         assert AlertEvent.objects.get(rule=rule).status == "resolved"
+
+    def test_it_loses_only_the_check_when_the_broker_is_down(
+        self, team: Team, theo: User, queued: QueuedTasks, django_capture_on_commit_callbacks: Any,
+        caplog: pytest.LogCaptureFixture,
+    ) -> None:  # fmt: skip
+        case = _recsys(team, theo)
+        series = alerts.rule_series_resolve(team=team, kind="recsys", set_name="homepage")
+        alerts.alert_rule_create(team=team, series=series, name="c", metric="catalog_coverage", comparator="<",
+                                 threshold=0.3)  # fmt: skip
+        queued.broker_down = True
+        with django_capture_on_commit_callbacks(execute=True):
+            metric_values_write(job=case.job, series=series, observed_at=timezone.now(),
+                                values=[MetricValueIn("catalog_coverage", 0.1)])  # fmt: skip
+        assert series.values.count() == 1 and not queued.sent
+        assert "could not queue the alert check" in caplog.text
 
     def test_it_takes_a_series_of_the_team_by_id_and_refuses_another_teams(
         self, team: Team, other_team: Team, theo: User
