@@ -308,6 +308,7 @@ SPECTACULAR_SETTINGS = {
         "JobStatusEnum": "evalplatform.jobs.JobStatus",
         "TeamRoleEnum": "evalplatform.models.TeamMembership.Role",
         "ChannelKindEnum": "monitoring.models.alerts.NotificationChannel.Kind",
+        "SeriesKindEnum": "series.models.Series.Kind",
     },
 }
 

@@ -227,8 +227,8 @@ class AlertRuleAdmin(admin.ModelAdmin):
                     "enabled"]  # fmt: skip
     list_filter = ["team", "severity", "on_undefined", "enabled"]
     search_fields = ["name", "metric"]
-    list_select_related = ["team", "stream", "qrels"]
-    raw_id_fields = ["stream", "qrels"]
+    list_select_related = ["team", "series"]
+    raw_id_fields = ["series"]
     filter_horizontal = ["channels"]
 
 

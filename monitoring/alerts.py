@@ -1,11 +1,15 @@
-"""Alert rules on any metric of the registry, the events they open and resolve, and their notifications.
+"""Alert rules on any series of any family, the events they open and resolve, and their notifications.
 
-After a monitor run or an evaluation finishes, its job's `on_done` hook (`evalplatform.jobs`) calls
-`alerts_check_monitor_run` / `alerts_check_evaluation`, which look at each enabled rule of its series:
-the rule's metric over the series' latest `consecutive`
-observations, each checked with `evalcore.alerts.evaluate_rules` (a drift rule also needs its effect
-size above the threshold calibrated on the reference). When all of them break the threshold the rule
-fires: it opens an event, or, if one is already open, counts one more observation on it (no new
+A rule watches one metric of its series' family (`series.Series`: a stream's monitor runs, a nightly run's
+evaluations, a recommendation or fraud score set's evaluations, a judging project's or an annotator's
+quality recomputes). Every job that writes values into the table (`series.services.metric_values_write`)
+announces the series it observed (`series.signals.series_observed`, once committed); `series_observed`
+below queues one `monitoring.tasks.alerts_check_series` per observed series that has enabled rules, and
+`alerts_check_series` looks at each of them: the rule's metric over the series' latest `consecutive`
+observations up to that job (`series.selectors.series_observations`, the one reader of every family),
+each checked with `evalcore.alerts.evaluate_rules` (a drift rule also needs its effect size above the
+threshold calibrated on the reference, stored with the values). When all of them break the threshold the
+rule fires: it opens an event, or, if one is already open, counts one more observation on it (no new
 notification: events are deduplicated). When the latest observation no longer breaks it, the open
 event resolves.
 
@@ -23,11 +27,14 @@ them (email, or a webhook's Slack-compatible JSON POST), on their own queue.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from functools import partial
+from typing import Any, cast
 
+from django.apps import apps
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -37,26 +44,33 @@ from evalcore.alerts import AlertRuleError, EffectRequirement, evaluate_rules, i
 from evalcore.metrics import Family, UnknownMetricError, metric_registry
 from evalplatform.auth import User
 from evalplatform.errors import InputError
-from evalplatform.jobs import JobStatus, job_enqueue_on_commit
+from evalplatform.jobs import job_enqueue_on_commit
 from evalplatform.models import Team
 from monitoring.models import (
     AlertEvent,
     AlertRule,
     EmbeddingStream,
-    Evaluation,
-    MonitorRun,
     Notification,
     NotificationChannel,
-    QrelsSource,
 )
-from series.selectors import series_observations
-from series.services import job_type_of
-from series.subjects import run_series, stream_series
+from series.models import Series
+from series.selectors import Observation, series_observations
+from series.services import series_key
+from series.subjects import stream_series
 
 logger = logging.getLogger(__name__)
 
 #: The most observations a rule looks back over.
 MAX_CONSECUTIVE = 50
+
+
+class AlertRuleFieldError(InputError):
+    """A rule cannot be made as asked, because of one field (`field`): the API answers 400 naming it,
+    the form shows the message under it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 # --- rules --------------------------------------------------------------------------------------------
@@ -71,10 +85,30 @@ def rule_spec(rule: AlertRule) -> RuleSpec:
     )  # fmt: skip
 
 
+def metric_of_family_check(field: str, metric: str, family: Family | str) -> None:
+    """Raise `AlertRuleFieldError(field)` unless `metric` is a registry name of `family`: an unknown
+    name with the closest names of the family, a name of another family with the family's closest."""
+    registry = metric_registry()
+    family = cast(Family, family)
+    try:
+        spec = registry.resolve(metric, suggest_from=family)
+    except UnknownMetricError as error:
+        raise AlertRuleFieldError(field, str(error)) from None
+    if spec.family != family:
+        close = registry.suggest(metric, family=family)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise AlertRuleFieldError(
+            field,
+            f"{metric!r} is a {spec.family} metric; the series reports {family} metrics, so a rule on it "
+            f"would never fire{hint}",
+        )
+
+
 @transaction.atomic
 def alert_rule_create(
     *,
     team: Team,
+    series: Series,
     name: str,
     metric: str,
     comparator: str,
@@ -85,48 +119,135 @@ def alert_rule_create(
     effect_metric: str = "",
     effect_threshold: float | None = None,
     on_undefined: str = AlertRule.OnUndefined.KEEP,
-    stream: EmbeddingStream | None = None,
-    qrels: QrelsSource | None = None,
-    run_name: str = "",
     channels: Iterable[NotificationChannel] = (),
     created_by: User | None = None,
 ) -> AlertRule:
-    """A rule on a stream's monitor runs, or on the evaluations of runs named `run_name` on `qrels`.
+    """A rule on one series of the team (`series.subjects` gives a subject's series, with or without
+    values yet).
 
-    Raises `InputError` (a message for the user) for an unknown metric (with the closest names), a bad
-    comparator, severity, threshold or `on_undefined`, or a series of another team.
+    Raises `AlertRuleFieldError` (a message for the user, and the field it is about) for a metric or an
+    effect metric that is unknown or of another family than the series' (with the family's closest
+    names), and `InputError` for a bad comparator, severity, threshold or `on_undefined`, or a series or
+    channels of another team.
     """
-    registry = metric_registry()
-    # Close names are suggested from what the series reports: evaluations of runs are retrieval measures.
-    family: Family = "retrieval" if qrels is not None else "embedding"
+    channels = list(channels)
+    if series.team_id != team.pk or any(channel.team_id != team.pk for channel in channels):
+        raise InputError("The series and the channels must belong to the rule's team.")
+    metric_of_family_check("metric", metric, series.family)
+    if effect_metric:
+        metric_of_family_check("effect_metric", effect_metric, series.family)
     try:
-        registry.resolve(metric, suggest_from=family)
-        if effect_metric:
-            registry.resolve(effect_metric, suggest_from=family)
         rule_spec_check = RuleSpec(
             name=name or "rule", metric=metric, comparator=comparator, threshold=float(threshold),  # type: ignore[arg-type]
             severity=severity, on_undefined=on_undefined,  # type: ignore[arg-type]
             effect=EffectRequirement(effect_metric, effect_threshold) if effect_metric else None,
         )  # fmt: skip
-    except (UnknownMetricError, AlertRuleError, TypeError, ValueError) as error:
+    except (AlertRuleError, TypeError, ValueError) as error:
         raise InputError(str(error)) from None
-    if (stream is None) == (qrels is None):
-        raise InputError("A rule watches either a stream, or a run name on a qrels source.")
-    if qrels is not None and not run_name.strip():
-        raise InputError("Name the runs the rule watches (the run name, e.g. nightly).")
-    owner = stream.team_id if stream is not None else qrels.team_id  # type: ignore[union-attr]
-    if owner != team.pk or any(channel.team_id != team.pk for channel in channels):
-        raise InputError("The series and the channels must belong to the rule's team.")
     if not 1 <= consecutive <= MAX_CONSECUTIVE:
         raise InputError(f"consecutive must lie between 1 and {MAX_CONSECUTIVE}.")
     rule = AlertRule.objects.create(
-        team=team, name=rule_spec_check.name, metric=metric, comparator=comparator, threshold=float(threshold),
-        severity=severity, consecutive=consecutive, cooldown_minutes=cooldown_minutes, effect_metric=effect_metric,
-        effect_threshold=effect_threshold, on_undefined=on_undefined, stream=stream, qrels=qrels,
-        run_name=run_name.strip(), created_by=created_by,
+        team=team, series=series, name=rule_spec_check.name, metric=metric, comparator=comparator,
+        threshold=float(threshold), severity=severity, consecutive=consecutive, cooldown_minutes=cooldown_minutes,
+        effect_metric=effect_metric, effect_threshold=effect_threshold, on_undefined=on_undefined,
+        created_by=created_by,
     )  # fmt: skip
-    rule.channels.set(list(channels))
+    rule.channels.set(channels)
     return rule
+
+
+#: The subject fields each kind of series is named by, when a rule names its series by subject.
+SUBJECT_FIELDS: dict[str, tuple[str, ...]] = {
+    Series.Kind.STREAM: ("stream",),
+    Series.Kind.RUN: ("qrels", "run_name"),
+    Series.Kind.RECSYS: ("set_name",),
+    Series.Kind.FRAUD: ("set_name",),
+    Series.Kind.PROJECT: ("project",),
+    Series.Kind.ANNOTATOR: ("project", "username"),
+}
+
+
+def subject_kind(**subject: Any) -> str:
+    """The kind of series subject fields name when no kind is given (what rules named before they
+    watched series of every family): a stream, a qrels source and run name, a project and username, a
+    project; "" when they name none, or only a set name (a recommendation or a fraud score set's?)."""
+    given = {name for name, value in subject.items() if value not in (None, "")}
+    for kind, names in (("stream", {"stream"}), ("run", {"qrels", "run_name"}), ("annotator", {"username"}),
+                        ("project", {"project"})):  # fmt: skip
+        if given & names:
+            return kind
+    return ""
+
+
+def rule_series_resolve(*, team: Team, kind: str, **subject: Any) -> Series:
+    """The series a rule names by its subject, created when it has no value yet (a rule on the nightly
+    run before the first nightly evaluation): kind "stream" with `stream` (a slug or an id); "run" with
+    `qrels` (an id) and `run_name`; "recsys" or "fraud" with `set_name`; "project" with `project` (a
+    slug, a project linked to the team); "annotator" with `project` and `username` (a member of it).
+
+    Raises `AlertRuleFieldError` naming the field that is missing or names nothing of the team's.
+    """
+    from annotations.models import Project, ProjectMembership
+    from monitoring.models import QrelsSource
+    from series import subjects
+
+    if kind not in SUBJECT_FIELDS:
+        raise AlertRuleFieldError("kind", f"Choose a kind of series: {', '.join(SUBJECT_FIELDS)}.")
+    given = {name: str(subject.get(name) or "").strip() for name in SUBJECT_FIELDS[kind]}
+    for name, value in given.items():
+        if not value:
+            raise AlertRuleFieldError(name, f"A rule on a {kind} series names its {name.replace('_', ' ')}.")
+    if kind == Series.Kind.STREAM:
+        streams = EmbeddingStream.objects.filter(team=team)
+        ref = given["stream"]
+        stream = (streams.filter(pk=int(ref)) if ref.isdigit() else streams.filter(slug=ref)).first()
+        if stream is None:
+            raise AlertRuleFieldError("stream", f"The team has no stream {ref!r}.")
+        return _existing(team, kind, stream.pk) or subjects.stream_series(stream)
+    if kind == Series.Kind.RUN:
+        qrels = (
+            QrelsSource.objects.filter(team=team, pk=int(given["qrels"])).first()
+            if given["qrels"].isdigit()
+            else None
+        )
+        if qrels is None:
+            raise AlertRuleFieldError("qrels", f"The team has no qrels source {given['qrels']}.")
+        return _existing(team, kind, qrels.pk, given["run_name"]) or subjects.run_series(
+            qrels, given["run_name"]
+        )
+    if kind == Series.Kind.RECSYS:
+        return _existing(team, kind, team.pk, given["set_name"]) or subjects.recsys_series(
+            team.pk, given["set_name"]
+        )
+    if kind == Series.Kind.FRAUD:
+        return _existing(team, kind, team.pk, given["set_name"]) or subjects.fraud_series(
+            team.pk, given["set_name"]
+        )
+    project = Project.objects.filter(slug=given["project"], team=team).first()
+    if project is None:
+        raise AlertRuleFieldError(
+            "project", f"No judging project {given['project']!r} is linked to the team."
+        )
+    url = project.get_absolute_url()
+    if kind == Series.Kind.PROJECT:
+        return _existing(team, kind, project.pk) or subjects.project_series(project, url=url)
+    membership = (
+        ProjectMembership.objects.filter(project=project, user__username=given["username"])
+        .select_related("user")
+        .first()
+    )
+    if membership is None:
+        raise AlertRuleFieldError("username", f"{given['username']!r} is no member of {project.name}.")
+    user = membership.user
+    return _existing(team, kind, project.pk, user.pk) or subjects.annotator_series(
+        project, user.pk, user.username, url=url
+    )
+
+
+def _existing(team: Team, kind: str, *key: object) -> Series | None:
+    """A subject's series as its writer made it (a rule leaves its label and link as they are); None
+    when there is none, or its team is not the rule's yet (a project linked to a team since)."""
+    return Series.objects.filter(kind=kind, key=series_key(*key), team=team).first()
 
 
 def default_stream_rules(
@@ -135,21 +256,23 @@ def default_stream_rules(
     """The default embedding rules (`evalcore.alerts.DEFAULT_EMBEDDING_RULES`) on a stream, once."""
     from evalcore.alerts import DEFAULT_EMBEDDING_RULES
 
+    series = stream_series(stream)
+    channels = list(channels)
     made = []
     for spec in DEFAULT_EMBEDDING_RULES:
-        existing = AlertRule.objects.filter(stream=stream, name=spec.name).first()
+        existing = AlertRule.objects.filter(series=series, name=spec.name).first()
         if existing is not None:
             made.append(existing)
             continue
         made.append(
             alert_rule_create(
                 team=stream.team,
+                series=series,
                 name=spec.name,
                 metric=spec.metric,
                 comparator=spec.comparator,
                 threshold=spec.threshold,
                 severity=spec.severity,
-                stream=stream,
                 channels=channels,
                 effect_metric=spec.effect.metric if spec.effect else "",
                 effect_threshold=spec.effect.threshold if spec.effect else None,
@@ -159,93 +282,101 @@ def default_stream_rules(
     return made
 
 
-# --- observations ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Observation:
-    """One point of a rule's series: its values (the rule's metric and effect metric; None when undefined),
-    when and from what."""
-
-    values: dict[str, float | None]
-    observed_at: datetime
-    source: str
-    source_url: str
-    effect_thresholds: dict[str, float]
-
-
-def _stream_observations(rule: AlertRule, *, upto: MonitorRun) -> list[Observation]:
-    metrics = [rule.metric, *([rule.effect_metric] if rule.effect_metric else [])]
-    points = series_observations(
-        stream_series(upto.stream), metrics, last=rule.consecutive, upto=(job_type_of(upto), upto.pk)
-    )
-    runs = MonitorRun.objects.select_related("snapshot").in_bulk([point.job_id for point in points])
-    return [
-        Observation(
-            values=dict(point.values),
-            observed_at=point.observed_at,
-            source=f"monitor run of {runs[point.job_id].snapshot}",
-            source_url=_stream_url(rule),
-            effect_thresholds=dict(point.effect_thresholds),
-        )  # fmt: skip
-        for point in points
-        if point.job_id in runs
-    ]
-
-
-def _stream_url(rule: AlertRule) -> str:
-    try:
-        return rule.stream.get_absolute_url() if rule.stream else ""  # type: ignore[union-attr]
-    except Exception:  # the stream pages may not be routed (a deployment without them)
-        return ""
-
-
-def _evaluation_observations(rule: AlertRule, *, upto: Evaluation) -> list[Observation]:
-    """The rule's metric over the latest evaluations of its series (its run name on its qrels) that
-    report it, up to `upto`, from the metric table."""
-    series = run_series(rule.qrels, rule.run_name)
-    window = series_observations(
-        series, [rule.metric], last=rule.consecutive, upto=(job_type_of(upto), upto.pk)
-    )
-    evaluations = Evaluation.objects.select_related("run", "team").in_bulk([o.job_id for o in window])
-    return [
-        Observation(
-            values=observation.values,
-            observed_at=evaluation.finished_at or observation.observed_at,
-            source=f"evaluation of run {evaluation.run.name} (#{evaluation.run_id})",
-            source_url=evaluation.get_absolute_url(),
-            effect_thresholds={},
-        )  # fmt: skip
-        for observation in window
-        if (evaluation := evaluations.get(observation.job_id)) is not None
-    ]
-
-
 # --- checking -------------------------------------------------------------------------------------------
 
 
-def alerts_check_monitor_run(*, run_id: int) -> list[AlertEvent]:
-    """Check every enabled rule of the run's stream after the run finished; returns the events touched."""
-    run = MonitorRun.objects.filter(pk=run_id, status=JobStatus.DONE).first()
-    if run is None:
-        return []
-    rules = AlertRule.objects.filter(stream_id=run.stream_id, enabled=True).prefetch_related("channels")
-    return [event for rule in rules if (event := _check(rule, _stream_observations(rule, upto=run)))]
+def series_observed(*, series_ids: Iterable[int], job_type: str, job_id: int, **kwargs: Any) -> list[int]:
+    """`series.signals.series_observed`'s receiver (connected in `MonitoringConfig.ready`): queue one
+    check (`monitoring.tasks.alerts_check_series`) per observed series that has enabled rules, once the
+    current transaction commits. Returns the series ids queued."""
+    from monitoring.tasks import alerts_check_series as task
 
-
-def alerts_check_evaluation(*, evaluation_id: int) -> list[AlertEvent]:
-    """Check the rules on the evaluation's series (its run's name on its qrels) after it finished."""
-    evaluation = (
-        Evaluation.objects.filter(pk=evaluation_id, status=JobStatus.DONE).select_related("run").first()
+    watched = sorted(
+        set(
+            AlertRule.objects.filter(series_id__in=list(series_ids), enabled=True).values_list(
+                "series_id", flat=True
+            )
+        )
     )
-    if evaluation is None:
-        return []
-    rules = AlertRule.objects.filter(
-        qrels_id=evaluation.qrels_id, run_name=evaluation.run.name, enabled=True
-    ).prefetch_related("channels")
-    return [
-        event for rule in rules if (event := _check(rule, _evaluation_observations(rule, upto=evaluation)))
-    ]
+    for series_id in watched:
+        if getattr(_here, "depth", 0):
+            alerts_check_series(series_id=series_id, job_type=job_type, job_id=job_id)
+        else:
+            transaction.on_commit(partial(_enqueue_check, task, (series_id, job_type, job_id)))
+    return watched
+
+
+def _enqueue_check(task: Any, args: tuple[int, str, int]) -> None:
+    """Queue a check; a broker that is down loses this check only (logged), never the job that wrote."""
+    try:
+        task.apply_async(args=args)
+    except Exception:  # kombu's OperationalError and its kin: the job's values are committed already
+        logger.exception("could not queue the alert check of series %s after %s #%s", *args)
+
+
+_here = threading.local()
+
+
+@contextmanager
+def alerts_checked_here() -> Iterator[None]:
+    """Within it, observed series are checked in this process as they are announced, not queued: a demo
+    that computes its jobs in order in-process raises its alerts the way the worker would."""
+    _here.depth = getattr(_here, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _here.depth -= 1
+
+
+def subject_deleted(sender: type[Any], instance: Any, **kwargs: Any) -> None:
+    """A stream or a qrels source is deleted: so are its series, with their rules and events (as the
+    rules' foreign keys to them did before rules watched series). Connected in `MonitoringConfig.ready`."""
+    kind = Series.Kind.STREAM if isinstance(instance, EmbeddingStream) else Series.Kind.RUN
+    Series.objects.filter(kind=kind, object_id=instance.pk).delete()
+
+
+def alerts_check_rule(rule: AlertRule) -> AlertEvent | None:
+    """Check one rule on its series' latest observations (a rule made on a series that has values
+    already, such as the demo's, need not wait for the next job)."""
+    return _check(rule, observations(rule))
+
+
+def alerts_check_series(*, series_id: int, job_type: str, job_id: int) -> list[AlertEvent]:
+    """Check every enabled rule of a series after the job (`job_type`, `job_id`) wrote values into it;
+    returns the events touched. Each rule reads the series' observations up to that job only, so a late
+    check of an older job never decides on newer values."""
+    rules = (
+        AlertRule.objects.filter(series_id=series_id, enabled=True)
+        .select_related("series")
+        .prefetch_related("channels")
+    )
+    return [event for rule in rules if (event := _check(rule, observations(rule, upto=(job_type, job_id))))]
+
+
+def observations(rule: AlertRule, *, upto: tuple[str, int] | None = None) -> list[Observation]:
+    """The rule's metric (and effect metric) over its series' latest `consecutive` observations."""
+    metrics = [rule.metric, *([rule.effect_metric] if rule.effect_metric else [])]
+    return series_observations(rule.series_id, metrics, last=rule.consecutive, upto=upto)
+
+
+def event_source(series: Series, observation: Observation) -> tuple[str, str]:
+    """What an event's value came from, and its link: the job (its model's `str`, its page when it has
+    one) on the series (its label, its page)."""
+    job = None
+    try:
+        model = apps.get_model(observation.job_type)
+        job = model.objects.filter(pk=observation.job_id).first()
+    except (LookupError, ValueError):  # a job of an app no longer installed
+        pass
+    if job is None:
+        return series.label, series.url
+    url = ""
+    if hasattr(job, "get_absolute_url"):
+        try:
+            url = str(job.get_absolute_url())
+        except Exception:  # its pages are not routed in this deployment
+            url = ""
+    return f"{job} ({series.label})", url or series.url
 
 
 def _firing(rule: AlertRule, observation: Observation) -> Any:
@@ -287,6 +418,7 @@ def _open_or_extend(rule: AlertRule, latest: Observation, firing: Any) -> AlertE
             event.save(update_fields=["observations", "latest_value", "last_seen_at"])
         return event
     now = timezone.now()
+    source, source_url = event_source(rule.series, latest)
     recently_notified = AlertEvent.objects.filter(
         rule=rule, notified=True, opened_at__gt=now - timedelta(minutes=rule.cooldown_minutes)
     ).exists()
@@ -295,7 +427,7 @@ def _open_or_extend(rule: AlertRule, latest: Observation, firing: Any) -> AlertE
             event = AlertEvent.objects.create(
                 rule=rule, team_id=rule.team_id, value=firing.value, latest_value=firing.value,
                 threshold=firing.threshold, effect_value=firing.effect_value, effect_threshold=firing.effect_threshold,
-                source=latest.source[:300], source_url=latest.source_url[:500], observed_at=latest.observed_at,
+                source=source[:300], source_url=source_url[:500], observed_at=latest.observed_at,
                 opened_at=now, last_seen_at=latest.observed_at, notified=not recently_notified,
             )  # fmt: skip
     except IntegrityError:  # another worker opened it a moment ago
@@ -350,7 +482,7 @@ def team_open_events(*, teams: Iterable[Team] | QuerySet[Team]) -> QuerySet[Aler
         AlertEvent.objects.filter(
             team__in=teams, status__in=[AlertEvent.Status.OPEN, AlertEvent.Status.ACKNOWLEDGED]
         )
-        .select_related("rule", "team", "acknowledged_by")
+        .select_related("rule__series", "team", "acknowledged_by")
         .order_by("-opened_at")
     )
 

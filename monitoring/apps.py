@@ -6,16 +6,28 @@ class MonitoringConfig(AppConfig):
     verbose_name = "Evaluation and monitoring"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_delete
+
+        from monitoring.alerts import series_observed, subject_deleted
         from monitoring.models import (
             Comparison,
+            EmbeddingStream,
             Evaluation,
             FraudScoreEvaluation,
             MonitorRun,
+            QrelsSource,
             RecommendationEvaluation,
         )
         from series.services import metric_values_follow
+        from series.signals import series_observed as observed
 
         # Their values live in the one metric table, named by the job's label and id: deleting a job
         # (or what it cascades from: a stream, a set, a run) deletes them.
         for model in (Evaluation, Comparison, MonitorRun, RecommendationEvaluation, FraudScoreEvaluation):
             metric_values_follow(model)
+        # Every family's values reach the alert rules one way: the table's signal, once committed.
+        observed.connect(series_observed, dispatch_uid="monitoring-alerts-series-observed")
+        for subject in (EmbeddingStream, QrelsSource):
+            post_delete.connect(
+                subject_deleted, sender=subject, dispatch_uid=f"monitoring-series-{subject.__name__}"
+            )

@@ -47,8 +47,9 @@ from evalplatform.auth import User
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team
 from evalplatform.teams import Role, team_member_set
-from monitoring import evaluations, recsys_fraud, uploads
+from monitoring import alerts, evaluations, recsys_fraud, uploads
 from monitoring.models import (
+    AlertRule,
     Comparison,
     Evaluation,
     FraudScoreEvaluation,
@@ -265,17 +266,77 @@ def demo_search_team_load() -> DemoSearchTeam | None:
     analyst = get_user_model().objects.get(username=DEMO_EDITOR)
     demo = DemoSearchTeam(team=team, qrels=qrels)
     demo.runs = demo_runs_upload(team=team, project=project, uploaded_by=analyst)
-    for run in demo.runs:
-        evaluation = evaluations.evaluation_create(run=run, qrels=qrels, created_by=analyst, enqueue=False)
-        if not evaluation.is_finished:
-            evaluations.evaluation_run(evaluation_id=evaluation.pk)
-            evaluation.refresh_from_db()
-        demo.evaluations.append(evaluation)
-    demo.comparison = _demo_comparison(qrels=qrels, runs=demo.runs, created_by=analyst)
-    demo.recommendation_evaluation, demo.fraud_evaluation = demo_recsys_fraud_load(
-        team=team, uploaded_by=analyst
-    )
+    with alerts.alerts_checked_here():  # computed here: their alert rules (on a second load) checked here
+        for run in demo.runs:
+            evaluation = evaluations.evaluation_create(
+                run=run, qrels=qrels, created_by=analyst, enqueue=False
+            )
+            if not evaluation.is_finished:
+                evaluations.evaluation_run(evaluation_id=evaluation.pk)
+                evaluation.refresh_from_db()
+            demo.evaluations.append(evaluation)
+        demo.comparison = _demo_comparison(qrels=qrels, runs=demo.runs, created_by=analyst)
+        demo.recommendation_evaluation, demo.fraud_evaluation = demo_recsys_fraud_load(
+            team=team, uploaded_by=analyst
+        )
+    demo_alert_rules_create(team=team, qrels=qrels, project=project, created_by=analyst)
     return demo
+
+
+#: The demo's alert rules beside the stream's default embedding ones, one per family, each breaking on
+#: the demo's data: (series, name, metric, comparator, threshold, severity). The annotator rule is made
+#: for every annotator of the project, at the project's own reliability threshold (`min_gold_accuracy`).
+DEMO_RULES: tuple[tuple[str, str, str, str, float | None, str], ...] = (
+    # The weaker system's ndcg@10 (about 0.52 on the demo's qrels) under its floor.
+    ("run", "dense_lsa_ndcg_floor", "ndcg_cut_10", "<", 0.6, "warning"),
+    # The popularity-biased recommender covers about a quarter of the catalog.
+    ("recsys", "catalog_coverage_falling", "catalog_coverage", "<", 0.3, "warning"),
+    # The noisy card model catches under half the frauds at 1% FPR (the demo evaluation's target FPR).
+    ("fraud", "detection_rate_at_1pct_fpr_falling", "detection_rate", "<", 0.5, "critical"),
+    # Krippendorff's tentative floor (0.667): the careless annotators pull the project's alpha under it.
+    ("project", "ordinal_alpha_floor", "krippendorff_alpha_ordinal", "<", 0.667, "warning"),
+    ("annotator", "gold_accuracy_below_reliable", "gold_accuracy", "<", None, "warning"),
+)
+#: The run name the demo's retrieval rule watches (the weaker system: a nightly run's stand-in).
+DEMO_RULE_RUN = "dense-lsa"
+
+
+def demo_alert_rules_create(
+    *, team: Team, qrels: QrelsSource, project: Project, created_by: User | None = None
+) -> list[AlertRule]:
+    """The demo's alert rules (`DEMO_RULES`), made once (found by series and name), each checked at once
+    on its series' latest values: the demo's jobs ran before its rules existed."""
+    from annotations.models import ProjectMembership
+    from series import subjects
+
+    url = project.get_absolute_url()
+    annotators = ProjectMembership.objects.filter(project=project, role="annotator").select_related("user")
+    made = []
+    for kind, name, metric, comparator, threshold, severity in DEMO_RULES:
+        if kind == "run":
+            targets = [(subjects.run_series(qrels, DEMO_RULE_RUN), name, threshold)]
+        elif kind == "recsys":
+            targets = [(subjects.recsys_series(team.pk, RECSYS_SET_NAME), name, threshold)]
+        elif kind == "fraud":
+            targets = [(subjects.fraud_series(team.pk, FRAUD_SET_NAME), name, threshold)]
+        elif kind == "project":
+            targets = [(subjects.project_series(project, url=url), name, threshold)]
+        else:
+            targets = [
+                (subjects.annotator_series(project, member.user_id, member.user.username, url=url),
+                 f"{name}_{member.user.username}", project.min_gold_accuracy)
+                for member in annotators
+            ]  # fmt: skip
+        for series, rule_name, floor in targets:
+            rule = AlertRule.objects.filter(series=series, name=rule_name).first()
+            if rule is None:
+                rule = alerts.alert_rule_create(
+                    team=team, series=series, name=rule_name, metric=metric, comparator=comparator,
+                    threshold=float(floor if floor is not None else 0.0), severity=severity, created_by=created_by,
+                )  # fmt: skip
+                alerts.alerts_check_rule(rule)
+            made.append(rule)
+    return made
 
 
 @transaction.atomic

@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team
-from monitoring import monitors
+from monitoring import alerts, monitors
 from monitoring.models import EmbeddingSnapshot, EmbeddingStream, MonitorRun, NotificationChannel
 
 DEMO_TEAM_SLUG = "search"
@@ -154,6 +154,7 @@ def demo_stream_load(*, team: Team | None = None) -> DemoStream | None:
     for run in sorted(
         waiting, key=lambda r: (r.snapshot.kind != EmbeddingSnapshot.Kind.REFERENCE, r.observed_at)
     ):
-        monitors.monitor_run(run_id=run.pk, split=False)
+        with alerts.alerts_checked_here():  # the alerts raised in observed order, as the worker would
+            monitors.monitor_run(run_id=run.pk, split=False)
     runs = list(MonitorRun.objects.filter(stream=stream).order_by("observed_at", "pk"))
     return DemoStream(stream=stream, runs=runs)

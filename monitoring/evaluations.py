@@ -166,8 +166,8 @@ class EvaluationOutput:
 
 
 def evaluation_run(*, evaluation_id: int) -> JobOutcome:
-    """Claim, compute and store an evaluation (the task's one call); once done, `Evaluation.on_done` checks
-    the alert rules on its series (its run's name on its qrels). Idempotent."""
+    """Claim, compute and store an evaluation (the task's one call). Idempotent. Its values announce its
+    series (its run's name on its qrels) once committed, and the alert rules on it are checked then."""
     return job_run(Evaluation, pk=evaluation_id, compute=_evaluate, store=_store_evaluation)
 
 

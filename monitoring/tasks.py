@@ -8,7 +8,7 @@ from __future__ import annotations
 from celery import Task, shared_task
 
 from evalplatform.jobs import JOB_TASK_OPTIONS, job_task_result
-from monitoring import evaluations, monitors, notifications, recsys_fraud
+from monitoring import alerts, evaluations, monitors, notifications, recsys_fraud
 
 
 @shared_task(
@@ -112,3 +112,11 @@ def monitor_merge(self: Task, names: list[str | None], run_id: int, token: str) 
 def stream_tick(self: Task, stream_id: int) -> int:
     """Beat's task for a stream's schedule: queue a monitor run for each snapshot that has none."""
     return len(monitors.stream_tick(stream_id=stream_id))
+
+
+@shared_task(
+    name="monitoring.tasks.alerts_check_series", time_limit=300, soft_time_limit=240, **JOB_TASK_OPTIONS
+)
+def alerts_check_series(self: Task, series_id: int, job_type: str, job_id: int) -> int:
+    """Check the alert rules of a series a job just wrote values into (`alerts.series_observed` queues it)."""
+    return len(alerts.alerts_check_series(series_id=series_id, job_type=job_type, job_id=job_id))

@@ -3,8 +3,10 @@
 
 Viewers read; editors create, change and delete rules and channels and acknowledge events (a viewer
 gets a 403, another team a 404). A channel's target is a secret (a Slack webhook's URL lets anyone post):
-editors read it whole, viewers masked (a webhook's scheme and host, an address's domain). A rule names any metric of the registry and one series: a stream
-(`stream`: its slug) or the runs of one name evaluated on a qrels source (`qrels` id and `run_name`).
+editors read it whole, viewers masked (a webhook's scheme and host, an address's domain). A rule names one
+series of the team (`series`: its id), or a kind of series and its subject (`alerts.rule_series_resolve`:
+a stream, a run name on a qrels source, a recommendation or fraud score set's name, a judging project, an
+annotator of one), and a metric of the series' family: another family's metric is a 400 on `metric`.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from evalplatform.teams import get_team_for_member
 from monitoring import alerts
 from monitoring.api.pagination import PAGE_PARAMETERS, page_of, paginate
 from monitoring.api.serializers import FIELD_ERRORS, FORBIDDEN, NOT_FOUND
-from monitoring.models import AlertEvent, AlertRule, EmbeddingStream, NotificationChannel, QrelsSource
+from monitoring.models import AlertEvent, AlertRule, NotificationChannel
 from monitoring.notifications import webhook_url_check
 from monitoring.selectors import get_one
+from series.models import Series
 
 TAGS = ["monitoring: alerts"]
 EVENT_FILTERS = ["open", "acknowledged", "resolved", "unresolved"]
@@ -87,32 +90,70 @@ class RuleIn(serializers.Serializer):
         help_text="What an undefined value of the metric means: keep (the alert stays as it is), fire (it "
         "breaks the threshold: the default collapse rules) or resolve (it does not).",
     )  # fmt: skip
-    stream = serializers.SlugField(required=False, allow_blank=True, default="", help_text="A stream's slug.")
+    series = serializers.IntegerField(
+        required=False, allow_null=True, default=None,
+        help_text="The id of one of the team's series (a rule's `series_id`); or name it by `kind` and its subject.",
+    )  # fmt: skip
+    kind = serializers.ChoiceField(
+        choices=Series.Kind.choices, required=False, allow_blank=True, default="",
+        help_text="Without `series`: the kind of series, named by its subject fields: stream (`stream`), run "
+        "(`qrels`, `run_name`), recsys or fraud (`set_name`), project (`project`), annotator (`project`, "
+        "`username`). A series with no value yet is made.",
+    )  # fmt: skip
+    stream = serializers.CharField(
+        max_length=64, required=False, allow_blank=True, default="", help_text="A stream's slug or id."
+    )
     qrels = serializers.IntegerField(
         required=False, allow_null=True, default=None, help_text="A qrels source id."
     )
     run_name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    set_name = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default="",
+        help_text="A recommendation or fraud score set's name.",
+    )  # fmt: skip
+    project = serializers.SlugField(
+        max_length=64, required=False, allow_blank=True, default="",
+        help_text="A judging project's slug (a project linked to the team).",
+    )  # fmt: skip
+    username = serializers.CharField(
+        max_length=150, required=False, allow_blank=True, default="", help_text="An annotator of the project."
+    )
     channels = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         team: Team = self.context["team"]
-        stream = qrels = None
-        if attrs["stream"]:
-            stream = EmbeddingStream.objects.filter(team=team, slug=attrs["stream"]).first()
-            if stream is None:
-                raise serializers.ValidationError(
-                    {"stream": [f"The team has no stream {attrs['stream']!r}."]}
-                )
-        if attrs["qrels"] is not None:
-            qrels = QrelsSource.objects.filter(team=team, pk=attrs["qrels"]).first()
-            if qrels is None:
-                raise serializers.ValidationError(
-                    {"qrels": [f"The team has no qrels source {attrs['qrels']}."]}
-                )
+        subject = {name: attrs.pop(name) for name in SUBJECT_NAMES}
+        series_id = attrs.pop("series")
+        kind = attrs.pop("kind") or alerts.subject_kind(**subject)
+        series = None
+        if series_id is not None:
+            series = Series.objects.filter(team=team, pk=series_id).first()
+            if series is None:
+                raise serializers.ValidationError({"series": [f"The team has no series {series_id}."]})
+            family = series.family
+        elif kind:
+            family = Series.FAMILY_OF_KIND[Series.Kind(kind)]
+        else:
+            raise serializers.ValidationError(
+                {"series": ["Give a series id, or a kind of series with its subject fields."]}
+            )
         channels = list(NotificationChannel.objects.filter(team=team, pk__in=attrs["channels"]))
         if len(channels) != len(set(attrs["channels"])):
             raise serializers.ValidationError({"channels": ["Every channel must be one of the team's."]})
-        return {**attrs, "stream": stream, "qrels": qrels, "channels": channels}
+        try:
+            # The metrics first: a refused rule makes no series.
+            alerts.metric_of_family_check("metric", attrs["metric"], family)
+            if attrs["effect_metric"]:
+                alerts.metric_of_family_check("effect_metric", attrs["effect_metric"], family)
+            if series is None:
+                series = alerts.rule_series_resolve(team=team, kind=kind, **subject)
+        except alerts.AlertRuleFieldError as error:
+            raise serializers.ValidationError({error.field: [str(error)]}) from None
+        return {**attrs, "series": series, "channels": channels}
+
+
+#: The subject fields a rule may name its series by (`alerts.SUBJECT_FIELDS` per kind).
+SUBJECT_NAMES = ("stream", "qrels", "run_name", "set_name", "project", "username")
 
 
 class RuleOut(serializers.Serializer):
@@ -127,13 +168,26 @@ class RuleOut(serializers.Serializer):
     effect_metric = serializers.CharField()
     effect_threshold = serializers.FloatField(allow_null=True)
     on_undefined = serializers.ChoiceField(choices=AlertRule.OnUndefined.choices)
-    stream = serializers.CharField(source="stream.slug", allow_null=True, default=None)
-    qrels = serializers.IntegerField(source="qrels_id", allow_null=True)
-    run_name = serializers.CharField()
-    series = serializers.CharField(source="series_label")
+    series = serializers.CharField(source="series_label", help_text="The series' label.")
+    series_id = serializers.IntegerField()
+    kind = serializers.ChoiceField(source="series.kind", choices=Series.Kind.choices)
+    family = serializers.CharField(source="series.family")
+    series_url = serializers.CharField(source="series.url")
+    stream = serializers.SerializerMethodField(help_text="The stream's slug, for a rule on a stream.")
+    qrels = serializers.SerializerMethodField(help_text="The qrels source's id, for a rule on a run name.")
+    run_name = serializers.SerializerMethodField()
     channels = serializers.SerializerMethodField()
     enabled = serializers.BooleanField()
     created_at = serializers.DateTimeField()
+
+    def get_stream(self, rule: AlertRule) -> str | None:
+        return rule.series.name if rule.series.kind == Series.Kind.STREAM else None
+
+    def get_qrels(self, rule: AlertRule) -> int | None:
+        return rule.series.object_id if rule.series.kind == Series.Kind.RUN else None
+
+    def get_run_name(self, rule: AlertRule) -> str:
+        return rule.series.name if rule.series.kind == Series.Kind.RUN else ""
 
     def get_channels(self, rule: AlertRule) -> list[int]:
         return [channel.pk for channel in rule.channels.all()]
@@ -149,6 +203,9 @@ class EventOut(serializers.Serializer):
     rule_name = serializers.CharField(source="rule.name")
     metric = serializers.CharField(source="rule.metric")
     severity = serializers.CharField(source="rule.severity")
+    series = serializers.CharField(source="rule.series.label", help_text="The series the rule watches.")
+    series_url = serializers.CharField(source="rule.series.url")
+    family = serializers.CharField(source="rule.series.family")
     status = serializers.ChoiceField(choices=AlertEvent.Status.choices)
     value = serializers.FloatField(allow_null=True, help_text="Null when undefined.")
     latest_value = serializers.FloatField(allow_null=True, help_text="Null when undefined.")
@@ -171,12 +228,14 @@ class EventOut(serializers.Serializer):
 
 
 def _rules(team: Team) -> QuerySet[AlertRule]:
-    return AlertRule.objects.filter(team=team).select_related("stream", "qrels").prefetch_related("channels")
+    return AlertRule.objects.filter(team=team).select_related("series").prefetch_related("channels")
 
 
 def _events(team: Team, status_filter: str | None) -> QuerySet[AlertEvent]:
     events = (
-        AlertEvent.objects.filter(team=team).select_related("rule", "acknowledged_by").order_by("-opened_at")
+        AlertEvent.objects.filter(team=team)
+        .select_related("rule__series", "acknowledged_by")
+        .order_by("-opened_at")
     )
     if status_filter == "unresolved":
         return events.exclude(status=AlertEvent.Status.RESOLVED)
@@ -216,9 +275,9 @@ def channel_detail(request: Request, team: str, pk: int) -> Response:
                operation_id="teams_alert_rules_list", summary="The team's alert rules", tags=TAGS)  # fmt: skip
 @extend_schema(methods=["POST"], request=RuleIn, responses={201: RuleOut, 400: FIELD_ERRORS, 403: FORBIDDEN},
                summary="Add an alert rule (editors)",
-               description="`metric comparator threshold` on a stream (`stream`) or on the evaluations of the "
-               "runs named `run_name` on a qrels source (`qrels`). An unknown metric is a 400 naming the closest "
-               "ones.", tags=TAGS)  # fmt: skip
+               description="`metric comparator threshold` on one of the team's series (`series`), or on the series "
+               "named by `kind` and its subject fields. A metric that is unknown or not of the series' family is a "
+               "400 on `metric` naming the family's closest names.", tags=TAGS)  # fmt: skip
 @api_view(["GET", "POST"])
 def rule_list(request: Request, team: str) -> Response:
     membership = get_team_for_member(request.user, team, write=request.method == "POST")
@@ -229,7 +288,7 @@ def rule_list(request: Request, team: str) -> Response:
     try:
         rule = alerts.alert_rule_create(team=membership.team, created_by=request.user, **data.validated_data)
     except InputError as error:
-        field = "metric" if "metric" in str(error) else "non_field_errors"
+        field = error.field if isinstance(error, alerts.AlertRuleFieldError) else "non_field_errors"
         raise serializers.ValidationError({field: [str(error)]}) from None
     return Response(RuleOut(_rules(membership.team).get(pk=rule.pk)).data, status=status.HTTP_201_CREATED)
 

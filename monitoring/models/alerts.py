@@ -1,7 +1,9 @@
 """Alert rules, the events they open and resolve, and the notifications those send.
 
-A rule watches one metric of the registry on one series: an embedding stream's monitor runs, or the
-evaluations of a team's runs of one name on one qrels source (a nightly run, say). It fires when the
+A rule watches one metric of the registry on one series of its team (`series.Series`, of any family: an
+embedding stream's monitor runs, the evaluations of a nightly run, a recommendation or fraud score set's
+evaluations, a judging project's or an annotator's quality recomputes); the metric is one of the series'
+family. It fires when the
 last `consecutive` values all break the threshold (and, for a drift rule, the effect size is large
 enough). A firing rule opens one event, which stays open (deduplicated) until a value no longer breaks
 the threshold; it can be acknowledged meanwhile. An undefined value (stored as NULL: a degenerate
@@ -20,8 +22,7 @@ from django.utils import timezone
 from evalcore.alerts import COMPARATORS, ON_UNDEFINED, ON_UNDEFINED_LABELS, SEVERITIES
 from evalplatform.jobs import Job
 from evalplatform.models import Team
-from monitoring.models.monitors import EmbeddingStream
-from monitoring.models.runs import QrelsSource
+from series.models import Series
 
 
 class NotificationChannel(models.Model):
@@ -95,14 +96,10 @@ class AlertRule(models.Model):
         max_length=8, choices=OnUndefined.choices, default=ON_UNDEFINED[0],
         help_text="What an undefined value of the metric (a degenerate snapshot's effective rank) means.",
     )  # fmt: skip
-    # The series: a stream, or the evaluations of the runs named `run_name` on `qrels`.
-    stream = models.ForeignKey(
-        EmbeddingStream, on_delete=models.CASCADE, null=True, blank=True, related_name="alert_rules"
-    )
-    qrels = models.ForeignKey(
-        QrelsSource, on_delete=models.CASCADE, null=True, blank=True, related_name="alert_rules"
-    )
-    run_name = models.CharField(max_length=200, blank=True)
+    series = models.ForeignKey(
+        Series, on_delete=models.CASCADE, related_name="alert_rules",
+        help_text="What the rule watches; its metric is one of the series' family.",
+    )  # fmt: skip
     channels = models.ManyToManyField(NotificationChannel, blank=True, related_name="rules")
     enabled = models.BooleanField(default=True)
     created_by = models.ForeignKey(
@@ -113,11 +110,6 @@ class AlertRule(models.Model):
     class Meta:
         ordering = ["team", "name"]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(stream__isnull=False, qrels__isnull=True, run_name="")
-                | Q(stream__isnull=True, qrels__isnull=False) & ~Q(run_name=""),
-                name="alert_rule_one_series",
-            ),
             models.CheckConstraint(condition=Q(consecutive__gte=1), name="alert_rule_consecutive_positive"),
         ]
 
@@ -126,9 +118,7 @@ class AlertRule(models.Model):
 
     @property
     def series_label(self) -> str:
-        if self.stream_id:
-            return f"stream {self.stream}"
-        return f"run {self.run_name!r} on {self.qrels}"
+        return self.series.label
 
 
 class AlertEvent(models.Model):

@@ -79,12 +79,6 @@ class Evaluation(Job):
     def get_absolute_url(self) -> str:
         return reverse("monitoring:run-detail", args=[self.team.slug, self.run_id]) + f"?evaluation={self.pk}"
 
-    def on_done(self) -> None:
-        """Check the alert rules on the evaluation's series (its run's name on its qrels)."""
-        from monitoring.alerts import alerts_check_evaluation
-
-        alerts_check_evaluation(evaluation_id=self.pk)
-
     @property
     def results(self) -> list[Any]:
         """Each measure's value and CI (`monitoring.selectors.MeasureResult`), in the order asked for: read

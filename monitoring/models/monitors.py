@@ -160,12 +160,6 @@ class MonitorRun(Job):
     def __str__(self) -> str:
         return f"monitor of {self.snapshot} ({self.status})"
 
-    def on_done(self) -> None:
-        """Check the alert rules of the run's stream."""
-        from monitoring.alerts import alerts_check_monitor_run
-
-        alerts_check_monitor_run(run_id=self.pk)
-
     @property
     def params_changed(self) -> dict[str, Any]:
         """The run's parameters that differ from `MonitorParams`' defaults (what the dashboard lists)."""

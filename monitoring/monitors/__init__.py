@@ -27,9 +27,8 @@ dispatch and every finished chunk extend it by `MONITOR_CHORD_WAIT_SECONDS`, the
 the queue. A lost chord (a killed worker, a dropped message) lets the lease lapse, the stale-job sweep
 queues the run again, and a new claim starts a new chord; the old chunks' results are discarded. Results
 are stored once, by `job_finish` under the claim: the scalars and the calibrated effect thresholds through
-`series.services.metric_values_write` into the stream's series, the spectrum on the run. After a run is
-done, its `on_done` hook (`alerts.alerts_check_monitor_run`) opens, extends or resolves the stream's alert
-events.
+`series.services.metric_values_write` into the stream's series, the spectrum on the run. Once they are
+committed, the table's `series_observed` signal has `monitoring.alerts` check the stream's alert rules.
 
 Modules: `params` (the parameters and the input error), `streams` (streams, schedules, snapshots), `runs`
 (monitor runs, the tick, the computation and the chord), `selectors` (the read side). Everything is

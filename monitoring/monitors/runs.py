@@ -380,8 +380,8 @@ def _store(run: MonitorRun, output: MonitorOutput) -> None:
 
 
 def monitor_run(*, run_id: int, queue: str | None = None, split: bool = True) -> JobOutcome | Split:
-    """Compute a monitor run (the task's one call); once done, `MonitorRun.on_done` checks the stream's
-    alert rules. Idempotent.
+    """Compute a monitor run (the task's one call); its committed values have the stream's alert rules
+    checked (`monitoring.alerts.series_observed`). Idempotent.
 
     A run planned over several chunks is claimed here and handed to a chord on `queue` (`Split`), when
     `split` and Celery has a result backend; otherwise it is computed in this process.
@@ -483,8 +483,7 @@ def monitor_chunk(*, run_id: int, token: str, start: int, stop: int) -> str | No
 
 def monitor_merge(*, run_id: int, token: str, names: Sequence[str | None]) -> JobOutcome:
     """The chord's callback: merge the chunks' summaries, compute the metrics, store them under the claim
-    (`job_finish`, which calls `MonitorRun.on_done`: the alert rules). `lost` when the claim no longer
-    holds the run."""
+    (`job_finish`; their commit has the alert rules checked). `lost` when the claim no longer holds the run."""
     from evalcore.embeddings import load_summary, merge_summaries
 
     claim = _chord_claim(run_id, token)

@@ -130,11 +130,14 @@ def stream_series(*, stream: EmbeddingStream) -> list[MetricSeries]:
         )
     for series in found.values():
         series.points.sort(key=lambda point: (point.observed_at, point.run_id))
-    for rule in AlertRule.objects.filter(stream=stream, enabled=True).order_by("name"):
+    on_stream = {"series__kind": "stream", "series__object_id": stream.pk}
+    for rule in AlertRule.objects.filter(**on_stream, enabled=True).order_by("name"):
         if rule.metric in found:
             found[rule.metric].rules.append(rule)
     for event in (
-        AlertEvent.objects.filter(rule__stream=stream).select_related("rule").order_by("observed_at")
+        AlertEvent.objects.filter(rule__series__kind="stream", rule__series__object_id=stream.pk)
+        .select_related("rule__series")
+        .order_by("observed_at")
     ):
         if event.rule.metric in found:
             found[event.rule.metric].events.append(event)
@@ -181,8 +184,8 @@ def latest_spectrum_run(*, stream: EmbeddingStream) -> MonitorRun | None:
 def stream_events(*, stream: EmbeddingStream, limit: int = 100) -> list[AlertEvent]:
     """The stream's alert events, unresolved first, newest first."""
     events = (
-        AlertEvent.objects.filter(rule__stream=stream)
-        .select_related("rule", "acknowledged_by")
+        AlertEvent.objects.filter(rule__series__kind="stream", rule__series__object_id=stream.pk)
+        .select_related("rule__series", "acknowledged_by")
         .order_by("-opened_at", "-pk")[:limit]
     )
     return sorted(events, key=lambda event: not event.is_unresolved)
@@ -190,5 +193,8 @@ def stream_events(*, stream: EmbeddingStream, limit: int = 100) -> list[AlertEve
 
 def get_stream_event(*, stream: EmbeddingStream, pk: Any) -> AlertEvent:
     return get_object_or_404(  # type: ignore[no-any-return]
-        AlertEvent.objects.filter(rule__stream=stream).select_related("rule"), pk=pk
+        AlertEvent.objects.filter(
+            rule__series__kind="stream", rule__series__object_id=stream.pk
+        ).select_related("rule__series"),
+        pk=pk,
     )

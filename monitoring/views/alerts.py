@@ -25,10 +25,8 @@ def _page(request: HttpRequest, team: str, *, rule_form: RuleForm | None = None,
           channel_form: ChannelForm | None = None) -> HttpResponse:  # fmt: skip
     membership = get_team_for_member(request.user, team)
     found = membership.team
-    events = AlertEvent.objects.filter(team=found).select_related("rule", "acknowledged_by")
-    rules = (
-        AlertRule.objects.filter(team=found).select_related("stream", "qrels").prefetch_related("channels")
-    )
+    events = AlertEvent.objects.filter(team=found).select_related("rule__series", "acknowledged_by")
+    rules = AlertRule.objects.filter(team=found).select_related("series").prefetch_related("channels")
     registry = metric_registry()
     return render(
         request,
@@ -62,9 +60,10 @@ def rule_create(request: SignedInRequest, team: str) -> HttpResponse:
     form = RuleForm(request.POST, team=found)
     if form.is_valid():
         try:
-            alerts.alert_rule_create(team=found, created_by=request.user, **form.cleaned_data)
+            alerts.alert_rule_create(team=found, created_by=request.user, **form.rule_fields())
         except InputError as error:
-            form.add_error("metric" if "metric" in str(error) else None, str(error))
+            field = error.field if isinstance(error, alerts.AlertRuleFieldError) else None
+            form.add_error(field if field in form.fields else None, str(error))
         else:
             messages.success(request, f"Added the rule {form.cleaned_data['name']}.")
             return redirect("monitoring:alerts", found.slug)

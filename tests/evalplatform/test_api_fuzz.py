@@ -47,9 +47,10 @@ from monitoring import alerts, evaluations, monitors, recsys_fraud, uploads
 from monitoring.demo import demo_fraud_text, demo_recsys_texts
 from monitoring.models import AlertEvent, NotificationChannel
 from series.models import Series
+from series.subjects import stream_series
 from tests.annotations.conftest import build_project, record_answers
 from tests.conftest import ALICE, BOB, LENA, make_user
-from tests.monitoring.conftest import synthetic_collection, upload
+from tests.monitoring.conftest import alerts_checked, synthetic_collection, upload
 from tests.monitoring.test_streams import embeddings, make_stream, npy_upload
 
 #: Examples per operation and generation mode: enough to hit each field with odd values, few enough that
@@ -155,7 +156,7 @@ def stream_objects(team: Team, channel: NotificationChannel) -> dict[str, int]:
     """A monitored stream, with a rule that fires on its run and so an open alert."""
     stream = make_stream(team)
     rule = alerts.alert_rule_create(
-        team=team, stream=stream, channels=[channel], name="always", metric="avg_cosine_similarity",
+        team=team, series=stream_series(stream), channels=[channel], name="always", metric="avg_cosine_similarity",
         comparator=">", threshold=-2.0,
     )  # fmt: skip
     reference = monitors.snapshot_upload(
@@ -166,7 +167,8 @@ def stream_objects(team: Team, channel: NotificationChannel) -> dict[str, int]:
     snapshot = monitors.snapshot_upload(stream=stream, upload=npy_upload(embeddings(300, seed=2), "now.npy"))
     runs = monitors.stream_monitor_now(stream=stream, enqueue=False)
     for run in runs:
-        monitors.monitor_run(run_id=run.pk)
+        with alerts_checked():
+            monitors.monitor_run(run_id=run.pk)
     event = AlertEvent.objects.filter(rule=rule).first()
     assert event is not None, "the rule meant to fire did not"
     return {

@@ -43,9 +43,10 @@ from monitoring import alerts, evaluations, monitors, recsys_fraud, uploads
 from monitoring.demo import FRAUD_OPTIONS, demo_fraud_text, demo_recsys_texts
 from monitoring.models import AlertEvent, ComparisonPair, MonitorRun, NotificationChannel
 from series.models import Series
+from series.subjects import stream_series
 from tests.annotations.conftest import build_project, record_answers
 from tests.conftest import ALICE, BOB, LENA, THEO, Persona, QueuedTasks, make_user
-from tests.monitoring.conftest import OTTO, VERA, synthetic_collection, upload
+from tests.monitoring.conftest import OTTO, VERA, alerts_checked, synthetic_collection, upload
 from tests.monitoring.test_streams import PARAMS as MONITOR_PARAMS
 from tests.monitoring.test_streams import embeddings, npy_upload
 
@@ -156,11 +157,11 @@ def world_build() -> World:
     channel = NotificationChannel.objects.create(
         team=team, name="ops", kind="email", target="ops@example.org"
     )
-    rule = alerts.alert_rule_create(team=team, stream=stream, channels=[channel], name="always",
+    rule = alerts.alert_rule_create(team=team, series=stream_series(stream), channels=[channel], name="always",
                                     metric="avg_cosine_similarity", comparator=">", threshold=-2.0, consecutive=1)  # fmt: skip
     for pending in monitors.stream_monitor_now(stream=stream, enqueue=False):
-        monitors.monitor_run(run_id=pending.pk, split=False)
-        alerts.alerts_check_monitor_run(run_id=pending.pk)
+        with alerts_checked():
+            monitors.monitor_run(run_id=pending.pk, split=False)
     monitor = MonitorRun.objects.get(snapshot=snapshot)
     event = AlertEvent.objects.get(rule=rule)
     ids = {

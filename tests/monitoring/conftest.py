@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from io import BytesIO
 from typing import Any
 
@@ -85,3 +86,15 @@ def as_file(name: str, text: str) -> BytesIO:
 
 
 __all__ = ["OTTO", "THEO", "VERA", "as_file", "synthetic_collection", "upload"]
+
+
+@contextmanager
+def alerts_checked() -> Iterator[None]:
+    """`with alerts_checked():` the values written inside are announced when it ends (a test's transaction
+    never commits), and their series' alert rules checked in this process, as the worker's task would."""
+    from django.test import TestCase
+
+    from monitoring.alerts import alerts_checked_here
+
+    with alerts_checked_here(), TestCase.captureOnCommitCallbacks(execute=True):
+        yield

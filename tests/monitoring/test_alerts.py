@@ -27,9 +27,10 @@ from monitoring.models import (
     Notification,
     NotificationChannel,
 )
+from monitoring.tasks import alerts_check_series
 from series.selectors import THRESHOLD_SUBGROUP
 from series.services import MetricValueIn, metric_values_write
-from series.subjects import stream_series
+from series.subjects import run_series, stream_series
 from tests.conftest import QueuedTasks
 from tests.monitoring.conftest import synthetic_collection, upload
 
@@ -81,17 +82,17 @@ def monitor(stream: EmbeddingStream, hour: int, **values: float) -> MonitorRun:
         stream=stream, snapshot=snapshot, observed_at=snapshot.observed_at, status="done",
         effect_thresholds={"mmd2": 0.05},
     )  # fmt: skip
-    stored = [MetricValueIn(k, v) for k, v in values.items()]
-    stored.append(MetricValueIn("mmd2", 0.05, subgroup=THRESHOLD_SUBGROUP))
-    metric_values_write(job=run, series=stream_series(stream), observed_at=run.observed_at, values=stored)
-    alerts.alerts_check_monitor_run(run_id=run.pk)
+    series = stream_series(stream)
+    metric_values_write(job=run, series=series, observed_at=run.observed_at, values=[
+        *(MetricValueIn(k, v) for k, v in values.items()), MetricValueIn("mmd2", 0.05, subgroup=THRESHOLD_SUBGROUP)])  # fmt: skip
+    alerts.alerts_check_series(series_id=series.pk, job_type="monitoring.monitorrun", job_id=run.pk)
     return run
 
 
 def rule(stream: EmbeddingStream, *channels: NotificationChannel, **options: Any) -> AlertRule:
     settings = {"name": "too_similar", "metric": "avg_cosine_similarity", "comparator": ">", "threshold": 0.3}
     return alerts.alert_rule_create(
-        team=stream.team, stream=stream, channels=channels, **{**settings, **options}
+        team=stream.team, series=stream_series(stream), channels=channels, **{**settings, **options}
     )
 
 
@@ -110,14 +111,15 @@ class TestRules:
     def test_it_refuses_a_series_of_another_team(self, stream: EmbeddingStream, other_team: Team) -> None:
         with pytest.raises(InputError, match="same team|rule's team"):
             alerts.alert_rule_create(
-                team=other_team, stream=stream, name="x", metric="mmd_p_value", comparator="<", threshold=0.01
-            )
+                team=other_team, series=stream_series(stream), name="x", metric="mmd_p_value", comparator="<",
+                threshold=0.01,
+            )  # fmt: skip
 
     def test_it_puts_the_default_embedding_rules_on_a_stream_once(self, stream: EmbeddingStream) -> None:
         first = alerts.default_stream_rules(stream=stream)
         again = alerts.default_stream_rules(stream=stream)
         assert [r.pk for r in first] == [r.pk for r in again] and len(first) == 7
-        drift = AlertRule.objects.get(stream=stream, name="mmd_drift")
+        drift = AlertRule.objects.get(series=stream_series(stream), name="mmd_drift")
         assert (drift.metric, drift.comparator, drift.threshold, drift.effect_metric) == (
             "mmd_p_value",
             "<",
@@ -181,13 +183,13 @@ class TestEvents:
 @pytest.mark.django_db
 class TestEvaluationSeries:
     def test_it_watches_the_ndcg_of_a_nightly_run(
-        self, team: Team, queued: QueuedTasks, settings: Any
+        self, team: Team, queued: QueuedTasks, settings: Any, django_capture_on_commit_callbacks: Any
     ) -> None:
         settings.SITE_URL = "http://testserver.example"
         qrels_text, make_run = synthetic_collection()
         qrels = uploads.qrels_upload(team=team, upload=upload("judged.qrels", qrels_text))
         floor = alerts.alert_rule_create(
-            team=team, qrels=qrels, run_name="nightly", name="ndcg_floor", metric="ndcg_cut_10",
+            team=team, series=run_series(qrels, "nightly"), name="ndcg_floor", metric="ndcg_cut_10",
             comparator="<", threshold=0.5,
         )  # fmt: skip
         for night, quality in enumerate([3.0, 0.0]):  # a good night, then a broken ranker
@@ -197,7 +199,12 @@ class TestEvaluationSeries:
             evaluation = evaluations.evaluation_create(
                 run=run, qrels=qrels, measures=["ndcg_cut_10"], enqueue=False
             )
-            assert evaluations.evaluation_run(evaluation_id=evaluation.pk).status == "done"
+            with django_capture_on_commit_callbacks(execute=True):
+                assert evaluations.evaluation_run(evaluation_id=evaluation.pk).status == "done"
+            # The evaluation's values announced its series, which queued the series' check: run it here.
+            (check,) = [sent for sent in queued.sent if sent[0] == "monitoring.tasks.alerts_check_series"]
+            queued.sent.clear()
+            alerts_check_series(*check[1])
             assert len(events(floor)) == night
         event = AlertEvent.objects.get(rule=floor)
         assert (
@@ -283,7 +290,10 @@ class TestNotifications:
         )
         rule(stream, channel)
         monitor(stream, 0, avg_cosine_similarity=0.5)
-        assert queued.names() == ["monitoring.tasks.notification_send"]
+        # (The run's values also queued the series' check, which `monitor` ran here already.)
+        assert [name for name in queued.names() if name != "monitoring.tasks.alerts_check_series"] == [
+            "monitoring.tasks.notification_send"
+        ]
         assert (
             app.amqp.router.route({}, "monitoring.tasks.notification_send")["queue"].name == "notifications"
         )

@@ -24,7 +24,7 @@ from series.selectors import job_values
 from tests.conftest import WorkerProcess
 from tests.monitoring.test_alerts import monitor, rule
 from tests.monitoring.test_streams import PARAMS
-from tests.monitoring.test_streams_schedule import DONE_RUN
+from tests.monitoring.test_streams_schedule import DONE_CHECK, DONE_RUN
 
 TEAM_API = "/api/teams/search"
 STREAM_API = f"{TEAM_API}/streams/tiny"
@@ -58,11 +58,12 @@ def send_snapshot(editor: Client, vectors: np.ndarray, *, hours_ago: int, **fiel
 
 
 def monitored(editor: Client, snapshot: int, worker: WorkerProcess) -> MonitorRun:
-    """The snapshot's run, done by the worker with its alert check (the task's end), queued by `POST
-    monitor/` (a reference's is queued by its upload)."""
-    before = len(DONE_RUN.findall(worker.log()))
+    """The snapshot's run, done by the worker, then its stream's alert check (the task its committed
+    values queue), queued by `POST monitor/` (a reference's is queued by its upload)."""
+    before, checks = len(DONE_RUN.findall(worker.log())), len(DONE_CHECK.findall(worker.log()))
     assert editor.post(f"{STREAM_API}/monitor/").status_code == 202
     assert wait_until(lambda: len(DONE_RUN.findall(worker.log())) > before), worker.log()[-5000:]
+    assert wait_until(lambda: len(DONE_CHECK.findall(worker.log())) > checks), worker.log()[-5000:]
     return MonitorRun.objects.get(snapshot_id=snapshot, status="done")
 
 
@@ -88,9 +89,13 @@ def test_it_keeps_alerts_open_on_a_degenerate_snapshot_and_answers_json(
         assert made.status_code == 201, made.json()
         assert made.json()["on_undefined"] == (policy or "keep")
     rng = np.random.default_rng(0)
-    before = len(DONE_RUN.findall(celery_worker_process.log()))
+    before, checks = (
+        len(DONE_RUN.findall(celery_worker_process.log())),
+        len(DONE_CHECK.findall(celery_worker_process.log())),
+    )
     reference = send_snapshot(client, rng.normal(size=(200, 4)), hours_ago=3, reference=True)
     assert wait_until(lambda: len(DONE_RUN.findall(celery_worker_process.log())) > before)
+    assert wait_until(lambda: len(DONE_CHECK.findall(celery_worker_process.log())) > checks)
     assert MonitorRun.objects.get(snapshot_id=reference).status == "done"
     collapsed = rng.normal(size=(100, 1)) @ rng.normal(size=(1, 4)) + 0.001 * rng.normal(size=(100, 4))
     monitored(client, send_snapshot(client, collapsed, hours_ago=2), celery_worker_process)

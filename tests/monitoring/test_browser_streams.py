@@ -45,7 +45,13 @@ def test_it_draws_the_demo_streams_dashboard_and_acknowledges_an_alert(
     assert page.locator("#figure-spectrum-chart .scatterlayer .trace").count() == 2  # snapshot and reference
 
     alerts = page.locator("#stream-alerts tbody tr")
-    assert alerts.count() == AlertEvent.objects.filter(rule__stream=demo.stream).count() >= 5
+    assert (
+        alerts.count()
+        == AlertEvent.objects.filter(
+            rule__series__kind="stream", rule__series__object_id=demo.stream.pk
+        ).count()
+        >= 5
+    )
     page.screenshot(path=str(SCREENSHOT), full_page=True)
     assert SCREENSHOT.stat().st_size > 50_000
 
@@ -54,7 +60,10 @@ def test_it_draws_the_demo_streams_dashboard_and_acknowledges_an_alert(
     row = page.locator("#stream-alerts tr", has_text="dead_dimensions")
     assert "Acknowledged" in row.inner_text() and "by theo" in row.inner_text()
     assert (
-        AlertEvent.objects.get(rule__name="dead_dimensions", rule__stream=demo.stream).acknowledged_by == theo
+        AlertEvent.objects.get(
+            rule__name="dead_dimensions", rule__series__kind="stream", rule__series__object_id=demo.stream.pk
+        ).acknowledged_by
+        == theo
     )
     assert all(url.startswith(live_server.url) for url in requests), [
         url for url in requests if not url.startswith(live_server.url)

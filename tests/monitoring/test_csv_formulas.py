@@ -19,7 +19,7 @@ from monitoring.demo import demo_recsys_texts
 from monitoring.models import EmbeddingSnapshot, EmbeddingStream, MonitorRun, QrelsSource, Run
 from series.services import MetricValueIn, metric_values_write
 from series.subjects import stream_series
-from tests.monitoring.conftest import upload
+from tests.monitoring.conftest import alerts_checked, upload
 from tests.monitoring.test_pages import add_sources, compare_now, evaluate_now
 from tests.monitoring.test_recsys_fraud_pages import csv_file
 
@@ -117,7 +117,7 @@ class TestStreamDownloads:
     def test_the_series_and_alerts_quote_snapshot_labels_and_rule_names(self, vera: User, team: Team) -> None:
         stream = EmbeddingStream.objects.create(team=team, slug="docs", name="Docs", dimension=8)
         alerts.alert_rule_create(
-            team=team, stream=stream, name="=cmd|' /C calc'!A0", metric="avg_cosine_similarity",
+            team=team, series=stream_series(stream), name="=cmd|' /C calc'!A0", metric="avg_cosine_similarity",
             comparator=">", threshold=0.3,
         )  # fmt: skip
         snapshot = EmbeddingSnapshot.objects.create(
@@ -126,11 +126,11 @@ class TestStreamDownloads:
         run = MonitorRun.objects.create(
             stream=stream, snapshot=snapshot, observed_at=snapshot.observed_at, status="done"
         )
-        metric_values_write(
-            job=run, series=stream_series(stream), observed_at=run.observed_at,
-            values=[MetricValueIn("avg_cosine_similarity", 0.9)],
-        )  # fmt: skip
-        alerts.alerts_check_monitor_run(run_id=run.pk)
+        with alerts_checked():
+            metric_values_write(
+                job=run, series=stream_series(stream), observed_at=run.observed_at,
+                values=[MetricValueIn("avg_cosine_similarity", 0.9)],
+            )  # fmt: skip
         viewer = logged_in(vera)
         series = csv_rows(viewer.get("/teams/search/streams/docs/series.csv"))
         header = series[0]

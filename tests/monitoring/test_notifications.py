@@ -33,6 +33,7 @@ from evalplatform.models import Team
 from monitoring import alerts, monitors
 from monitoring.models import AlertEvent, EmbeddingStream, MonitorRun, Notification, NotificationChannel
 from monitoring.notifications import DeliveryError, notification_send
+from series.subjects import stream_series
 from tests.conftest import ROOT, WorkerProcess, _database_url_for, stop_process_group
 from tests.monitoring.test_streams import embeddings, make_stream, npy_upload
 
@@ -109,7 +110,7 @@ def pending_notification(stream: EmbeddingStream, target: str, *, kind: str = "w
     The rule (similarity above 0.99) does not fire on the test's monitor runs: no other message is sent."""
     channel = NotificationChannel.objects.create(team=stream.team, name="ops", kind=kind, target=target)
     rule = alerts.alert_rule_create(
-        team=stream.team, stream=stream, name="too_similar", metric="avg_cosine_similarity", comparator=">",
+        team=stream.team, series=stream_series(stream), name="too_similar", metric="avg_cosine_similarity", comparator=">",
         threshold=0.99, channels=[channel],
     )  # fmt: skip
     now = timezone.now()

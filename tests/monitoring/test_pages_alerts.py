@@ -71,7 +71,7 @@ class TestAlertsPage:
         unknown = editor.post("/teams/search/alerts/rules/", {**form, "name": "x", "metric": "efective_rank"})
         assert "did you mean" in unknown.content.decode()
         neither = editor.post("/teams/search/alerts/rules/", {**form, "name": "y", "stream": ""})
-        assert "Choose a stream" in neither.content.decode()
+        assert "Choose one of the team&#x27;s series, or a kind of series" in neither.content.decode()
 
     def test_it_lets_editors_acknowledge_toggle_and_delete(
         self, theo: User, vera: User, stream: EmbeddingStream

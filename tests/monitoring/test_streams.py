@@ -24,7 +24,9 @@ from evalplatform.models import Team
 from monitoring import monitors
 from monitoring.models import AlertEvent, AlertRule, EmbeddingStream, MonitorRun
 from series.selectors import job_values
+from series.subjects import stream_series
 from tests.conftest import QueuedTasks
+from tests.monitoring.conftest import alerts_checked
 
 DIM = 32
 #: Small and quick: every row in the sample, 100 permutations (p >= 1/101, under the rule's 0.01), 10 splits.
@@ -81,7 +83,7 @@ def reference(stream: EmbeddingStream, queued: QueuedTasks) -> Any:
 class TestStreams:
     def test_it_creates_a_stream_with_the_default_rules(self, team: Team, theo: User) -> None:
         stream = make_stream(team, created_by=theo)
-        rules = AlertRule.objects.filter(stream=stream)
+        rules = AlertRule.objects.filter(series__kind="stream", series__object_id=stream.pk)
         assert sorted(rules.values_list("name", flat=True)) == sorted(r.name for r in DEFAULT_EMBEDDING_RULES)
         assert stream.periodic_task is None
         assert monitors.schedule_text(stream) == "not scheduled"
@@ -320,15 +322,17 @@ class TestMonitorRun:
             upload=npy_upload(embeddings(1000, seed=6, collapse=True)),
             observed_at=now - timedelta(hours=2),
         )
-        for run in monitors.stream_tick(stream_id=stream.pk, enqueue=False):
-            monitors.monitor_run(run_id=run.pk)
+        with alerts_checked():  # checked here, as the worker's alert task would
+            for run in monitors.stream_tick(stream_id=stream.pk, enqueue=False):
+                monitors.monitor_run(run_id=run.pk)
         opened = set(AlertEvent.objects.filter(status="open").values_list("rule__name", flat=True))
         assert {"dead_dimensions", "low_effective_rank", "top10_variance_dominates", "mmd_drift"} <= opened
         monitors.snapshot_upload(
             stream=stream, upload=npy_upload(embeddings(1000, seed=7)), observed_at=now - timedelta(hours=1)
         )
-        for run in monitors.stream_tick(stream_id=stream.pk, enqueue=False):
-            monitors.monitor_run(run_id=run.pk)
+        with alerts_checked():  # checked here, as the worker's alert task would
+            for run in monitors.stream_tick(stream_id=stream.pk, enqueue=False):
+                monitors.monitor_run(run_id=run.pk)
         assert not AlertEvent.objects.filter(status="open").exists()
         assert (
             set(AlertEvent.objects.filter(status="resolved").values_list("rule__name", flat=True)) == opened
@@ -391,7 +395,7 @@ class TestAdmin:
         response = admin.post("/admin/monitoring/embeddingstream/add/", form)
         assert response.status_code == 302, response.content.decode()[-2000:]
         stream = EmbeddingStream.objects.get(slug="docs")
-        assert stream.alert_rules.count() == len(DEFAULT_EMBEDDING_RULES)
+        assert stream_series(stream).alert_rules.count() == len(DEFAULT_EMBEDDING_RULES)
         assert PeriodicTask.objects.get(pk=stream.periodic_task_id).interval.every == 10
         form.update(every_minutes="", crontab="99 * * * *")
         response = admin.post(f"/admin/monitoring/embeddingstream/{stream.pk}/change/", form)

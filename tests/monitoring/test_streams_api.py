@@ -20,7 +20,9 @@ from evalcore.embeddings import MonitorParams
 from evalplatform.models import Team
 from monitoring import monitors
 from monitoring.models import EmbeddingStream, MonitorRun
+from series.subjects import stream_series
 from tests.conftest import QueuedTasks
+from tests.monitoring.conftest import alerts_checked
 from tests.monitoring.test_streams import DIM, PARAMS, embeddings, make_stream, npy_upload
 
 API = "/api/teams/search/streams/"
@@ -51,8 +53,9 @@ def monitored(stream: EmbeddingStream, queued: QueuedTasks) -> EmbeddingStream:
     monitors.snapshot_upload(
         stream=stream, upload=npy_upload(embeddings(600, seed=2, collapse=True), "bad.npy")
     )
-    for run in monitors.stream_monitor_now(stream=stream, enqueue=False):
-        monitors.monitor_run(run_id=run.pk)
+    with alerts_checked():  # checked here, as the worker's alert task would
+        for run in monitors.stream_monitor_now(stream=stream, enqueue=False):
+            monitors.monitor_run(run_id=run.pk)
     return stream
 
 
@@ -80,7 +83,7 @@ class TestStreams:
         assert data["url"].endswith("/api/teams/search/streams/docs/")
         assert data["dashboard_url"].endswith("/teams/search/streams/docs/")
         stream = EmbeddingStream.objects.get(slug="docs")
-        assert stream.alert_rules.count() == 7 and stream.periodic_task is not None
+        assert stream_series(stream).alert_rules.count() == 7 and stream.periodic_task is not None
 
     @pytest.mark.parametrize(
         ("body", "field"),

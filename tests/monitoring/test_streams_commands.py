@@ -110,6 +110,8 @@ class TestUploadSnapshot:
 
 @pytest.mark.django_db
 class TestMonitorStream:
+    # Committed for real: the command checks each run's alert rules here once its values are committed.
+    @pytest.mark.django_db(transaction=True)
     def test_it_computes_the_new_snapshots_here_and_prints_the_open_alerts(
         self,
         stream: EmbeddingStream,

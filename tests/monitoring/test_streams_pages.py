@@ -20,6 +20,7 @@ from evalplatform.models import Team
 from monitoring import monitors
 from monitoring.models import AlertEvent, EmbeddingStream
 from tests.conftest import QueuedTasks, remote_assets
+from tests.monitoring.conftest import alerts_checked
 from tests.monitoring.test_streams import DIM, embeddings, make_stream, npy_upload
 
 PAGE = "/teams/search/streams/query-encoder/"
@@ -36,8 +37,9 @@ def monitored(team: Team, queued: QueuedTasks) -> EmbeddingStream:
             embeddings(600, seed=seed, collapse=collapse), f"{'bad' if collapse else 'good'}.npy"
         )
         monitors.snapshot_upload(stream=stream, upload=upload)
-    for run in monitors.stream_monitor_now(stream=stream, enqueue=False):
-        monitors.monitor_run(run_id=run.pk)
+    with alerts_checked():  # checked here, as the worker's alert task would
+        for run in monitors.stream_monitor_now(stream=stream, enqueue=False):
+            monitors.monitor_run(run_id=run.pk)
     return stream
 
 
@@ -132,8 +134,9 @@ class TestDashboard:
             monitors.snapshot_upload(
                 stream=monitored, upload=npy_upload(embeddings(300, seed=seed, collapse=True))
             )
-        for run in monitors.stream_monitor_now(stream=monitored, enqueue=False):
-            monitors.monitor_run(run_id=run.pk)
+        with alerts_checked():  # checked here, as the worker's alert task would
+            for run in monitors.stream_monitor_now(stream=monitored, enqueue=False):
+                monitors.monitor_run(run_id=run.pk)
         with CaptureQueriesContext(connection) as queries:
             assert client.get(PAGE).status_code == 200
         assert len(queries) == few <= 16, [query["sql"][:120] for query in queries.captured_queries]

@@ -33,6 +33,8 @@ from tests.monitoring.test_streams import embeddings, make_stream, npy_upload
 
 #: A monitor run task's end in the worker's log (a message left by another test ends "missing").
 DONE_RUN = re.compile(r"Task monitoring\.tasks\.monitor_run\[[^]]+\] succeeded in [0-9.]+s: 'done'")
+#: A finished alert check: a run's committed values queue one per series with rules.
+DONE_CHECK = re.compile(r"Task monitoring\.tasks\.alerts_check_series\[[^]]+\] succeeded")
 
 
 def wait_until(predicate: Callable[[], bool], *, timeout: float, every: float = 0.2) -> bool:
@@ -105,12 +107,16 @@ def test_it_monitors_on_the_beat_schedule_and_notifies_a_webhook_once(
         return f"--- beat\n{processes[0].log()[-3000:]}\n--- worker\n{celery_worker_process.log()[-5000:]}"
 
     def runs_finished() -> int:
-        """Monitor run tasks the worker finished in this test (their alert checks included)."""
+        """Monitor run tasks the worker finished in this test."""
         return len(DONE_RUN.findall(celery_worker_process.log())) - before
 
+    def checks_finished() -> int:
+        """Alert checks the worker finished in this test (one per run: its values' series has rules)."""
+        return len(DONE_CHECK.findall(celery_worker_process.log())) - checks
+
     processes: list[WorkerProcess] = []
-    before = 0
-    before = runs_finished()
+    before = checks = 0
+    before, checks = runs_finished(), checks_finished()
     channel = NotificationChannel.objects.create(
         team=team, name="on-call", kind="webhook", target=webhook.url
     )
@@ -136,9 +142,14 @@ def test_it_monitors_on_the_beat_schedule_and_notifies_a_webhook_once(
     # The first firing: the snapshot's run (and its alert check: the task's end), the events, one webhook
     # message per event.
     assert wait_until(lambda: runs_finished() == 2, timeout=60), logs()
+    assert wait_until(lambda: checks_finished() == 2, timeout=60), logs()
     assert collapsed.monitor_runs.get().status == "done"
     monitored = time.monotonic() - started
-    events = list(AlertEvent.objects.filter(rule__stream=stream, status="open").select_related("rule"))
+    events = list(
+        AlertEvent.objects.filter(
+            rule__series__kind="stream", rule__series__object_id=stream.pk, status="open"
+        ).select_related("rule")
+    )
     names = {event.rule.name for event in events}
     assert {"dead_dimensions", "low_effective_rank", "top10_variance_dominates", "mmd_drift"} <= names
     assert all(event.notified for event in events)
@@ -161,8 +172,11 @@ def test_it_monitors_on_the_beat_schedule_and_notifies_a_webhook_once(
         stream=stream, upload=npy_upload(embeddings(1000, seed=7, collapse=True), "collapsed-2.npy")
     )
     assert wait_until(lambda: runs_finished() == 3, timeout=60), logs()
+    assert wait_until(lambda: checks_finished() == 3, timeout=60), logs()
     assert again.monitor_runs.get().status == "done"
-    still = AlertEvent.objects.filter(rule__stream=stream, status="open")
+    still = AlertEvent.objects.filter(
+        rule__series__kind="stream", rule__series__object_id=stream.pk, status="open"
+    )
     assert set(still.values_list("rule__name", flat=True)) == names
     assert set(still.values_list("observations", flat=True)) == {2}
     time.sleep(1.5)  # a notification queued by mistake would have reached the webhook by now

@@ -27,7 +27,7 @@ from evalplatform.auth import User
 from evalplatform.errors import InputError
 from evalplatform.jobs import JobStatus, job_enqueue
 from evalplatform.models import Team
-from monitoring import evaluations, selectors, uploads
+from monitoring import alerts, evaluations, selectors, uploads
 from monitoring.management.commands.upload_run import (
     FORMATS,
     add_user_option,
@@ -208,7 +208,8 @@ class Command(BaseCommand):
     def run_here(self, evaluation: Evaluation, *, timeout: float) -> None:
         self.note(f"Evaluating {evaluation.run.name!r} on {evaluation.qrels.name!r} here (--sync)...")
         try:
-            outcome = evaluations.evaluation_run(evaluation_id=evaluation.pk)
+            with alerts.alerts_checked_here():  # its alert rules checked here too, as a worker would
+                outcome = evaluations.evaluation_run(evaluation_id=evaluation.pk)
         except (OperationalError, InterfaceError) as error:
             raise CommandError(
                 f"Evaluation {evaluation.pk} stopped on a database error ({error}); it is pending again, "

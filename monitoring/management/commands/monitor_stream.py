@@ -16,7 +16,7 @@ from django.db import InterfaceError, OperationalError
 
 from evalcore.jsonable import json_number
 from evalplatform.jobs import JobStatus
-from monitoring import monitors
+from monitoring import alerts, monitors
 from monitoring.management.commands.upload_run import add_user_option
 from monitoring.management.commands.upload_snapshot import find_stream
 from monitoring.models import AlertEvent, EmbeddingStream, MonitorRun
@@ -71,7 +71,8 @@ class Command(BaseCommand):
         for run in runs:
             self.note(f"Monitoring {run.snapshot.label!r} ({run.observed_at:%Y-%m-%d %H:%M}) here...")
             try:
-                outcome = monitors.monitor_run(run_id=run.pk, split=False)
+                with alerts.alerts_checked_here():  # the open alerts printed below are this run's
+                    outcome = monitors.monitor_run(run_id=run.pk, split=False)
             except (OperationalError, InterfaceError) as error:
                 raise CommandError(
                     f"Monitor run {run.pk} stopped on a database error ({error}); run the same command again."
@@ -105,7 +106,7 @@ class Command(BaseCommand):
         for run_id, by_metric in stored.items():
             values[run_id] = {metric: json_number(by_metric[metric].value) for metric in sorted(by_metric)}
         events = list(
-            AlertEvent.objects.filter(rule__stream=stream)
+            AlertEvent.objects.filter(rule__series__kind="stream", rule__series__object_id=stream.pk)
             .exclude(status="resolved")
             .select_related("rule")
             .order_by("-opened_at")
