@@ -20,7 +20,7 @@ STANDALONE_COMMANDS = {
 def main() -> None:
     command = sys.argv[1] if len(sys.argv) > 1 else ""
     if command in STANDALONE_COMMANDS:
-        from monitoring.cli import run_standalone
+        from monitoring.common.cli import run_standalone
 
         run_standalone(STANDALONE_COMMANDS[command], sys.argv)
         return

@@ -18,7 +18,7 @@ never followed: an answer is an answer, a 3xx included. The whole request, from 
 line and headers, has one deadline: a receiver that trickles a byte at a time is cut there, where a
 per-read timeout would wait for ever.
 
-Framework-free: the caller passes the allowed networks and the deadline (`monitoring.notifications`
+Framework-free: the caller passes the allowed networks and the deadline (`monitoring.alerts.notifications`
 reads them from the settings).
 """
 

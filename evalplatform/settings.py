@@ -307,7 +307,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "evalplatform.jobs.JobStatus",
         "TeamRoleEnum": "evalplatform.models.TeamMembership.Role",
-        "ChannelKindEnum": "monitoring.models.alerts.NotificationChannel.Kind",
+        "ChannelKindEnum": "monitoring.alerts.models.NotificationChannel.Kind",
         "SeriesKindEnum": "series.models.Series.Kind",
     },
 }
@@ -348,7 +348,7 @@ if is_filesystem_broker(CELERY_BROKER_URL):
     for folder_key in ("data_folder_in", "control_folder", "processed_folder"):
         Path(str(CELERY_BROKER_TRANSPORT_OPTIONS[folder_key])).mkdir(parents=True, exist_ok=True)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# A Celery chord (a monitor run split over several workers, `monitoring.monitors`) needs a result backend to
+# A Celery chord (a monitor run split over several workers, `monitoring.embeddings`) needs a result backend to
 # count its finished chunks: the Redis broker serves as one unless CELERY_RESULT_BACKEND says otherwise. The
 # filesystem broker has none; monitor runs then compute each snapshot in one task. Jobs store their own
 # results in the database either way.

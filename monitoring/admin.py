@@ -10,7 +10,8 @@ from django import forms
 from django.contrib import admin
 from django.db import transaction
 
-from monitoring import alerts, monitors
+from monitoring.alerts import services as alerts
+from monitoring.embeddings import services as monitors
 from monitoring.models import (
     AlertEvent,
     AlertRule,

@@ -1,8 +1,23 @@
-"""REST URLs of the evaluation service, included under /api/ (see `monitoring.api`)."""
+"""REST URLs of the evaluation service, included under /api/. Each slice's `api` module serves its
+part: `teams` (my teams), `files` (runs and qrels sources), `evaluations` (evaluations, per-query values,
+the leaderboard, comparisons), `recsys_fraud`, `embeddings`, `alerts`; `common` the metric registry
+(`/api/metrics/`), the input and output shapes (`serializers`), the page envelope (`pagination`) and the
+API's own read queries (`queries`).
+
+Every view looks its team up through `evalplatform.teams.get_team_for_member`: non-members get a 404
+for everything of the team, a viewer asking to write a 403. Bad input is a 400 whose body names the
+field, `{"file": ["bm25.run:2: score is not a number"]}`; other errors are `{"detail": ...}`.
+"""
 
 from django.urls import path
 
-from monitoring.api import alerts, comparisons, evaluations, files, metrics, recsys_fraud, streams, teams
+from monitoring.alerts import api as alerts
+from monitoring.common import api as metrics
+from monitoring.embeddings import api as streams
+from monitoring.evaluations.api import comparisons, evaluations
+from monitoring.files import api as files
+from monitoring.recsys_fraud import api as recsys_fraud
+from monitoring.teams import api as teams
 
 app_name = "monitoring-api"
 
@@ -33,7 +48,7 @@ urlpatterns = [
     path(
         "teams/<slug:team>/alerts/<int:pk>/acknowledge/", alerts.event_acknowledge, name="alert-acknowledge"
     ),
-    # Recommendation sets and fraud score sets (`monitoring.api.recsys_fraud`).
+    # Recommendation sets and fraud score sets (`monitoring.recsys_fraud.api`).
     path(
         "teams/<slug:team>/recommendation-sets/",
         recsys_fraud.recommendation_set_list,

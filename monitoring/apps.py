@@ -8,7 +8,7 @@ class MonitoringConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete
 
-        from monitoring.alerts import series_observed, subject_deleted
+        from monitoring.alerts.services import series_observed, subject_deleted
         from monitoring.models import (
             Comparison,
             EmbeddingStream,

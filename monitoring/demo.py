@@ -47,7 +47,9 @@ from evalplatform.auth import User
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team
 from evalplatform.teams import Role, team_member_set
-from monitoring import alerts, evaluations, recsys_fraud, uploads
+from monitoring.alerts import services as alerts
+from monitoring.evaluations import services as evaluations
+from monitoring.files import uploads
 from monitoring.models import (
     AlertRule,
     Comparison,
@@ -59,6 +61,7 @@ from monitoring.models import (
     RecommendationSet,
     Run,
 )
+from monitoring.recsys_fraud import services as recsys_fraud
 
 DEMO_TEAM_SLUG = "search"
 DEMO_TEAM_NAME = "Search team"

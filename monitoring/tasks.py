@@ -8,7 +8,11 @@ from __future__ import annotations
 from celery import Task, shared_task
 
 from evalplatform.jobs import JOB_TASK_OPTIONS, job_task_result
-from monitoring import alerts, evaluations, monitors, notifications, recsys_fraud
+from monitoring.alerts import notifications
+from monitoring.alerts import services as alerts
+from monitoring.embeddings import services as monitors
+from monitoring.evaluations import services as evaluations
+from monitoring.recsys_fraud import services as recsys_fraud
 
 
 @shared_task(

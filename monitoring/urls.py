@@ -1,18 +1,19 @@
-"""HTML URLs of the evaluation service, included at the site root: everything lives under a team."""
+"""HTML URLs of the evaluation service, included at the site root: everything lives under a team.
+Each slice's `views` serves its pages.
+
+Views are thin: each looks its team up through `evalplatform.teams.get_team_for_member` (404 to non-members,
+403 to a viewer asking to write), reads through its slice's selectors and renders. No measure is computed
+in a request: the pages lay out the rows the jobs stored.
+"""
 
 from django.urls import path
 
-from monitoring.views import (
-    alerts,
-    comparisons,
-    jobs,
-    leaderboard,
-    recsys_fraud,
-    runs,
-    streams,
-    teams,
-    uploads,
-)
+from monitoring.alerts import views as alerts
+from monitoring.embeddings import views as streams
+from monitoring.evaluations.views import comparisons, jobs, leaderboard, runs
+from monitoring.files import views as uploads
+from monitoring.recsys_fraud import views as recsys_fraud
+from monitoring.teams import views as teams
 
 app_name = "monitoring"
 
@@ -39,20 +40,20 @@ urlpatterns = [
     path(TEAM + "leaderboard/<int:pk>/", leaderboard.leaderboard, name="leaderboard"),
     path(TEAM + "leaderboard/<int:pk>/leaderboard.csv", leaderboard.leaderboard_csv, name="leaderboard-csv"),
     path(TEAM + "jobs/<str:kind>/<int:pk>.json", jobs.job_state, name="job-state"),
-    # Alerts (`monitoring.views.alerts`).
+    # Alerts (`monitoring.alerts.views`).
     path(TEAM + "alerts/", alerts.alerts_page, name="alerts"),
     path(TEAM + "alerts/rules/", alerts.rule_create, name="alert-rule-create"),
     path(TEAM + "alerts/rules/<int:pk>/", alerts.rule_toggle, name="alert-rule-change"),
     path(TEAM + "alerts/channels/", alerts.channel_create, name="channel-create"),
     path(TEAM + "alerts/channels/<int:pk>/delete/", alerts.channel_delete, name="channel-delete"),
     path(TEAM + "alerts/<int:pk>/acknowledge/", alerts.event_acknowledge, name="alert-acknowledge"),
-    # Embedding streams (`monitoring.views.streams`).
+    # Embedding streams (`monitoring.embeddings.views`).
     path(STREAM, streams.stream_detail, name="stream-detail"),
     path(STREAM + "series.csv", streams.series_csv, name="stream-series-csv"),
     path(STREAM + "spectrum.csv", streams.spectrum_csv, name="stream-spectrum-csv"),
     path(STREAM + "alerts.csv", streams.alerts_csv, name="stream-alerts-csv"),
     path(STREAM + "runs/<int:pk>.json", streams.run_state, name="stream-run-state"),
-    # Recommendation sets and fraud score sets (`monitoring.views.recsys_fraud`).
+    # Recommendation sets and fraud score sets (`monitoring.recsys_fraud.views`).
     path(TEAM + "recommendations/new/", recsys_fraud.recsys_upload, name="recsys-upload"),
     path(TEAM + "recommendations/<int:pk>/", recsys_fraud.recsys_set, name="recsys-set"),
     path(TEAM + "recommendations/<int:pk>/evaluate/", recsys_fraud.recsys_evaluate, name="recsys-evaluate"),

@@ -12,8 +12,8 @@ from django.views.decorators.http import require_safe
 from annotations.selectors import annotator_open_projects
 from evalplatform.auth import SignedInRequest
 from evalplatform.roles import Role, user_roles
-from monitoring.alerts import team_open_events
-from monitoring.selectors import latest_evaluations, team_memberships
+from monitoring.alerts.services import team_open_events
+from monitoring.evaluations.selectors import latest_evaluations, team_memberships
 from series.selectors import latest_observations
 
 #: How many of their teams' newest evaluations and open alerts a team member's home lists.

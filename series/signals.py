@@ -1,5 +1,5 @@
 """`series_observed`: sent once the values a job wrote are committed, with the ids of the series they
-belong to and the job's provenance; the alert rules listen (`monitoring.alerts`), and nothing here
+belong to and the job's provenance; the alert rules listen (`monitoring.alerts.services`), and nothing here
 knows them."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import monitoring.models.runs
+import monitoring.files.models
 from django.conf import settings
 from django.db import migrations, models
 
@@ -55,7 +55,7 @@ class Migration(migrations.Migration):
                 (
                     "file",
                     models.FileField(
-                        blank=True, max_length=255, upload_to=monitoring.models.runs.qrels_upload_to
+                        blank=True, max_length=255, upload_to=monitoring.files.models.qrels_upload_to
                     ),
                 ),
                 (
@@ -219,7 +219,7 @@ class Migration(migrations.Migration):
                 ("num_queries", models.PositiveIntegerField(blank=True, null=True)),
                 ("num_rows", models.PositiveBigIntegerField(blank=True, null=True)),
                 ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
-                ("file", models.FileField(max_length=255, upload_to=monitoring.models.runs.run_upload_to)),
+                ("file", models.FileField(max_length=255, upload_to=monitoring.files.models.run_upload_to)),
                 (
                     "tags",
                     models.JSONField(

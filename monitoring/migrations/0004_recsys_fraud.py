@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import monitoring.models.recsys_fraud
+import monitoring.recsys_fraud.models
 from django.conf import settings
 from django.db import migrations, models
 
@@ -29,7 +29,7 @@ class Migration(migrations.Migration):
                 (
                     "file",
                     models.FileField(
-                        max_length=255, upload_to=monitoring.models.recsys_fraud.fraud_upload_to
+                        max_length=255, upload_to=monitoring.recsys_fraud.models.fraud_upload_to
                     ),
                 ),
                 (
@@ -279,7 +279,7 @@ class Migration(migrations.Migration):
                     models.FileField(
                         help_text="CSV user,item,rank.",
                         max_length=255,
-                        upload_to=monitoring.models.recsys_fraud.recsys_upload_to,
+                        upload_to=monitoring.recsys_fraud.models.recsys_upload_to,
                     ),
                 ),
                 (
@@ -287,7 +287,7 @@ class Migration(migrations.Migration):
                     models.FileField(
                         help_text="CSV user,item: the held-out relevant items.",
                         max_length=255,
-                        upload_to=monitoring.models.recsys_fraud.recsys_upload_to,
+                        upload_to=monitoring.recsys_fraud.models.recsys_upload_to,
                     ),
                 ),
                 (
@@ -296,7 +296,7 @@ class Migration(migrations.Migration):
                         blank=True,
                         help_text="CSV item[,category]: the catalog.",
                         max_length=255,
-                        upload_to=monitoring.models.recsys_fraud.recsys_upload_to,
+                        upload_to=monitoring.recsys_fraud.models.recsys_upload_to,
                     ),
                 ),
                 (
@@ -305,7 +305,7 @@ class Migration(migrations.Migration):
                         blank=True,
                         help_text="CSV user,item: earlier interactions.",
                         max_length=255,
-                        upload_to=monitoring.models.recsys_fraud.recsys_upload_to,
+                        upload_to=monitoring.recsys_fraud.models.recsys_upload_to,
                     ),
                 ),
                 (

@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import monitoring.models.monitors
+import monitoring.embeddings.models
 from django.conf import settings
 from django.db import migrations, models
 
@@ -208,7 +208,9 @@ class Migration(migrations.Migration):
                 ),
                 (
                     "file",
-                    models.FileField(max_length=255, upload_to=monitoring.models.monitors.snapshot_upload_to),
+                    models.FileField(
+                        max_length=255, upload_to=monitoring.embeddings.models.snapshot_upload_to
+                    ),
                 ),
                 ("label", models.CharField(blank=True, max_length=200)),
                 ("rows", models.PositiveBigIntegerField()),

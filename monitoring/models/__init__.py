@@ -1,17 +1,14 @@
-"""Models of the monitoring app: what teams upload (`runs`), and the evaluation and comparison jobs with
-their results (`evaluations`); recommendation sets and fraud score sets with their evaluations and results
-(`recsys_fraud`). Monitors and alerts come next."""
+"""Models of the monitoring app. Each is defined in its slice and imported here, so that Django finds
+every one under the app label `monitoring`: runs and qrels sources (`files`), evaluations and
+comparisons (`evaluations`), recommendation and fraud sets (`recsys_fraud`), embedding streams and
+monitor runs (`embeddings`), alert rules, events and notifications (`alerts`).
+"""
 
-from monitoring.models.alerts import AlertEvent, AlertRule, Notification, NotificationChannel
-from monitoring.models.evaluations import (
-    PARAMS,
-    Comparison,
-    ComparisonPair,
-    Evaluation,
-    options_key,
-)
-from monitoring.models.monitors import EmbeddingSnapshot, EmbeddingStream, MonitorRun
-from monitoring.models.recsys_fraud import (
+from monitoring.alerts.models import AlertEvent, AlertRule, Notification, NotificationChannel
+from monitoring.embeddings.models import EmbeddingSnapshot, EmbeddingStream, MonitorRun
+from monitoring.evaluations.models import PARAMS, Comparison, ComparisonPair, Evaluation, options_key
+from monitoring.files.models import QrelsSource, Run
+from monitoring.recsys_fraud.models import (
     RECSYS_FILE_ROLES,
     FraudScoreEvaluation,
     FraudScoreSet,
@@ -19,7 +16,6 @@ from monitoring.models.recsys_fraud import (
     RecommendationSet,
     options_key_of,
 )
-from monitoring.models.runs import QrelsSource, Run
 
 __all__ = [
     "PARAMS",

@@ -1,7 +1,7 @@
 """Recommendation and fraud evaluation jobs: one evaluation per set and options, run and stored
 idempotently.
 
-As in `monitoring.evaluations`: `*_evaluation_create` finds or creates the one evaluation of a set with
+As in `monitoring.evaluations.services`: `*_evaluation_create` finds or creates the one evaluation of a set with
 given options (the same request finds the same evaluation; a failed one is queued again) and queues it on
 commit; `*_evaluation_run`, the task's one call, reads the whole files, computes every metric of the
 family from shared statistics, and stores one row per metric in the metric table (in the series of the

@@ -18,13 +18,13 @@ from evalcore.fraud import METRIC_SPECS as FRAUD_SPECS
 from evalcore.metrics import MetricSpec
 from evalcore.recsys import METRIC_SPECS as RECSYS_SPECS
 from evalplatform.models import Team
+from monitoring.evaluations.selectors import get_one
 from monitoring.models import (
     FraudScoreEvaluation,
     FraudScoreSet,
     RecommendationEvaluation,
     RecommendationSet,
 )
-from monitoring.selectors import get_one
 from series.models import Series
 from series.selectors import jobs_values, series_history
 from series.services import series_key

@@ -26,8 +26,8 @@ from evalcore.recsys import read_recsys_files
 from evalplatform.auth import User
 from evalplatform.models import Team
 from evalplatform.uploads import stored_file, upload_chunks, upload_name
+from monitoring.files.uploads import SNIFF_LINES, UploadError, size_check
 from monitoring.models import FraudScoreSet, RecommendationSet
-from monitoring.uploads import SNIFF_LINES, UploadError, size_check
 
 
 class FileRefused(UploadError):

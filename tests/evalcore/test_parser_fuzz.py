@@ -643,7 +643,7 @@ def team(db: None) -> Any:
 @pytest.fixture
 def stream(team: Any) -> Any:
     """A stream of 2-dimensional embeddings: the generated arrays have 0 to 5 columns."""
-    from monitoring import monitors
+    from monitoring.embeddings import services as monitors
 
     return monitors.stream_create(team=team, slug="fuzz", name="Fuzz", dimension=2)
 
@@ -686,7 +686,7 @@ class TestUploadsLeaveNothingBehind:
     def test_a_refused_run_or_qrels_upload_stores_nothing(self, team: Any, kind: str, data: bytes) -> None:
         from django.core.files.uploadedfile import SimpleUploadedFile
 
-        from monitoring.uploads import UploadError, qrels_upload, run_upload
+        from monitoring.files.uploads import UploadError, qrels_upload, run_upload
 
         store = run_upload if kind == "run" else qrels_upload
         name = f"{kind}.txt"
@@ -729,8 +729,8 @@ class TestUploadsLeaveNothingBehind:
     def test_a_refused_snapshot_upload_stores_nothing(self, stream: Any, data: bytes) -> None:
         from django.core.files.uploadedfile import SimpleUploadedFile
 
-        from monitoring import monitors
-        from monitoring.monitors.params import MonitorInputError
+        from monitoring.embeddings import services as monitors
+        from monitoring.embeddings.params import MonitorInputError
 
         upload = SimpleUploadedFile("emb.npy", data)
         refused_or_stored(
@@ -740,8 +740,8 @@ class TestUploadsLeaveNothingBehind:
     def test_a_pickled_snapshot_is_refused_on_its_header(self, stream: Any) -> None:
         from django.core.files.uploadedfile import SimpleUploadedFile
 
-        from monitoring import monitors
-        from monitoring.monitors.params import MonitorInputError
+        from monitoring.embeddings import services as monitors
+        from monitoring.embeddings.params import MonitorInputError
 
         array = np.empty((3, 2), dtype=object)
         array[0, 0] = _Bomb()
@@ -756,8 +756,8 @@ class TestUploadsLeaveNothingBehind:
         # Found by the fuzzer: the tag became the run's name, and PostgreSQL refused the NUL (a 500).
         from django.core.files.uploadedfile import SimpleUploadedFile
 
+        from monitoring.files.uploads import UploadError, run_upload
         from monitoring.models import Run
-        from monitoring.uploads import UploadError, run_upload
 
         upload = SimpleUploadedFile("run.txt", b"q1 Q0 d1 1 2.5 ta\x00g\n")
         with pytest.raises(UploadError, match=r"run.txt:1: the run tag contains a NUL character"):

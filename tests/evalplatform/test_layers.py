@@ -162,14 +162,15 @@ class TestImportsOf:
 
     def test_it_resolves_relative_imports(self) -> None:
         assert [
-            i.imported for i in imports_of("from ..api import x\nfrom . import y\n", "monitoring.api.queries")
+            i.imported
+            for i in imports_of("from ..api import x\nfrom . import y\n", "monitoring.common.queries")
         ] == [
-            "monitoring.api",
-            "monitoring.api",
+            "monitoring.api_urls",
+            "monitoring.api_urls",
         ]
-        assert [i.imported for i in imports_of("from . import y\n", "monitoring.api", is_package=True)] == [
-            "monitoring.api"
-        ]
+        assert [
+            i.imported for i in imports_of("from . import y\n", "monitoring.api_urls", is_package=True)
+        ] == ["monitoring.api_urls"]
 
     def test_it_reports_an_import_that_breaks_a_rule(self) -> None:
         rule = next(rule for rule in RULES if rule.layer == "annotations")

@@ -39,9 +39,13 @@ from annotations.quality import services as quality
 from evalplatform.charts import plotly_js_version
 from evalplatform.models import Team
 from evalplatform.teams import team_create, team_member_set
-from monitoring import alerts, evaluations, monitors, recsys_fraud, uploads
+from monitoring.alerts import services as alerts
 from monitoring.demo import FRAUD_OPTIONS, demo_fraud_text, demo_recsys_texts
+from monitoring.embeddings import services as monitors
+from monitoring.evaluations import services as evaluations
+from monitoring.files import uploads
 from monitoring.models import AlertEvent, ComparisonPair, MonitorRun, NotificationChannel
+from monitoring.recsys_fraud import services as recsys_fraud
 from series.models import Series
 from series.subjects import stream_series
 from tests.annotations.conftest import build_project, record_answers

@@ -94,7 +94,7 @@ def alerts_checked() -> Iterator[None]:
     never commits), and their series' alert rules checked in this process, as the worker's task would."""
     from django.test import TestCase
 
-    from monitoring.alerts import alerts_checked_here
+    from monitoring.alerts.services import alerts_checked_here
 
     with alerts_checked_here(), TestCase.captureOnCommitCallbacks(execute=True):
         yield

@@ -17,7 +17,10 @@ from django.utils import timezone
 
 from evalplatform.errors import InputError
 from evalplatform.models import Team
-from monitoring import alerts, evaluations, notifications, uploads
+from monitoring.alerts import notifications
+from monitoring.alerts import services as alerts
+from monitoring.evaluations import services as evaluations
+from monitoring.files import uploads
 from monitoring.models import (
     AlertEvent,
     AlertRule,

@@ -19,7 +19,9 @@ from django.utils import timezone
 
 from annotations.models import Project, ProjectMembership, QualityRecompute
 from evalplatform.models import Team
-from monitoring import alerts, evaluations, uploads
+from monitoring.alerts import services as alerts
+from monitoring.evaluations import services as evaluations
+from monitoring.files import uploads
 from monitoring.models import (
     AlertEvent,
     AlertRule,

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from evalplatform.errors import InputError
 from evalplatform.models import Team
-from monitoring import alerts
+from monitoring.alerts import services as alerts
 from monitoring.models import AlertEvent, AlertRule, MonitorRun
 from series.selectors import job_values
 from tests.conftest import WorkerProcess

@@ -19,7 +19,8 @@ from annotations.quality import services as quality
 from evalcore.metrics import metric_registry
 from evalplatform.models import Team
 from evalplatform.teams import team_create, team_member_set
-from monitoring import evaluations, uploads
+from monitoring.evaluations import services as evaluations
+from monitoring.files import uploads
 from monitoring.models import Evaluation, QrelsSource, Run
 from tests.annotations.conftest import build_project, record_answers
 from tests.conftest import Persona, make_user

@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from evalplatform.models import Team
-from monitoring import uploads
+from monitoring.files import uploads
 from monitoring.models import AlertEvent, AlertRule, EmbeddingStream, NotificationChannel
 from tests.monitoring.conftest import upload
 from tests.monitoring.test_alerts import monitor

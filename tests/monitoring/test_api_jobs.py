@@ -22,7 +22,8 @@ from evalcore import trec
 from evalcore.comparison import DEFAULT_MEASURES, align_results, compare_scores
 from evalcore.retrieval import evaluate
 from evalplatform.models import Team
-from monitoring import evaluations, uploads
+from monitoring.evaluations import services as evaluations
+from monitoring.files import uploads
 from monitoring.models import Comparison, Evaluation
 from tests.conftest import ROOT, QueuedTasks, WorkerProcess, _database_url_for
 from tests.monitoring.conftest import synthetic_collection, upload

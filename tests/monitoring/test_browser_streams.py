@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from evalplatform.models import Team
-from monitoring import demo_streams
+from monitoring.embeddings import demo as demo_streams
 from monitoring.models import AlertEvent
 from tests.conftest import THEO, browser_log_in, screenshot_path
 

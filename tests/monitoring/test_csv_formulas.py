@@ -14,9 +14,10 @@ from django.utils import timezone
 
 from evalplatform.csvexport import cell, neutralised
 from evalplatform.models import Team
-from monitoring import alerts, recsys_fraud
+from monitoring.alerts import services as alerts
 from monitoring.demo import demo_recsys_texts
 from monitoring.models import EmbeddingSnapshot, EmbeddingStream, MonitorRun, QrelsSource, Run
+from monitoring.recsys_fraud import services as recsys_fraud
 from series.services import MetricValueIn, metric_values_write
 from series.subjects import stream_series
 from tests.monitoring.conftest import alerts_checked, upload
@@ -96,13 +97,13 @@ class TestRetrievalDownloads:
 
 
 def _qrels(team: Team, text: str) -> QrelsSource:
-    from monitoring import uploads
+    from monitoring.files import uploads
 
     return uploads.qrels_upload(team=team, upload=upload("judged.qrels", text))
 
 
 def _run(team: Team, name: str, score: Any) -> Run:
-    from monitoring import uploads
+    from monitoring.files import uploads
 
     text = "".join(
         f"{q} Q0 d{i} {rank} {score(i)} t\n"
@@ -171,7 +172,11 @@ def test_it_is_the_writer_of_every_download() -> None:
 
     from evalplatform import csvexport
 
-    for name in ("leaderboard", "streams", "comparisons", "runs", "recsys_fraud"):
-        assert importlib.import_module(f"monitoring.views.{name}").csv_response is csvexport.csv_response, (
-            name
-        )
+    for module in (
+        "monitoring.evaluations.views.leaderboard",
+        "monitoring.embeddings.views",
+        "monitoring.evaluations.views.comparisons",
+        "monitoring.evaluations.views.runs",
+        "monitoring.recsys_fraud.views",
+    ):
+        assert importlib.import_module(module).csv_response is csvexport.csv_response, module

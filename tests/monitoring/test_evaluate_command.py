@@ -18,7 +18,8 @@ from evalcore import trec
 from evalcore.comparison import DEFAULT_MEASURES
 from evalcore.retrieval import evaluate
 from evalplatform.models import Team
-from monitoring import evaluations, uploads
+from monitoring.evaluations import services as evaluations
+from monitoring.files import uploads
 from monitoring.management.commands import evaluate as evaluate_command
 from monitoring.models import Evaluation, QrelsSource, Run
 from series.models import MetricValue

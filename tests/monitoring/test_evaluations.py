@@ -18,7 +18,8 @@ from evalcore.comparison import align_results, compare_scores
 from evalcore.retrieval import evaluate
 from evalplatform.errors import InputError
 from evalplatform.models import Team
-from monitoring import evaluations, uploads
+from monitoring.evaluations import services as evaluations
+from monitoring.files import uploads
 from monitoring.models import ComparisonPair, Evaluation
 from tests.conftest import QueuedTasks, WorkerProcess
 from tests.monitoring.conftest import synthetic_collection, upload

@@ -12,7 +12,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from evalcore.embeddings import MonitorParams
-from monitoring import monitors
+from monitoring.embeddings import services as monitors
 from monitoring.models import MonitorRun
 from series.models import MetricValue, Series
 from series.selectors import THRESHOLD_SUBGROUP, series_observations

@@ -30,9 +30,10 @@ from django.utils import timezone
 
 from evalplatform.jobs import job_enqueue
 from evalplatform.models import Team
-from monitoring import alerts, monitors
+from monitoring.alerts import services as alerts
+from monitoring.alerts.notifications import DeliveryError, notification_send
+from monitoring.embeddings import services as monitors
 from monitoring.models import AlertEvent, EmbeddingStream, MonitorRun, Notification, NotificationChannel
-from monitoring.notifications import DeliveryError, notification_send
 from series.subjects import stream_series
 from tests.conftest import ROOT, WorkerProcess, _database_url_for, stop_process_group
 from tests.monitoring.test_streams import embeddings, make_stream, npy_upload

@@ -17,7 +17,8 @@ from django.utils import timezone
 
 from annotations.models import QrelsBuild
 from evalplatform.models import Team
-from monitoring import evaluations, uploads
+from monitoring.evaluations import services as evaluations
+from monitoring.files import uploads
 from monitoring.models import Comparison, Evaluation, QrelsSource, Run
 from series.services import MetricValueIn, metric_values_write
 from series.subjects import run_series

@@ -16,7 +16,8 @@ from django.utils.html import escape
 
 from evalplatform.charts import plotly_js_version
 from evalplatform.models import Team
-from monitoring import evaluations, uploads
+from monitoring.evaluations import services as evaluations
+from monitoring.files import uploads
 from monitoring.models import ComparisonPair, Evaluation, QrelsSource, Run
 from tests.conftest import QueuedTasks, remote_assets
 from tests.monitoring.conftest import upload

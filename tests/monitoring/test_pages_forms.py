@@ -11,8 +11,8 @@ from django.test import Client
 
 from annotations.models import QrelsBuild
 from evalplatform.models import Team
+from monitoring.evaluations.selectors import measure_column
 from monitoring.models import Comparison, Evaluation, QrelsSource, Run
-from monitoring.selectors import measure_column
 from tests.annotations.conftest import build_project
 from tests.conftest import LENA, QueuedTasks, make_user
 from tests.monitoring.conftest import upload

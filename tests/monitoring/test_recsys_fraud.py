@@ -18,16 +18,16 @@ from evalcore.options import OptionsError
 from evalcore.recsys import RecsysOptions, evaluate_recommendations, read_recsys_files
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team
-from monitoring import recsys_fraud
 from monitoring.demo import FRAUD_OPTIONS, demo_fraud_text, demo_recsys_texts
+from monitoring.files.uploads import SNIFF_LINES, UploadError
 from monitoring.models import (
     FraudScoreEvaluation,
     FraudScoreSet,
     RecommendationEvaluation,
     RecommendationSet,
 )
+from monitoring.recsys_fraud import services as recsys_fraud
 from monitoring.recsys_fraud.curves import lorenz_curve
-from monitoring.uploads import SNIFF_LINES, UploadError
 from series.models import MetricValue
 from series.selectors import job_values
 from tests.conftest import QueuedTasks, WorkerProcess

@@ -14,9 +14,9 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from evalplatform.models import Team
-from monitoring import recsys_fraud
 from monitoring.demo import demo_fraud_text, demo_recsys_texts
 from monitoring.models import FraudScoreEvaluation, FraudScoreSet, RecommendationEvaluation, RecommendationSet
+from monitoring.recsys_fraud import services as recsys_fraud
 from tests.conftest import QueuedTasks, WorkerProcess
 
 RECSYS = demo_recsys_texts()

@@ -14,8 +14,8 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from evalplatform.models import Team
-from monitoring import recsys_fraud
 from monitoring.demo import FRAUD_OPTIONS, demo_fraud_text, demo_recsys_texts
+from monitoring.recsys_fraud import services as recsys_fraud
 from tests.conftest import THEO, browser_log_in, screenshot_path
 
 RECSYS_SCREENSHOT = screenshot_path("recsys-dashboard.png")

@@ -18,7 +18,6 @@ from django.test import Client
 from evalcore.fraud import FraudOptions
 from evalcore.recsys import RecsysOptions
 from evalplatform.models import Team
-from monitoring import recsys_fraud
 from monitoring.demo import FRAUD_OPTIONS, demo_fraud_text, demo_recsys_texts
 from monitoring.models import (
     FraudScoreEvaluation,
@@ -26,6 +25,7 @@ from monitoring.models import (
     RecommendationEvaluation,
     RecommendationSet,
 )
+from monitoring.recsys_fraud import services as recsys_fraud
 from tests.conftest import QueuedTasks
 
 RECSYS = demo_recsys_texts()
@@ -321,7 +321,7 @@ class TestFraudDashboard:
     def test_it_draws_the_times_to_detection_in_a_readable_unit_with_its_numbers(
         self, client: Client, vera: User, fraud_done: FraudScoreEvaluation
     ) -> None:
-        from monitoring.charts_recsys_fraud import delay_unit
+        from monitoring.recsys_fraud.charts import delay_unit
 
         assert fraud_done.score_set.time_unit == "seconds"
         ttd = fraud_done.curves["ttd"]

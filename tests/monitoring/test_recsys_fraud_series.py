@@ -21,8 +21,8 @@ from django.utils import timezone
 from evalcore.fraud import FraudOptions
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team
-from monitoring import recsys_fraud
 from monitoring.models import FraudScoreEvaluation, FraudScoreSet, RecommendationEvaluation, RecommendationSet
+from monitoring.recsys_fraud import services as recsys_fraud
 from series.models import MetricValue, Series
 from series.selectors import job_values
 

@@ -30,7 +30,9 @@ from django.utils import timezone
 from evalcore import trec
 from evalcore.retrieval import evaluate
 from evalplatform.models import Team
-from monitoring import evaluations, tasks, uploads
+from monitoring import tasks
+from monitoring.evaluations import services as evaluations
+from monitoring.files import uploads
 from monitoring.models import Evaluation
 from tests.conftest import ROOT, WorkerProcess, _database_url_for, stop_process_group
 from tests.monitoring.conftest import synthetic_collection, upload

@@ -18,8 +18,10 @@ from django.utils import timezone
 from evalcore.comparison import DEFAULT_MEASURES, ComparisonParams, ComparisonParamsError
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team
-from monitoring import evaluations, forms, uploads
-from monitoring.api.serializers import ComparisonIn, EvaluationIn
+from monitoring.common.serializers import ComparisonIn, EvaluationIn
+from monitoring.evaluations import forms
+from monitoring.evaluations import services as evaluations
+from monitoring.files import uploads
 from monitoring.models import Comparison, Evaluation
 from series.models import MetricValue, Series
 from series.selectors import series_history

@@ -18,10 +18,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
+import monitoring.embeddings.streams
 from evalcore.alerts import DEFAULT_EMBEDDING_RULES
 from evalcore.embeddings import MonitorParams, evaluate_embeddings
 from evalplatform.models import Team
-from monitoring import monitors
+from monitoring.embeddings import services as monitors
 from monitoring.models import AlertEvent, AlertRule, EmbeddingStream, MonitorRun
 from series.selectors import job_values
 from series.subjects import stream_series
@@ -203,7 +204,7 @@ class TestSnapshots:
         assert caught.value.field == "vectors"
 
     def test_it_refuses_too_many_vectors_for_json(self, stream: EmbeddingStream, monkeypatch: Any) -> None:
-        monkeypatch.setattr(monitors.streams, "MAX_JSON_VECTORS", 3)
+        monkeypatch.setattr(monitoring.embeddings.streams, "MAX_JSON_VECTORS", 3)
         with pytest.raises(monitors.MonitorInputError, match="upload a .npy file instead"):
             monitors.snapshot_from_vectors(stream=stream, vectors=embeddings(4, seed=0).tolist())
 

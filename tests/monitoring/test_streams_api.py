@@ -18,7 +18,7 @@ from django_celery_beat.models import PeriodicTask
 
 from evalcore.embeddings import MonitorParams
 from evalplatform.models import Team
-from monitoring import monitors
+from monitoring.embeddings import services as monitors
 from monitoring.models import EmbeddingStream, MonitorRun
 from series.subjects import stream_series
 from tests.conftest import QueuedTasks

@@ -24,7 +24,8 @@ from django.db import connection
 
 from evalplatform.jobs import jobs_requeue_stale
 from evalplatform.models import Team
-from monitoring import monitors, tasks
+from monitoring import tasks
+from monitoring.embeddings import services as monitors
 from monitoring.models import EmbeddingStream, MonitorRun
 from tests.conftest import ROOT, WorkerProcess, _database_url_for, stop_process_group
 from tests.monitoring.test_streams import embeddings, make_stream, npy_upload, values_of

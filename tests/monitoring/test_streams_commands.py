@@ -18,7 +18,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from evalplatform.models import Team
-from monitoring import monitors
+from monitoring.embeddings import services as monitors
 from monitoring.models import AlertEvent, EmbeddingStream, MonitorRun
 from tests.conftest import ROOT, QueuedTasks, WorkerProcess, _database_url_for
 from tests.monitoring.test_streams import DIM, embeddings, make_stream

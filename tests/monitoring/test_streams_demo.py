@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from evalplatform.models import Team
-from monitoring import alerts, demo_streams
+from monitoring.alerts import services as alerts
+from monitoring.embeddings import demo as demo_streams
 from monitoring.models import AlertEvent, MonitorRun, Notification
 
 

@@ -17,7 +17,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from evalplatform.models import Team
-from monitoring import monitors
+from monitoring.embeddings import services as monitors
 from monitoring.models import AlertEvent, EmbeddingStream
 from tests.conftest import QueuedTasks, remote_assets
 from tests.monitoring.conftest import alerts_checked

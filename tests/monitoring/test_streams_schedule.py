@@ -26,7 +26,7 @@ from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from evalplatform.models import Team
-from monitoring import monitors
+from monitoring.embeddings import services as monitors
 from monitoring.models import AlertEvent, MonitorRun, Notification, NotificationChannel
 from tests.conftest import WorkerProcess, start_beat, stop_process_group
 from tests.monitoring.test_streams import embeddings, make_stream, npy_upload

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from evalcore.embeddings import DRIFT_METRICS, MonitorParams
 from evalplatform.models import Team
-from monitoring import monitors
+from monitoring.embeddings import services as monitors
 from monitoring.models import MonitorRun
 from series.models import MetricValue
 from series.selectors import THRESHOLD_SUBGROUP, job_values, series_history

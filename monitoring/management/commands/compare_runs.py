@@ -21,7 +21,7 @@ from evalcore.comparison import (
 from evalcore.errors import EvalCoreError
 from evalcore.retrieval import evaluate
 from evalcore.stats import DEFAULT_BOOTSTRAP, BootstrapOptions
-from monitoring import cli
+from monitoring.common import cli
 
 
 class Command(BaseCommand):

@@ -11,7 +11,7 @@ from tqdm import tqdm
 from evalcore.embeddings import MonitorParams
 from evalcore.errors import EvalCoreError
 from evalcore.jsonable import json_number
-from monitoring import cli
+from monitoring.common import cli
 
 if TYPE_CHECKING:
     from evalcore.embeddings import EmbeddingReport

@@ -42,7 +42,7 @@ class Command(BaseCommand):
         from evalcore.errors import EvalCoreError
         from evalcore.fraud import evaluate_scores, read_scores
         from evalcore.jsonable import json_number
-        from monitoring import cli
+        from monitoring.common import cli
 
         path = options["scores"]
         cli.require_file(path)

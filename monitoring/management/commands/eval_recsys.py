@@ -52,7 +52,7 @@ class Command(BaseCommand):
         from evalcore.errors import EvalCoreError
         from evalcore.jsonable import json_number
         from evalcore.recsys import evaluate_recommendations, read_recsys_files
-        from monitoring import cli
+        from monitoring.common import cli
 
         paths = [options[name] for name in ("recs", "interactions", "items", "history") if options[name]]
         for path in paths:

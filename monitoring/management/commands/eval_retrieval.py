@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from evalcore.errors import EvalCoreError
 from evalcore.jsonable import json_number
 from evalcore.retrieval import RetrievalResult, evaluate, format_trec
-from monitoring import cli
+from monitoring.common import cli
 
 
 class Command(BaseCommand):

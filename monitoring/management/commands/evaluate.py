@@ -27,7 +27,10 @@ from evalplatform.auth import User
 from evalplatform.errors import InputError
 from evalplatform.jobs import JobStatus, job_enqueue
 from evalplatform.models import Team
-from monitoring import alerts, evaluations, selectors, uploads
+from monitoring.alerts import services as alerts
+from monitoring.evaluations import selectors
+from monitoring.evaluations import services as evaluations
+from monitoring.files import uploads
 from monitoring.management.commands.upload_run import (
     FORMATS,
     add_user_option,

@@ -16,7 +16,8 @@ from django.db import InterfaceError, OperationalError
 
 from evalcore.jsonable import json_number
 from evalplatform.jobs import JobStatus
-from monitoring import alerts, monitors
+from monitoring.alerts import services as alerts
+from monitoring.embeddings import services as monitors
 from monitoring.management.commands.upload_run import add_user_option
 from monitoring.management.commands.upload_snapshot import find_stream
 from monitoring.models import AlertEvent, EmbeddingStream, MonitorRun

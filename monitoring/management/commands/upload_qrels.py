@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from monitoring import uploads
+from monitoring.files import uploads
 from monitoring.management.commands.upload_run import (
     FORMATS,
     add_user_option,

@@ -21,7 +21,7 @@ from django.http import Http404
 from evalplatform.auth import User
 from evalplatform.models import Team
 from evalplatform.teams import get_team_for_member
-from monitoring import uploads
+from monitoring.files import uploads
 from monitoring.models import Run
 
 FORMATS = ("trec", "tsv", "jsonl")

@@ -16,7 +16,7 @@ from django.http import Http404
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from monitoring import monitors
+from monitoring.embeddings import services as monitors
 from monitoring.management.commands.upload_run import add_user_option, opened, team_and_user
 from monitoring.models import EmbeddingSnapshot, EmbeddingStream, MonitorRun
 

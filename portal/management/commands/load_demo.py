@@ -24,7 +24,7 @@ from annotations.demo import (
 from annotations.models import Annotation, Project, QrelsBuild
 from annotations.quality import services as quality
 from monitoring.demo import DEMO_EDITOR, DemoSearchTeam, demo_search_team_load, demo_team_summary
-from monitoring.demo_streams import demo_stream_load
+from monitoring.embeddings.demo import demo_stream_load
 from portal.demo import demo_accounts_create
 
 

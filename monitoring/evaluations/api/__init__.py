@@ -1,0 +1,1 @@
+"""REST API of retrieval evaluations and comparisons, under /api/teams/<team>/."""

@@ -1,0 +1,205 @@
+"""Evaluation jobs (a run against a qrels source) and comparisons of several runs.
+
+Their scalars live in the one table of metric values (`series.models.MetricValue`): an evaluation's
+value and CI of each measure, in its run's series (`series.subjects.run_series`); a comparison's mean and
+CI of each run and measure, in no series (subgroup: the run's id). The per-query arrays stay here, on the
+job row, aligned with its `qids`. `ComparisonPair` keeps one paired test per (comparison, measure, run a,
+run b): a re-run job updates its rows and never adds a duplicate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+from evalcore.comparison import CORRECTIONS, TESTS, ComparisonParams
+from evalplatform.jobs import Job
+from evalplatform.models import Team
+from monitoring.files.models import QrelsSource, Run
+
+#: Every default of an evaluation's and a comparison's parameters (`evalcore.comparison.ComparisonParams`).
+PARAMS = ComparisonParams()
+
+
+def options_key(*, measures: list[str], rel_level: int, complete: bool) -> str:
+    """One key per distinct set of options, so the same request finds the same evaluation."""
+    text = json.dumps({"m": sorted(measures), "l": rel_level, "c": complete}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+class Evaluation(Job):
+    """A run evaluated against a qrels source with trec_eval's semantics (`-m`, `-l`, `-c`)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="evaluations")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="evaluations")
+    qrels = models.ForeignKey(QrelsSource, on_delete=models.CASCADE, related_name="evaluations")
+    measures = models.JSONField(help_text="Measure names as given (trec_eval or ir-measures names).")
+    rel_level = models.SmallIntegerField(
+        default=PARAMS.rel_level, help_text="trec_eval -l: binary measures count rel >= this."
+    )
+    complete = models.BooleanField(
+        default=PARAMS.complete, help_text="trec_eval -c: queries the run lacks count as 0."
+    )
+    options_key = models.CharField(
+        max_length=40, editable=False, help_text="`options_key(...)` of the measures, -l and -c."
+    )
+    confidence = models.FloatField(default=PARAMS.confidence)
+    # What the job found (its scalars are in `series.MetricValue`).
+    qids = models.JSONField(default=list, blank=True, help_text="The queries the per-query arrays follow.")
+    per_query = models.JSONField(
+        default=dict, blank=True, help_text="measure key -> one value per query of `qids` (null: undefined)."
+    )
+    num_queries = models.PositiveIntegerField(null=True, blank=True, help_text="Queries evaluated.")
+    num_missing = models.PositiveIntegerField(null=True, blank=True, help_text="Qrels queries the run lacks.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    task_name = "monitoring.tasks.evaluation_run"
+
+    class Meta:
+        ordering = ["team", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "qrels", "options_key"], name="evaluation_unique_options"),
+            models.CheckConstraint(
+                condition=models.Q(confidence__gt=0, confidence__lt=1), name="evaluation_confidence"
+            ),
+        ]
+        indexes = [models.Index(fields=["team", "status", "-created_at"], name="evaluation_by_team")]
+
+    def __str__(self) -> str:
+        return f"{self.run} on {self.qrels} ({self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("monitoring:run-detail", args=[self.team.slug, self.run_id]) + f"?evaluation={self.pk}"
+
+    @property
+    def results(self) -> list[Any]:
+        """Each measure's value and CI (`monitoring.evaluations.selectors.MeasureResult`), in the order asked for: read
+        from the metric table once (a list of evaluations has them attached in one query by
+        `monitoring.evaluations.selectors.evaluation_results_attach`)."""
+        if "_results" not in self.__dict__:
+            from monitoring.evaluations.selectors import evaluation_results_attach
+
+            evaluation_results_attach([self])
+        return self.__dict__["_results"]  # type: ignore[no-any-return]
+
+    def refresh_from_db(
+        self, using: str | None = None, fields: Iterable[str] | None = None, from_queryset: Any = None
+    ) -> None:
+        if fields is None:  # a job polled until done reads its results afresh (not on a deferred field)
+            self.__dict__.pop("_results", None)
+        super().refresh_from_db(using, fields, from_queryset)
+
+
+class Comparison(Job):
+    """Several runs compared on the same qrels: per run and measure the mean with its CI, and for every
+    pair of runs a paired test, with the p-values of the whole family corrected together."""
+
+    class Test(models.TextChoices):
+        T = "t", "Paired t-test"
+        RANDOMIZATION = "randomization", "Fisher randomization (permutation) test"
+        WILCOXON = "wilcoxon", "Wilcoxon signed-rank test"
+
+    class Correction(models.TextChoices):
+        HOLM = "holm", "Holm"
+        BONFERRONI = "bonferroni", "Bonferroni"
+        BH = "bh", "Benjamini-Hochberg"
+
+    # The choices are evalcore's, labelled here.
+    assert tuple(Test.values) == TESTS and tuple(Correction.values) == CORRECTIONS
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="comparisons")
+    qrels = models.ForeignKey(QrelsSource, on_delete=models.CASCADE, related_name="comparisons")
+    runs = models.ManyToManyField(Run, related_name="comparisons")
+    measures = models.JSONField()
+    rel_level = models.SmallIntegerField(default=PARAMS.rel_level)
+    complete = models.BooleanField(default=PARAMS.complete)
+    test = models.CharField(max_length=16, choices=Test.choices, default=PARAMS.test)
+    correction = models.CharField(max_length=16, choices=Correction.choices, default=PARAMS.correction)
+    alpha = models.FloatField(default=PARAMS.alpha)
+    confidence = models.FloatField(default=PARAMS.confidence)
+    # What the job found (each run's mean and CI of each measure are in `series.MetricValue`).
+    qids = models.JSONField(default=list, blank=True, help_text="The queries every run was compared on.")
+    per_query = models.JSONField(
+        default=dict, blank=True,
+        help_text="run id -> measure key -> one value per query of `qids` (those of the paired tests).",
+    )  # fmt: skip
+    num_queries = models.JSONField(
+        default=dict, blank=True,
+        help_text="run id -> measure key -> the queries its mean and CI average over (trec_eval's rule).",
+    )  # fmt: skip
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    task_name = "monitoring.tasks.comparison_run"
+
+    class Meta:
+        ordering = ["team", "-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(alpha__gt=0, alpha__lt=1), name="comparison_alpha"),
+        ]
+
+    def __str__(self) -> str:
+        return f"comparison {self.pk} on {self.qrels} ({self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("monitoring:comparison-detail", args=[self.team.slug, self.pk])
+
+    def params(self) -> ComparisonParams:
+        """The parameters it ran with, as evalcore takes them."""
+        return ComparisonParams(
+            measures=tuple(self.measures), rel_level=self.rel_level, complete=self.complete,
+            test=self.test, correction=self.correction, alpha=self.alpha, confidence=self.confidence,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    @property
+    def summaries(self) -> list[Any]:
+        """Each run's mean and CI of each measure (`monitoring.evaluations.selectors.RunSummaryRow`), by measure then
+        best first, read from the metric table once."""
+        if "_summaries" not in self.__dict__:
+            from monitoring.evaluations.selectors import comparison_summaries_attach
+
+            comparison_summaries_attach(self)
+        return self.__dict__["_summaries"]  # type: ignore[no-any-return]
+
+    def refresh_from_db(
+        self, using: str | None = None, fields: Iterable[str] | None = None, from_queryset: Any = None
+    ) -> None:
+        if fields is None:
+            self.__dict__.pop("_summaries", None)
+        super().refresh_from_db(using, fields, from_queryset)
+
+
+class ComparisonPair(models.Model):
+    """The paired test of run a against run b on one measure; diff = mean(a) - mean(b)."""
+
+    comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="pairs")
+    run_a = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    run_b = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    measure = models.CharField(max_length=100)
+    diff = models.FloatField()
+    p_value = models.FloatField()
+    p_adjusted = models.FloatField()
+    significant = models.BooleanField()
+    wins = models.PositiveIntegerField(help_text="Queries where a scored higher.")
+    ties = models.PositiveIntegerField()
+    losses = models.PositiveIntegerField(help_text="Queries where b scored higher.")
+
+    class Meta:
+        ordering = ["comparison", "measure", "p_adjusted"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["comparison", "measure", "run_a", "run_b"], name="comparison_pair_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.measure}: run {self.run_a_id} vs {self.run_b_id}, p_adj {self.p_adjusted:.3g}"

@@ -1,0 +1,114 @@
+"""A comparison's page: for a pair of runs the sorted per-query differences, wins, ties and losses and the
+test result; for every pair and measure the significance table with corrected p-values; both as CSV."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_safe
+
+from evalcore.comparison import mean_rule, paired_rule
+from evalcore.stats import DEFAULT_BOOTSTRAP
+from evalplatform.auth import SignedInRequest
+from evalplatform.csvexport import csv_response
+from evalplatform.jobs import JobStatus
+from evalplatform.teams import get_team_for_member
+from monitoring.evaluations import charts, selectors
+from monitoring.evaluations.selectors import ComparisonView, QueryDifference
+from monitoring.models import Comparison
+
+#: Beyond this many queries the table beside the differences shows both ends only (the CSV has all).
+DIFFERENCE_ROWS = 200
+
+
+@login_required
+@require_safe
+def comparison_detail(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
+    membership = get_team_for_member(request.user, team)
+    comparison = selectors.get_comparison(team=membership.team, pk=pk, per_query=True)
+    context: dict[str, Any] = {"team": membership.team, "membership": membership, "comparison": comparison}
+    if comparison.status == JobStatus.DONE:
+        view = selectors.comparison_view(comparison=comparison)
+        if view.pairs:
+            context.update(_pair_context(view, view.pair(request.GET.get("pair"))))
+        context["view"] = view
+        context["summary_rows"] = [
+            (run, [view.summaries.get((run.pk, measure)) for measure in view.measures])
+            for run in sorted(view.runs.values(), key=lambda run: run.pk)
+        ]
+        context["measure_columns"] = [selectors.measure_column(measure) for measure in view.measures]
+        # Which queries each figure averages over, in the words compare_runs prints.
+        context["means_over"] = mean_rule(complete=comparison.complete)
+        context["pairs_over"] = paired_rule(complete=comparison.complete)
+        context["bootstrap"] = DEFAULT_BOOTSTRAP
+    return render(request, "monitoring/comparison_detail.html", context)
+
+
+def _pair_context(view: ComparisonView, pair: Any) -> dict[str, Any]:
+    column = selectors.measure_column(pair.measure)
+    a, b = view.runs[pair.run_a_id], view.runs[pair.run_b_id]
+    differences = view.differences(pair)
+    return {
+        "pair": pair,
+        "gap": abs(pair.diff),
+        "run_a": a,
+        "run_b": b,
+        "column": column,
+        "differences": differences,
+        "difference_rows": _ends(differences),
+        "differences_figure": charts.differences_figure(differences, column=column, a=a, b=b),
+        "measure_pairs": view.pairs_of(pair.measure),
+        "pairs_figure": charts.pairs_figure(view.pairs_of(pair.measure), column=column, runs=view.runs),
+        "other_measures": [
+            other for other in view.pairs
+            if {other.run_a_id, other.run_b_id} == {pair.run_a_id, pair.run_b_id} and other.pk != pair.pk
+        ],
+    }  # fmt: skip
+
+
+def _ends(rows: list[QueryDifference]) -> list[QueryDifference | None]:
+    """All the rows, or the first and last halves of DIFFERENCE_ROWS with a None marking the gap."""
+    if len(rows) <= DIFFERENCE_ROWS:
+        return list(rows)
+    half = DIFFERENCE_ROWS // 2
+    return [*rows[:half], None, *rows[-half:]]
+
+
+def _finished(request: HttpRequest, team: str, pk: int) -> tuple[str, Comparison, ComparisonView]:
+    membership = get_team_for_member(request.user, team)
+    comparison = selectors.get_comparison(team=membership.team, pk=pk, per_query=True)
+    if comparison.status != JobStatus.DONE:
+        raise Http404(f"Comparison {comparison.pk} is {comparison.status}; there is nothing to download yet.")
+    return membership.team.slug, comparison, selectors.comparison_view(comparison=comparison)
+
+
+@login_required
+@require_safe
+def comparison_csv(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
+    """The significance table: every pair of runs on every measure."""
+    slug, comparison, view = _finished(request, team, pk)
+    header = ["measure", "run_a_id", "run_a", "run_a_label", "run_b_id", "run_b", "run_b_label", "diff", "p_value",
+              "p_adjusted", "significant", "wins", "ties", "losses", "test", "correction", "alpha"]  # fmt: skip
+    runs = view.runs
+    rows = [
+        [pair.measure, pair.run_a_id, runs[pair.run_a_id].name, runs[pair.run_a_id].label, pair.run_b_id,
+         runs[pair.run_b_id].name, runs[pair.run_b_id].label, pair.diff, pair.p_value, pair.p_adjusted,
+         pair.significant, pair.wins, pair.ties, pair.losses, comparison.test, comparison.correction, comparison.alpha]
+        for pair in view.pairs
+    ]  # fmt: skip
+    return csv_response(f"{slug}-comparison{comparison.pk}-significance.csv", header, rows)
+
+
+@login_required
+@require_safe
+def pair_csv(request: SignedInRequest, team: str, pk: int, pair: int) -> HttpResponse:
+    """One pair's per-query values and differences, sorted as the chart shows them."""
+    slug, comparison, view = _finished(request, team, pk)
+    found = view.pair(pair)
+    a, b = view.runs[found.run_a_id].label, view.runs[found.run_b_id].label
+    rows = [[row.qid, row.a, row.b, row.diff] for row in view.differences(found)]
+    filename = f"{slug}-comparison{comparison.pk}-{found.measure}-per-query.csv"
+    return csv_response(filename, ["qid", f"{found.measure} {a}", f"{found.measure} {b}", "diff"], rows)

@@ -1,0 +1,69 @@
+"""A run's page: its evaluations, and for one of them the per-query distribution of a measure and the
+worst queries; the per-query values as CSV."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_safe
+
+from evalplatform.auth import SignedInRequest
+from evalplatform.csvexport import csv_response
+from evalplatform.jobs import JobStatus
+from evalplatform.teams import get_team_for_member
+from monitoring.evaluations import charts, selectors
+from monitoring.models import Evaluation
+
+#: How many of the worst queries the page lists.
+WORST_QUERIES = 20
+
+
+@login_required
+@require_safe
+def run_detail(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
+    membership = get_team_for_member(request.user, team)
+    run = selectors.get_run(team=membership.team, pk=pk)
+    evaluations = selectors.run_evaluations(run=run)
+    chosen = selectors.chosen_evaluation(run=run, evaluations=evaluations, pk=request.GET.get("evaluation"))
+    context: dict[str, Any] = {
+        "team": membership.team,
+        "membership": membership,
+        "run": run,
+        "evaluations": evaluations,
+        "chosen": chosen,
+    }
+    if chosen is not None and chosen.status == JobStatus.DONE:
+        context.update(_distribution(chosen, request.GET.get("measure", "")))
+    return render(request, "monitoring/run_detail.html", context)
+
+
+def _distribution(evaluation: Evaluation, measure: str) -> dict[str, Any]:
+    results = evaluation.results
+    if not results:
+        return {}
+    result = next((r for r in results if r.measure == measure), results[0])
+    per_query = evaluation.per_query.get(result.measure, [])
+    column = selectors.measure_column(result.measure)
+    bins = selectors.histogram(per_query, column=column)
+    return {
+        "results": results,
+        "result": result,
+        "column": column,
+        "bins": bins,
+        "worst": selectors.worst_queries(evaluation.qids, per_query, column=column, limit=WORST_QUERIES),
+        "figure": charts.histogram_figure(bins, column=column, run=evaluation.run) if bins else None,
+    }
+
+
+@login_required
+@require_safe
+def evaluation_csv(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
+    """Every per-query value of a finished evaluation: one row per query, one column per measure."""
+    membership = get_team_for_member(request.user, team)
+    evaluation = selectors.get_evaluation(team=membership.team, pk=pk, per_query=True)
+    measures, rows = selectors.per_query_rows(evaluation)
+    filename = f"{membership.team.slug}-evaluation{evaluation.pk}-per-query.csv"
+    return csv_response(filename, ["qid", *measures], rows)

@@ -1,0 +1,44 @@
+"""A team's home: its runs, qrels sources, latest evaluations (with live status) and comparisons."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_safe
+
+from evalplatform.auth import SignedInRequest
+from evalplatform.teams import get_team_for_member
+from monitoring.evaluations import selectors
+
+#: Rows per list on the team's home (newest first).
+LIST_LIMIT = 50
+
+
+@login_required
+@require_safe
+def team_list(request: SignedInRequest) -> HttpResponse:
+    memberships = selectors.team_memberships(user=request.user)
+    return render(request, "monitoring/team_list.html", {"memberships": memberships})
+
+
+@login_required
+@require_safe
+def team_home(request: SignedInRequest, team: str) -> HttpResponse:
+    membership = get_team_for_member(request.user, team)
+    found = membership.team
+    return render(
+        request,
+        "monitoring/team.html",
+        {
+            "membership": membership,
+            "team": found,
+            "runs": list(selectors.team_runs(team=found)[:LIST_LIMIT]),
+            "qrels_sources": list(selectors.team_qrels_sources(team=found)[:LIST_LIMIT]),
+            "evaluations": selectors.evaluation_results_attach(
+                selectors.team_evaluations(team=found)[:LIST_LIMIT]
+            ),
+            "comparisons": list(selectors.team_comparisons(team=found)[:LIST_LIMIT]),
+            "list_limit": LIST_LIMIT,
+        },
+    )
