@@ -340,3 +340,57 @@ def test_it_checks_a_nightly_run_and_a_stream_through_the_worker_end_to_end(
     assert "alerts_check_series" in celery_worker_process.log()
     sources = dict(AlertEvent.objects.values_list("rule__name", "source"))
     assert "run nightly on judged" in sources["ndcg_floor"] and "stream Vectors" in sources["rank_floor"]
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_it_checks_recommendation_fraud_agreement_and_annotator_series_through_the_worker(
+    celery_worker_process: WorkerProcess, team: Team, theo: User
+) -> None:
+    """The four other families end to end: rules made through the API on a recommendation set name, a
+    fraud score set name, a judging project and one of its annotators; the worker evaluates the sets and
+    recomputes the project's quality, their values announce the series, and its checks open the alerts."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from annotations.quality import services as quality
+    from monitoring.demo import FRAUD_OPTIONS, demo_fraud_text, demo_recsys_texts
+    from monitoring.recsys_fraud import jobs as recsys_jobs
+    from monitoring.recsys_fraud import uploads as recsys_uploads
+    from tests.annotations.conftest import build_project
+    from tests.annotations.test_quality import answer_gold
+
+    people = [User.objects.create_user(f"ann{i}", password="ann-password-123") for i in range(2)]
+    project = build_project(lead=theo, annotators=people, slug="judged", topics=2, docs_per_topic=10,
+                            gold_per_topic=5, team=team)  # fmt: skip
+    editor = client_for(theo)
+    rules = [
+        {"name": "coverage", "metric": "catalog_coverage", "comparator": "<", "threshold": 0.99, "kind": "recsys",
+         "set_name": "homepage"},
+        {"name": "detection", "metric": "detection_rate", "comparator": "<", "threshold": 0.99, "kind": "fraud",
+         "set_name": "cards"},
+        {"name": "alpha", "metric": "krippendorff_alpha_ordinal", "comparator": "<", "threshold": 0.99,
+         "kind": "project", "project": "judged"},
+        {"name": "gold", "metric": "gold_accuracy", "comparator": "<", "threshold": 0.5, "kind": "annotator",
+         "project": "judged", "username": "ann1"},
+    ]  # fmt: skip
+    for body in rules:
+        made = editor.post(f"{API}/alert-rules/", body, content_type="application/json")
+        assert made.status_code == 201, made.json()
+    files = {
+        role: SimpleUploadedFile(f"{role}.csv", text.encode()) for role, text in demo_recsys_texts().items()
+    }
+    recs = recsys_uploads.recommendation_set_upload(team=team, name="homepage", **files)
+    recsys_jobs.recommendation_evaluation_create(recommendation_set=recs)  # queued for the worker
+    scores = recsys_uploads.fraud_score_set_upload(
+        team=team, name="cards", scores=SimpleUploadedFile("s.csv", demo_fraud_text().encode())
+    )
+    recsys_jobs.fraud_evaluation_create(score_set=scores, options=FRAUD_OPTIONS)
+    answer_gold(project, people)  # ann1 gets 3 of 10 gold items right
+    assert quality.quality_recompute_request(project_id=project.pk, force=True)
+    opened = lambda: set(AlertEvent.objects.values_list("rule__name", flat=True))  # noqa: E731
+    assert wait_until(lambda: opened() >= {"coverage", "detection", "alpha", "gold"}, timeout=180), (
+        opened(), celery_worker_process.log()[-4000:])  # fmt: skip
+    families = dict(AlertEvent.objects.values_list("rule__name", "rule__series__family"))
+    assert families == {"coverage": "recsys", "detection": "fraud", "alpha": "agreement", "gold": "annotator"}
+    gold = AlertEvent.objects.get(rule__name="gold")
+    assert gold.value == pytest.approx(0.3) and "annotator ann1 in" in gold.source
