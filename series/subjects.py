@@ -78,3 +78,13 @@ def project_series_move(project: Any) -> int:
     ).update(team_id=project.team_id) + Series.objects.filter(
         kind=Series.Kind.ANNOTATOR, key__startswith=series_key(project.pk, "")
     ).exclude(team_id=project.team_id).update(team_id=project.team_id)
+
+
+def project_series_delete(project: Any) -> int:
+    """Forget a deleted project's series (its own and its annotators'), with their values and whatever
+    watches them (the alert rules' foreign keys cascade). Returns how many series went."""
+    deleted, by_model = (
+        Series.objects.filter(kind=Series.Kind.PROJECT, object_id=project.pk)
+        | Series.objects.filter(kind=Series.Kind.ANNOTATOR, key__startswith=series_key(project.pk, ""))
+    ).delete()
+    return int(by_model.get(Series._meta.label, 0))

@@ -103,3 +103,17 @@ def test_it_gives_the_projects_series_to_the_team_it_is_linked_to(
     project.save()
     assert set(Series.objects.values_list("team_id", flat=True)) == {team.pk}
     assert Series.objects.filter(kind="annotator").count() == 4
+
+
+def test_it_forgets_a_deleted_projects_series(project: Project, people: list[User]) -> None:
+    answer_gold(project, people)
+    quality.quality_snapshot_refresh(project_id=project.pk)
+    other = build_project(lead=project.created_by, annotators=people[:1], slug="other")
+    quality.quality_snapshot_refresh(project_id=other.pk)
+    assert Series.objects.count() == 5 + 2
+    project.delete()
+    assert set(Series.objects.values_list("kind", "key")) == {
+        ("project", str(other.pk)),
+        ("annotator", f"{other.pk}:{people[0].pk}"),
+    }
+    assert not MetricValue.objects.exclude(series__key__startswith=str(other.pk)).exists()
