@@ -26,6 +26,8 @@ from annotations.quality.forms import OverrideForm, QrelsBuildForm
 from evalcore.judging import QUALITY_AGREEMENT, REASONS
 from evalplatform.auth import SignedInRequest
 from evalplatform.csvexport import csv_response
+from evalplatform.models import TeamMembership
+from series.models import Series
 
 Role = ProjectMembership.Role
 
@@ -118,8 +120,21 @@ def quality_dashboard(request: SignedInRequest, slug: str) -> HttpResponse:
             "done_builds": done,
             "build_form": QrelsBuildForm.for_project(project),
             "is_lead": access.is_lead,
+            "series_url": _series_url(request.user, project),
         },
     )
+
+
+def _series_url(user: Any, project: Project) -> str:
+    """The page of the project's series (its agreement and gold figures over time), for members of the
+    team it is linked to; "" otherwise (the series pages are the team's)."""
+    if project.team_id is None:
+        return ""
+    member = user.is_superuser or TeamMembership.objects.filter(team_id=project.team_id, user=user).exists()
+    series = Series.objects.filter(kind=Series.Kind.PROJECT, object_id=project.pk).only("pk").first()
+    if not member or series is None:
+        return ""
+    return reverse("series:detail", args=[project.team.slug, series.pk])  # type: ignore[union-attr]
 
 
 def _user_id(value: str | None) -> int | None:

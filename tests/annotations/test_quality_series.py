@@ -117,3 +117,22 @@ def test_it_forgets_a_deleted_projects_series(project: Project, people: list[Use
         ("annotator", f"{other.pk}:{people[0].pk}"),
     }
     assert not MetricValue.objects.exclude(series__key__startswith=str(other.pk)).exists()
+
+
+def test_it_links_the_quality_page_to_the_projects_series_for_the_teams_members(
+    project: Project, people: list[User], lena: User
+) -> None:
+    from evalplatform.teams import team_member_set
+
+    team = Team.objects.create(slug="search", name="Search")
+    project.team = team
+    project.save()
+    quality.quality_snapshot_refresh(project_id=project.pk)
+    series = Series.objects.get(kind="project")
+    client = Client()
+    client.force_login(lena)  # the project's lead, not a member of the team
+    assert 'id="agreement-over-time"' not in client.get(f"/projects/{project.slug}/quality/").content.decode()
+    team_member_set(team=team, user=lena, role="viewer")
+    page = client.get(f"/projects/{project.slug}/quality/").content.decode()
+    assert f'href="/teams/search/series/{series.pk}/" id="agreement-over-time"' in page
+    assert client.get(f"/teams/search/series/{series.pk}/").status_code == 200
