@@ -163,14 +163,11 @@ class TestImportsOf:
     def test_it_resolves_relative_imports(self) -> None:
         assert [
             i.imported
-            for i in imports_of("from ..api import x\nfrom . import y\n", "monitoring.common.queries")
-        ] == [
-            "monitoring.api_urls",
-            "monitoring.api_urls",
-        ]
+            for i in imports_of("from ..common import x\nfrom . import y\n", "monitoring.alerts.services")
+        ] == ["monitoring.common", "monitoring.alerts"]
         assert [
-            i.imported for i in imports_of("from . import y\n", "monitoring.api_urls", is_package=True)
-        ] == ["monitoring.api_urls"]
+            i.imported for i in imports_of("from . import y\n", "monitoring.alerts", is_package=True)
+        ] == ["monitoring.alerts"]
 
     def test_it_reports_an_import_that_breaks_a_rule(self) -> None:
         rule = next(rule for rule in RULES if rule.layer == "annotations")
