@@ -94,9 +94,9 @@ def series_history(
     if metrics is not None:
         rows = rows.filter(metric__in=list(metrics))
     history: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
-    for metric, observed_at, value in rows.order_by("observed_at", "job_id").values_list(
-        "metric", "observed_at", "value"
-    ):
+    for metric, observed_at, value in rows.order_by(
+        "observed_at", "job_id", "position", "metric"
+    ).values_list("metric", "observed_at", "value"):
         history[metric].append((observed_at, value))
     return dict(history)
 
