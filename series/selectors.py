@@ -116,7 +116,8 @@ def jobs_values(
     metrics: Iterable[str] | None = None,
     subgroup: str = "",
 ) -> dict[int, dict[str, MetricValue]]:
-    """Many jobs' values of one model, {job id: {metric: row}}, in one query: what a leaderboard reads."""
+    """Many jobs' values of one model, {job id: {metric: row}}, in one query: what a leaderboard reads.
+    Each job's metrics come in the order the job wrote them."""
     rows = MetricValue.objects.filter(
         job_type=model._meta.label_lower, job_id__in=list(job_ids), subgroup=subgroup
     )

@@ -65,15 +65,14 @@ def series_get(
     name: str = "",
     url: str = "",
 ) -> Series:
-    """The series of a subject, created on first use; its label and link follow the subject's renames."""
+    """The series of a subject, created on first use; its label and link follow the subject's renames.
+
+    An empty `url` leaves the series' link as it is: a caller that names a series without knowing its
+    page (an alert rule on a set name) keeps the link its writer gave it."""
     team_id = team.pk if isinstance(team, Team) else team
-    defaults = {
-        "team_id": team_id,
-        "label": label[:300],
-        "object_id": object_id,
-        "name": name[:200],
-        "url": url[:500],
-    }
+    defaults = {"team_id": team_id, "label": label[:300], "object_id": object_id, "name": name[:200]}
+    if url:
+        defaults["url"] = url[:500]
     series, created = Series.objects.get_or_create(kind=kind, key=key[:300], defaults=defaults)
     if not created and any(getattr(series, attr) != value for attr, value in defaults.items()):
         for attr, value in defaults.items():

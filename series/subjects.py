@@ -15,7 +15,8 @@ from series.models import Series
 from series.services import series_get, series_key
 
 
-def _url(subject: Any) -> str:
+def page_url(subject: Any) -> str:
+    """The subject's page (`get_absolute_url`), or "" when it has none routed here."""
     try:
         return str(subject.get_absolute_url())
     except Exception:  # a subject whose pages are not routed here
@@ -26,7 +27,7 @@ def stream_series(stream: Any) -> Series:
     """An embedding stream's monitor runs (the embedding family)."""
     return series_get(
         kind=Series.Kind.STREAM, key=series_key(stream.pk), team=stream.team_id, object_id=stream.pk,
-        name=stream.slug, label=f"stream {stream.name}", url=_url(stream),
+        name=stream.slug, label=f"stream {stream.name}", url=page_url(stream),
     )  # fmt: skip
 
 

@@ -185,7 +185,8 @@ def quality_values(figures: dict[str, Any], *, project: Project) -> list[MetricV
     "" over every annotator, "reliable" over the kept ones) and gold figures, in the project's series;
     each annotator's accuracy on gold, speed and label shares (by grade), in the annotator's series."""
     registry = metric_registry()
-    project_series_ = project_series(project, url=_project_url(project))
+    url = project_quality_url(project)
+    project_series_ = project_series(project, url=url)
     values: list[MetricValueIn] = []
     for subgroup, scope in (("", "all"), ("reliable", "reliable")):
         for name, figure in (figures.get("agreement", {}).get(scope, {}).get("measures") or {}).items():
@@ -201,7 +202,7 @@ def quality_values(figures: dict[str, Any], *, project: Project) -> list[MetricV
     grades = [str(grade) for grade in distribution.get("grades") or []]
     annotator_specs = [spec for spec in registry.family("annotator") if spec.name != "label_share"]
     for row in rows:
-        series = annotator_series(project, row["user_id"], row["username"], url=_project_url(project))
+        series = annotator_series(project, row["user_id"], row["username"], url=url)
         values += [MetricValueIn(spec.name, spec.kernel(row), series=series) for spec in annotator_specs]  # type: ignore[misc]
         total = sum(counts.get(row["username"]) or [])
         if total:
@@ -219,7 +220,8 @@ def quality_values_write(*, job: QualityRecompute, figures: dict[str, Any], obse
     )
 
 
-def _project_url(project: Project) -> str:
+def project_quality_url(project: Project) -> str:
+    """The project's quality dashboard: the page its series and its annotators' link to."""
     try:
         return reverse("annotations:quality", args=[project.slug])
     except NoReverseMatch:

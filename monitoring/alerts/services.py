@@ -55,8 +55,7 @@ from monitoring.models import (
 )
 from series.models import Series
 from series.selectors import Observation, series_observations
-from series.services import series_key
-from series.subjects import stream_series
+from series.subjects import page_url, stream_series
 
 logger = logging.getLogger(__name__)
 
@@ -188,6 +187,7 @@ def rule_series_resolve(*, team: Team, kind: str, **subject: Any) -> Series:
     Raises `AlertRuleFieldError` naming the field that is missing or names nothing of the team's.
     """
     from annotations.models import Project, ProjectMembership
+    from annotations.quality.services import project_quality_url
     from monitoring.models import QrelsSource
     from series import subjects
 
@@ -203,7 +203,7 @@ def rule_series_resolve(*, team: Team, kind: str, **subject: Any) -> Series:
         stream = (streams.filter(pk=int(ref)) if ref.isdigit() else streams.filter(slug=ref)).first()
         if stream is None:
             raise AlertRuleFieldError("stream", f"The team has no stream {ref!r}.")
-        return _existing(team, kind, stream.pk) or subjects.stream_series(stream)
+        return subjects.stream_series(stream)
     if kind == Series.Kind.RUN:
         qrels = (
             QrelsSource.objects.filter(team=team, pk=int(given["qrels"])).first()
@@ -212,25 +212,19 @@ def rule_series_resolve(*, team: Team, kind: str, **subject: Any) -> Series:
         )
         if qrels is None:
             raise AlertRuleFieldError("qrels", f"The team has no qrels source {given['qrels']}.")
-        return _existing(team, kind, qrels.pk, given["run_name"]) or subjects.run_series(
-            qrels, given["run_name"]
-        )
+        return subjects.run_series(qrels, given["run_name"])
     if kind == Series.Kind.RECSYS:
-        return _existing(team, kind, team.pk, given["set_name"]) or subjects.recsys_series(
-            team.pk, given["set_name"]
-        )
+        return subjects.recsys_series(team.pk, given["set_name"])
     if kind == Series.Kind.FRAUD:
-        return _existing(team, kind, team.pk, given["set_name"]) or subjects.fraud_series(
-            team.pk, given["set_name"]
-        )
+        return subjects.fraud_series(team.pk, given["set_name"])
     project = Project.objects.filter(slug=given["project"], team=team).first()
     if project is None:
         raise AlertRuleFieldError(
             "project", f"No judging project {given['project']!r} is linked to the team."
         )
-    url = project.get_absolute_url()
+    url = project_quality_url(project)
     if kind == Series.Kind.PROJECT:
-        return _existing(team, kind, project.pk) or subjects.project_series(project, url=url)
+        return subjects.project_series(project, url=url)
     membership = (
         ProjectMembership.objects.filter(project=project, user__username=given["username"])
         .select_related("user")
@@ -238,16 +232,7 @@ def rule_series_resolve(*, team: Team, kind: str, **subject: Any) -> Series:
     )
     if membership is None:
         raise AlertRuleFieldError("username", f"{given['username']!r} is no member of {project.name}.")
-    user = membership.user
-    return _existing(team, kind, project.pk, user.pk) or subjects.annotator_series(
-        project, user.pk, user.username, url=url
-    )
-
-
-def _existing(team: Team, kind: str, *key: object) -> Series | None:
-    """A subject's series as its writer made it (a rule leaves its label and link as they are); None
-    when there is none, or its team is not the rule's yet (a project linked to a team since)."""
-    return Series.objects.filter(kind=kind, key=series_key(*key), team=team).first()
+    return subjects.annotator_series(project, membership.user.pk, membership.user.username, url=url)
 
 
 def default_stream_rules(
@@ -370,12 +355,7 @@ def event_source(series: Series, observation: Observation) -> tuple[str, str]:
         pass
     if job is None:
         return series.label, series.url
-    url = ""
-    if hasattr(job, "get_absolute_url"):
-        try:
-            url = str(job.get_absolute_url())
-        except Exception:  # its pages are not routed in this deployment
-            url = ""
+    url = page_url(job)
     return f"{job} ({series.label})", url or series.url
 
 

@@ -99,10 +99,9 @@ def evaluation_results_attach(evaluations: Iterable[Evaluation]) -> list[Evaluat
     evaluations = list(evaluations)
     table = jobs_values(Evaluation, [evaluation.pk for evaluation in evaluations]) if evaluations else {}
     for evaluation in evaluations:
-        rows = table.get(evaluation.pk, {}).values()
         evaluation.__dict__["_results"] = [
             MeasureResult(row.metric, row.position, row.value, row.ci_low, row.ci_high)
-            for row in sorted(rows, key=lambda row: row.position)
+            for row in table.get(evaluation.pk, {}).values()
         ]
     return evaluations
 

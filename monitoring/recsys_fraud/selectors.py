@@ -103,8 +103,7 @@ def with_results(evaluations: Any) -> list[Any]:
     if rows:
         found = jobs_values(type(rows[0]), [evaluation.pk for evaluation in rows])
         for evaluation in rows:
-            values = found.get(evaluation.pk, {})
-            evaluation._metric_results = sorted(values.values(), key=lambda row: row.position)
+            evaluation._metric_results = list(found.get(evaluation.pk, {}).values())
     return rows
 
 
