@@ -41,8 +41,6 @@ from monitoring.models import (
     MonitorRun,
     NotificationChannel,
 )
-from series.models import Series
-from series.services import series_key
 
 #: The most vectors one JSON upload may carry; bigger batches go as `.npy` files.
 MAX_JSON_VECTORS = 10_000
@@ -208,10 +206,9 @@ def stream_delete(*, stream: EmbeddingStream) -> None:
     with transaction.atomic():
         task_id = stream.periodic_task_id
         names = [name for pair in stream.snapshots.values_list("file", "summary") for name in pair if name]
-        stream_id = stream.pk
+        # Its series goes too (`monitoring.alerts.services.subject_deleted`, on the stream's post_delete),
+        # with the rules on it, as its runs' values go with the runs.
         stream.delete()
-        # Its series goes too (its runs' values went with the runs): no rule form offers a stream that is gone.
-        Series.objects.filter(kind=Series.Kind.STREAM, key=series_key(stream_id)).delete()
         if task_id:
             from django_celery_beat.models import PeriodicTask
 

@@ -133,3 +133,17 @@ class TestFrozenParameters:
         client.force_login(theo)  # an editor of the team
         page = client.get(stream.get_absolute_url()).content.decode()
         assert "n_permutations=30" in page and "n_permutations=100" in page
+
+
+@pytest.mark.django_db
+def test_it_deletes_a_streams_series_values_and_rules_with_the_stream(drift_run: MonitorRun) -> None:
+    from monitoring.alerts import services as alerts
+    from monitoring.models import AlertRule
+    from series.models import Series
+
+    stream = drift_run.stream
+    alerts.default_stream_rules(stream=stream)
+    assert AlertRule.objects.exists() and MetricValue.objects.exists()
+    monitors.stream_delete(stream=stream)
+    assert not Series.objects.filter(kind="stream").exists()
+    assert not AlertRule.objects.exists() and not MetricValue.objects.exists()
