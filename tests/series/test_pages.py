@@ -8,6 +8,7 @@ import io
 import json
 import re
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -114,3 +115,27 @@ def test_it_lists_the_latest_observations_on_the_home_page(team: Team, viewer: U
     assert table.index("recommendations two-tower") < table.index("fraud scores cards")  # newest first
     assert "catalog_coverage" in table and "0.4321" in table and "hit_rate" not in table
     assert "0.4100" in table  # the fraud series' newest detection rate
+
+
+def test_it_reads_the_series_lists_in_a_fixed_number_of_queries(
+    team: Team, viewer: User, django_assert_max_num_queries: Any
+) -> None:
+    client = signed_in(viewer)
+
+    def more(names: range) -> None:
+        for i in names:
+            series = fraud_series(team.pk, f"set-{i}")
+            job = WorkerHeartbeat.objects.create(hostname=f"list-{i}", last_seen=timezone.now())
+            metric_values_write(job=job, series=series, observed_at=timezone.now(),
+                                values=[MetricValueIn("total_cost", float(i))])  # fmt: skip
+
+    more(range(2))
+    counts = {}
+    for path in ("/teams/search/series/", "/api/teams/search/series/"):
+        with django_assert_max_num_queries(8) as few:
+            assert client.get(path).status_code == 200
+        counts[path] = len(few.captured_queries)
+    more(range(2, 20))
+    for path, count in counts.items():
+        with django_assert_max_num_queries(count):
+            assert client.get(path).status_code == 200
