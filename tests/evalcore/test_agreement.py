@@ -155,6 +155,15 @@ def test_it_never_imports_django() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_it_imports_scipy_only_when_a_computation_needs_it() -> None:
+    """scipy.stats takes a second to import, scipy.sparse a fifth: eval_agreement needs neither."""
+    code = (
+        "import sys, evalcore.agreement, evalcore.stats; "
+        "assert not [m for m in sys.modules if m.startswith('scipy')], sorted(sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_it_exports_every_public_name() -> None:
     for name in agreement.__all__:
         assert hasattr(agreement, name), name
