@@ -43,12 +43,15 @@ def read_annotations_csv(path: str | PathLike[str]) -> LongLabels:
     (item, annotator) cell labelled twice. When several rows are bad, the first
     in the file is reported.
 
-    Arrow's multi-threaded CSV reader parses the file into typed columns, and
-    the ids are encoded from Arrow's dictionary of distinct values (four
-    million labels take about a second). A file Arrow refuses, or whose columns
-    do not make valid labels, is read again row by row with the ``csv`` module,
-    which finds the first bad line, or reads what Arrow is stricter about (a
-    label with a non-ASCII space around it, a line of spaces between rows).
+    Arrow's multi-threaded CSV reader parses the file into typed columns, never
+    a Python object per row; the ids are encoded from Arrow's dictionary of
+    distinct values, and only those are stripped and sorted (a million labels
+    take under a second of CPU, mostly parsing and hashing the item ids). A
+    file Arrow refuses, or whose columns do not make valid labels, is read again
+    row by row with the ``csv`` module, which finds the first bad line, or reads
+    what Arrow is stricter about (a label such as ``1_000`` or with a non-ASCII
+    space around it, a line of spaces between rows), with the same result.
+    A row whose quoted field spans lines is named by its last line.
     """
     name = str(path)
     labels = _read_columns(name)
@@ -126,12 +129,15 @@ def _numbers(column: pa.ChunkedArray) -> np.ndarray | None:
 
 
 def _sorted_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, IntArray] | None:
-    """The distinct ids (stripped) in sorted order and each row's index among them; None if an id is empty.
+    """The distinct ids (stripped) in sorted order and each row's index among them; None if an id is empty
+    or longer than the ``csv`` module reads.
 
     Only the distinct raw values are stripped and sorted: Arrow's hash table finds them in one pass.
     UTF-8 sorts bytewise in code point order, the order of ``np.unique`` on the same strings.
     """
     raw, codes = encode_column(column)
+    if len(raw) and pc.max(pc.binary_length(raw)).as_py() > csv.field_size_limit():
+        return None  # the csv module refuses so long a field: let it say so, at its line
     ids = pc.utf8_rtrim(pc.utf8_trim(raw, WHITESPACE), _NUL)
     indices = pc.sort_indices(ids)
     ordered = ids.take(indices)

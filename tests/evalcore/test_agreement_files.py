@@ -158,6 +158,12 @@ def test_it_reads_a_large_file_like_the_row_by_row_reader(tmp_path: Path) -> Non
     assert result == reference_read(path) and isinstance(result, dict) and len(result["cells"]) == len(rows)
 
 
+def test_it_refuses_an_id_longer_than_the_csv_module_reads(tmp_path: Path) -> None:
+    path = tmp_path / "labels.csv"
+    path.write_text(f"item,annotator,label\nq1,ann,1\n{'q' * (csv.field_size_limit() + 1)},ann,1\n")
+    assert read(path) == reference_read(path) == (3, "malformed CSV: field larger than field limit (131072)")
+
+
 def test_it_strips_exactly_what_str_strip_strips() -> None:
     assert "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()) == WHITESPACE
 
