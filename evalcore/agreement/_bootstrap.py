@@ -10,9 +10,9 @@ resamples is one ``(batch x items) @ (items x features)`` matrix product.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from evalcore.agreement._labels import LongLabels
 from evalcore.agreement._stats import MEASURES, Level, Sums, agreement_stats, check_level, item_value_counts
@@ -25,6 +25,9 @@ from evalcore.stats._validation import (
     check_count,
     check_probability,
 )
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 # Per-item contributions are kept between batches up to this many float64s (128 MiB).
 _MAX_CACHED_FEATURES = 2**24

@@ -31,6 +31,8 @@ KAPPA_SCALES: tuple[KappaScale, ...] = ("values", "positions")
 # Row indices per chunk of within-item pairs (two int64 arrays of this length, plus their codes).
 _CHUNK_PAIRS = 2**21
 # The (annotator pairs x values x values) count array stays below 1 GiB of float64.
+# Below this many (annotator, annotator, value, value) cells, pairs are counted in both orders.
+_MAX_ORDERED_CELLS = 2**22
 _MAX_PAIR_CELLS = 2**27
 
 
@@ -107,14 +109,28 @@ def pair_confusion(labels: LongLabels) -> PairConfusion:
         raise StatsInputError(
             f"{n_pairs} annotator pairs x {n_values}^2 values is too many confusion cells ({n_cells})"
         )
+    # In item order, so that a pair's two labels are read from neighbouring rows, not from anywhere.
+    annotator = labels.annotator[labels.by_item]
+    code = labels.code[labels.by_item]
+    n_ordered = n_annotators * n_annotators * n_values * n_values
+    if n_ordered <= _MAX_ORDERED_CELLS:
+        # Count ordered pairs (a, b) as they come, then fold (b, a) onto (a, b): no swap per pair.
+        ordered = np.zeros(n_ordered)
+        for first, second in _within_item_positions(labels):
+            cell = ((annotator[first] * n_annotators + annotator[second]) * n_values + code[first]) * n_values
+            ordered += np.bincount(cell + code[second], minlength=n_ordered)
+        square = ordered.reshape(n_annotators, n_annotators, n_values, n_values)
+        low, high = np.triu_indices(n_annotators, 1)
+        counts = square[low, high] + square[high, low].transpose(0, 2, 1)
+        return PairConfusion(labels.annotators, labels.values, counts)
     flat = np.zeros(n_cells)
-    for first, second in within_item_pairs(labels):
-        annotator_a, annotator_b = labels.annotator[first], labels.annotator[second]
+    for first, second in _within_item_positions(labels):
+        annotator_a, annotator_b = annotator[first], annotator[second]
         swap = annotator_a > annotator_b
         low = np.where(swap, annotator_b, annotator_a)
         high = np.where(swap, annotator_a, annotator_b)
-        code_low = np.where(swap, labels.code[second], labels.code[first])
-        code_high = np.where(swap, labels.code[first], labels.code[second])
+        code_low = np.where(swap, code[second], code[first])
+        code_high = np.where(swap, code[first], code[second])
         cell = (_pair_codes(low, high, n_annotators) * n_values + code_low) * n_values + code_high
         flat += np.bincount(cell, minlength=n_cells)
     return PairConfusion(labels.annotators, labels.values, flat.reshape(n_pairs, n_values, n_values))
@@ -220,9 +236,15 @@ def within_item_pairs(labels: LongLabels) -> Iterator[tuple[IntArray, IntArray]]
     ``starts[:, None] + np.triu_indices(m, 1)``, so the loop runs per distinct
     ``m`` and per memory chunk, never per item.
     """
+    order = labels.by_item
+    for first, second in _within_item_positions(labels):
+        yield order[first], order[second]
+
+
+def _within_item_positions(labels: LongLabels) -> Iterator[tuple[IntArray, IntArray]]:
+    """``within_item_pairs`` as positions in ``labels.by_item`` instead of row indices."""
     per_item = labels.labels_per_item
     starts = labels.item_starts[:-1]
-    order = labels.by_item
     by_size = np.argsort(per_item, kind="stable")
     sizes = per_item[by_size]
     for size in np.unique(sizes[sizes >= 2]):
@@ -231,7 +253,7 @@ def within_item_pairs(labels: LongLabels) -> Iterator[tuple[IntArray, IntArray]]
         step = max(1, _CHUNK_PAIRS // first.size)
         for start in range(low, high, step):
             base = starts[by_size[start : min(start + step, high)], None]
-            yield order[(base + first).ravel()], order[(base + second).ravel()]
+            yield (base + first).ravel(), (base + second).ravel()
 
 
 def _pair_codes(low: IntArray | np.int64, high: IntArray | np.int64, n_annotators: int) -> Any:

@@ -192,7 +192,7 @@ class LongLabels:
     @cached_property
     def by_item(self) -> IntArray:
         """Row order sorted by item, then by label value: each item's labels are contiguous and sorted."""
-        return np.argsort(self.item * max(1, self.n_values) + self.code, kind="stable")
+        return stable_argsort(self.item * max(1, self.n_values) + self.code)
 
     # --- conversions -------------------------------------------------------------------------------
 
@@ -226,6 +226,19 @@ class LongLabels:
         dense = np.full((self.n_items, self.n_annotators), np.nan)
         dense[self.item, self.annotator] = self.value
         return dense
+
+
+def stable_argsort(keys: IntArray) -> IntArray:
+    """``np.argsort(keys, kind="stable")`` of non-negative integer keys; faster below 2**32.
+
+    Two stable passes over 16-bit halves, low then high (an LSD radix sort): NumPy sorts 16-bit
+    keys by radix, in linear time, and int64 keys by timsort.
+    """
+    if keys.size == 0 or int(keys.max()) >= 2**32 or int(keys.min()) < 0:
+        return np.argsort(keys, kind="stable")
+    low_first = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+    high = (keys >> 16).astype(np.uint16)[low_first]
+    return low_first[np.argsort(high, kind="stable")]
 
 
 def _as_codes(codes: ArrayLike, *, name: str) -> IntArray:

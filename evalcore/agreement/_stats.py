@@ -20,15 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypeAlias
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from evalcore.agreement._labels import LongLabels, dense_is_small
 from evalcore.metrics import MetricSpec
 from evalcore.stats._validation import FloatArray, IntArray, StatsInputError, check_choice
+
+if TYPE_CHECKING:  # scipy.sparse costs a fifth of a second to import; only many distinct values need it
+    import scipy.sparse as sp
 
 Level: TypeAlias = Literal["nominal", "ordinal", "interval", "ratio"]
 LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval", "ratio")
@@ -174,6 +176,8 @@ def item_value_counts(labels: LongLabels) -> FloatArray | sp.csr_matrix:
     if dense_is_small(labels.n_items * n_values, labels.n_labels):
         flat = np.bincount(labels.item * n_values + labels.code, minlength=labels.n_items * n_values)
         return flat.reshape(labels.n_items, n_values).astype(np.float64)
+    import scipy.sparse as sp
+
     return sp.csr_matrix(
         (np.ones(labels.n_labels), (labels.item, labels.code)), shape=(labels.n_items, n_values)
     )

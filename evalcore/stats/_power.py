@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import math
 
-from scipy import stats as scipy_stats
-
 from evalcore.stats._validation import check_count, check_positive, check_probability
 
 
@@ -114,6 +112,8 @@ def minimum_detectable_effect_paired(
 def _z_sum(alpha: float, power: float) -> float:
     check_probability(alpha, name="alpha")
     check_probability(power, name="power")
+    from scipy import stats as scipy_stats  # imported when needed: scipy.stats takes a second to import
+
     return float(scipy_stats.norm.ppf(1.0 - alpha / 2.0) + scipy_stats.norm.ppf(power))
 
 

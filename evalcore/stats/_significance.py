@@ -7,7 +7,6 @@ from typing import ClassVar, Literal, TypeAlias
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as scipy_stats
 
 from evalcore.stats._validation import (
     as_differences,
@@ -68,6 +67,8 @@ def paired_t_test(a: ArrayLike, b: ArrayLike) -> TestResult:
         p_value = 1.0 if mean == 0.0 else 0.0
     else:
         statistic = float(mean / (sd / np.sqrt(n)))
+        from scipy import stats as scipy_stats  # imported when needed: it takes a second to import
+
         p_value = float(2.0 * scipy_stats.t.sf(abs(statistic), n - 1))
     return TestResult(statistic=statistic, p_value=p_value, test_name="t", n=n)
 
@@ -93,6 +94,8 @@ def wilcoxon_test(a: ArrayLike, b: ArrayLike) -> TestResult:
     differences = as_differences(a, b)
     if not differences.any():
         return TestResult(statistic=0.0, p_value=1.0, test_name="wilcoxon", n=differences.size)
+    from scipy import stats as scipy_stats
+
     result = scipy_stats.wilcoxon(differences)
     return TestResult(
         statistic=float(result.statistic),

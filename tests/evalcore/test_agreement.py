@@ -155,6 +155,15 @@ def test_it_never_imports_django() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_it_imports_scipy_only_when_a_computation_needs_it() -> None:
+    """scipy.stats takes a second to import, scipy.sparse a fifth: eval_agreement needs neither."""
+    code = (
+        "import sys, evalcore.agreement, evalcore.stats; "
+        "assert not [m for m in sys.modules if m.startswith('scipy')], sorted(sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_it_exports_every_public_name() -> None:
     for name in agreement.__all__:
         assert hasattr(agreement, name), name
@@ -618,6 +627,39 @@ def test_it_builds_pairs_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     whole = pair_confusion(labels).counts
     monkeypatch.setattr(_cohen, "_CHUNK_PAIRS", 5)
     assert_close(pair_confusion(LongLabels.from_matrix(matrix)).counts, whole)
+
+
+@given(matrix=rating_matrices(min_annotators=2, values=(0, 1, 2, 4, 5)))
+@FAST
+def test_it_counts_pairs_in_both_orders_as_in_one(matrix: np.ndarray) -> None:
+    """Few annotators: ordered pairs folded; many: each pair swapped into order. The same counts."""
+    labels = LongLabels.from_matrix(matrix)
+    folded = pair_confusion(labels).counts
+    previous = _cohen._MAX_ORDERED_CELLS
+    _cohen._MAX_ORDERED_CELLS = 0
+    try:
+        swapped = pair_confusion(labels).counts
+    finally:
+        _cohen._MAX_ORDERED_CELLS = previous
+    np.testing.assert_array_equal(folded, swapped)
+    for pair, (i, j) in enumerate(itertools.combinations(range(matrix.shape[1]), 2)):
+        shared = ~np.isnan(matrix[:, i]) & ~np.isnan(matrix[:, j])
+        expected = np.zeros((labels.n_values, labels.n_values))
+        np.add.at(expected, (np.searchsorted(labels.values, matrix[shared, i]),
+                             np.searchsorted(labels.values, matrix[shared, j])), 1)  # fmt: skip
+        np.testing.assert_array_equal(folded[pair], expected)
+
+
+@given(
+    keys=hnp.arrays(
+        np.int64,
+        st.integers(0, 300),
+        elements=st.sampled_from([0, 1, 7, 2**16, 2**16 + 1, 2**32 - 1, 2**32, 2**40]),
+    )
+)
+@FAST
+def test_it_sorts_keys_stably_like_numpy(keys: np.ndarray) -> None:
+    np.testing.assert_array_equal(_labels.stable_argsort(keys), np.argsort(keys, kind="stable"))
 
 
 # --- per-annotator quality ------------------------------------------------------------------------
