@@ -86,6 +86,10 @@ def plotly_templates() -> dict[str, dict[str, Any]]:
 # --- figures as plain data ------------------------------------------------------------------------------
 
 
+#: Values JSON holds as they are (floats are checked for NaN and infinities).
+_AS_IS = frozenset({str, int, bool, type(None)})
+
+
 def plain(value: Any) -> Any:
     """`value` as JSON holds it: dicts, lists (tuples and numpy arrays too) and scalars, numpy scalars as
     Python numbers, datetimes and dates as ISO strings, NaN and infinities as None (an undefined number
@@ -94,12 +98,21 @@ def plain(value: Any) -> Any:
     >>> plain({"x": np.array([1.0, np.nan]), "y": (np.int64(2), float("inf"))})
     {'x': [1.0, None], 'y': [2, None]}
     """
+    kind = type(value)
+    if kind in _AS_IS:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
     if isinstance(value, dict):
         return {key: plain(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [plain(item) for item in value]
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        # The common case inline: a trace's numbers and labels need no call each.
+        return [
+            item if type(item) in _AS_IS or (type(item) is float and math.isfinite(item)) else plain(item)
+            for item in value
+        ]
+    if isinstance(value, float):  # a subclass: numpy's float64
+        return float(value) if math.isfinite(value) else None
     if isinstance(value, np.ndarray):
         return _array(value)
     if isinstance(value, np.generic):
