@@ -90,6 +90,14 @@ bench: bench-recsys-fraud
 bench-recsys-fraud: $(VENV)/.dev-installed
 	$(PY) -m benchmarks.recsys_fraud
 
+# The dashboards' server time on the demo data (a SQLite database of its own in a temporary directory)
+# against the floor (a minimal signed-in page) and the stream page's old plotly.graph_objects figures.
+.PHONY: bench-dashboards
+bench: bench-dashboards
+
+bench-dashboards: $(VENV)/.dev-installed
+	$(PY) -m benchmarks.dashboards
+
 # Not part of `make bench`: it starts gunicorn and writes to a PostgreSQL database (created if missing).
 bench-annotation-load: $(VENV)/.dev-installed
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/evalplatform_load} \

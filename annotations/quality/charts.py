@@ -1,6 +1,6 @@
 """The quality dashboard's figures, built on the server from a `QualitySnapshot`'s stored figures.
 
-Each function returns plain JSON data (`evalplatform.charts.figure_data`) for `json_script`; nothing is
+Each function returns plain JSON data (`evalplatform.charts.figure`) for `json_script`; nothing is
 computed here beyond laying out numbers already in the snapshot.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalplatform.charts import figure_data
+from evalplatform.charts import bar, figure, heatmap, hline, layout, scatter, vline
 
 INCLUDED_COLOUR = "#1b7f3b"
 EXCLUDED_COLOUR = "#b3261e"
@@ -16,14 +16,24 @@ GRADE_COLOURS = ["#d9d9d9", "#c6dbef", "#6baed6", "#2171b5", "#08306b", "#54278f
                  "#cbc9e2", "#f2f0f7"]  # fmt: skip
 
 
+#: The kappa heatmap's diverging scale from -1 to 1: ColorBrewer's 11-class red-blue ("RdBu"), red for
+#: disagreement, blue for agreement, evenly spaced.
+KAPPA_COLOURS = ("rgb(103,0,31)", "rgb(178,24,43)", "rgb(214,96,77)", "rgb(244,165,130)", "rgb(253,219,199)",
+                 "rgb(247,247,247)", "rgb(209,229,240)", "rgb(146,197,222)", "rgb(67,147,195)", "rgb(33,102,172)",
+                 "rgb(5,48,97)")  # fmt: skip
+KAPPA_SCALE = [[i / (len(KAPPA_COLOURS) - 1), colour] for i, colour in enumerate(KAPPA_COLOURS)]
+
+
+#: Every figure's height, margins and font.
+LAYOUT: dict[str, Any] = {
+    "height": 380,
+    "margin": {"l": 60, "r": 20, "t": 40, "b": 60},
+    "font": {"family": "system-ui, sans-serif", "size": 13},
+}
+
+
 def _layout(**extra: Any) -> dict[str, Any]:
-    return {
-        "template": "plotly_white",
-        "height": 380,
-        "margin": {"l": 60, "r": 20, "t": 40, "b": 60},
-        "font": {"family": "system-ui, sans-serif", "size": 13},
-        **extra,
-    }
+    return layout(LAYOUT, **extra)
 
 
 #: The accuracy-against-speed chart's margins; threshold labels sit in the right and top margins, beside
@@ -116,16 +126,14 @@ def accuracy_speed_figure(
     Names are placed beside their points where they fit without covering another name or point
     (`label_offsets`); the threshold lines' labels sit outside the plot, beside the axes.
     """
-    import plotly.graph_objects as go
-
     plotted = [r for r in rows if r["gold_accuracy"] is not None]
     x_max = max([r["median_seconds"] or 0 for r in plotted] + [min_seconds or 0, 1]) * 1.15
     x_range = (0.0, float(x_max))
-    figure = go.Figure()
+    traces = []
     for included, name, colour in ((True, "included", INCLUDED_COLOUR), (False, "excluded", EXCLUDED_COLOUR)):
         points = [r for r in plotted if r["included"] == included]
-        figure.add_trace(
-            go.Scatter(
+        traces.append(
+            scatter(
                 x=[r["median_seconds"] for r in points],
                 y=[r["gold_accuracy"] for r in points],
                 mode="markers",
@@ -149,25 +157,28 @@ def accuracy_speed_figure(
         x_range=x_range,
         y_range=ACCURACY_RANGE,
     )
-    for row, offset in zip(ordered, offsets, strict=True):
-        if offset is not None:
-            figure.add_annotation(
-                x=row["median_seconds"] or 0, y=row["gold_accuracy"], text=row["username"], name="annotator",
-                ax=offset[0], ay=offset[1], showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor="#bbb",
-                font={"size": LABEL_FONT_SIZE}, standoff=marker_size(row["gold_seen"]) / 2,
-            )  # fmt: skip
-    figure.add_hline(y=min_accuracy, line_dash="dash", line_color="#555")
-    figure.add_annotation(
-        xref="paper", x=1.01, xanchor="left", y=min_accuracy, yref="y", text=f"reliable ≥ {min_accuracy:.0%}",
-        showarrow=False, name="threshold", font={"size": 11, "color": "#555"},
+    notes = [
+        {"x": row["median_seconds"] or 0, "y": row["gold_accuracy"], "text": row["username"], "name": "annotator",
+         "ax": offset[0], "ay": offset[1], "showarrow": True, "arrowhead": 0, "arrowwidth": 1, "arrowcolor": "#bbb",
+         "font": {"size": LABEL_FONT_SIZE}, "standoff": marker_size(row["gold_seen"]) / 2}
+        for row, offset in zip(ordered, offsets, strict=True)
+        if offset is not None
+    ]  # fmt: skip
+    shapes = [hline(min_accuracy, line={"dash": "dash", "color": "#555"})]
+    notes.append(
+        {"xref": "paper", "x": 1.01, "xanchor": "left", "y": min_accuracy, "yref": "y",
+         "text": f"reliable ≥ {min_accuracy:.0%}", "showarrow": False, "name": "threshold",
+         "font": {"size": 11, "color": "#555"}}
     )  # fmt: skip
     if min_seconds:
-        figure.add_vline(x=min_seconds, line_dash="dot", line_color="#999")
-        figure.add_annotation(
-            x=min_seconds, xref="x", yref="paper", y=1.0, yanchor="bottom", text=f"minimum {min_seconds:g} s",
-            showarrow=False, name="threshold", font={"size": 11, "color": "#777"},
+        shapes.append(vline(min_seconds, line={"dash": "dot", "color": "#999"}))
+        notes.append(
+            {"x": min_seconds, "xref": "x", "yref": "paper", "y": 1.0, "yanchor": "bottom",
+             "text": f"minimum {min_seconds:g} s", "showarrow": False, "name": "threshold",
+             "font": {"size": 11, "color": "#777"}}
         )  # fmt: skip
-    figure.update_layout(
+    return figure(
+        traces,
         _layout(
             title={"text": "Accuracy on gold against speed", "y": 0.97},
             margin=ACCURACY_SPEED_MARGIN,
@@ -178,9 +189,10 @@ def accuracy_speed_figure(
                 "tickformat": ".0%",
             },
             legend={"orientation": "h", "y": -0.2},
-        )
+            shapes=shapes,
+            annotations=notes,
+        ),
     )
-    return figure_data(figure)
 
 
 KAPPA_WEIGHTS = (
@@ -192,28 +204,25 @@ KAPPA_WEIGHTS = (
 
 def kappa_figure(kappa: dict[str, Any]) -> dict[str, Any]:
     """Cohen's kappa of every annotator pair as a heatmap, with buttons for the three weightings."""
-    import plotly.graph_objects as go
-
     names = kappa.get("annotators", [])
-    figure = go.Figure(
-        go.Heatmap(
-            z=kappa.get("unweighted", []),
-            x=names,
-            y=names,
-            zmin=-1,
-            zmax=1,
-            colorscale="RdBu",
-            texttemplate="%{z:.2f}",
-            customdata=kappa.get("shared_items", []),
-            hovertemplate="%{y} × %{x}<br>kappa %{z:.3f}<br>%{customdata} shared items<extra></extra>",
-            colorbar={"title": {"text": "κ"}},
-        )
+    cells = heatmap(
+        z=kappa.get("unweighted", []),
+        x=names,
+        y=names,
+        zmin=-1,
+        zmax=1,
+        colorscale=KAPPA_SCALE,
+        texttemplate="%{z:.2f}",
+        customdata=kappa.get("shared_items", []),
+        hovertemplate="%{y} × %{x}<br>kappa %{z:.3f}<br>%{customdata} shared items<extra></extra>",
+        colorbar={"title": {"text": "κ"}},
     )
     buttons = [
         {"label": label, "method": "restyle", "args": [{"z": [kappa.get(key, [])]}]}
         for key, label in KAPPA_WEIGHTS
     ]
-    figure.update_layout(
+    return figure(
+        [cells],
         _layout(
             yaxis={"autorange": "reversed"},
             updatemenus=[
@@ -230,35 +239,30 @@ def kappa_figure(kappa: dict[str, Any]) -> dict[str, Any]:
             ],  # fmt: skip
             margin={"l": 80, "r": 20, "t": 90, "b": 60},
             title={"text": "Cohen's kappa per annotator pair", "y": 0.97},
-        )
+        ),
     )
-    return figure_data(figure)
 
 
 def label_distribution_figure(distribution: dict[str, Any], *, labels: dict[int, str]) -> dict[str, Any]:
     """Each annotator's answers by grade, stacked."""
-    import plotly.graph_objects as go
-
     answered = [i for i, row in enumerate(distribution.get("counts", [])) if sum(row)]
     names = [distribution["annotators"][i] for i in answered]
     counts = [distribution["counts"][i] for i in answered]
-    figure = go.Figure()
-    for column, grade in enumerate(distribution.get("grades", [])):
-        figure.add_trace(
-            go.Bar(
+    return figure(
+        [
+            bar(
                 x=names,
                 y=[row[column] for row in counts],
                 name=f"{grade} {labels.get(grade, '')}".strip(),
-                marker_color=GRADE_COLOURS[grade % len(GRADE_COLOURS)],
+                marker={"color": GRADE_COLOURS[grade % len(GRADE_COLOURS)]},
                 hovertemplate="%{x}: %{y} answers graded " + str(grade) + "<extra></extra>",
             )
-        )
-    figure.update_layout(
+            for column, grade in enumerate(distribution.get("grades", []))
+        ],
         _layout(
             title={"text": "Grades given, per annotator"},
             barmode="stack",
             yaxis={"title": {"text": "answers"}},
             legend={"orientation": "h", "y": -0.2},
-        )
+        ),
     )
-    return figure_data(figure)

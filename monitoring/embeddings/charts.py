@@ -2,15 +2,15 @@
 
 A metric's time series over the snapshots' observed times, with each rule's threshold as a dashed line and a
 marker where an alert opened; and the scree plot, the covariance eigenvalues of the latest snapshot and of
-the reference on a log scale. Plain JSON for `json_script`, drawn by the vendored plotly.js; nothing is
-computed here beyond placing numbers the monitor runs stored.
+the reference on a log scale. Plain JSON for `json_script` (`evalplatform.charts`), drawn by the vendored
+plotly.js; nothing is computed here beyond placing numbers the monitor runs stored.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from evalplatform.charts import figure_data
+from evalplatform.charts import figure, layout, scatter
 from monitoring.embeddings.services import MetricSeries
 from monitoring.evaluations.selectors import MeasureColumn
 from monitoring.models import MonitorRun
@@ -21,27 +21,26 @@ THRESHOLD_COLOURS = {"critical": "#b3261e", "warning": "#c77700", "info": "#439f
 ALERT_COLOUR = "#b3261e"
 
 
+#: Every figure's height, margins and font.
+LAYOUT: dict[str, Any] = {
+    "height": 300,
+    "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
+    "font": {"family": "system-ui, sans-serif", "size": 12},
+    "legend": {"orientation": "h", "y": -0.2},
+}
+
+
 def _layout(title: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "template": "plotly_white",
-        "title": {"text": title, "font": {"size": 14}},
-        "height": 300,
-        "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
-        "font": {"family": "system-ui, sans-serif", "size": 12},
-        "legend": {"orientation": "h", "y": -0.2},
-        **extra,
-    }
+    return layout(LAYOUT, title={"text": title, "font": {"size": 14}}, **extra)
 
 
 def metric_series_figure(series: MetricSeries, *, column: MeasureColumn) -> dict[str, Any]:
     """The metric per monitor run over observed time; the reference's own run as a grey diamond; each rule's
     threshold as a dashed line in its severity's colour; a red triangle where an alert opened."""
-    import plotly.graph_objects as go
-
     points = series.points
     times = [point.observed_at for point in points]
-    figure = go.Figure(
-        go.Scatter(
+    traces = [
+        scatter(
             x=times,
             y=[point.value for point in points],
             mode="lines+markers",
@@ -55,41 +54,38 @@ def metric_series_figure(series: MetricSeries, *, column: MeasureColumn) -> dict
             customdata=[[p.label, "reference" if p.is_reference else "snapshot"] for p in points],
             hovertemplate="%{x|%Y-%m-%d %H:%M}: %{y:.4g}<br>%{customdata[1]} %{customdata[0]}<extra></extra>",
         )
-    )
+    ]
     if times:
-        for rule in series.rules:
-            figure.add_trace(
-                go.Scatter(
-                    x=[min(times), max(times)],
-                    y=[rule.threshold, rule.threshold],
-                    mode="lines",
-                    name=f"{rule.name}: {rule.comparator} {rule.threshold:g}",
-                    line={
-                        "color": THRESHOLD_COLOURS.get(rule.severity, ALERT_COLOUR),
-                        "dash": "dash",
-                        "width": 1.5,
-                    },
-                    hoverinfo="name",
-                )
+        traces += [
+            scatter(
+                x=[min(times), max(times)],
+                y=[rule.threshold, rule.threshold],
+                mode="lines",
+                name=f"{rule.name}: {rule.comparator} {rule.threshold:g}",
+                line={
+                    "color": THRESHOLD_COLOURS.get(rule.severity, ALERT_COLOUR),
+                    "dash": "dash",
+                    "width": 1.5,
+                },
+                hoverinfo="name",
             )
+            for rule in series.rules
+        ]
     if series.events:
-        figure.add_trace(
-            go.Scatter(
+        traces.append(
+            scatter(
                 x=[event.observed_at for event in series.events],
                 y=[event.value for event in series.events],
                 mode="markers",
                 name="alert opened",
-                marker={
-                    "symbol": "triangle-up",
-                    "size": 13,
-                    "color": ALERT_COLOUR,
-                    "line": {"color": "#fff", "width": 1},
-                },
+                marker={"symbol": "triangle-up", "size": 13, "color": ALERT_COLOUR,
+                        "line": {"color": "#fff", "width": 1}},
                 customdata=[[event.rule.name, event.status] for event in series.events],
                 hovertemplate="%{customdata[0]} opened at %{y:.4g} (%{customdata[1]})<extra></extra>",
             )
-        )
-    figure.update_layout(
+        )  # fmt: skip
+    return figure(
+        traces,
         _layout(
             column.title,
             xaxis={"type": "date"},
@@ -98,9 +94,8 @@ def metric_series_figure(series: MetricSeries, *, column: MeasureColumn) -> dict
                 "rangemode": "tozero" if _non_negative(column) else "normal",
             },
             showlegend=bool(series.rules or series.events),
-        )
+        ),
     )
-    return figure_data(figure)
 
 
 def _non_negative(column: MeasureColumn) -> bool:
@@ -120,13 +115,11 @@ def _ranks(ranks: list[int]) -> list[int]:
 
 def spectrum_figure(run: MonitorRun) -> dict[str, Any]:
     """The scree: eigenvalue against rank, both on log scales, of the snapshot and of its reference."""
-    import plotly.graph_objects as go
-
     spectrum = run.spectrum
-    figure = go.Figure()
+    traces = []
     if "reference" in spectrum:
-        figure.add_trace(
-            go.Scatter(
+        traces.append(
+            scatter(
                 x=spectrum["rank"],
                 y=_positive(spectrum["reference"]),
                 mode="lines+markers",
@@ -136,8 +129,8 @@ def spectrum_figure(run: MonitorRun) -> dict[str, Any]:
                 hovertemplate="rank %{x}: %{y:.4g}<extra>reference</extra>",
             )
         )
-    figure.add_trace(
-        go.Scatter(
+    traces.append(
+        scatter(
             x=spectrum["rank"],
             y=_positive(spectrum["current"]),
             mode="lines+markers",
@@ -147,7 +140,8 @@ def spectrum_figure(run: MonitorRun) -> dict[str, Any]:
             hovertemplate="rank %{x}: %{y:.4g}<extra>snapshot</extra>",
         )
     )
-    figure.update_layout(
+    return figure(
+        traces,
         _layout(
             "Covariance eigenvalues by rank (scree)",
             height=380,
@@ -157,6 +151,5 @@ def spectrum_figure(run: MonitorRun) -> dict[str, Any]:
                 "title": {"text": "eigenvalue (variance along the direction)"},
                 "exponentformat": "power",
             },
-        )
+        ),
     )
-    return figure_data(figure)

@@ -4,14 +4,17 @@ view), the runs; and the numbers behind each chart as CSV. Views read what the m
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.template.defaultfilters import floatformat
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_safe
 
+from evalplatform.charts import TimeLabels
 from evalplatform.csvexport import csv_response
 from evalplatform.teams import get_team_for_member
 from monitoring.embeddings import charts as charts_monitors
@@ -28,17 +31,44 @@ def _stream(request: HttpRequest, team: str, stream: str) -> tuple[Any, Embeddin
     return membership, monitors.get_stream(team=membership.team, slug=stream)
 
 
+@dataclass(frozen=True)
+class PointRow:
+    """A row of the numbers beside a metric's chart, written as the template's filters write them."""
+
+    observed: str  # `date:"Y-m-d H:i"` in the current time zone
+    is_reference: bool
+    value: str | None  # `floatformat:4`; None: undefined
+    alerts: list[str]  # the rules that opened an alert on this snapshot
+
+
+def _point_rows(series: monitors.MetricSeries, observed: TimeLabels) -> list[PointRow]:
+    """The numbers beside a metric's chart, by the template filters they were written with before."""
+    rows = []
+    for point in series.points:
+        rows.append(
+            PointRow(
+                observed=observed(point.observed_at),
+                is_reference=point.is_reference,
+                value=None if point.value is None else floatformat(point.value, 4),
+                alerts=[e.rule.name for e in series.events if e.observed_at == point.observed_at],
+            )
+        )
+    return rows
+
+
 @login_required
 @require_safe
 def stream_detail(request: HttpRequest, team: str, stream: str) -> HttpResponse:
     membership, found = _stream(request, team, stream)
     charts = []
+    observed = TimeLabels()
     for position, series in enumerate(monitors.stream_series(stream=found)):
         column = selectors.measure_column(series.metric)
-        figure = charts_monitors.metric_series_figure(series, column=column)
-        charts.append(
-            {"id": f"figure-metric-{position}", "series": series, "column": column, "figure": figure}
-        )
+        charts.append({
+            "id": f"figure-metric-{position}", "series": series, "column": column,
+            "figure": charts_monitors.metric_series_figure(series, column=column),
+            "rows": _point_rows(series, observed),
+        })  # fmt: skip
     spectrum_run = monitors.latest_spectrum_run(stream=found)
     context = {
         "membership": membership,

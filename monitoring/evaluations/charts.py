@@ -1,6 +1,6 @@
 """The evaluation dashboards' figures, laid out on the server from stored rows (`monitoring.evaluations.selectors`).
 
-Each function returns plain JSON data (`evalplatform.charts.figure_data`) for `json_script`; the page
+Each function returns plain JSON data (`evalplatform.charts.figure`) for `json_script`; the page
 draws it with the vendored plotly.js. Axis titles and ranges come from the metric registry (through
 `MeasureColumn`); nothing is computed here beyond placing numbers already stored.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalplatform.charts import figure_data
+from evalplatform.charts import bar, figure, layout
 from monitoring.evaluations.selectors import HistogramBin, LeaderboardRow, MeasureColumn, QueryDifference
 from monitoring.models import ComparisonPair, Run
 
@@ -19,14 +19,16 @@ LOSS_COLOUR = "#b3261e"
 TIE_COLOUR = "#9aa3b2"
 
 
+#: Every figure's height, margins and font.
+LAYOUT: dict[str, Any] = {
+    "height": 400,
+    "margin": {"l": 60, "r": 20, "t": 50, "b": 80},
+    "font": {"family": "system-ui, sans-serif", "size": 13},
+}
+
+
 def _layout(**extra: Any) -> dict[str, Any]:
-    return {
-        "template": "plotly_white",
-        "height": 400,
-        "margin": {"l": 60, "r": 20, "t": 50, "b": 80},
-        "font": {"family": "system-ui, sans-serif", "size": 13},
-        **extra,
-    }
+    return layout(LAYOUT, **extra)
 
 
 def _value_axis(column: MeasureColumn, **extra: Any) -> dict[str, Any]:
@@ -41,38 +43,33 @@ def _value_axis(column: MeasureColumn, **extra: Any) -> dict[str, Any]:
 
 def leaderboard_figure(rows: list[LeaderboardRow], *, column: MeasureColumn) -> dict[str, Any]:
     """One bar per run (in the leaderboard's order) of the measure, with its bootstrap CI as error bars."""
-    import plotly.graph_objects as go
-
     results = [row.results.get(column.key) for row in rows]
     values = [r.value if r else None for r in results]
-    figure = go.Figure(
-        go.Bar(
-            x=[row.run.label for row in rows],
-            y=values,
-            marker_color=BAR_COLOUR,
-            error_y={
-                "type": "data",
-                "symmetric": False,
-                "array": [_above(r) for r in results],
-                "arrayminus": [_below(r) for r in results],
-                "color": "#1d2330",
-                "thickness": 1.5,
-            },
-            customdata=[
-                [_or_nan(r.ci_low if r else None), _or_nan(r.ci_high if r else None)] for r in results
-            ],
-            hovertemplate="<b>%{x}</b><br>" + column.key + " %{y:.4f}"
-            "<br>CI [%{customdata[0]:.4f}, %{customdata[1]:.4f}]<extra></extra>",
-        )
-    )
-    figure.update_layout(
+    return figure(
+        [
+            bar(
+                x=[row.run.label for row in rows],
+                y=values,
+                marker={"color": BAR_COLOUR},
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [_above(r) for r in results],
+                    "arrayminus": [_below(r) for r in results],
+                    "color": "#1d2330",
+                    "thickness": 1.5,
+                },
+                customdata=[[r.ci_low if r else None, r.ci_high if r else None] for r in results],
+                hovertemplate="<b>%{x}</b><br>" + column.key + " %{y:.4f}"
+                "<br>CI [%{customdata[0]:.4f}, %{customdata[1]:.4f}]<extra></extra>",
+            )
+        ],
         _layout(
             title={"text": f"{column.title} per run, with bootstrap CIs"},
             yaxis=_value_axis(column),
             xaxis={"title": {"text": "run"}, "type": "category"},
-        )
+        ),
     )
-    return figure_data(figure)
 
 
 def _above(result: Any) -> float | None:
@@ -87,89 +84,75 @@ def _below(result: Any) -> float | None:
     return max(0.0, result.value - result.ci_low)
 
 
-def _or_nan(value: float | None) -> float:
-    return float("nan") if value is None else value
-
-
 def histogram_figure(bins: list[HistogramBin], *, column: MeasureColumn, run: Run) -> dict[str, Any]:
     """How many queries fall in each bin of the measure's range (bins as in the table beside)."""
-    import plotly.graph_objects as go
-
-    figure = go.Figure(
-        go.Bar(
-            x=[(b.low + b.high) / 2 for b in bins],
-            y=[b.count for b in bins],
-            width=[(b.high - b.low) or 0.02 for b in bins],
-            marker_color=BAR_COLOUR,
-            marker_line={"color": "#ffffff", "width": 1},
-            customdata=[[b.low, b.high] for b in bins],
-            hovertemplate="[%{customdata[0]:.3g}, %{customdata[1]:.3g}]: %{y} queries<extra></extra>",
-        )
-    )
-    figure.update_layout(
+    return figure(
+        [
+            bar(
+                x=[(b.low + b.high) / 2 for b in bins],
+                y=[b.count for b in bins],
+                width=[(b.high - b.low) or 0.02 for b in bins],
+                marker={"color": BAR_COLOUR, "line": {"color": "#ffffff", "width": 1}},
+                customdata=[[b.low, b.high] for b in bins],
+                hovertemplate="[%{customdata[0]:.3g}, %{customdata[1]:.3g}]: %{y} queries<extra></extra>",
+            )
+        ],
         _layout(
             title={"text": f"Per-query {column.title} of {run.label}"},
             xaxis=_value_axis(column),
             yaxis={"title": {"text": "queries"}, "rangemode": "tozero"},
             bargap=0,
-        )
+        ),
     )
-    return figure_data(figure)
 
 
 def differences_figure(
     differences: list[QueryDifference], *, column: MeasureColumn, a: Run, b: Run
 ) -> dict[str, Any]:
     """Per query, run a minus run b, sorted: wins of a in green, losses in red, ties in grey."""
-    import plotly.graph_objects as go
-
     colours = [
         WIN_COLOUR if row.diff > 0 else LOSS_COLOUR if row.diff < 0 else TIE_COLOUR for row in differences
     ]
-    figure = go.Figure(
-        go.Bar(
-            x=[row.qid for row in differences],
-            y=[row.diff for row in differences],
-            marker_color=colours,
-            customdata=[[row.a, row.b] for row in differences],
-            hovertemplate="query %{x}: %{y:+.4f}<br>"
-            + f"{a.label} %{{customdata[0]:.4f}}, {b.label} %{{customdata[1]:.4f}}<extra></extra>",
-        )
-    )
-    figure.update_layout(
+    return figure(
+        [
+            bar(
+                x=[row.qid for row in differences],
+                y=[row.diff for row in differences],
+                marker={"color": colours},
+                customdata=[[row.a, row.b] for row in differences],
+                hovertemplate="query %{x}: %{y:+.4f}<br>"
+                + f"{a.label} %{{customdata[0]:.4f}}, {b.label} %{{customdata[1]:.4f}}<extra></extra>",
+            )
+        ],
         _layout(
             title={"text": f"{column.key}: {a.label} minus {b.label}, per query"},
             xaxis={"title": {"text": "query (sorted by difference)"}, "type": "category", "showticklabels": len(differences) <= 60},
             yaxis={"title": {"text": f"difference in {column.key}"}, "zeroline": True},
             bargap=0.1,
-        )
+        ),
     )  # fmt: skip
-    return figure_data(figure)
 
 
 def pairs_figure(
     pairs: list[ComparisonPair], *, column: MeasureColumn, runs: dict[int, Run]
 ) -> dict[str, Any]:
     """The mean difference of every pair of runs on one measure, dark where significant after correction."""
-    import plotly.graph_objects as go
-
-    figure = go.Figure(
-        go.Bar(
-            x=[f"{runs[pair.run_a_id].label} − {runs[pair.run_b_id].label}" for pair in pairs],
-            y=[pair.diff for pair in pairs],
-            marker_color=[BAR_COLOUR if pair.significant else "#b8c7ea" for pair in pairs],
-            customdata=[
-                [pair.p_value, pair.p_adjusted, "yes" if pair.significant else "no"] for pair in pairs
-            ],
-            hovertemplate="%{x}: %{y:+.4f}<br>p %{customdata[0]:.3g}, corrected %{customdata[1]:.3g}"
-            "<br>significant: %{customdata[2]}<extra></extra>",
-        )
-    )
-    figure.update_layout(
+    return figure(
+        [
+            bar(
+                x=[f"{runs[pair.run_a_id].label} − {runs[pair.run_b_id].label}" for pair in pairs],
+                y=[pair.diff for pair in pairs],
+                marker={"color": [BAR_COLOUR if pair.significant else "#b8c7ea" for pair in pairs]},
+                customdata=[
+                    [pair.p_value, pair.p_adjusted, "yes" if pair.significant else "no"] for pair in pairs
+                ],
+                hovertemplate="%{x}: %{y:+.4f}<br>p %{customdata[0]:.3g}, corrected %{customdata[1]:.3g}"
+                "<br>significant: %{customdata[2]}<extra></extra>",
+            )
+        ],
         _layout(
             title={"text": f"Mean difference in {column.key} per pair of runs"},
             xaxis={"title": {"text": "pair (a − b)"}, "type": "category"},
             yaxis={"title": {"text": f"difference in {column.key}"}, "zeroline": True},
-        )
+        ),
     )
-    return figure_data(figure)

@@ -44,7 +44,8 @@ def monitored(team: Team, queued: QueuedTasks) -> EmbeddingStream:
 
 
 def figures(html: str) -> dict[str, Any]:
-    found = re.findall(r'<script id="([^"]+)" type="application/json">(.*?)</script>', html, re.S)
+    """The page's figures by id (not its other JSON block, the charts' template)."""
+    found = re.findall(r'<script id="(figure-[^"]+)" type="application/json">(.*?)</script>', html, re.S)
     return {name: json.loads(body) for name, body in found}
 
 

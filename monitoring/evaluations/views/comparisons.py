@@ -51,6 +51,7 @@ def _pair_context(view: ComparisonView, pair: Any) -> dict[str, Any]:
     column = selectors.measure_column(pair.measure)
     a, b = view.runs[pair.run_a_id], view.runs[pair.run_b_id]
     differences = view.differences(pair)
+    measure_pairs = view.pairs_of(pair.measure)
     return {
         "pair": pair,
         "gap": abs(pair.diff),
@@ -60,8 +61,11 @@ def _pair_context(view: ComparisonView, pair: Any) -> dict[str, Any]:
         "differences": differences,
         "difference_rows": _ends(differences),
         "differences_figure": charts.differences_figure(differences, column=column, a=a, b=b),
-        "measure_pairs": view.pairs_of(pair.measure),
-        "pairs_figure": charts.pairs_figure(view.pairs_of(pair.measure), column=column, runs=view.runs),
+        "measure_pairs": measure_pairs,
+        # Drawn only beside another pair (the page shows it then): none is built to be thrown away.
+        "pairs_figure": (
+            charts.pairs_figure(measure_pairs, column=column, runs=view.runs) if len(measure_pairs) > 1 else None
+        ),
         "other_measures": [
             other for other in view.pairs
             if {other.run_a_id, other.run_b_id} == {pair.run_a_id, pair.run_b_id} and other.pk != pair.pk
