@@ -150,12 +150,12 @@ class KeyedLayout:
         bitmap = np.zeros(1 << bits, dtype=bool)
         bitmap[(group_keys.view(np.uint64) * _SPREAD) >> shift] = True
         keys = self.keys.view(np.uint64)
-        found = []
+        marked = []
         for lo in range(0, len(keys), _BLOCK):  # a block at a time, so that the temporaries stay in cache
             bucket = keys[lo : lo + _BLOCK] * _SPREAD
             bucket >>= shift
-            found.append(np.flatnonzero(bitmap[bucket]) + lo)
-        candidates = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+            marked.append(np.flatnonzero(bitmap[bucket]) + lo)
+        candidates = np.concatenate(marked) if marked else np.zeros(0, dtype=np.int64)
         # In key order the candidates come out group by group, and the search walks forward.
         candidates = candidates[np.argsort(self.keys[candidates])]
         key = self.keys[candidates]
