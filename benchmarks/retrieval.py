@@ -25,7 +25,15 @@ run in random row order: the command
 
 (run without SECRET_KEY or DEBUG) against a Python script doing `pytrec_eval.parse_qrel`, `parse_run`
 and `RelevanceEvaluator(...).evaluate` on the same files. Each is timed from start to exit,
-interpreter start and imports included, its peak RSS and CPU time are its own (GNU `time`).
+interpreter start and imports included, its peak RSS and CPU time are its own (GNU `time`). The
+target is the wall-time ratio on the run in random row order.
+
+Before those, the run reader alone against the floor of parsing the file once with Arrow: each in a
+fresh subprocess (alternated), on both run orders. The floor is `pyarrow.csv.read_csv` with the
+reader's own options and column types (`evalcore.trec`); the reader is `read_run`. Each child times
+its own work, imports excluded, in CPU time of all its threads (`getrusage(RUSAGE_SELF)`) and wall
+time; the whole child's CPU time, interpreter start included, comes from its rusage (`os.wait4`).
+The load average of the machine is printed with the results.
 """
 
 from __future__ import annotations
@@ -228,6 +236,87 @@ def _run_child(tool: str, qrels_path: Path, run_path: Path) -> dict[str, object]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+# --- the run reader against the Arrow parse floor ------------------------------------------------
+
+
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # every thread of this process
+    return usage.ru_utime + usage.ru_stime
+
+
+def read_child(kind: str, run_path: str) -> dict[str, object]:
+    """Parse the run once with Arrow (`floor`: into Arrow's default memory pool; `floor_reader_pool`:
+    into the pool the reader parses into) or read it with `read_run` (`reader`), timed alone."""
+    if kind.startswith("floor"):
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+
+        from evalcore.arrow import reader_pool
+        from evalcore.textfiles import arrow_input
+        from evalcore.trec import _TREC, _csv_options
+
+        options = _csv_options(_TREC["run"], " ", 0, False)
+        pool = reader_pool() if kind == "floor_reader_pool" else pa.default_memory_pool()
+
+        def work() -> int:
+            with arrow_input(run_path) as source:
+                return int(pacsv.read_csv(source, *options, memory_pool=pool).num_rows)
+    else:
+        from evalcore.trec import read_run
+
+        def work() -> int:
+            return len(read_run(run_path))
+
+    started, cpu = time.perf_counter(), _cpu_s()
+    rows = work()
+    return {"kind": kind, "rows": rows, "wall_s": time.perf_counter() - started, "cpu_s": _cpu_s() - cpu}
+
+
+def _run_read_child(kind: str, run_path: Path) -> dict[str, object]:
+    """The child's own timings, and its whole CPU time from its rusage (interpreter start included)."""
+    command = [sys.executable, "-m", "benchmarks.retrieval", "--read-child", kind, str(run_path)]
+    root = Path(__file__).resolve().parent.parent
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+    )
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.PIPE, cwd=root, env=env)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        errors = process.stderr.read().decode() if process.stderr else ""
+        if process.returncode:
+            raise RuntimeError(f"--read-child {kind} failed: {errors}")
+        output.seek(0)
+        result: dict[str, object] = json.loads(output.read().decode().strip().splitlines()[-1])
+    result["process_cpu_s"] = usage.ru_utime + usage.ru_stime
+    return result
+
+
+def reader_against_floor(runs: dict[str, Path], repeat: int) -> dict[str, object]:
+    """Per run order: the median CPU and wall time of the Arrow floor and of the reader, and their ratio."""
+    out: dict[str, object] = {}
+    for case, run_path in runs.items():
+        timings: dict[str, list[dict[str, object]]] = {"floor": [], "floor_reader_pool": [], "reader": []}
+        for _ in range(repeat):
+            for kind in timings:  # alternate, so that a busy spell hits both
+                timings[kind].append(_run_read_child(kind, run_path))
+        rows = {
+            kind: {
+                field: statistics.median(float(r[field]) for r in results)  # type: ignore[arg-type]
+                for field in ("cpu_s", "wall_s", "process_cpu_s")
+            }
+            for kind, results in timings.items()
+        }
+        out[case] = {
+            "kinds": rows,
+            "cpu_ratio": rows["reader"]["cpu_s"] / rows["floor"]["cpu_s"],
+            "wall_ratio": rows["reader"]["wall_s"] / rows["floor"]["wall_s"],
+            "cpu_ratio_same_pool": rows["reader"]["cpu_s"] / rows["floor_reader_pool"]["cpu_s"],
+            "wall_ratio_same_pool": rows["reader"]["wall_s"] / rows["floor_reader_pool"]["wall_s"],
+        }
+    return out
+
+
 # --- whole processes: the command a user types against a pytrec_eval script -------------------------
 
 #: The measures of the whole-process comparison.
@@ -348,11 +437,15 @@ def benchmark(args: argparse.Namespace) -> dict[str, object]:
             Path(tmp), args.queries, args.depth, args.judged, args.seed
         )
         generated = time.perf_counter() - started
+        load_before = os.getloadavg()
+        orders = {"sorted": run_path, "unsorted": unsorted_path}
+        reader = reader_against_floor(orders, args.repeat)
         runs: dict[str, list[dict[str, object]]] = {t: [] for t in tools}
-        for _ in range(args.repeat):
+        for _ in range(args.repeat if not args.reader_only else 0):
             for tool in tools:
                 runs[tool].append(_run_child(tool, qrels_path, run_path))
-        processes = whole_processes(qrels_path, {"sorted": run_path, "unsorted": unsorted_path}, args.repeat)
+        processes = whole_processes(qrels_path, orders, args.repeat) if not args.reader_only else {}
+        load = {"before": load_before, "after": os.getloadavg()}
         with open(run_path, "rb") as handle:
             lines = sum(1 for _ in handle)
         with open(qrels_path, "rb") as handle:
@@ -365,8 +458,14 @@ def benchmark(args: argparse.Namespace) -> dict[str, object]:
         "qrels_lines": qrels_lines,
         "generate_s": round(generated, 2),
     }
-    if not tools:
-        return {"data": data, "repeat": args.repeat, "whole_process": processes}
+    if not tools or args.reader_only:
+        return {
+            "data": data,
+            "repeat": args.repeat,
+            "load": load,
+            "reader": reader,
+            "whole_process": processes,
+        }
     summary: dict[str, dict[str, object]] = {}
     for tool, results in runs.items():
         summary[tool] = {
@@ -393,11 +492,44 @@ def benchmark(args: argparse.Namespace) -> dict[str, object]:
         "tools": summary,
         "check": check,
         "aggregate": runs["evalplatform"][0]["aggregate"],
+        "load": load,
+        "reader": reader,
         "whole_process": processes,
     }
 
 
+def _print_reader(report: dict[str, object]) -> None:
+    print()
+    print("the run reader alone (read_run) against parsing the file once with pyarrow.csv (its options and")
+    print("column types; floor: Arrow's default memory pool, floor_reader_pool: the reader's)")
+    print(
+        f"{'run rows':<10}{'':<19}{'CPU s':>7}{'wall s':>8}{'process CPU s':>15}"
+        "  reader / floor, reader / floor_reader_pool (CPU, wall)"
+    )
+    for case, result in report["reader"].items():  # type: ignore[attr-defined]
+        for kind, row in result["kinds"].items():
+            ratio = (
+                f"{result['cpu_ratio']:.2f}x, {result['wall_ratio']:.2f}x; "
+                f"{result['cpu_ratio_same_pool']:.2f}x, {result['wall_ratio_same_pool']:.2f}x"
+                if kind == "reader"
+                else ""
+            )
+            print(
+                f"{case:<10}{kind:<19}{row['cpu_s']:>7.2f}{row['wall_s']:>8.2f}{row['process_cpu_s']:>15.2f}"
+                f"  {ratio}"
+            )
+    print("target (CPU, reader / floor): <= 1.5x")
+
+
+def _print_load(report: dict[str, object]) -> None:
+    load = report["load"]
+    shown = [" ".join(f"{v:.2f}" for v in load[when]) for when in ("before", "after")]  # type: ignore[index]
+    print(f"load average (1, 5, 15 min) on {os.cpu_count()} CPUs: {shown[0]} before, {shown[1]} after")
+
+
 def _print_whole_processes(report: dict[str, object]) -> None:
+    if not report["whole_process"]:
+        return
     print()
     print("whole processes: manage.py eval_retrieval ... --json against a pytrec_eval script")
     print(
@@ -415,6 +547,9 @@ def _print_whole_processes(report: dict[str, object]) -> None:
         print(
             f"{'':<10}aggregates vs pytrec_eval: max |diff| = {result['max_abs_difference_vs_pytrec_eval']:.2e}"
         )
+    unsorted = report["whole_process"].get("unsorted")  # type: ignore[attr-defined]
+    if unsorted:
+        print(f"target (random row order, wall): >= 8x; measured {unsorted['ratio']:.1f}x")
 
 
 def _print(report: dict[str, object]) -> None:
@@ -423,7 +558,9 @@ def _print(report: dict[str, object]) -> None:
         f"run: {data['run_lines']:,} lines, qrels: {data['qrels_lines']:,} lines "  # type: ignore[index]
         f"(generated in {data['generate_s']} s); median of {report['repeat']} runs per tool"  # type: ignore[index]
     )
+    _print_load(report)
     if "tools" not in report:
+        _print_reader(report)
         _print_whole_processes(report)
         return
     print(f"{'tool':<14}{'wall s':>9}{'peak RSS MB':>13}{'time x ours':>13}{'RSS x ours':>12}  notes")
@@ -441,6 +578,7 @@ def _print(report: dict[str, object]) -> None:
             f"aggregates vs pytrec_eval: max |diff| = {check['max_abs_difference_vs_pytrec_eval']:.2e}"  # type: ignore[index]
             f" ({check['at'] or '-'}), equal to 1e-9: {check['equal_to_1e-9']}"  # type: ignore[index]
         )
+    _print_reader(report)
     _print_whole_processes(report)
 
 
@@ -457,10 +595,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--whole-process-only", action="store_true", help="only the command against the pytrec_eval script"
     )
+    parser.add_argument(
+        "--reader-only", action="store_true", help="only the run reader against the Arrow parse floor"
+    )
     parser.add_argument("--child", nargs=3, metavar=("TOOL", "QRELS", "RUN"), help=argparse.SUPPRESS)
+    parser.add_argument("--read-child", nargs=2, metavar=("KIND", "RUN"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(child(*args.child)))
+        return 0
+    if args.read_child:
+        print(json.dumps(read_child(*args.read_child)))
         return 0
     report = benchmark(args)
     if args.json:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 
 import numpy as np
 import pyarrow as pa
@@ -38,14 +39,31 @@ def small_pages() -> Iterator[None]:
         switch(previous)
 
 
+@cache
+def reader_pool() -> pa.MemoryPool:
+    """The memory pool the TREC readers parse into and `pooled_empty` allocates from: jemalloc where
+    this pyarrow has it, else Arrow's default.
+
+    Arrow's default pool on Linux, mimalloc, spent most of a run's parse in the kernel here: parsing a
+    7-million-line run took 0.8-1.1 s of system time out of 2.3 s of CPU, against 0.2 s with jemalloc,
+    in a fifth as many page faults (huge pages, whose faults can stall in compaction, as numpy's do;
+    see `small_pages`).
+    """
+    try:
+        return pa.jemalloc_memory_pool()
+    except NotImplementedError:  # pragma: no cover - a pyarrow built without jemalloc
+        return pa.default_memory_pool()
+
+
 def pooled_empty(size: int, dtype: type | np.dtype) -> np.ndarray:
-    """An uninitialised array allocated from Arrow's memory pool.
+    """An uninitialised array allocated from the readers' memory pool (`reader_pool`).
 
     The pool keeps the pages the CSV reader has just released, so the arrays built right after a read
     reuse pages that are already mapped instead of faulting in fresh ones (twice as fast here).
     """
     kind = np.dtype(dtype)
-    return np.frombuffer(pa.allocate_buffer(max(size, 1) * kind.itemsize), dtype=kind)[:size]
+    buffer = pa.allocate_buffer(max(size, 1) * kind.itemsize, memory_pool=reader_pool())
+    return np.frombuffer(buffer, dtype=kind)[:size]
 
 
 _NUMPY_TYPES = {

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from evalcore.arrow import to_numpy
+from evalcore.arrow import reader_pool, to_numpy
 from evalcore.errors import FormatError
 from evalcore.textfiles import arrow_input
 
@@ -126,7 +126,7 @@ def read_csv(path: str | Path, schema: CsvSchema) -> CsvTable:
     )
     try:
         with arrow_input(name) as source:  # never decompressed because of its name
-            table = pacsv.read_csv(source, *options)
+            table = pacsv.read_csv(source, *options, memory_pool=reader_pool())
     except pa.ArrowInvalid as exc:
         _scan(name, schema, header)
         raise FormatError(name, None, f"malformed CSV: {exc}") from exc

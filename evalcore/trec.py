@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 
-from evalcore.arrow import pooled_empty, small_pages, to_numpy
+from evalcore.arrow import pooled_empty, reader_pool, small_pages, to_numpy
 from evalcore.errors import FormatError
 from evalcore.ids import first_bad_row, first_long_row, id_problem, long_id_problem
 from evalcore.retrieval.data import DuplicateRowError, OnDuplicate, Qrels, Run
@@ -308,7 +308,11 @@ def _read_delimited(path: PathLike, cols: _Columns, fmt: Format, strict: bool) -
     for delimiter in delimiters:
         try:
             with arrow_input(path) as source:
-                table = pacsv.read_csv(source, *_csv_options(cols, delimiter, int(skip_header), strict))
+                table = pacsv.read_csv(
+                    source,
+                    *_csv_options(cols, delimiter, int(skip_header), strict),
+                    memory_pool=reader_pool(),
+                )
         except pa.ArrowException:
             continue
         if not _parsed_a_comment(table):
@@ -324,7 +328,7 @@ def _read_delimited(path: PathLike, cols: _Columns, fmt: Format, strict: bool) -
     if _longest_line(source) >= _BLOCK:
         read.block_size = len(source.getbuffer()) + 1
     try:
-        return pacsv.read_csv(source, read, parse, convert), skip_header
+        return pacsv.read_csv(source, read, parse, convert, memory_pool=reader_pool()), skip_header
     except pa.ArrowException as exc:  # pragma: no cover - the scan accepts only parseable lines
         raise FormatError(str(path), None, str(exc)) from exc
 
@@ -375,7 +379,10 @@ def _read_jsonl_fast(path: PathLike, cols: _Columns) -> pa.Table:
     parse = pajson.ParseOptions(explicit_schema=_json_schema(path, cols), unexpected_field_behavior="ignore")
     with arrow_input(path) as source:
         table = pajson.read_json(
-            source, read_options=pajson.ReadOptions(block_size=_BLOCK), parse_options=parse
+            source,
+            read_options=pajson.ReadOptions(block_size=_BLOCK),
+            parse_options=parse,
+            memory_pool=reader_pool(),
         )
     qid, docno = _pick(table, _JSON_FIELDS["qid"]), _pick(table, _JSON_FIELDS["docno"])
     value = _pick(table, _JSON_FIELDS[cols.value])

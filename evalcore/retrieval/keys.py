@@ -222,7 +222,7 @@ def iter_pair_hashes(
 
 def pair_hashes(doc_keys: np.ndarray, codes: np.ndarray, salts: np.ndarray) -> np.ndarray:
     """Every row's (query, document) hash (see `iter_pair_hashes`)."""
-    out = np.empty(len(doc_keys), dtype=np.uint64)
+    out = pooled_empty(len(doc_keys), np.uint64)
     for lo, hashes in iter_pair_hashes(doc_keys, codes, salts):
         out[lo : lo + len(hashes)] = hashes
     return out

@@ -10,8 +10,9 @@ judged document.
   written by a search engine does. A row's position is its index; nothing is sorted.
 - `KeyedLayout`: any other order (a run written by a script, shuffled, or merged). Each row gets one
   64-bit key, the query code in the high half and the score's order in the low half, and only the
-  keys are sorted (a value sort, several times faster than sorting row indices): a tie group is the
-  range of equal keys, found by binary search.
+  keys are sorted (a value sort, several times faster than sorting row indices, and than a stable
+  sort by query followed by a sort of each query's scores): a tie group is the range of equal keys,
+  and a query's rows the range of its code, both found by binary search.
 
 Scores are compared as C floats (single precision), as trec_eval stores them.
 """
@@ -23,7 +24,10 @@ from functools import cached_property
 
 import numpy as np
 
+from evalcore.arrow import pooled_empty
+
 _U64 = np.uint64
+_BLOCK = 1 << 16
 _SPREAD = _U64(0x9E3779B97F4A7C15)  # odd: spreads a key's bits into the top ones a bitmap reads
 
 
@@ -32,13 +36,6 @@ def layout_of(codes: np.ndarray, scores: np.ndarray, num_queries: int) -> Groupe
     scores = scores.astype(np.float32, copy=False)
     grouped = GroupedLayout.of(codes, scores, num_queries)
     return grouped if grouped is not None else KeyedLayout.of(codes, scores, num_queries)
-
-
-def _counts(codes: np.ndarray, num_queries: int) -> tuple[np.ndarray, np.ndarray]:
-    counts = np.bincount(codes, minlength=num_queries).astype(np.int64)
-    start = np.zeros(num_queries, dtype=np.int64)
-    np.cumsum(counts[:-1], out=start[1:])
-    return counts, start
 
 
 @dataclass(frozen=True)
@@ -118,10 +115,19 @@ class KeyedLayout:
 
     @classmethod
     def of(cls, codes: np.ndarray, scores: np.ndarray, num_queries: int) -> KeyedLayout:
-        keys = _descending_bits(scores)
-        keys += codes.astype(np.int64) << np.int64(32)
-        counts, start = _counts(codes, num_queries)
-        return cls(keys, np.sort(keys), start, counts)
+        n = len(codes)
+        keys = pooled_empty(n, np.int64)
+        for lo in range(0, n, _BLOCK):  # a block at a time, so that the temporaries stay in cache
+            block = keys[lo : lo + _BLOCK]
+            block[:] = codes[lo : lo + _BLOCK]
+            block <<= np.int64(32)
+            block += _descending_bits(scores[lo : lo + _BLOCK])
+        sorted_keys = pooled_empty(n, np.int64)
+        sorted_keys[:] = keys
+        sorted_keys.sort()
+        # Each query's rows are a range of the sorted keys: where its code starts in the high half.
+        bounds = np.searchsorted(sorted_keys, np.arange(num_queries + 1, dtype=np.int64) << np.int64(32))
+        return cls(keys, sorted_keys, bounds[:-1], np.diff(bounds))
 
     def tie_groups(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         key = self.keys[rows]
@@ -143,7 +149,13 @@ class KeyedLayout:
         shift = _U64(64 - bits)
         bitmap = np.zeros(1 << bits, dtype=bool)
         bitmap[(group_keys.view(np.uint64) * _SPREAD) >> shift] = True
-        candidates = np.flatnonzero(bitmap[(self.keys.view(np.uint64) * _SPREAD) >> shift])
+        keys = self.keys.view(np.uint64)
+        marked = []
+        for lo in range(0, len(keys), _BLOCK):  # a block at a time, so that the temporaries stay in cache
+            bucket = keys[lo : lo + _BLOCK] * _SPREAD
+            bucket >>= shift
+            marked.append(np.flatnonzero(bitmap[bucket]) + lo)
+        candidates = np.concatenate(marked) if marked else np.zeros(0, dtype=np.int64)
         # In key order the candidates come out group by group, and the search walks forward.
         candidates = candidates[np.argsort(self.keys[candidates])]
         key = self.keys[candidates]
