@@ -93,11 +93,15 @@ class CsvTable:
         `grouped`: the column usually comes in runs of equal values (a user's rows), so only the
         first value of each run is hashed."""
         values, codes = encode_runs(self.column(name)) if grouped else encode_column(self.column(name))
+        self.refuse_empty(name, values, codes)
+        return values, codes
+
+    def refuse_empty(self, name: str, values: pa.Array, codes: np.ndarray) -> None:
+        """`fail` on the first row whose code (in `values`, the distinct values) is the empty value."""
         # pc.index would do, but imports pandas (half a second) on first use.
         empty = np.flatnonzero(to_numpy(pc.binary_length(values)) == 0)
-        if empty.size:
-            self.fail(int(np.argmax(codes == empty[0])), f"empty {name}")
-        return values, codes
+        if empty.size and (rows := np.flatnonzero(codes == empty[0])).size:
+            self.fail(int(rows[0]), f"empty {name}")
 
 
 def read_csv(path: str | Path, schema: CsvSchema) -> CsvTable:
