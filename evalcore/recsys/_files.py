@@ -23,9 +23,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from evalcore.arrow import small_pages, to_numpy
+from evalcore.arrow import binary_length, cast, keep, small_pages, sort_indices, take, to_numpy
 from evalcore.csvfiles import CsvSchema, CsvTable, encode_column, from_numpy, read_csv
 from evalcore.recsys._data import (
     IntArray,
@@ -116,9 +115,7 @@ def _read(
     without_list = 0
     if interactions is not None and relevant_users is not None and (strangers := relevant_users < 0).any():
         # Users with held-out interactions but no list: counted, and with `complete` given an empty one.
-        extra_ids, extra_codes = encode_column(
-            interactions.table.column("user").filter(from_numpy(strangers))
-        )
+        extra_ids, extra_codes = encode_column(keep(interactions.table.column("user"), from_numpy(strangers)))
         without_list = len(extra_ids)
         if complete:
             relevant_users[strangers] = len(user_ids) + extra_codes
@@ -188,12 +185,12 @@ def category_codes(table: CsvTable) -> tuple[pa.Array, IntArray]:
     category-based metrics (coverage counts the others; similarity treats it as like nothing else),
     rather than refused or counted as a category of its own."""
     names, codes = encode_column(table.column("category"))
-    empty = to_numpy(pc.binary_length(names)) == 0 if len(names) else np.zeros(0, dtype=bool)
+    empty = binary_length(names) == 0 if len(names) else np.zeros(0, dtype=bool)
     if not empty.any():
         return names, codes.astype(np.int64)
     renumbered = np.cumsum(~empty) - 1
     renumbered[empty] = -1
-    return names.filter(from_numpy(~empty)), renumbered[codes].astype(np.int64)
+    return keep(names, from_numpy(~empty)), renumbered[codes].astype(np.int64)
 
 
 class _Rows:
@@ -223,7 +220,7 @@ class _Rows:
         # Encoding the vocabulary followed by the values in one hash table numbers the vocabulary
         # 0 .. V - 1 (its ids are distinct), so a value's code is its index there when it is below V.
         # (`pc.index_in` does the same but imports pandas, half a second, for its options.)
-        both = encode_column(pa.chunked_array([vocabulary, values.cast(vocabulary.type)]))[1]
+        both = encode_column(pa.chunked_array([vocabulary, cast(values, vocabulary.type)]))[1]
         position = both[len(vocabulary) :]
         position[position >= len(vocabulary)] = -1
         return position[codes]
@@ -273,10 +270,10 @@ def _most_popular(popularity: np.ndarray, k: int, item_ids: pa.Array) -> IntArra
         return np.zeros(0, dtype=np.int64)
     kth = np.partition(popularity, popularity.size - k)[popularity.size - k]
     candidates = np.flatnonzero(popularity >= kth)
-    ids = item_ids.take(from_numpy(candidates))
+    ids = take(item_ids, from_numpy(candidates))
     table = pa.Table.from_arrays([from_numpy(popularity[candidates]), ids], names=["popularity", "id"])
-    order = pc.sort_indices(table, sort_keys=[("popularity", "descending"), ("id", "ascending")])
-    return candidates[to_numpy(order)[:k]]
+    order = sort_indices(table, [("popularity", "descending"), ("id", "ascending")])
+    return candidates[order[:k]]
 
 
 def _pairs(users: IntArray, items: IntArray, n_users: int, n_items: int) -> Interactions:
