@@ -5,8 +5,9 @@ import os
 import sys
 
 #: Commands that read files and print results, touching neither the database nor any web setting.
-#: They run without the project's settings (so SECRET_KEY and DEBUG do not matter), without loading
-#: the apps and without system checks, which start in a fraction of the time.
+#: They run without the project's settings (so SECRET_KEY and DEBUG do not matter), and those whose
+#: module has a `Program` without importing Django at all (`monitoring.common.cli.run_standalone`):
+#: they start in a fraction of the time.
 STANDALONE_COMMANDS = {
     "eval_retrieval": "monitoring.management.commands.eval_retrieval",
     "compare_runs": "monitoring.management.commands.compare_runs",

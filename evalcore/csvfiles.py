@@ -22,10 +22,9 @@ from typing import Literal, NoReturn
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from evalcore.arrow import reader_pool, to_numpy
+from evalcore.arrow import binary_length, dictionary_encode, equal, keep, reader_pool, to_numpy
 from evalcore.errors import FormatError
 from evalcore.textfiles import arrow_input
 
@@ -93,11 +92,15 @@ class CsvTable:
         `grouped`: the column usually comes in runs of equal values (a user's rows), so only the
         first value of each run is hashed."""
         values, codes = encode_runs(self.column(name)) if grouped else encode_column(self.column(name))
-        # pc.index would do, but imports pandas (half a second) on first use.
-        empty = np.flatnonzero(to_numpy(pc.binary_length(values)) == 0)
-        if empty.size:
-            self.fail(int(np.argmax(codes == empty[0])), f"empty {name}")
+        self.refuse_empty(name, values, codes)
         return values, codes
+
+    def refuse_empty(self, name: str, values: pa.Array, codes: np.ndarray) -> None:
+        """`fail` on the first row whose code (in `values`, the distinct values) is the empty value."""
+        # pc.index would do, but imports pandas (half a second) on first use.
+        empty = np.flatnonzero(binary_length(values) == 0)
+        if empty.size and (rows := np.flatnonzero(codes == empty[0])).size:
+            self.fail(int(rows[0]), f"empty {name}")
 
 
 def read_csv(path: str | Path, schema: CsvSchema) -> CsvTable:
@@ -219,7 +222,7 @@ def _line_numbers(path: str, rows: list[int]) -> list[int]:
 
 def encode_column(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
     """Distinct values in order of first appearance, and each row's int32 code (Arrow's hash table)."""
-    encoded = pc.dictionary_encode(column)
+    encoded = dictionary_encode(column)
     chunks = [c for c in encoded.chunks if len(c)]
     if not chunks:
         return pa.array([], column.type), np.zeros(0, dtype=np.int32)
@@ -240,11 +243,11 @@ def encode_runs(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
     if n < 2:
         return encode_column(column)
     starts = np.ones(n, dtype=bool)
-    starts[1:] = ~to_numpy(pc.equal(column.slice(1), column.slice(0, n - 1)))
+    starts[1:] = ~equal(column.slice(1), column.slice(0, n - 1))
     heads = np.flatnonzero(starts)
     if heads.size > n // 2:
         return encode_column(column)
-    values, codes = encode_column(column.filter(from_numpy(starts)))
+    values, codes = encode_column(keep(column, from_numpy(starts)))
     return values, np.repeat(codes, np.diff(np.append(heads, n)))
 
 

@@ -28,12 +28,15 @@ evalcore.options.OptionsError: share must lie in (0, 1], got 0.0
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from evalcore.errors import EvalCoreError
+
+T = TypeVar("T")
 
 #: The largest integer option: what a PostgreSQL integer column holds (a cutoff, an alert budget).
 MAX_INT_OPTION = 2**31 - 1
@@ -149,3 +152,29 @@ def options_check(options: Any) -> None:
     the first one out of bounds raises `OptionsError`."""
     for name, spec in option_specs(type(options)).items():
         object.__setattr__(options, name, spec.check(getattr(options, name)))
+
+
+def command_argument(
+    parser: argparse.ArgumentParser, cls: type, name: str, *flags: str, **overrides: Any
+) -> None:
+    """The option as a command-line option (`dest` is its name): a flag for a bool, else a value of its
+    type with its default; `options_of` checks the bounds."""
+    spec = option_specs(cls)[name]
+    default = "" if spec.default is None else f" (default {spec.default})"
+    common: dict[str, Any] = {"dest": name, "help": spec.help + default, **overrides}
+    if spec.kind is bool:
+        parser.add_argument(*flags, action="store_true", **common)
+    else:
+        parser.add_argument(*flags, type=spec.kind, default=spec.default, **common)
+
+
+def options_of(cls: type[T], values: dict[str, Any], *, flags: dict[str, str] | None = None) -> T:
+    """The dataclass built from `values` (its option names: a form's cleaned data, a command's options);
+    `OptionsError` as raised, its message naming the option by its flag when `flags` maps it."""
+    try:
+        return cls(**{name: values[name] for name in option_specs(cls) if name in values})
+    except OptionsError as refused:
+        flag = (flags or {}).get(refused.field)
+        if flag is None:
+            raise
+        raise OptionsError(flag, refused.rule, refused.value) from None

@@ -3,23 +3,23 @@ type, default, whether it may be blank, its bounds and its help are declared onc
 
 `form_field(Options, "k", label=...)` is a Django form field, `serializer_field(Options, "k")` a DRF field,
 `command_argument(parser, Options, "k", "-k")` an argparse option; `options_of(Options, values)` builds
-the dataclass (an `OptionsError` naming the option, by its flag for a command). Each caller keeps only its
-words (a form's label); every field also checks its value with the dataclass's own check, so an open bound
-(head_share > 0) is refused on its field.
+the dataclass (an `OptionsError` naming the option, by its flag for a command). The last two need no
+framework and live in `evalcore.options`, so that the commands start without Django; they are named here
+too. Each caller keeps only its words (a form's label); every field also checks its value with the
+dataclass's own check, so an open bound (head_share > 0) is refused on its field.
 """
 
 from __future__ import annotations
 
-import argparse
-from typing import Any, TypeVar
+from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
 from rest_framework import serializers
 
-from evalcore.options import OptionsError, OptionSpec, option_specs
+from evalcore.options import OptionsError, OptionSpec, command_argument, option_specs, options_of
 
-T = TypeVar("T")
+__all__ = ["command_argument", "form_field", "options_of", "serializer_field"]
 
 
 def _spec(cls: type, name: str) -> OptionSpec:
@@ -70,29 +70,3 @@ def serializer_field(cls: type, name: str, **overrides: Any) -> serializers.Fiel
         allow_null=spec.nullable, validators=[_validator(spec, serializers.ValidationError)], **_bounds(spec),
         **common,
     )  # fmt: skip
-
-
-def command_argument(
-    parser: argparse.ArgumentParser, cls: type, name: str, *flags: str, **overrides: Any
-) -> None:
-    """The option as a command-line option (`dest` is its name): a flag for a bool, else a value of its
-    type with its default; `options_of` checks the bounds."""
-    spec = _spec(cls, name)
-    default = "" if spec.default is None else f" (default {spec.default})"
-    common: dict[str, Any] = {"dest": name, "help": spec.help + default, **overrides}
-    if spec.kind is bool:
-        parser.add_argument(*flags, action="store_true", **common)
-    else:
-        parser.add_argument(*flags, type=spec.kind, default=spec.default, **common)
-
-
-def options_of(cls: type[T], values: dict[str, Any], *, flags: dict[str, str] | None = None) -> T:
-    """The dataclass built from `values` (its option names: a form's cleaned data, a command's options);
-    `OptionsError` as raised, its message naming the option by its flag when `flags` maps it."""
-    try:
-        return cls(**{name: values[name] for name in option_specs(cls) if name in values})
-    except OptionsError as refused:
-        flag = (flags or {}).get(refused.field)
-        if flag is None:
-            raise
-        raise OptionsError(flag, refused.rule, refused.value) from None

@@ -7,6 +7,7 @@ True positives and true negatives cost nothing here, as in seed 004.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,15 +43,32 @@ class CostReport:
     savings_vs_best_trivial: float
 
 
-def _costs(cost: float | ArrayLike, n: int, *, name: str) -> FloatArray:
+#: A sum of integer costs below this is exact in float64, whatever the order of its additions.
+_EXACT_SUMS = 2.0**53
+
+
+def _costs(cost: float | ArrayLike, n: int, *, name: str) -> FloatArray | float:
+    """The cost of each example, or one number for all when summing it is exact (an integer cost whose
+    sum over all examples stays below 2^53): then a sum over k examples is that number times k, the
+    value the dot product gives, without an array per example."""
     values = np.asarray(cost, dtype=np.float64)
     if values.ndim == 0:
-        values = np.full(n, float(values))
+        single = float(values) + 0.0  # -0.0 as 0.0, as the dot product sums it
+        if math.isfinite(single) and single >= 0 and single.is_integer() and single * n < _EXACT_SUMS:
+            return single
+        values = np.full(n, single)
     if values.shape != (n,):
         raise FraudInputError(f"{name} must be one number or one per example ({n}), got shape {values.shape}")
     if not np.isfinite(values).all() or (values < 0).any():
         raise FraudInputError(f"{name} must be finite and non-negative")
     return values
+
+
+def _sum(costs: FloatArray | float, chosen: BoolArray, count: int) -> float:
+    """The cost of the `count` examples `chosen`."""
+    if isinstance(costs, float):
+        return costs * count
+    return float(costs @ chosen)
 
 
 def _as_predictions(y_pred: ArrayLike, n: int) -> BoolArray:
@@ -86,9 +104,9 @@ def cost_evaluation(
     tp = int(np.count_nonzero(flagged & labels))
     fp = int(np.count_nonzero(false_positive))
     fn = int(np.count_nonzero(false_negative))
-    total = float(fp_costs @ false_positive + fn_costs @ false_negative)
-    nothing = float(fn_costs @ labels)
-    everything = float(fp_costs @ ~labels)
+    total = _sum(fp_costs, false_positive, fp) + _sum(fn_costs, false_negative, fn)
+    nothing = _sum(fn_costs, labels, int(np.count_nonzero(labels)))
+    everything = _sum(fp_costs, ~labels, int(labels.size) - int(np.count_nonzero(labels)))
     return CostReport(
         tp=tp,
         fp=fp,

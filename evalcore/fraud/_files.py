@@ -20,9 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from evalcore.arrow import small_pages, to_numpy
+from evalcore.arrow import cast, small_pages, to_numpy
 from evalcore.csvfiles import CsvSchema, CsvTable, read_csv
 from evalcore.errors import FormatError
 from evalcore.fraud._registry import ScoredExamples
@@ -79,15 +78,15 @@ _SECONDS = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
 
 def _timestamps(table: CsvTable) -> np.ndarray:
     """Numbers as they are, or ISO 8601 dates as seconds since the epoch; one kind per file."""
-    text = table.column("timestamp").cast(pa.string())
+    text = cast(table.column("timestamp"), pa.string())
     for kind in (pa.float64(), pa.timestamp("ns"), pa.timestamp("ns", tz="UTC")):
         try:
-            parsed = pc.cast(text, kind)
+            parsed = cast(text, kind)
         except pa.ArrowInvalid:
             continue
         if pa.types.is_floating(kind):
             return _checked_numbers(table, to_numpy(parsed))
-        return to_numpy(parsed.cast(pa.int64())) / _SECONDS["ns"]
+        return to_numpy(cast(parsed, pa.int64())) / _SECONDS["ns"]
     _fail_first_timestamp(table)
     raise AssertionError("unreachable")  # pragma: no cover
 

@@ -191,7 +191,7 @@ class FraudEvaluation:
             return replace(
                 nothing, note="flagging nothing: no threshold within the target FPR catches a fraud"
             )
-        at_detection = self._cost_of(self.examples.scores >= detection.threshold)
+        at_detection = self._detection_cost
         if at_detection.total_cost > at_detection.flag_nothing_cost:
             return replace(nothing, note=(
                 f"flagging nothing: the threshold at the target FPR ({detection.threshold:.6g}) would cost "
@@ -209,7 +209,13 @@ class FraudEvaluation:
 
     @cached_property
     def cost(self) -> CostReport:
+        if self.operating.rule == "target_fpr":
+            return self._detection_cost  # the operating point chose it: already costed
         return self._cost_of(self.flagged)
+
+    @cached_property
+    def _detection_cost(self) -> CostReport:
+        return self._cost_of(self.examples.scores >= self.detection.threshold)
 
     def _cost_of(self, flagged: BoolArray) -> CostReport:
         fn_cost: float | FloatArray = self.options.fn_cost

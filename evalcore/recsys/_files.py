@@ -8,7 +8,8 @@
 | items        | `item[,category]`    | the catalog, one row per item, with its category       |
 
 User and item ids are strings, encoded to integer codes once, by Arrow's hash tables (no Python
-object per row). With an items file the catalog is that file, and an item outside it is an error
+object per row): every file's items go through one table, the catalog's first, so that each item
+row is hashed once and the catalog's items get codes 0 .. n - 1 in the file's order. With an items file the catalog is that file, and an item outside it is an error
 wherever it appears; without one, the catalog is every item seen in any file (so catalog coverage is
 then an upper bound). Popularity counts the history's rows when a history is given, else the
 interactions' rows, every row counting, including those of users without a list.
@@ -22,9 +23,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from evalcore.arrow import small_pages, to_numpy
+from evalcore.arrow import binary_length, cast, keep, small_pages, sort_indices, take, to_numpy
 from evalcore.csvfiles import CsvSchema, CsvTable, encode_column, from_numpy, read_csv
 from evalcore.recsys._data import (
     IntArray,
@@ -95,20 +95,27 @@ def _read(
     k: int | None,
     complete: bool,
 ) -> RecsysFiles:
-    catalog = _read_catalog(items_path) if items_path is not None else None
+    catalog_table = read_csv(items_path, ITEMS) if items_path is not None else None
     recs = _read_rows(recs_path, RECS)
     interactions = _read_rows(interactions_path, INTERACTIONS) if interactions_path is not None else None
     history = _read_rows(history_path, INTERACTIONS) if history_path is not None else None
 
-    item_ids = catalog.ids if catalog is not None else _union((recs, interactions, history))
+    catalog = None
+    files = [f for f in (recs, interactions, history) if f is not None]
+    if catalog_table is not None:
+        catalog = _Catalog(
+            _encode_items(files, catalog_table),
+            category_codes(catalog_table)[1] if catalog_table.has("category") else None,
+        )
+        item_ids = catalog.ids
+    else:
+        item_ids = _encode_items(files, None)
     user_ids = recs.ids("user")
     relevant_users = interactions.codes_in("user", user_ids) if interactions is not None else None
     without_list = 0
     if interactions is not None and relevant_users is not None and (strangers := relevant_users < 0).any():
         # Users with held-out interactions but no list: counted, and with `complete` given an empty one.
-        extra_ids, extra_codes = encode_column(
-            interactions.table.column("user").filter(from_numpy(strangers))
-        )
+        extra_ids, extra_codes = encode_column(keep(interactions.table.column("user"), from_numpy(strangers)))
         without_list = len(extra_ids)
         if complete:
             relevant_users[strangers] = len(user_ids) + extra_codes
@@ -146,15 +153,30 @@ class _Catalog:
     categories: IntArray | None
 
 
-def _read_catalog(path: PathLike) -> _Catalog:
-    table = read_csv(path, ITEMS)
-    ids, codes = table.encode("item")
-    if len(ids) < table.num_rows:
-        later, earlier = first_repeat(codes)
-        first = table.line_numbers([earlier])[0]
-        table.fail(later, f"item {table.text('item', later)!r} appears twice (first on line {first})")
-    categories = category_codes(table)[1] if table.has("category") else None
-    return _Catalog(ids, categories)
+def _encode_items(files: list[_Rows], catalog: CsvTable | None) -> pa.Array:
+    """The catalog's item ids, after giving each file its items' codes (`_Rows.items`): the catalog
+    file's items when given (each once, else an error), else every item of the files in order of
+    first appearance. One hash table takes the catalog's items, then each file's; an item code at or
+    beyond the catalog's size is then an item outside it (`_Rows.item_codes` refuses it)."""
+    tables = ([catalog] if catalog is not None else []) + [f.table for f in files]
+    column = pa.chunked_array([c for t in tables for c in t.column("item").chunks], pa.binary())
+    values, codes = encode_column(column)
+    bounds = np.cumsum([0] + [t.num_rows for t in tables])
+    parts = [codes[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    if catalog is None:
+        for rows, part in zip(files, parts, strict=True):
+            rows.table.refuse_empty("item", values, part)
+            rows.items = part
+        return values
+    catalog.refuse_empty("item", values, parts[0])
+    if len(parts[0]) and int(parts[0].max()) + 1 < catalog.num_rows:
+        later, earlier = first_repeat(parts[0])
+        first = catalog.line_numbers([earlier])[0]
+        catalog.fail(later, f"item {catalog.text('item', later)!r} appears twice (first on line {first})")
+    for rows, part in zip(files, parts[1:], strict=True):
+        rows.items = part
+        rows.vocabulary = values
+    return values.slice(0, catalog.num_rows)
 
 
 def category_codes(table: CsvTable) -> tuple[pa.Array, IntArray]:
@@ -163,12 +185,12 @@ def category_codes(table: CsvTable) -> tuple[pa.Array, IntArray]:
     category-based metrics (coverage counts the others; similarity treats it as like nothing else),
     rather than refused or counted as a category of its own."""
     names, codes = encode_column(table.column("category"))
-    empty = to_numpy(pc.binary_length(names)) == 0 if len(names) else np.zeros(0, dtype=bool)
+    empty = binary_length(names) == 0 if len(names) else np.zeros(0, dtype=bool)
     if not empty.any():
         return names, codes.astype(np.int64)
     renumbered = np.cumsum(~empty) - 1
     renumbered[empty] = -1
-    return names.filter(from_numpy(~empty)), renumbered[codes].astype(np.int64)
+    return keep(names, from_numpy(~empty)), renumbered[codes].astype(np.int64)
 
 
 class _Rows:
@@ -177,6 +199,9 @@ class _Rows:
     def __init__(self, table: CsvTable) -> None:
         self.table = table
         self._encoded: dict[str, tuple[pa.Array, IntArray]] = {}
+        # Each row's item code and the distinct items they index, set by `_encode_items`.
+        self.items: IntArray = np.zeros(0, dtype=np.int32)
+        self.vocabulary: pa.Array | None = None
 
     def encoded(self, name: str) -> tuple[pa.Array, IntArray]:
         if name not in self._encoded:
@@ -195,28 +220,25 @@ class _Rows:
         # Encoding the vocabulary followed by the values in one hash table numbers the vocabulary
         # 0 .. V - 1 (its ids are distinct), so a value's code is its index there when it is below V.
         # (`pc.index_in` does the same but imports pandas, half a second, for its options.)
-        both = encode_column(pa.chunked_array([vocabulary, values.cast(vocabulary.type)]))[1]
+        both = encode_column(pa.chunked_array([vocabulary, cast(values, vocabulary.type)]))[1]
         position = both[len(vocabulary) :]
         position[position >= len(vocabulary)] = -1
         return position[codes]
 
     def item_codes(self, catalog: pa.Array) -> IntArray:
-        codes = self.codes_in("item", catalog)
-        unknown = np.flatnonzero(codes < 0)
-        if unknown.size:
-            row = int(unknown[0])
-            self.table.fail(row, f"item {self.table.text('item', row)!r} is not in the catalog")
+        """Each row's item code, refusing an empty item or one outside the catalog (an items file)."""
+        codes = self.items
+        if self.vocabulary is not None:
+            self.table.refuse_empty("item", self.vocabulary, codes)
+            unknown = np.flatnonzero(codes >= len(catalog))
+            if unknown.size:
+                row = int(unknown[0])
+                self.table.fail(row, f"item {self.table.text('item', row)!r} is not in the catalog")
         return codes
 
 
 def _read_rows(path: PathLike, schema: CsvSchema) -> _Rows:
     return _Rows(read_csv(path, schema))
-
-
-def _union(files: tuple[_Rows | None, ...]) -> pa.Array:
-    """Without a catalog file, the catalog is every item of every file, in order of first appearance."""
-    ids = [f.ids("item") for f in files if f is not None]
-    return encode_column(pa.chunked_array(ids, ids[0].type))[0]
 
 
 def _lists(recs: _Rows, catalog: pa.Array, n_users: int, k: int | None) -> RecommendationLists:
@@ -248,10 +270,10 @@ def _most_popular(popularity: np.ndarray, k: int, item_ids: pa.Array) -> IntArra
         return np.zeros(0, dtype=np.int64)
     kth = np.partition(popularity, popularity.size - k)[popularity.size - k]
     candidates = np.flatnonzero(popularity >= kth)
-    ids = item_ids.take(from_numpy(candidates))
+    ids = take(item_ids, from_numpy(candidates))
     table = pa.Table.from_arrays([from_numpy(popularity[candidates]), ids], names=["popularity", "id"])
-    order = pc.sort_indices(table, sort_keys=[("popularity", "descending"), ("id", "ascending")])
-    return candidates[to_numpy(order)[:k]]
+    order = sort_indices(table, [("popularity", "descending"), ("id", "ascending")])
+    return candidates[order[:k]]
 
 
 def _pairs(users: IntArray, items: IntArray, n_users: int, n_items: int) -> Interactions:

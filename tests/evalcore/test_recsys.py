@@ -394,6 +394,20 @@ def test_it_splits_the_long_tail_by_value_so_ties_fall_together() -> None:
     assert long_tail_items(np.zeros(3)).tolist() == [True, True, True]
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=60), st.sampled_from([1.0, 0.5, 0.25]))
+def test_it_finds_distinct_popularity_by_counting_as_np_unique_does_by_sorting(
+    counts: list[int], scale: float
+) -> None:
+    from evalcore.recsys._popularity import _distinct
+
+    values = np.asarray(counts, dtype=np.float64) * scale  # whole counts, and fractions (np.unique's way)
+    for ours, sorted_way in zip(
+        _distinct(values), np.unique(values, return_inverse=True, return_counts=True), strict=True
+    ):
+        assert ours.dtype == sorted_way.dtype and np.array_equal(ours, sorted_way)
+
+
 def test_it_gives_unseen_items_the_novelty_of_an_item_seen_once() -> None:
     lists = RecommendationLists.from_matrix([[0, 1]], n_items=3)
     assert novelty(lists, [6, 0, 2]) == pytest.approx((math.log2(8 / 6) + math.log2(8)) / 2)

@@ -46,3 +46,66 @@ def test_it_answers_help_and_a_missing_file_without_settings(command: str, tmp_p
     assert failed.returncode != 0
     assert "Traceback" not in failed.stderr and len(failed.stderr.strip().splitlines()) == 1, failed.stderr
     assert "absent" in failed.stderr
+
+
+#: What no file command of `STARTS_LIGHT` may load, not even for a real run: Django (its management
+#: package alone costs a fifth of a second of CPU), and the heavy libraries none of them needs.
+HEAVY_MODULES = ("django", "rest_framework", "celery", "torch", "scipy", "plotly", "pandas", "sklearn")
+
+
+def tiny_files(directory: Path) -> dict[str, list[str]]:
+    """A real run of each light command on files of a few lines."""
+    (directory / "scores.csv").write_text("id,score,label\na,0.9,1\nb,0.4,0\nc,0.2,0\nd,0.7,1\n")
+    (directory / "recs.csv").write_text("user,item,rank\nu1,i1,1\nu1,i2,2\nu2,i2,1\nu2,i3,2\n")
+    (directory / "interactions.csv").write_text("user,item\nu1,i2\nu2,i1\n")
+    (directory / "items.csv").write_text("item,category\ni1,a\ni2,b\ni3,a\n")
+    (directory / "q.qrels").write_text("1 0 d1 1\n1 0 d2 0\n2 0 d3 1\n")
+    (directory / "r.run").write_text("1 Q0 d2 1 2.0 r\n1 Q0 d1 2 1.0 r\n2 Q0 d3 1 1.0 r\n")
+    return {
+        "eval_fraud": ["--scores", "scores.csv", "--json"],
+        "eval_recsys": ["--recs", "recs.csv", "--interactions", "interactions.csv", "--items", "items.csv"],
+        "eval_retrieval": ["--qrels", "q.qrels", "--run", "r.run", "-m", "map", "-m", "ndcg_cut_10"],
+    }
+
+
+STARTS_LIGHT = ("eval_fraud", "eval_recsys", "eval_retrieval")
+#: The CSV readers call Arrow's kernels without `pyarrow.compute`, whose import alone builds a wrapper
+#: for each of its few hundred functions (`evalcore.arrow`).
+WITHOUT_PYARROW_COMPUTE = ("eval_fraud", "eval_recsys")
+
+
+@pytest.mark.parametrize("command", STARTS_LIGHT)
+@pytest.mark.parametrize("run", ["--help", "a real run"])
+def test_it_starts_without_django_or_heavy_libraries(command: str, run: str, tmp_path: Path) -> None:
+    args = ["--help"] if run == "--help" else tiny_files(tmp_path)[command]
+    script = (
+        f"import sys; sys.argv = {['manage.py', command, *args]!r}; sys.path.insert(0, {str(ROOT)!r})\n"
+        "import manage\n"
+        "try:\n    manage.main()\nexcept SystemExit as exit:\n    assert not exit.code, exit.code\n"
+        f"loaded = sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY_MODULES)!r})\n"
+        f"loaded += ['pyarrow.compute'] * ({command in WITHOUT_PYARROW_COMPUTE} and 'pyarrow.compute' in sys.modules)\n"
+        "print('loaded:', loaded, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=bare_environment(), cwd=tmp_path,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip(), "the command printed nothing"
+    assert done.stderr.strip().splitlines()[-1] == "loaded: []"
+
+
+@pytest.mark.parametrize("command", sorted(STANDALONE_COMMANDS))
+def test_it_answers_help_as_djangos_command_does(command: str) -> None:
+    from importlib import import_module
+
+    from monitoring.common.cli import command_parser
+
+    module = import_module(STANDALONE_COMMANDS[command])
+    program = getattr(module, "Program", None)
+    if program is None:  # a Django command: the shell runs it through Django, so its help is Django's
+        assert hasattr(module.Command, "run_from_argv")
+        return
+    ours = command_parser(program(), "manage.py", command).format_help()
+    assert ours == module.Command().create_parser("manage.py", command).format_help()
+    assert module.Command.requires_system_checks == []

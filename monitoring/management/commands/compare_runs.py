@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
-
-from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evalcore.comparison import (
     CORRECTIONS,
@@ -24,7 +23,7 @@ from evalcore.stats import DEFAULT_BOOTSTRAP, BootstrapOptions
 from monitoring.common import cli
 
 
-class Command(BaseCommand):
+class Program(cli.FileCommand):
     help = (
         "Compare two or more runs on the same qrels: each run's mean with a bootstrap confidence interval, "
         "and for every pair the difference, the p-value of a paired test and its corrected significance. "
@@ -34,10 +33,8 @@ class Command(BaseCommand):
         "a missing one as 0). The paired tests run on the queries any run answered (with -c, every qrels "
         "query), a run's missing ones as 0; the output says how many queries each figure averages over."
     )
-    # Reads files, prints results: neither the database nor the web stack is involved.
-    requires_system_checks: list[str] = []
 
-    def add_arguments(self, parser: CommandParser) -> None:
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--qrels", required=True, metavar="FILE")
         parser.add_argument(
             "--run",
@@ -80,12 +77,12 @@ class Command(BaseCommand):
         cli.add_input_options(parser)
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, **options: Any) -> None:
         names = [Path(path).name for path in options["runs"]]
         if len(names) < 2:
-            raise CommandError("give at least two runs (--run A --run B)")
+            raise cli.CommandError("give at least two runs (--run A --run B)")
         if len(set(names)) != len(names):
-            raise CommandError(f"runs are named by their file names, which must differ: {names}")
+            raise cli.CommandError(f"runs are named by their file names, which must differ: {names}")
         paths = [options["qrels"], *options["runs"]]
         reading = {"on_duplicate": options["on_duplicate"], "strict": options["strict"]}
         with cli.progress(paths, stages=len(paths) + 1) as bar:
@@ -106,12 +103,12 @@ class Command(BaseCommand):
                         else evaluate(qrels, run, options["measures"], rel_level=options["level"])
                     )
                 except EvalCoreError as exc:
-                    raise CommandError(f"{path}: {exc}") from exc
+                    raise cli.CommandError(f"{path}: {exc}") from exc
                 bar.update()
             # Text measures (runid, relstring) have nothing to test; `specs` holds the numeric ones.
             keys = [spec.key for spec in next(iter(results.values())).specs]
             if not keys:
-                raise CommandError("give at least one numeric measure to compare")
+                raise cli.CommandError("give at least one numeric measure to compare")
             bar.set_description("testing")
             try:
                 _, scores = align_results(results, keys, complete=options["complete"])
@@ -134,12 +131,18 @@ class Command(BaseCommand):
                     pairs_over=paired_rule(complete=options["complete"]),
                 )
             except EvalCoreError as exc:
-                raise CommandError(str(exc)) from exc
+                raise cli.CommandError(str(exc)) from exc
             bar.update()
         if options["json"]:
             self.stdout.write(cli.dump_json(comparison.as_dict()))
         else:
             self.stdout.write(format_comparison(comparison), ending="")
+
+
+def __getattr__(name: str) -> Any:
+    """`Command`, Django's management command running `Program`, made on first use: the shell runs
+    `Program` without importing Django (`monitoring.common.cli.run_standalone`)."""
+    return cli.django_command(Program, __name__, name)
 
 
 def format_comparison(comparison: Comparison) -> str:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from evalcore.embeddings import MonitorParams
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 INTEGER_METRICS = {"dead_dims"}
 
 
-class Command(BaseCommand):
+class Program(cli.FileCommand):
     help = (
         "Embedding monitors on .npy files of shape (rows, dim): partition isotropy, effective "
         "dimensionality, top-10/50 variance share, average cosine, uniformity, dead dimensions, "
@@ -31,7 +31,7 @@ class Command(BaseCommand):
     )
     requires_system_checks: list[str] = []
 
-    def add_arguments(self, parser: CommandParser) -> None:
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         defaults = MonitorParams()
         parser.add_argument("--reference", required=True, metavar="FILE", help="reference embeddings (.npy)")
         parser.add_argument("--current", metavar="FILE", help="current embeddings (.npy), for drift")
@@ -91,7 +91,7 @@ class Command(BaseCommand):
             help=f"rows read at a time (default {defaults.chunk_rows})",
         )
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, **options: Any) -> None:
         paths = [options["reference"]] + ([options["current"]] if options["current"] else [])
         for path in paths:
             cli.require_file(path)
@@ -108,7 +108,7 @@ class Command(BaseCommand):
             )
             report = self._evaluate(paths, params, options["device"])
         except (EvalCoreError, OSError) as exc:
-            raise CommandError(str(exc)) from exc
+            raise cli.CommandError(str(exc)) from exc
         if options["json"]:
             self.stdout.write(cli.dump_json(as_json(report)))
         else:
@@ -131,6 +131,12 @@ class Command(BaseCommand):
                 progress=bar.update,
             )
         return report
+
+
+def __getattr__(name: str) -> Any:
+    """`Command`, Django's management command running `Program`, made on first use: the shell runs
+    `Program` without importing Django (`monitoring.common.cli.run_standalone`)."""
+    return cli.django_command(Program, __name__, name)
 
 
 def _values(values: dict[str, float]) -> dict[str, float | int | None]:

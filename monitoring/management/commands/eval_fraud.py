@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-
 from evalcore.fraud import FraudOptions
-from evalcore.options import OptionsError
-from evalplatform.options import command_argument, options_of
+from evalcore.options import OptionsError, command_argument, options_of
+from monitoring.common import cli
 
 #: The command's flag of each option (its messages name them so).
 FLAGS = {"target_fpr": "--fpr", "threshold": "--threshold", "fp_cost": "--fp-cost", "fn_cost": "--fn-cost",
          "budget": "--budget"}  # fmt: skip
 
 
-class Command(BaseCommand):
+class Program(cli.FileCommand):
     help = (
         "Evaluate fraud or anomaly scores from a CSV with the header id,score,label[,amount][,entity,timestamp]: "
         "the detection rate at --fpr (conservative: the best TPR whose realised FPR is within the target, with "
@@ -24,10 +23,8 @@ class Command(BaseCommand):
         "detection point without it. A missed fraud costs --fn-cost times its amount when the file has one. "
         "With entity and timestamp columns, the time from each entity's first fraud to its first flag."
     )
-    # Reads a file, prints results: neither the database nor the settings are involved.
-    requires_system_checks: list[str] = []
 
-    def add_arguments(self, parser: CommandParser) -> None:
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             "--scores", required=True, metavar="FILE", help="CSV id,score,label[,amount][,entity,timestamp]"
         )
@@ -38,18 +35,17 @@ class Command(BaseCommand):
         parser.add_argument("--curves", action="store_true", help="with --json, also the ROC and PR curves")
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, **options: Any) -> None:
         from evalcore.errors import EvalCoreError
         from evalcore.fraud import evaluate_scores, read_scores
         from evalcore.jsonable import json_number
-        from monitoring.common import cli
 
         path = options["scores"]
         cli.require_file(path)
         try:
             fraud_options = options_of(FraudOptions, options, flags=FLAGS)
         except OptionsError as exc:
-            raise CommandError(str(exc)) from None
+            raise cli.CommandError(str(exc)) from None
         try:
             with cli.progress([path], stages=2) as bar:
                 bar.set_description("reading")
@@ -60,11 +56,17 @@ class Command(BaseCommand):
                 report = _report(evaluation, curves=options["curves"] and options["json"])
                 bar.update()
         except (EvalCoreError, OSError) as exc:
-            raise CommandError(str(exc)) from exc
+            raise cli.CommandError(str(exc)) from exc
         if options["json"]:
             self.stdout.write(cli.dump_json(_json_ready(report, json_number)))
         else:
             self.stdout.write(_as_text(report))
+
+
+def __getattr__(name: str) -> Any:
+    """`Command`, Django's management command running `Program`, made on first use: the shell runs
+    `Program` without importing Django (`monitoring.common.cli.run_standalone`)."""
+    return cli.django_command(Program, __name__, name)
 
 
 def _report(evaluation: Any, *, curves: bool) -> dict[str, Any]:

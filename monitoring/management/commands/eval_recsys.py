@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-
-from evalcore.options import OptionsError
+from evalcore.options import OptionsError, command_argument, options_of
 from evalcore.recsys import RecsysOptions
-from evalplatform.options import command_argument, options_of
+from monitoring.common import cli
 
 #: How the command spells the options (in its messages).
 FLAGS = {"k": "-k", "complete": "--complete", "head_share": "--head-share"}
 
 
-class Command(BaseCommand):
+class Program(cli.FileCommand):
     help = (
         "Evaluate recommendation lists: hit rate, precision, recall and nDCG at k against held-out "
         "interactions; catalog and category coverage, the Gini coefficient of exposure (over the whole "
@@ -22,10 +21,8 @@ class Command(BaseCommand):
         "intra-list diversity and serendipity. Popularity counts the history's rows when --history is "
         "given, else the interactions' rows. Without --items the catalog is every item seen in any file."
     )
-    # Reads files, prints results: neither the database nor the settings are involved.
-    requires_system_checks: list[str] = []
 
-    def add_arguments(self, parser: CommandParser) -> None:
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             "--recs", required=True, metavar="FILE", help="CSV user,item,rank (rank 1 is the top)"
         )
@@ -46,13 +43,12 @@ class Command(BaseCommand):
         command_argument(parser, RecsysOptions, "head_share", "--head-share", metavar="S")
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, **options: Any) -> None:
         from dataclasses import replace
 
         from evalcore.errors import EvalCoreError
         from evalcore.jsonable import json_number
         from evalcore.recsys import evaluate_recommendations, read_recsys_files
-        from monitoring.common import cli
 
         paths = [options[name] for name in ("recs", "interactions", "items", "history") if options[name]]
         for path in paths:
@@ -60,7 +56,7 @@ class Command(BaseCommand):
         try:
             chosen = options_of(RecsysOptions, options, flags=FLAGS)
         except OptionsError as exc:
-            raise CommandError(str(exc)) from None
+            raise cli.CommandError(str(exc)) from None
         try:
             with cli.progress(paths, stages=2) as bar:
                 bar.set_description("reading")
@@ -79,7 +75,7 @@ class Command(BaseCommand):
                 metrics = evaluate_recommendations(data, k=chosen.k)
                 bar.update()
         except (EvalCoreError, OSError) as exc:
-            raise CommandError(str(exc)) from exc
+            raise cli.CommandError(str(exc)) from exc
         summary = files.summary(chosen.k)
         integer = {"unique_items_recommended"}
         if options["json"]:
@@ -92,6 +88,12 @@ class Command(BaseCommand):
             f"{name:<{width}}  {_text(value, integer=name in integer)}" for name, value in metrics.items()
         ]
         self.stdout.write("\n".join(lines))
+
+
+def __getattr__(name: str) -> Any:
+    """`Command`, Django's management command running `Program`, made on first use: the shell runs
+    `Program` without importing Django (`monitoring.common.cli.run_standalone`)."""
+    return cli.django_command(Program, __name__, name)
 
 
 def _text(value: float, *, integer: bool) -> str:

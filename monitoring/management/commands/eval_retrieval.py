@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
-
-from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evalcore.errors import EvalCoreError
 from evalcore.jsonable import json_number
@@ -12,16 +11,14 @@ from evalcore.retrieval import RetrievalResult, evaluate, format_trec
 from monitoring.common import cli
 
 
-class Command(BaseCommand):
+class Program(cli.FileCommand):
     help = (
         "Evaluate a TREC run against qrels with trec_eval 9.0.8's semantics. Measures take trec_eval "
         "names (map, P_10, P.5,10, ndcg_cut_10, recip_rank) or ir-measures names (AP, P@10, nDCG@10, RR), "
         "and trec_eval's sets official and all_trec. Without -m, trec_eval's default output (official)."
     )
-    # Reads files, prints results: neither the database nor the web stack is involved.
-    requires_system_checks: list[str] = []
 
-    def add_arguments(self, parser: CommandParser) -> None:
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--qrels", required=True, metavar="FILE", help="qrels: qid iter docno rel")
         parser.add_argument("--run", required=True, metavar="FILE", help="run: qid Q0 docno rank score tag")
         parser.add_argument(
@@ -38,7 +35,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, **options: Any) -> None:
         reading = {"on_duplicate": options["on_duplicate"], "strict": options["strict"]}
         with cli.progress([options["qrels"], options["run"]], stages=3) as bar:
             bar.set_description("reading qrels")
@@ -57,12 +54,18 @@ class Command(BaseCommand):
                     complete=options["complete"],
                 )
             except EvalCoreError as exc:
-                raise CommandError(str(exc)) from exc
+                raise cli.CommandError(str(exc)) from exc
             bar.update()
         if options["json"]:
             self.stdout.write(cli.dump_json(as_json(result, per_query=options["per_query"])))
         else:
             self.stdout.write(format_trec(result, per_query=options["per_query"]), ending="")
+
+
+def __getattr__(name: str) -> Any:
+    """`Command`, Django's management command running `Program`, made on first use: the shell runs
+    `Program` without importing Django (`monitoring.common.cli.run_standalone`)."""
+    return cli.django_command(Program, __name__, name)
 
 
 def as_json(result: RetrievalResult, *, per_query: bool) -> dict[str, object]:
