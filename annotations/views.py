@@ -14,8 +14,9 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.loader import render_to_string
+from django.template.loader import get_template
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
@@ -312,9 +313,13 @@ def _judge_reply(
     request: HttpRequest, membership: ProjectMembership, claim: services.Claim, undoable: Annotation | None,
     level: str, message: str, *, status: int = 200,
 ) -> JsonResponse:  # fmt: skip
-    context = _judge_context(membership, request.user, claim, undoable)
+    # Rendered without the context processors, which the task part does not read (the site menu's read
+    # the user's roles: a query per answer); it reads the request (the reading view's `?view=`) and the
+    # form's CSRF token.
+    context = {**_judge_context(membership, request.user, claim, undoable), "request": request,
+               "csrf_token": get_token(request)}  # fmt: skip
     body = {
-        "html": render_to_string("annotations/_judge.html", context, request),
+        "html": get_template("annotations/_judge.html").render(context),
         "level": level,
         "message": message,
         "url": reverse("annotations:judge", args=[membership.project.slug]),
