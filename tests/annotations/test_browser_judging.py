@@ -137,6 +137,25 @@ class TestJudgingInTheBrowser:
         assert "Too fast" in page.get_by_role("status").first.inner_text()
         assert not Annotation.objects.exists()
 
+    def test_it_keeps_the_task_and_the_comment_when_the_server_refuses_a_too_fast_answer(
+        self, page, live_server, demo: Project
+    ) -> None:  # type: ignore[no-untyped-def]
+        log_in(page, live_server)
+        open_queue(page, live_server)
+        page.wait_for_selector("#judge-form:not(.waiting)")
+        held = page.locator("#judge-form").get_attribute("action")
+        page.keyboard.press("c")
+        page.keyboard.type("Half of it is about Python 2")
+        page.keyboard.press("Escape")
+        # The page counted down the second it was served with; the server now asks for a minute.
+        Project.objects.filter(pk=demo.pk).update(min_seconds_per_task=60)
+        answer_by_key(page, "3")
+        assert "Too fast: you spent" in page.get_by_role("status").first.inner_text()
+        assert page.locator("#judge-form").get_attribute("action") == held, "the same task, not swapped"
+        assert page.locator("textarea[name=comment]").input_value() == "Half of it is about Python 2"
+        assert "you can answer in" in page.locator("#countdown").inner_text()
+        assert not Annotation.objects.exists()
+
     def test_it_flags_a_too_fast_answer_when_the_project_says_so(
         self, page, live_server, demo: Project
     ) -> None:  # type: ignore[no-untyped-def]
