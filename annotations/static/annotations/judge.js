@@ -385,8 +385,9 @@
     }
     if (key === "z" && undoForm) {
       event.preventDefault();
-      // Each undo takes back one more answer: a held key's repeats must not take back several.
-      if (event.repeat) return;
+      // Each undo takes back one more answer: a held key's repeats must not take back several. Nor is
+      // one sent while an answer is on its way: which answer it took back would depend on which came first.
+      if (event.repeat || sent) return;
       undoForm.requestSubmit ? undoForm.requestSubmit() : undoForm.submit();
       return;
     }
