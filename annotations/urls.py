@@ -33,6 +33,11 @@ urlpatterns = [
         name="judge-comment",
     ),
     path("projects/<slug:slug>/judge/<int:assignment_id>/", views.judge_answer, name="judge-answer"),
+    path(
+        "projects/<slug:slug>/judge/<int:assignment_id>/next/",
+        views.judge_answer_next,
+        name="judge-answer-next",
+    ),
     path("projects/<slug:slug>/quality/", quality_views.quality_dashboard, name="quality"),
     path(
         "projects/<slug:slug>/quality/disagreements/",

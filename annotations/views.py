@@ -13,8 +13,10 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import get_template
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
@@ -183,16 +185,27 @@ def guidelines(request: SignedInRequest, slug: str) -> HttpResponse:
 @require_safe
 def judge(request: SignedInRequest, slug: str) -> HttpResponse:
     membership = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR)
+    claim = services.task_claim(project=membership.project, annotator=request.user)
+    undoable = selectors.last_undoable_annotation(project=membership.project, annotator=request.user)
+    return render(
+        request, "annotations/judge.html", _judge_context(membership, request.user, claim, undoable)
+    )
+
+
+def _judge_context(
+    membership: ProjectMembership, annotator: Any, claim: services.Claim, undoable: Annotation | None
+) -> dict[str, Any]:
+    """What the judge page's task part (`_judge.html`) shows after `claim`: the whole page, and the
+    one-request answer's reply, render it from this."""
     project = membership.project
-    claim = services.task_claim(project=project, annotator=request.user)
     # A claim that served a new task brings its counts. Otherwise (the task held: after an undo, a
     # "Change", a reload; a break) they are counted afresh, as the open totals cached may predate an undo.
-    progress = claim.counts or selectors.queue_counts(project=project, annotator=request.user, fresh=True)
+    progress = claim.counts or selectors.queue_counts(project=project, annotator=annotator, fresh=True)
     context: dict[str, Any] = {
         "project": project,
         "claim": claim,
         "progress": progress,
-        "undoable": selectors.last_undoable_annotation(project=project, annotator=request.user),
+        "undoable": undoable,
         "undo_rule": selectors.UNDO_RULE,
     }
     if claim.assignment is not None:
@@ -208,7 +221,7 @@ def judge(request: SignedInRequest, slug: str) -> HttpResponse:
         )
     elif claim.status == "break":
         context["session"] = selectors.session_state(membership=membership)
-    return render(request, "annotations/judge.html", context)
+    return context
 
 
 def posted_grade(request: HttpRequest) -> int | None:
@@ -229,31 +242,89 @@ def _saved_message(answer: Annotation, label: str) -> str:
     return f"Saved {answer.grade} ({label})."
 
 
-@login_required
-@require_POST
-def judge_answer(request: SignedInRequest, slug: str, assignment_id: int) -> HttpResponse:
-    project = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR).project
+def _posted_answer(
+    request: HttpRequest, project: Project, annotator: Any, assignment_id: int, *, claim_next: bool
+) -> Annotation | services.Answered:
+    """Store the answer the judge form posted (a grade, `action=skip` or `action=unclear`, and the
+    comment); with `claim_next`, claim the next task in the answer's transaction, as the API's `next: true`."""
     action = request.POST.get("action", "grade")
     common: dict[str, Any] = {
         "project": project,
-        "annotator": request.user,
+        "annotator": annotator,
         "assignment_id": assignment_id,
         "comment": request.POST.get("comment", ""),
     }
+    if action == "skip":
+        skip = services.annotation_skip_and_claim if claim_next else services.annotation_skip
+        return skip(**common)
+    submit = services.annotation_submit_and_claim if claim_next else services.annotation_submit
+    if action == "unclear":
+        return submit(**common, unclear=True)
+    return submit(**common, grade=posted_grade(request))
+
+
+@login_required
+@require_POST
+def judge_answer(request: SignedInRequest, slug: str, assignment_id: int) -> HttpResponse:
+    """The judge form's answer without JavaScript: store it, then redirect to the page (which claims)."""
+    project = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR).project
     try:
-        if action == "skip":
-            answer = services.annotation_skip(**common)
-        elif action == "unclear":
-            answer = services.annotation_submit(**common, unclear=True)
-        else:
-            answer = services.annotation_submit(**common, grade=posted_grade(request))
+        answer = _posted_answer(request, project, request.user, assignment_id, claim_next=False)
     except services.TooFast as exc:
         messages.warning(request, str(exc))
     except services.JudgingError as exc:
         messages.error(request, str(exc))
     else:
+        assert isinstance(answer, Annotation)
         messages.success(request, _saved_message(answer, project.grade_label(answer.grade)))
     return redirect("annotations:judge", slug)
+
+
+@login_required
+@require_POST
+def judge_answer_next(request: SignedInRequest, slug: str, assignment_id: int) -> JsonResponse:
+    """The judge page's answer with JavaScript (judge.js), in one request: the answer and the claim of the
+    next task in one transaction (the API's `next: true` path), and a JSON reply that holds the page's
+    task part as a reload would render it (`html`), the message the form's redirect would show
+    (`message`, `level`) and the page's address (`url`). A too-fast refusal keeps the task (no `html`;
+    `seconds_left`); another refusal (an answered, expired or unknown task) brings the task the page would
+    show now. The reply holds what the page shows and nothing more: no gold flag, no other's label."""
+    membership = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR)
+    project = membership.project
+    try:
+        answered = _posted_answer(request, project, request.user, assignment_id, claim_next=True)
+    except services.TooFast as exc:
+        body = {"level": "warning", "message": str(exc), "seconds_left": round(exc.seconds_left, 2)}
+        return JsonResponse(body, status=exc.status_code)
+    except services.JudgingError as exc:
+        claim = services.task_claim(project=project, annotator=request.user)
+        undoable = selectors.last_undoable_annotation(project=project, annotator=request.user)
+        return _judge_reply(request, membership, claim, undoable, "error", str(exc), status=exc.status_code)
+    assert isinstance(answered, services.Answered)
+    if answered.claim is None:
+        raise PermissionDenied("You are no longer an annotator of this project.")
+    answer = answered.annotation
+    message = _saved_message(answer, project.grade_label(answer.grade))
+    # The answer just stored is the newest of the session: the one the undo button takes back.
+    return _judge_reply(request, membership, answered.claim, answer, "success", message)
+
+
+def _judge_reply(
+    request: HttpRequest, membership: ProjectMembership, claim: services.Claim, undoable: Annotation | None,
+    level: str, message: str, *, status: int = 200,
+) -> JsonResponse:  # fmt: skip
+    # Rendered without the context processors, which the task part does not read (the site menu's read
+    # the user's roles: a query per answer); it reads the request (the reading view's `?view=`) and the
+    # form's CSRF token.
+    context = {**_judge_context(membership, request.user, claim, undoable), "request": request,
+               "csrf_token": get_token(request)}  # fmt: skip
+    body = {
+        "html": get_template("annotations/_judge.html").render(context),
+        "level": level,
+        "message": message,
+        "url": reverse("annotations:judge", args=[membership.project.slug]),
+    }
+    return JsonResponse(body, status=status)
 
 
 @login_required

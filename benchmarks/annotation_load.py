@@ -1,29 +1,44 @@
-"""Load benchmark: concurrent annotators claiming and answering through the real HTTP API.
+"""Load benchmark: concurrent annotators claiming and answering through the real HTTP API and judge page.
 
-Starts gunicorn against the PostgreSQL database at DATABASE_URL (migrated first), creates a project of
-its own (`load-<id>`: topics, documents, tasks, 10% gold, overlap 3, no minimum time, no break prompt)
-with one annotator and API token per simulated client, and drives them from one asyncio process over
-HTTP/1.1 on 127.0.0.1: each client claims its first task (`POST .../next/`), then answers each task
-(`POST .../submit/`) with `"next": true`, whose reply holds the next task (`--mode next-submit`: a claim
-and an answer, two requests per task), until the queue is empty or the time is up. The clients are
-paced at `--rate` answers/s in all (300, the target; open loop: a request's latency counts from when it
-was due; 0: closed loop, each client asks again as soon as answered). Then it checks the database: every
-answer the API accepted is stored exactly once, no task has more annotators than its cap, and no
-annotator holds a task twice. The project, users and tokens are deleted at the end (`--keep` keeps
-them). Before the clock starts, each client claims its first task; the first `--ramp-up` seconds (3) are
-reported apart; the judging tables are vacuumed and analysed before the run and every `--vacuum-every`
-seconds (5) during it, as autovacuum would (0 leaves it to autovacuum), and compacted (VACUUM FULL)
-after the clean-up.
+Starts gunicorn against the PostgreSQL database at DATABASE_URL (migrated first), with the benchmark's
+own settings (`benchmarks.load_site`: the site's URLs plus the floor endpoint), creates a project of its
+own (`load-<id>`: topics, documents, tasks, 10% gold, overlap 3, no minimum time, no break prompt) with one
+annotator, password and API token per simulated client, and drives them from one asyncio process over
+HTTP/1.1 on 127.0.0.1. The modes (`--mode`):
+
+- `submit-next` (the default): each client claims its first task (`POST .../next/`), then answers each
+  task (`POST .../submit/`) with `"next": true`, whose reply holds the next task;
+- `next-submit`: a claim and an answer, two requests per task;
+- `page`: the judge page's own requests. Each client signs in through the login page (its session cookie
+  and CSRF token), GETs the judge page once, then answers each task as judge.js does: a POST of the
+  form's fields to the form's `data-answer-next` URL with the CSRF token in `X-CSRFToken`, `Accept:
+  application/json` and the session cookie; the reply holds the next task's part of the page;
+- `floor`: the least a signed-in write costs on the same server: `POST /bench/floor/` with the API token,
+  which inserts one row into a table of the benchmark's own (`benchmarks.load_urls`);
+- `all`: floor, submit-next, page and next-submit, one after the other, each on a fresh project and server.
+
+Every run measures the floor first, closed loop (its capacity, in requests/s), and reports each mode's
+answers/s as a share of it. The clients are paced at `--rate` answers/s in all (300, the target; open
+loop: a request's latency counts from when it was due; 0: closed loop, each client asks again as soon as
+answered). Then it checks the database: every answer the server accepted is stored exactly once, no task
+has more annotators than its cap, and no annotator holds a task twice. The project, users and tokens are
+deleted at the end (`--keep` keeps them). Before the clock starts, each client claims its first task;
+the first `--ramp-up` seconds (3) are reported apart; the judging tables are vacuumed and analysed before
+the run and every `--vacuum-every` seconds (5) during it, as autovacuum would (0 leaves it to
+autovacuum), and compacted (VACUUM FULL) after the clean-up.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/evalplatform_load \\
         .venv/bin/python benchmarks/annotation_load.py [--clients 50] [--seconds 20] [--web-workers 4] \\
-        [--mode submit-next|next-submit] [--rate 300] [--ramp-up 3] [--vacuum-every 5] [--timeline]
+        [--mode submit-next|next-submit|page|floor|all] [--rate 300] [--ramp-up 3] [--vacuum-every 5] \\
+        [--timeline]
 
-The last line of output is one JSON object: throughput_per_s (accepted answers per second), p50_ms,
-p95_ms, p99_ms (over every request after the ramp-up, claims and answers), errors (responses other than
-200/201 and connection failures), lost, duplicated, over_assigned, the ramp-up's ramp_up_p99_ms, and
-the run's settings, with target_met. The exit status is 1 when an integrity check fails, 0 otherwise
-(the throughput target is reported, not enforced).
+Each mode's last line is one JSON object: throughput_per_s (accepted answers per second; the floor's
+requests), p50_ms, p95_ms, p99_ms (over every request after the ramp-up, claims and answers), errors
+(responses other than 200/201 and connection failures), lost, duplicated, over_assigned, the ramp-up's
+ramp_up_p99_ms, floor_per_s and share_of_floor, web_cpu_ms_per_answer and db_cpu_ms_per_answer (the
+CPU time of gunicorn's processes and of the database's backends over the timed span, ramp-up included,
+per answer accepted: per row for the floor), load_average, and the run's settings, with target_met. The exit status is 1 when an integrity check fails, 0 otherwise (the throughput target is
+reported, not enforced).
 """
 
 from __future__ import annotations
@@ -32,6 +47,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -39,15 +55,22 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_PER_S = 300
 TARGET_P99_MS = 100
+#: The share of the floor's requests/s that the API's and the page's answers/s are to reach.
+TARGET_SHARE_OF_FLOOR = 0.5
+MODES = ("floor", "submit-next", "page", "next-submit")
+#: The simulated annotators' password (hashed with the benchmark settings' fast hasher).
+PASSWORD = "load-benchmark-password"
 
 
 def parse_args() -> argparse.Namespace:
@@ -63,10 +86,13 @@ def parse_args() -> argparse.Namespace:
         "--threads", type=int, default=1, help="threads per gunicorn worker (1: sync workers)"
     )
     parser.add_argument(
-        "--mode", choices=["next-submit", "submit-next"], default="submit-next",
+        "--mode", choices=[*MODES, "all"], default="submit-next",
         help="submit-next (the default): claim the first task (POST next/), then answer each with "
         "`next: true` (POST submit/), whose reply holds the next task, as the API's clients are meant to; "
-        "next-submit: claim (POST next/), then answer (POST submit/), two requests per answer",
+        "next-submit: claim (POST next/), then answer (POST submit/), two requests per answer; page: sign "
+        "in through the login page, open the judge page, then answer as judge.js does (one POST per answer, "
+        "whose reply holds the next task); floor: POST /bench/floor/ (token sign-in, one row inserted); "
+        "all: floor, submit-next, page and next-submit in turn. The floor is measured first in every run",
     )  # fmt: skip
     parser.add_argument(
         "--rate", type=float, default=float(TARGET_PER_S),
@@ -97,7 +123,8 @@ def parse_args() -> argparse.Namespace:
 
 def django_setup() -> None:
     sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalplatform.settings")
+    # The web server's settings (`start_gunicorn`), here too: its password hasher makes the passwords.
+    os.environ["DJANGO_SETTINGS_MODULE"] = "benchmarks.load_site"
     os.environ.setdefault("SECRET_KEY", "load-benchmark-" + secrets.token_hex(24))
     import django
 
@@ -135,7 +162,9 @@ def ensure_database(config: dict[str, Any]) -> None:
 
 
 def create_project(run_id: str, *, tasks: int, clients: int, overlap: int) -> tuple[str, list[str]]:
-    """The project (its slug) and one API token per annotator."""
+    """The project (its slug) and one API token per annotator; each annotator `<run_id>-a<i>` signs in
+    to the pages with `PASSWORD`."""
+    from django.contrib.auth.hashers import make_password
     from django.contrib.auth.models import User
     from rest_framework.authtoken.models import Token
 
@@ -167,7 +196,10 @@ def create_project(run_id: str, *, tasks: int, clients: int, overlap: int) -> tu
         batch_size=5000,
     )
     GoldLabel.objects.bulk_create([GoldLabel(task=task, grade=2) for task in rows if task.is_gold])
-    users = User.objects.bulk_create([User(username=f"{run_id}-a{i}") for i in range(clients)])
+    password = make_password(PASSWORD)
+    users = User.objects.bulk_create(
+        [User(username=f"{run_id}-a{i}", password=password) for i in range(clients)]
+    )
     ProjectMembership.objects.bulk_create(
         [
             ProjectMembership(project=project, user=user, role=ProjectMembership.Role.ANNOTATOR)
@@ -230,6 +262,7 @@ class Vacuumer(threading.Thread):
     def __init__(self, config: dict[str, Any], every: float) -> None:
         super().__init__(daemon=True)
         self.config, self.every, self.stop = config, every, threading.Event()
+        self.connected, self.backend_pid = threading.Event(), 0
 
     def run(self) -> None:
         import psycopg
@@ -242,8 +275,58 @@ class Vacuumer(threading.Thread):
         with psycopg.connect(
             dbname=self.config["NAME"], autocommit=True, **connect_params(self.config)
         ) as db:
+            self.backend_pid = db.info.backend_pid
+            self.connected.set()
             while not self.stop.wait(self.every):
                 db.execute(f"VACUUM (ANALYZE) {tables}")
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """A live process's user and system CPU time so far, from /proc (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime and stime, fields 14 and 15
+
+
+class CpuMeter:
+    """The CPU time the web server's workers and the database's backends spend between `start` and `stop`:
+    the processes that serve the requests, read from /proc (the generator's own CPU and the vacuum pass's
+    backend are left out). A process that appears meanwhile counts from its start."""
+
+    def __init__(self, config: dict[str, Any], server_pid: int, *, exclude: set[int]) -> None:
+        self.config, self.server_pid, self.exclude = config, server_pid, exclude
+        self.started: dict[str, dict[int, float]] = {}
+
+    def pids(self) -> dict[str, list[int]]:
+        import psycopg
+
+        children = Path(f"/proc/{self.server_pid}/task/{self.server_pid}/children").read_text().split()
+        with psycopg.connect(dbname=self.config["NAME"], **connect_params(self.config)) as db:
+            rows = db.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+            ).fetchall()
+        backends = [int(pid) for (pid,) in rows if int(pid) not in self.exclude]
+        return {"web": [self.server_pid, *map(int, children)], "database": backends}
+
+    def snapshot(self) -> dict[str, dict[int, float]]:
+        return {kind: {pid: process_cpu_seconds(pid) for pid in pids} for kind, pids in self.pids().items()}
+
+    def start(self) -> None:
+        self.started = self.snapshot()
+
+    def stop(self) -> dict[str, float]:
+        """The seconds of CPU each kind of process spent since `start`."""
+        ended = self.snapshot()
+        return {
+            kind: sum(cpu - self.started.get(kind, {}).get(pid, 0.0) for pid, cpu in ended[kind].items())
+            for kind in ended
+        }
 
 
 def vacuum(*, full: bool = False) -> None:
@@ -287,7 +370,8 @@ def free_port() -> int:
 
 
 def start_gunicorn(port: int, *, workers: int, threads: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "DEBUG": "false", "ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "DEBUG": "false", "ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING",
+           "DJANGO_SETTINGS_MODULE": "benchmarks.load_site"}  # fmt: skip
     command = [sys.executable, "-m", "gunicorn", "evalplatform.wsgi", "--bind", f"127.0.0.1:{port}",
                "--workers", str(workers), "--threads", str(threads), "--keep-alive", "30",
                "--log-level", "warning"]  # fmt: skip
@@ -324,21 +408,33 @@ class Tally:
 
 
 class Connection:
-    """One keep-alive HTTP/1.1 connection; reconnects when the server closed it."""
+    """One keep-alive HTTP/1.1 connection; reconnects when the server closed it. `headers`: the lines sent
+    with every request (the API token's, or none: the page's cookies travel per request)."""
 
-    def __init__(self, port: int, token: str) -> None:
+    def __init__(self, port: int, headers: str = "") -> None:
         self.port = port
-        self.headers = (
-            f"Host: 127.0.0.1\r\nAuthorization: Token {token}\r\nContent-Type: application/json\r\n"
-        )
+        # The port in Host, as a browser sends it: the CSRF check compares a POST's Origin with it.
+        self.headers = f"Host: 127.0.0.1:{port}\r\n{headers}"
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
+
+    @classmethod
+    def with_token(cls, port: int, token: str) -> Connection:
+        return cls(port, f"Authorization: Token {token}\r\nContent-Type: application/json\r\n")
 
     async def post(
         self, path: str, body: dict[str, Any], *, method: str = "POST"
     ) -> tuple[int, dict[str, Any]]:
+        """A JSON request (the API's); its status and JSON reply."""
         payload = json.dumps(body).encode() if method == "POST" else b""
-        head = f"{method} {path} HTTP/1.1\r\n{self.headers}Content-Length: {len(payload)}\r\n\r\n"
+        status, _, data = await self.send(method, path, payload)
+        return status, json.loads(data) if data else {}
+
+    async def send(
+        self, method: str, path: str, payload: bytes = b"", headers: str = ""
+    ) -> tuple[int, dict[str, str], bytes]:
+        """One request with `headers` besides the connection's: its status, the cookies it sets, its body."""
+        head = f"{method} {path} HTTP/1.1\r\n{self.headers}{headers}Content-Length: {len(payload)}\r\n\r\n"
         request = head.encode() + payload
         for attempt in (1, 2):
             if self.writer is None:
@@ -357,7 +453,7 @@ class Connection:
                     raise
                 status_line, *lines = head_bytes.decode("latin-1").split("\r\n")
                 status = int(status_line.split()[1])
-                length, close = 0, False
+                length, close, cookies = 0, False, {}
                 for line in lines:
                     name, _, value = line.partition(":")
                     name = name.lower()
@@ -365,10 +461,14 @@ class Connection:
                         length = int(value)
                     elif name == "connection" and value.strip().lower() == "close":
                         close = True
+                    elif name == "set-cookie":
+                        cookie, _, _ = value.strip().partition(";")
+                        key, _, cookie_value = cookie.partition("=")
+                        cookies[key] = cookie_value
                 data = await self.reader.readexactly(length) if length else b""
                 if close:
                     await self.close()
-                return status, json.loads(data) if data else {}
+                return status, cookies, data
             except (ConnectionError, asyncio.IncompleteReadError):
                 await self.close()
                 if attempt == 2:
@@ -381,17 +481,107 @@ class Connection:
             self.writer = None
 
 
+#: What the page's script reads from the judge form: where it posts the answer, and the CSRF token.
+ANSWER_NEXT = re.compile(r'data-answer-next="([^"]+)"')
+CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+class PageSession:
+    """An annotator in a browser: signed in through the login page, then answering on the judge page with
+    the requests judge.js makes (annotations/static/annotations/judge.js, `send`)."""
+
+    def __init__(self, port: int) -> None:
+        self.connection = Connection(port)
+        self.origin = f"http://127.0.0.1:{port}"
+        self.cookies: dict[str, str] = {}
+        #: The judge form's `data-answer-next` URL (None: the queue is empty) and its CSRF token.
+        self.answer_url: str | None = None
+        self.token = ""
+
+    async def request(
+        self, method: str, path: str, payload: bytes = b"", headers: str = ""
+    ) -> tuple[int, bytes]:
+        cookie = "; ".join(f"{key}={value}" for key, value in self.cookies.items())
+        status, cookies, data = await self.connection.send(
+            method, path, payload, f"Cookie: {cookie}\r\n{headers}" if cookie else headers
+        )
+        self.cookies.update(cookies)
+        return status, data
+
+    async def sign_in(self, username: str) -> None:
+        """The login page's GET (its CSRF cookie and token), then its form's POST (the session cookie)."""
+        status, page = await self.request("GET", "/accounts/login/")
+        token = CSRF_FIELD.search(page.decode())
+        assert status == 200 and token, f"the login page: HTTP {status}"
+        form = urlencode({"csrfmiddlewaretoken": token.group(1), "username": username, "password": PASSWORD})
+        status, _ = await self.request(
+            "POST", "/accounts/login/", form.encode(), self.form_headers("text/html")
+        )
+        assert status == 302 and "sessionid" in self.cookies, f"signing in as {username}: HTTP {status}"
+
+    def form_headers(self, accept: str) -> str:
+        return (
+            f"Origin: {self.origin}\r\nContent-Type: application/x-www-form-urlencoded;charset=UTF-8\r\n"
+            f"Accept: {accept}\r\n"
+        )
+
+    async def open_judge_page(self, slug: str) -> None:
+        """GET the judge page (which claims the first task) and read its form."""
+        status, page = await self.request("GET", f"/projects/{slug}/judge/", headers="Accept: text/html\r\n")
+        assert status == 200, f"the judge page: HTTP {status}"
+        self.read_form(page.decode())
+
+    def read_form(self, html: str) -> None:
+        url, token = ANSWER_NEXT.search(html), CSRF_FIELD.search(html)
+        self.answer_url = url.group(1) if url else None
+        self.token = token.group(1) if token else self.token
+
+    async def answer(self, grade: int) -> int:
+        """The page's one-request answer, as judge.js sends it: the form's fields (its CSRF token and the
+        empty comment) and the pressed button's, URL-encoded, with the token in X-CSRFToken. Reads the next
+        task's form from the reply; the reply's status."""
+        assert self.answer_url is not None
+        body = urlencode({"csrfmiddlewaretoken": self.token, "comment": "", "grade": grade}).encode()
+        headers = self.form_headers("application/json") + f"X-CSRFToken: {self.token}\r\n"
+        status, data = await self.request("POST", self.answer_url, body, headers)
+        if status == 200:
+            self.read_form(json.loads(data)["html"])
+        return status
+
+
+class Pace:
+    """A client's schedule: with `interval` > 0, request k is due at a random phase + k * interval (and its
+    latency counts from then); with 0, each as soon as the last is answered."""
+
+    def __init__(self, interval: float, rng: np.random.Generator) -> None:
+        self.interval = interval
+        self.due = time.perf_counter() + (rng.uniform(0, interval) if interval else 0.0)
+
+    async def next(self) -> float:
+        """Wait for the next request's time; that time."""
+        if not self.interval:
+            return time.perf_counter()
+        await asyncio.sleep(max(0.0, self.due - time.perf_counter()))
+        started, self.due = self.due, self.due + self.interval
+        return started
+
+
+def timed(tally: Tally, since: float) -> None:
+    ended = time.perf_counter()
+    tally.latencies.append(ended - since)
+    tally.due.append(since)
+    tally.ended.append(ended)
+
+
 async def annotator(
     port: int, slug: str, token: str, deadline: float, tally: Tally, seed: int, *, mode: str, interval: float,
     held: int | None,
 ) -> None:  # fmt: skip
-    """One simulated annotator, holding the reservation `held` (claimed in the warm-up). `interval` > 0
-    paces it: answer k is due at a random phase + k * interval, and the latency of the request that
-    starts it counts from that time."""
+    """One simulated annotator of the API, holding the reservation `held` (claimed in the warm-up)."""
     rng = np.random.default_rng(seed)
-    connection = Connection(port, token)
+    connection = Connection.with_token(port, token)
     base = f"/api/projects/{slug}"
-    due = time.perf_counter() + (rng.uniform(0, interval) if interval else 0.0)
+    pace = Pace(interval, rng)
 
     async def request(path: str, body: dict[str, Any], what: str, since: float) -> tuple[int, dict[str, Any]]:
         try:
@@ -399,19 +589,12 @@ async def annotator(
         except (OSError, asyncio.IncompleteReadError) as exc:
             tally.error(f"{what}: {type(exc).__name__}")
             return 0, {}
-        ended = time.perf_counter()
-        tally.latencies.append(ended - since)
-        tally.due.append(since)
-        tally.ended.append(ended)
+        timed(tally, since)
         return status, reply
 
     try:
         while time.monotonic() < deadline:
-            if interval:
-                await asyncio.sleep(max(0.0, due - time.perf_counter()))
-                started, due = due, due + interval
-            else:
-                started = time.perf_counter()
+            started = await pace.next()
             if held is None:
                 status, claim = await request(f"{base}/next/", {}, "next", started)
                 if status != 200:
@@ -440,18 +623,68 @@ async def annotator(
         await connection.close()
 
 
+async def page_annotator(
+    session: PageSession, deadline: float, tally: Tally, seed: int, *, interval: float
+) -> None:
+    """One simulated annotator on the judge page, signed in, the page open (`page_warm_up`)."""
+    rng = np.random.default_rng(seed)
+    pace = Pace(interval, rng)
+    try:
+        while time.monotonic() < deadline and session.answer_url is not None:
+            started = await pace.next()
+            answered = int(session.answer_url.rstrip("/").split("/")[-2])
+            try:
+                status = await session.answer(int(rng.integers(0, 5)))
+            except (OSError, asyncio.IncompleteReadError) as exc:
+                tally.error(f"answer: {type(exc).__name__}")
+                continue
+            timed(tally, started)
+            if status == 200:
+                tally.accepted.add(answered)
+                tally.accepted_at.append(time.perf_counter())
+            else:
+                tally.error(f"answer: HTTP {status}")
+                return  # what the page would show next is not known: this annotator stops
+    finally:
+        await session.connection.close()
+
+
+async def floor_client(
+    port: int, token: str, deadline: float, tally: Tally, *, requests: int | None = None
+) -> None:
+    """Closed loop: POST /bench/floor/ as soon as the last one is answered, until `deadline` (or so many
+    `requests`). Each row inserted counts as one accepted request (`accepted` holds the rows' ids)."""
+    connection = Connection.with_token(port, token)
+    try:
+        while time.monotonic() < deadline if requests is None else len(tally.accepted_at) < requests:
+            started = time.perf_counter()
+            try:
+                status, reply = await connection.post("/bench/floor/", {})
+            except (OSError, asyncio.IncompleteReadError) as exc:
+                tally.error(f"floor: {type(exc).__name__}")
+                continue
+            timed(tally, started)
+            if status == 201:
+                tally.accepted.add(int(reply["id"]))
+                tally.accepted_at.append(time.perf_counter())
+            else:
+                tally.error(f"floor: HTTP {status}")
+    finally:
+        await connection.close()
+
+
 async def warm_up(port: int, slug: str, tokens: list[str]) -> list[int | None]:
     """Untimed: every client reads its progress twice, so each web worker has connected, then claims its
     first task, so that the timed run starts as annotators at work do (answering), not with all of them
     claiming in the same instant. The reservations each client holds (None: nothing was left)."""
 
     async def read(token: str) -> None:
-        connection = Connection(port, token)
+        connection = Connection.with_token(port, token)
         await connection.post(f"/api/projects/{slug}/progress/", {}, method="GET")
         await connection.close()
 
     async def claim(token: str) -> int | None:
-        connection = Connection(port, token)
+        connection = Connection.with_token(port, token)
         try:
             status, reply = await connection.post(f"/api/projects/{slug}/next/", {})
         finally:
@@ -463,14 +696,47 @@ async def warm_up(port: int, slug: str, tokens: list[str]) -> list[int | None]:
     return list(await asyncio.gather(*(claim(token) for token in tokens)))
 
 
+async def page_warm_up(port: int, slug: str, usernames: list[str]) -> list[PageSession]:
+    """Untimed: every client signs in through the login page and opens the judge page (its first task),
+    as an annotator starts the day; the sessions, each on its kept connection."""
+
+    async def start(username: str) -> PageSession:
+        session = PageSession(port)
+        await session.sign_in(username)
+        await session.open_judge_page(slug)
+        return session
+
+    return list(await asyncio.gather(*(start(username) for username in usernames)))
+
+
 async def drive(
-    port: int, slug: str, tokens: list[str], seconds: float, *, mode: str, rate: float
-) -> tuple[Tally, float, float]:
-    """Run the clients for `seconds`: the tally, when they started (time.perf_counter()) and how long
-    they ran."""
-    first = await warm_up(port, slug, tokens)
+    port: int, slug: str, tokens: list[str], seconds: float, *, mode: str, rate: float, run_id: str,
+    on_start: Callable[[], None],
+) -> tuple[Tally, float, float]:  # fmt: skip
+    """Run the clients for `seconds` after their untimed warm-up (`on_start` is called between the two):
+    the tally, when they started (time.perf_counter()) and how long they ran."""
     tally = Tally()
     interval = len(tokens) / rate if rate else 0.0
+    if mode == "floor":
+        # Two rows each, untimed: every worker has started and connected.
+        await asyncio.gather(*(floor_client(port, token, 0.0, Tally(), requests=2) for token in tokens))
+        on_start()
+        begin, started = time.perf_counter(), time.monotonic()
+        await asyncio.gather(*(floor_client(port, token, started + seconds, tally) for token in tokens))
+        return tally, begin, time.monotonic() - started
+    if mode == "page":
+        sessions = await page_warm_up(port, slug, [f"{run_id}-a{i}" for i in range(len(tokens))])
+        on_start()
+        begin, started = time.perf_counter(), time.monotonic()
+        await asyncio.gather(
+            *(
+                page_annotator(session, started + seconds, tally, seed, interval=interval)
+                for seed, session in enumerate(sessions)
+            )
+        )
+        return tally, begin, time.monotonic() - started
+    first = await warm_up(port, slug, tokens)
+    on_start()
     begin, started = time.perf_counter(), time.monotonic()
     await asyncio.gather(
         *(
@@ -537,31 +803,63 @@ def print_timeline(tally: Tally) -> None:
 def main() -> int:
     args = parse_args()
     django_setup()
-    run_id = f"load-{secrets.token_hex(4)}"
-    print(f"setting up {run_id}: {args.tasks:,} tasks, {args.clients} annotators, overlap {args.overlap}")
-    slug, tokens = create_project(run_id, tasks=args.tasks, clients=args.clients, overlap=args.overlap)
-    vacuum()
+    failed = False
+    floor_per_s: float | None = None
+    for mode in ["floor"] + [
+        mode for mode in (MODES if args.mode == "all" else [args.mode]) if mode != "floor"
+    ]:
+        result = run_mode(args, mode, floor_per_s=floor_per_s)
+        if mode == "floor":
+            floor_per_s = result["throughput_per_s"]
+        failed = failed or bool(result["lost"] or result["duplicated"] or result["over_assigned"])
+    return 1 if failed else 0
+
+
+def run_mode(args: argparse.Namespace, mode: str, *, floor_per_s: float | None) -> dict[str, Any]:
+    """One mode's run on a project and a web server of its own: its figures, printed, its JSON line last.
+    The floor runs closed loop whatever `--rate` says: its capacity is what the others are set against."""
     from django.conf import settings
 
+    rate = 0.0 if mode == "floor" else args.rate
+    run_id = f"load-{secrets.token_hex(4)}"
+    tasks = 0 if mode == "floor" else args.tasks
+    print(
+        f"\n== {mode}: setting up {run_id}: {tasks:,} tasks, {args.clients} annotators, overlap {args.overlap}"
+    )
+    slug, tokens = create_project(run_id, tasks=tasks, clients=args.clients, overlap=args.overlap)
+    if mode == "floor":
+        floor_table(create=True)
+    vacuum()
     vacuumer = Vacuumer(settings.DATABASES["default"], args.vacuum_every)
     port = free_port()
     server = start_gunicorn(port, workers=args.web_workers, threads=args.threads)
     try:
-        pace = f"paced at {args.rate:g} answers/s" if args.rate else "closed loop"
+        pace = f"paced at {rate:g} answers/s" if rate else "closed loop"
         print(f"gunicorn: {args.web_workers} workers x {args.threads} threads on 127.0.0.1:{port}; "
-              f"{args.clients} clients for up to {args.seconds:g} s, {args.mode}, {pace}")  # fmt: skip
-        if args.vacuum_every > 0:
+              f"{args.clients} clients for up to {args.seconds:g} s, {mode}, {pace}")  # fmt: skip
+        if args.vacuum_every > 0 and mode != "floor":
             vacuumer.start()
+            vacuumer.connected.wait(30)
+        meter = CpuMeter(settings.DATABASES["default"], server.pid, exclude={vacuumer.backend_pid})
         tally, begin, elapsed = asyncio.run(
-            drive(port, slug, tokens, args.ramp_up + args.seconds, mode=args.mode, rate=args.rate)
-        )
+            drive(port, slug, tokens, args.ramp_up + args.seconds, mode=mode, rate=rate, run_id=run_id,
+                  on_start=meter.start)
+        )  # fmt: skip
+        cpu = meter.stop()
     finally:
         if vacuumer.is_alive():
             vacuumer.stop.set()
             vacuumer.join()
         server.terminate()
         server.wait(timeout=30)
-    checks = integrity(slug, tally.accepted)
+    load = os.getloadavg()
+    if mode == "floor":
+        stored = floor_rows()
+        checks = {"lost": max(0, len(tally.accepted) - stored), "duplicated": 0, "over_assigned": 0,
+                  "held_twice": 0, "stored": stored}  # fmt: skip
+        floor_table(create=False)
+    else:
+        checks = integrity(slug, tally.accepted)
     if not args.keep:
         delete_project(run_id)
         vacuum(full=True)
@@ -577,25 +875,60 @@ def main() -> int:
     print(f"errors: {errors} {tally.errors or ''}")
     if args.timeline and tally.ended:
         print_timeline(tally)
-    print(f"database: {checks['stored']:,} answers stored; lost {checks['lost']}, duplicated "
+    what = "rows inserted" if mode == "floor" else "answers stored"
+    print(f"database: {checks['stored']:,} {what}; lost {checks['lost']}, duplicated "
           f"{checks['duplicated']}, tasks over their cap {checks['over_assigned']}, "
           f"tasks held twice by one annotator {checks['held_twice']}")  # fmt: skip
+    # CPU per answer (per row for the floor) over the timed span, ramp-up included: the warm-up is not.
+    answers = len(tally.accepted_at)
+    web_ms, db_ms = (1000 * cpu[kind] / answers if answers else 0.0 for kind in ("web", "database"))
+    print(f"CPU over the timed {elapsed:.1f} s, {answers:,} {'rows' if mode == 'floor' else 'answers'}: web "
+          f"workers {cpu['web']:.1f} s ({web_ms:.2f} ms each), database backends {cpu['database']:.1f} s "
+          f"({db_ms:.2f} ms each); load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")  # fmt: skip
+    share = run.per_s / floor_per_s if floor_per_s else None
     # Throughput as reported, to the whole answer per second: a run paced at the target ends with a
     # request or two in flight at the deadline, and reads 299.9/s for the 300/s it kept up with.
     met = bool(round(run.per_s) >= TARGET_PER_S and run.p99 < TARGET_P99_MS)
-    print(f"target ({TARGET_PER_S}/s with p99 < {TARGET_P99_MS} ms): {'met' if met else 'NOT met'}")
-    print(json.dumps({
+    if mode != "floor":
+        print(f"target ({TARGET_PER_S}/s with p99 < {TARGET_P99_MS} ms): {'met' if met else 'NOT met'}")
+    if share is not None:
+        wanted = f" (target at least {TARGET_SHARE_OF_FLOOR:.0%} for submit-next and page)"
+        print(f"share of the floor ({floor_per_s:.0f} requests/s): {share:.0%}{wanted}")
+    result = {
         "throughput_per_s": round(run.per_s, 1), "p50_ms": round(run.p50, 2), "p95_ms": round(run.p95, 2),
         "p99_ms": round(run.p99, 2), "errors": errors, "lost": checks["lost"],
         "duplicated": checks["duplicated"], "over_assigned": checks["over_assigned"] + checks["held_twice"],
         "requests": run.requests, "seconds": round(run.seconds, 2), "ramp_up_seconds": round(ramp.seconds, 2),
         "ramp_up_p99_ms": round(ramp.p99, 2), "clients": args.clients,
-        "web_workers": args.web_workers, "threads": args.threads, "mode": args.mode, "rate": args.rate,
+        "web_workers": args.web_workers, "threads": args.threads, "mode": mode, "rate": rate,
+        "floor_per_s": floor_per_s, "share_of_floor": None if share is None else round(share, 3),
+        "web_cpu_ms_per_answer": round(web_ms, 3), "db_cpu_ms_per_answer": round(db_ms, 3), "load_average": [round(value, 2) for value in load],
         "target_met": met,
-    }))  # fmt: skip
-    return (
-        1 if checks["lost"] or checks["duplicated"] or checks["over_assigned"] or checks["held_twice"] else 0
-    )
+    }  # fmt: skip
+    print(json.dumps(result))
+    return result
+
+
+def floor_table(*, create: bool) -> None:
+    """Create the floor's table (`benchmarks.load_urls`), or drop it after the floor's run."""
+    from django.db import connection
+
+    from benchmarks.load_urls import FLOOR_TABLE, FLOOR_TABLE_SQL
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS {FLOOR_TABLE}")  # a table left by a run that was stopped
+        if create:
+            cursor.execute(FLOOR_TABLE_SQL)
+
+
+def floor_rows() -> int:
+    from django.db import connection
+
+    from benchmarks.load_urls import FLOOR_TABLE
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {FLOOR_TABLE}")
+        return int(cursor.fetchone()[0])
 
 
 if __name__ == "__main__":

@@ -31,12 +31,20 @@ def done_count(page) -> int:  # type: ignore[no-untyped-def]
     return int(page.locator("#queue-progress").get_attribute("value"))
 
 
+def answer_by_key(page, key: str) -> None:  # type: ignore[no-untyped-def]
+    """Press an answer's key and wait for the page's one-request answer: its reply, and the next task
+    swapped in (or, refused, the task kept) by the page's script."""
+    with page.expect_response(lambda response: response.request.method == "POST"):
+        page.keyboard.press(key)
+    # A locator's wait: a polled script (`wait_for_function`) would be refused by the page's CSP.
+    page.locator("#judge-form.sending").wait_for(state="detached")
+
+
 def rate(page, key: str) -> None:  # type: ignore[no-untyped-def]
-    """Wait for the page's script, wait out the minimum time, press the key, and wait for the next page."""
+    """Wait for the page's script, wait out the minimum time, press the key, and wait for the next task."""
     page.wait_for_load_state("load")
     page.wait_for_selector("#judge-form:not(.waiting)")
-    with page.expect_navigation():
-        page.keyboard.press(key)
+    answer_by_key(page, key)
 
 
 @pytest.mark.browser
@@ -70,6 +78,46 @@ class TestJudgingInTheBrowser:
         assert grades == [3, 0, 4, 1, 2]
         assert SCREENSHOT.stat().st_size > 10_000
 
+    def test_it_answers_in_one_request_each_and_a_reload_shows_the_task_held(
+        self, page, live_server, demo: Project
+    ) -> None:  # type: ignore[no-untyped-def]
+        log_in(page, live_server)
+        page.goto(f"{live_server.url}/projects/{DEMO_SLUG}/judge/?view=full")
+        page.wait_for_load_state("load")
+        sent: list[str] = []
+        # Every request to the site but its static files (the favicon may come late).
+        page.on(
+            "request",
+            lambda request: "/static/" in request.url or sent.append(f"{request.method} {request.url}"),
+        )
+        titles = [page.locator(".document-title").inner_text()]
+        actions = [page.locator("#judge-form").get_attribute("action")]
+        for number, key in enumerate(["2", "s", "4", "u", "1"], start=1):
+            before = len(sent)
+            rate(page, key)
+            assert len(sent) == before + 1, sent[before:]
+            assert re.fullmatch(rf"POST {live_server.url}/projects/{DEMO_SLUG}/judge/\d+/next/", sent[-1])
+            assert done_count(page) == number
+            titles.append(page.locator(".document-title").inner_text())
+            actions.append(page.locator("#judge-form").get_attribute("action"))
+            assert page.url == f"{live_server.url}/projects/{DEMO_SLUG}/judge/", "the page's own address"
+        assert page.get_by_role("status").first.inner_text() == "Saved 1 (Marginally relevant)."
+        assert len(set(actions)) == len(actions), "a new task after each answer"
+        answers = Annotation.objects.filter(annotator__username="alice").order_by("created_at")
+        assert [(a.grade, a.skipped, a.unclear) for a in answers] == [
+            (2, False, False), (None, True, False), (4, False, False), (None, False, True), (1, False, False),
+        ]  # fmt: skip
+        held = page.locator("#judge-form").get_attribute("action")
+        page.reload()
+        assert page.locator("#judge-form").get_attribute("action") == held, "the task held, not a new one"
+        assert page.locator(".document-title").inner_text() == titles[-1]
+        assert done_count(page) == 5 and Annotation.objects.filter(annotator__username="alice").count() == 5
+        # The undo button the reply brought takes back the last answer, as on a loaded page.
+        with page.expect_navigation():
+            page.keyboard.press("z")
+        assert "Undone" in page.get_by_role("status").first.inner_text()
+        assert page.locator(".document-title").inner_text() == titles[-2]
+
     def test_it_refuses_a_too_fast_answer(self, page, live_server, demo: Project) -> None:  # type: ignore[no-untyped-def]
         Project.objects.filter(pk=demo.pk).update(min_seconds_per_task=60)
         log_in(page, live_server)
@@ -90,14 +138,32 @@ class TestJudgingInTheBrowser:
         assert "Too fast" in page.get_by_role("status").first.inner_text()
         assert not Annotation.objects.exists()
 
+    def test_it_keeps_the_task_and_the_comment_when_the_server_refuses_a_too_fast_answer(
+        self, page, live_server, demo: Project
+    ) -> None:  # type: ignore[no-untyped-def]
+        log_in(page, live_server)
+        open_queue(page, live_server)
+        page.wait_for_selector("#judge-form:not(.waiting)")
+        held = page.locator("#judge-form").get_attribute("action")
+        page.keyboard.press("c")
+        page.keyboard.type("Half of it is about Python 2")
+        page.keyboard.press("Escape")
+        # The page counted down the second it was served with; the server now asks for a minute.
+        Project.objects.filter(pk=demo.pk).update(min_seconds_per_task=60)
+        answer_by_key(page, "3")
+        assert "Too fast: you spent" in page.get_by_role("status").first.inner_text()
+        assert page.locator("#judge-form").get_attribute("action") == held, "the same task, not swapped"
+        assert page.locator("textarea[name=comment]").input_value() == "Half of it is about Python 2"
+        assert "you can answer in" in page.locator("#countdown").inner_text()
+        assert not Annotation.objects.exists()
+
     def test_it_flags_a_too_fast_answer_when_the_project_says_so(
         self, page, live_server, demo: Project
     ) -> None:  # type: ignore[no-untyped-def]
         Project.objects.filter(pk=demo.pk).update(min_seconds_per_task=60, too_fast_policy="flag")
         log_in(page, live_server)
         open_queue(page, live_server)
-        with page.expect_navigation():
-            page.keyboard.press("4")
+        answer_by_key(page, "4")
         assert "flagged as too fast" in page.get_by_role("status").first.inner_text()
         assert Annotation.objects.get().too_fast
 

@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 
 from annotations.models import Annotation, Document, Project, Topic
 from tests.annotations.conftest import build_project
-from tests.annotations.test_browser_judging import log_in
+from tests.annotations.test_browser_judging import answer_by_key, log_in
 from tests.conftest import ALICE, screenshot_path
 
 SCREENSHOT = screenshot_path("rating-long-document.png")
@@ -174,9 +174,7 @@ class TestReadingInTheBrowser:
         before = grade_boxes(page)
         document_before = page.locator(".judge-document").bounding_box()
         page.wait_for_selector("#judge-form:not(.waiting)")
-        with page.expect_navigation():
-            page.keyboard.press("3")
-        page.wait_for_load_state("load")
+        answer_by_key(page, "3")
         assert page.get_by_role("status").first.inner_text().startswith("Saved 3")
         assert page.locator(".messages").is_visible()
         assert grade_boxes(page) == before, "the Saved message did not push the buttons"
@@ -215,8 +213,7 @@ class TestReadingInTheBrowser:
         assert textarea.is_visible(), "a comment with text stays in sight"
         assert not textarea.evaluate("t => t === document.activeElement")
         assert "Comment kept" in page.locator("#judge-status").inner_text()
-        with page.expect_navigation():
-            page.keyboard.press("2")
+        answer_by_key(page, "2")
         # Helper 3's judge_answer stores request.POST["comment"] (commit 5d301af).
         answer = Annotation.objects.get()
         assert (answer.grade, answer.comment) == (2, "Only 2 of the 4 except clauses apply, s u z 0 1 2 3 4")
@@ -229,7 +226,6 @@ class TestReadingInTheBrowser:
         assert textarea.is_visible()
         page.keyboard.press("Escape")
         assert not textarea.is_visible()
-        with page.expect_navigation():
-            page.keyboard.press("1")
+        answer_by_key(page, "1")
         answer = Annotation.objects.get()
         assert (answer.grade, answer.comment) == (1, "")

@@ -1,5 +1,5 @@
-"""The load benchmark runs, in both modes and paced, and its integrity checks hold: a short run with few
-clients on a database of its own (the benchmark measures speed; this checks that it works)."""
+"""The load benchmark runs, in each mode and paced, with its floor, and its integrity checks hold: a short
+run with few clients on a database of its own (the benchmark measures speed; this checks that it works)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.services
 @pytest.mark.django_db
 @pytest.mark.parametrize(
-    "args", [["--mode", "next-submit", "--rate", "0"], ["--mode", "submit-next", "--rate", "40"]]
+    "args",
+    [
+        ["--mode", "next-submit", "--rate", "0"],
+        ["--mode", "submit-next", "--rate", "40"],
+        ["--mode", "page", "--rate", "40"],
+    ],
 )
 def test_the_load_benchmark_runs_and_loses_nothing(args: list[str]) -> None:
     settings_dict = {**connection.settings_dict, "NAME": f"{connection.settings_dict['NAME']}_load"}
@@ -30,7 +35,11 @@ def test_the_load_benchmark_runs_and_loses_nothing(args: list[str]) -> None:
                "1", "--vacuum-every", "1", "--tasks", "400", "--web-workers", "2", "--timeline", *args]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    floor, result = lines  # the floor, measured first in every run, then the mode asked for
+    assert floor["mode"] == "floor" and floor["throughput_per_s"] > 0 and floor["errors"] == 0
+    assert result["floor_per_s"] == floor["throughput_per_s"] and result["share_of_floor"] > 0
+    assert result["web_cpu_ms_per_answer"] > 0 and result["db_cpu_ms_per_answer"] > 0
     assert result["throughput_per_s"] > 0 and result["requests"] > 0
     assert (result["errors"], result["lost"], result["duplicated"], result["over_assigned"]) == (0, 0, 0, 0)
     assert result["mode"] == args[1]

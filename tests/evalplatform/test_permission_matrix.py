@@ -255,6 +255,7 @@ MATRIX: dict[str, Row] = {
     "annotations:judge-undo": page("project", None, ANNOTATOR),
     "annotations:judge-continue": page("project", None, ANNOTATOR),
     "annotations:judge-answer": page("project", None, ANNOTATOR),
+    "annotations:judge-answer-next": page("project", None, ANNOTATOR),
     "annotations:judge-history": page("project", ANNOTATOR, post=None),
     "annotations:judge-change": page("project", None, ANNOTATOR),
     "annotations:judge-comment": page("project", None, ANNOTATOR),
@@ -530,7 +531,8 @@ class TestWhatAnAnnotatorReads:
         self, queued: QueuedTasks
     ) -> None:
         """carol labelled every task of A and four are gold, with a note: alice reads every URL she may, and
-        judges her whole queue through the page and the API, and never meets either."""
+        judges her whole queue through the page (its form, and its one-request answer) and the API, and never
+        meets either."""
         world = world_build()
         assert GoldLabel.objects.filter(task__project=world.a).update(note=GOLD_NOTE) == 4
         alice = logged_in(world.users["ann_a"])
@@ -565,14 +567,26 @@ class TestWhatAnAnnotatorReads:
                 )
                 keep("judge-undo", alice.post("/projects/alpha/judge/undo/", follow=True))
                 assignment = keep("next", alice.post(api + "next/")).json()["task"]["assignment"]
+            if (
+                step == 1
+            ):  # the page's one-request answer, as judge.js sends it: its reply holds the next task
+                url = f"/projects/alpha/judge/{assignment}/next/"
+                keep("judge-answer-next", alice.post(url, {"grade": "3"}, HTTP_ACCEPT="application/json"))
+                continue
             body = {"assignment": assignment, "grade": 3}
             keep("submit", alice.post(api + "submit/", body, content_type="application/json"))
         assert task["status"] == "empty" and Annotation.objects.filter(
             annotator__username="alice", task__is_gold=True
         )
-        assert {"judge", "annotations:guidelines", "progress", "next", "submit", "home"} <= {
-            n for n, _ in read
-        }
+        assert {
+            "judge",
+            "judge-answer-next",
+            "annotations:guidelines",
+            "progress",
+            "next",
+            "submit",
+            "home",
+        } <= {n for n, _ in read}
         for name, text in read:
             assert GOLD_NOTE not in text and "carol" not in text, name
             assert name in DESCRIPTIONS or not GOLD_FLAGS.search(text), (name, GOLD_FLAGS.search(text))

@@ -1,48 +1,32 @@
 // Keyboard shortcuts, the minimum-time countdown, the guidelines dialog, the reading view (term
-// navigation, passages or full text) and the comment box of the judging page.
-// The page works without this file: every action is a plain form POST, the view switch is a link
-// and the comment box a <details>. The server enforces the minimum time; the countdown here only
-// saves a round trip.
+// navigation, passages or full text) and the comment box of the judging page, and its one-request
+// answer: the answer is sent with fetch to the form's `data-answer-next` URL, whose reply stores it,
+// claims the next task in the same transaction, and holds the page's task part (`.judge`, rendered by
+// the server from the template a reload renders), which is swapped in here.
+// The page works without this file: every action is a plain form POST (then a redirect to the page),
+// the view switch is a link and the comment box a <details>. The server enforces the minimum time;
+// the countdown here only saves a round trip.
 (function () {
   "use strict";
 
-  var form = document.getElementById("judge-form");
-  var status = document.getElementById("judge-status");
-  var countdown = document.getElementById("countdown");
   var dialog = document.getElementById("guidelines-dialog");
   var guidelinesLink = document.getElementById("guidelines-link");
-  var undoForm = document.getElementById("undo-form");
-  var reader = document.getElementById("document-text");
-  var viewSwitch = document.getElementById("view-switch");
-  var termNav = document.getElementById("term-nav");
-  var termPosition = document.getElementById("term-position");
-  var commentBox = document.getElementById("comment-box");
-  var comment = document.getElementById("comment");
+  // The elements of the task part, found again each time a new one is swapped in (`bind`).
+  var form, status, countdown, undoForm, reader, viewSwitch, termNav, termPosition, commentBox, comment;
   var sent = false;
-
-  // One undo per page: a double click (or z pressed twice before the page reloads) would otherwise
-  // take back two answers, since undo now reaches back over the session.
-  if (undoForm) {
-    undoForm.addEventListener("submit", function (event) {
-      if (undoForm.dataset.sent) {
-        event.preventDefault();
-        return;
-      }
-      undoForm.dataset.sent = "1";
-    });
-  }
+  var deadline = 0;
+  var refuseEarly = false;
+  var ticking = 0;
 
   function announce(text) {
     if (status) status.textContent = text;
   }
 
   // --- the countdown --------------------------------------------------------------------------------
-  var deadline = 0;
-  var refuseEarly = false;
-  if (form) {
-    var left = parseFloat(form.dataset.secondsLeft || "0") || 0;
-    deadline = performance.now() + left * 1000;
-    refuseEarly = form.dataset.policy === "refuse";
+  function startCountdown(seconds) {
+    deadline = performance.now() + seconds * 1000;
+    window.clearTimeout(ticking);
+    tick();
   }
 
   function secondsLeft() {
@@ -55,7 +39,7 @@
     if (s > 0) {
       countdown.textContent = "Read the document: you can answer in " + s + " s.";
       form.classList.add("waiting");
-      window.setTimeout(tick, 250);
+      ticking = window.setTimeout(tick, 250);
     } else {
       countdown.textContent = "Ready: rate with 0–" + lastGrade() + ", or the buttons.";
       if (form.classList.contains("waiting")) announce("You can answer now.");
@@ -78,24 +62,109 @@
     }
   }
 
-  if (form) {
-    form.addEventListener("submit", function (event) {
-      var button = event.submitter;
-      if (sent) {
-        event.preventDefault();
-        return;
-      }
-      if (button && button.name === "grade" && refuseEarly && secondsLeft() > 0) {
-        event.preventDefault();
-        announce("Too fast: please read the document for " + secondsLeft() + " more seconds before rating.");
-        return;
-      }
-      sent = true;
-      if (button) button.classList.add("pressed");
-      form.classList.add("sending");
-      announce("Saving…");
+  function onSubmit(event) {
+    var button = event.submitter;
+    if (sent) {
+      event.preventDefault();
+      return;
+    }
+    if (button && button.name === "grade" && refuseEarly && secondsLeft() > 0) {
+      event.preventDefault();
+      announce("Too fast: please read the document for " + secondsLeft() + " more seconds before rating.");
+      return;
+    }
+    sent = true;
+    if (button) button.classList.add("pressed");
+    form.classList.add("sending");
+    announce("Saving…");
+    if (form.dataset.answerNext && window.fetch && window.URLSearchParams && window.FormData) {
+      event.preventDefault();
+      send(form, button);
+    }
+  }
+
+  // The answer as the form would post it (its fields, the pressed button's name and value), sent with the
+  // page's CSRF token in a header and its session cookie. A reply that is not the JSON of the
+  // one-request answer (a sign-in page after the session ended, a 403 or 404, no network) falls back
+  // to the form's own POST, which shows what the server says.
+  function send(sending, button) {
+    var body = new URLSearchParams(new FormData(sending));
+    if (button && button.name) body.append(button.name, button.value);
+    var token = sending.querySelector('input[name="csrfmiddlewaretoken"]');
+    window.fetch(sending.dataset.answerNext, {
+      method: "POST",
+      body: body,
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": token ? token.value : "", Accept: "application/json" },
+    }).then(function (response) {
+      var type = response.headers.get("Content-Type") || "";
+      if (type.indexOf("application/json") !== 0) return null;
+      return response.json();
+    }).then(function (reply) {
+      return reply;
+    }, function () {
+      return null;
+    }).then(function (reply) {
+      if (reply && (reply.html || reply.message)) receive(reply);
+      else postPlainly(sending, button);
     });
-    tick();
+  }
+
+  function postPlainly(sending, button) {
+    if (button && button.name) {
+      var field = document.createElement("input");
+      field.type = "hidden";
+      field.name = button.name;
+      field.value = button.value;
+      sending.appendChild(field);
+    }
+    sending.submit(); // no submit event: the plain POST, as without this file
+  }
+
+  function receive(reply) {
+    if (reply.html) {
+      var shown = document.querySelector(".judge");
+      var holder = document.createElement("div");
+      holder.innerHTML = reply.html;
+      var next = holder.querySelector(".judge");
+      shown.parentNode.replaceChild(next, shown);
+      // As a reload of the page would be: at its top, nothing focused, and its address the page's, so
+      // that reloading shows the task now held.
+      if (document.activeElement && document.activeElement.blur) document.activeElement.blur();
+      window.scrollTo(0, 0);
+      if (reply.url && window.history && window.history.replaceState) window.history.replaceState(null, "", reply.url);
+      bind();
+    } else {
+      // Refused as too fast: the task and what was typed stay, and the countdown starts again.
+      sent = false;
+      form.classList.remove("sending");
+      var pressed = form.querySelector(".pressed");
+      if (pressed) pressed.classList.remove("pressed");
+      announce("");
+      if (typeof reply.seconds_left === "number") startCountdown(reply.seconds_left);
+    }
+    showMessage(reply.message, reply.level);
+  }
+
+  // The message the page shows after the form's redirect, in the same place and markup.
+  function showMessage(text, level) {
+    var main = document.getElementById("main");
+    var list = main ? main.querySelector("ul.messages") : null;
+    if (!text) {
+      if (list) list.parentNode.removeChild(list);
+      return;
+    }
+    if (!list) {
+      list = document.createElement("ul");
+      list.className = "messages";
+      list.setAttribute("role", "status");
+      main.insertBefore(list, main.firstChild);
+    }
+    var item = document.createElement("li");
+    item.className = "message " + (level || "info");
+    item.textContent = text;
+    list.textContent = "";
+    list.appendChild(item);
   }
 
   // --- the guidelines dialog ------------------------------------------------------------------------
@@ -206,21 +275,6 @@
     announce(passages ? "Showing the passages around the query's terms." : "Showing the full text.");
   }
 
-  if (reader) {
-    if (termNav && reader.querySelector("mark")) {
-      termNav.hidden = false;
-      showCount();
-      document.getElementById("term-next").addEventListener("click", function () { moveTerm(1); });
-      document.getElementById("term-previous").addEventListener("click", function () { moveTerm(-1); });
-    }
-    if (viewSwitch) {
-      viewSwitch.addEventListener("click", function (event) {
-        event.preventDefault();
-        toggleView();
-      });
-    }
-  }
-
   // --- the comment box ------------------------------------------------------------------------------
   function openComment() {
     if (!commentBox || !comment) return;
@@ -240,14 +294,61 @@
     announce(comment.value ? "Comment kept: it is saved with your answer. Rate with the keys." : "");
   }
 
-  if (comment) {
-    comment.addEventListener("keydown", function (event) {
-      if (event.key === "Escape" || (event.key === "Enter" && (event.ctrlKey || event.metaKey))) {
-        event.preventDefault();
-        event.stopPropagation();
-        leaveComment();
+  // --- the task part: its elements and their handlers, bound again after each swap ------------------
+  function bind() {
+    form = document.getElementById("judge-form");
+    status = document.getElementById("judge-status");
+    countdown = document.getElementById("countdown");
+    undoForm = document.getElementById("undo-form");
+    reader = document.getElementById("document-text");
+    viewSwitch = document.getElementById("view-switch");
+    termNav = document.getElementById("term-nav");
+    termPosition = document.getElementById("term-position");
+    commentBox = document.getElementById("comment-box");
+    comment = document.getElementById("comment");
+    sent = false;
+    current = null;
+    window.clearTimeout(ticking);
+
+    // One undo per page: a double click (or z pressed twice before the page reloads) would otherwise
+    // take back two answers, since undo reaches back over the session.
+    if (undoForm) {
+      undoForm.addEventListener("submit", function (event) {
+        if (undoForm.dataset.sent) {
+          event.preventDefault();
+          return;
+        }
+        undoForm.dataset.sent = "1";
+      });
+    }
+    if (form) {
+      refuseEarly = form.dataset.policy === "refuse";
+      form.addEventListener("submit", onSubmit);
+      startCountdown(parseFloat(form.dataset.secondsLeft || "0") || 0);
+    }
+    if (reader) {
+      if (termNav && reader.querySelector("mark")) {
+        termNav.hidden = false;
+        showCount();
+        document.getElementById("term-next").addEventListener("click", function () { moveTerm(1); });
+        document.getElementById("term-previous").addEventListener("click", function () { moveTerm(-1); });
       }
-    });
+      if (viewSwitch) {
+        viewSwitch.addEventListener("click", function (event) {
+          event.preventDefault();
+          toggleView();
+        });
+      }
+    }
+    if (comment) {
+      comment.addEventListener("keydown", function (event) {
+        if (event.key === "Escape" || (event.key === "Enter" && (event.ctrlKey || event.metaKey))) {
+          event.preventDefault();
+          event.stopPropagation();
+          leaveComment();
+        }
+      });
+    }
   }
 
   // --- keys -----------------------------------------------------------------------------------------
@@ -284,8 +385,9 @@
     }
     if (key === "z" && undoForm) {
       event.preventDefault();
-      // Each undo takes back one more answer: a held key's repeats must not take back several.
-      if (event.repeat) return;
+      // Each undo takes back one more answer: a held key's repeats must not take back several. Nor is
+      // one sent while an answer is on its way: which answer it took back would depend on which came first.
+      if (event.repeat || sent) return;
       undoForm.requestSubmit ? undoForm.requestSubmit() : undoForm.submit();
       return;
     }
@@ -296,4 +398,6 @@
       submitWith(button);
     }
   });
+
+  bind();
 })();

@@ -1,0 +1,234 @@
+"""The judge page's one-request answer (judge.js): the answer stored and the next task claimed in one
+transaction, and a JSON reply that holds the page's task part as a reload renders it."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.utils import timezone
+
+from annotations.models import Annotation, Assignment, Project
+from tests.annotations.conftest import build_project
+
+#: What judge.js sends besides its session cookie and the form's fields.
+FETCH = {"HTTP_ACCEPT": "application/json"}
+
+
+def judge_url(project: Project) -> str:
+    return f"/projects/{project.slug}/judge/"
+
+
+def answer_next_url(html: str) -> str:
+    """The form's one-request answer URL (`data-answer-next`) in a page or a reply's task part."""
+    match = re.search(r'data-answer-next="(/projects/[\w-]+/judge/\d+/next/)"', html)
+    assert match, html
+    return match.group(1)
+
+
+def task_part(html: str) -> str:
+    """The page's `.judge` part, without its CSRF tokens (each rendering masks the token anew)."""
+    start = html.index('<div class="judge"')
+    end = html.index('<dialog id="guidelines-dialog"') if "<dialog" in html else len(html)
+    return re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "", html[start:end]).strip()
+
+
+def answer(client: Client, url: str, fields: dict[str, str]) -> Any:
+    return client.post(url, fields, **FETCH)
+
+
+@pytest.fixture
+def project(lena: User, alice: User) -> Project:
+    return build_project(lead=lena, annotators=[alice], topics=2, docs_per_topic=3, gold_per_topic=1)
+
+
+@pytest.fixture
+def alice_client(client: Client, alice: User) -> Client:
+    client.force_login(alice)
+    return client
+
+
+def first_url(project: Project, client: Client) -> str:
+    return answer_next_url(client.get(judge_url(project)).content.decode())
+
+
+@pytest.mark.django_db
+class TestOneRequestAnswer:
+    def test_it_stores_the_answer_and_replies_with_the_next_task_as_a_reload_shows_it(
+        self, project: Project, alice_client: Client
+    ) -> None:
+        url = first_url(project, alice_client)
+        response = answer(alice_client, url, {"grade": "3", "comment": " see line 2 "})
+        assert response.status_code == 200 and response["Content-Type"] == "application/json"
+        reply = response.json()
+        assert set(reply) == {"html", "level", "message", "url"}
+        assert reply["level"] == "success" and reply["message"] == "Saved 3 (Highly relevant)."
+        assert reply["url"] == judge_url(project)
+        stored = Annotation.objects.get()
+        assert (stored.grade, stored.comment) == (3, "see line 2")
+        assert stored.assignment_id == int(url.split("/")[-3])
+        following = answer_next_url(reply["html"])
+        assert following != url
+        assert Assignment.objects.get(annotator__username="alice", state="reserved").pk == int(
+            following.split("/")[-3]
+        )
+        assert "<strong>1</strong> done · <strong>4</strong> remaining" in reply["html"]
+        assert "Undo last answer" in reply["html"]
+        # A reload claims nothing new: it shows the task the reply served, rendered the same.
+        reload = alice_client.get(judge_url(project)).content.decode()
+        assert task_part(reply["html"]) == task_part(reload)
+
+    def test_it_skips_and_marks_unclear(self, project: Project, alice_client: Client) -> None:
+        url = first_url(project, alice_client)
+        skipped = answer(alice_client, url, {"action": "skip"}).json()
+        assert skipped["message"] == "Skipped."
+        unclear = answer(alice_client, answer_next_url(skipped["html"]), {"action": "unclear"}).json()
+        assert unclear["message"] == "Marked as unclear."
+        assert sorted(Annotation.objects.values_list("skipped", "unclear")) == [(False, True), (True, False)]
+
+    def test_it_refuses_a_too_fast_answer_and_keeps_the_task(
+        self, project: Project, alice_client: Client
+    ) -> None:
+        Project.objects.filter(pk=project.pk).update(min_seconds_per_task=30)
+        url = first_url(project, alice_client)
+        response = answer(alice_client, url, {"grade": "2"})
+        assert response.status_code == 409
+        reply = response.json()
+        assert set(reply) == {"level", "message", "seconds_left"}
+        assert reply["level"] == "warning" and reply["message"].startswith("Too fast: you spent")
+        assert 0 < reply["seconds_left"] <= 30
+        assert not Annotation.objects.exists()
+        assert first_url(project, alice_client) == url, "the same task is served again"
+
+    def test_it_flags_a_too_fast_answer_when_the_project_says_so(
+        self, project: Project, alice_client: Client
+    ) -> None:
+        Project.objects.filter(pk=project.pk).update(min_seconds_per_task=30, too_fast_policy="flag")
+        reply = answer(alice_client, first_url(project, alice_client), {"grade": "4"}).json()
+        assert "flagged as too fast" in reply["message"] and 'id="judge-form"' in reply["html"]
+        assert Annotation.objects.get().too_fast
+
+    def test_it_answers_an_answered_task_with_the_task_held_now(
+        self, project: Project, alice_client: Client
+    ) -> None:
+        url = first_url(project, alice_client)
+        held = answer_next_url(answer(alice_client, url, {"grade": "1"}).json()["html"])
+        response = answer(alice_client, url, {"grade": "2"})
+        assert response.status_code == 409
+        reply = response.json()
+        assert reply["level"] == "error" and reply["message"] == "You have already answered that task."
+        assert answer_next_url(reply["html"]) == held
+        assert list(Annotation.objects.values_list("grade", flat=True)) == [1]
+
+    def test_it_answers_a_task_not_reserved_for_her_with_404_and_her_task(
+        self, project: Project, alice_client: Client
+    ) -> None:
+        url = first_url(project, alice_client)
+        response = answer(alice_client, f"/projects/{project.slug}/judge/999999/next/", {"grade": "2"})
+        assert response.status_code == 404
+        reply = response.json()
+        assert reply["message"] == "That task is not reserved for you."
+        assert answer_next_url(reply["html"]) == url
+        assert not Annotation.objects.exists()
+
+    @pytest.mark.parametrize(
+        ("sweep_every", "status", "message"),
+        [
+            (3600, 409, "Your reservation of that task expired"),  # found expired by the answer
+            (0, 404, "That task is not reserved for you."),  # released by the sweep before the answer
+        ],
+    )
+    def test_it_answers_an_expired_reservation_whose_place_went_to_another_with_a_new_task(
+        self, sweep_every: int, status: int, message: str, lena: User, alice: User, bob: User,
+        alice_client: Client, settings: Any,
+    ) -> None:  # fmt: skip
+        settings.JUDGING_EXPIRY_SWEEP_SECONDS = sweep_every
+        project = build_project(lead=lena, annotators=[alice, bob], topics=1, docs_per_topic=3, overlap=1)
+        url = first_url(project, alice_client)
+        mine = Assignment.objects.get(pk=int(url.split("/")[-3]))
+        past = timezone.now() - timedelta(hours=2)
+        Assignment.objects.filter(pk=mine.pk).update(reserved_at=past, expires_at=past + timedelta(minutes=5))
+        now = timezone.now()
+        Assignment.objects.create(project=project, task=mine.task, annotator=bob, state="reserved",
+                                  reserved_at=now, expires_at=now + timedelta(minutes=5))  # fmt: skip
+        response = answer(alice_client, url, {"grade": "2"})
+        assert response.status_code == status
+        reply = response.json()
+        assert reply["level"] == "error" and reply["message"].startswith(message)
+        assert answer_next_url(reply["html"]) != url
+        assert not Annotation.objects.exists()
+
+    def test_it_says_when_the_queue_is_empty(self, project: Project, alice_client: Client) -> None:
+        url = first_url(project, alice_client)
+        for _ in range(5):  # 4 ordinary tasks and the 1 gold task planned at the project's share
+            reply = answer(alice_client, url, {"grade": "2"}).json()
+            assert reply["level"] == "success"
+            url = answer_next_url(reply["html"]) if 'id="judge-form"' in reply["html"] else ""
+        assert url == ""
+        assert "Your queue is empty" in reply["html"] and "you answered 5 tasks" in reply["html"]
+        assert Annotation.objects.count() == 5
+
+    def test_it_holds_no_gold_flag_and_no_label_of_another_annotator(
+        self, lena: User, alice: User, bob: User, alice_client: Client
+    ) -> None:
+        project = build_project(lead=lena, annotators=[alice, bob], topics=2, docs_per_topic=3,
+                                gold_per_topic=1, overlap=2)  # fmt: skip
+        bob_client = Client()
+        bob_client.force_login(bob)
+        bob_url = first_url(project, bob_client)
+        while bob_url:
+            html = answer(bob_client, bob_url, {"grade": "4", "comment": "bob-was-here"}).json()["html"]
+            bob_url = answer_next_url(html) if 'id="judge-form"' in html else ""
+        url, replies = first_url(project, alice_client), []
+        while url:
+            response = answer(alice_client, url, {"grade": "1"})
+            replies.append(response.content.decode())
+            html = response.json()["html"]
+            url = answer_next_url(html) if 'id="judge-form"' in html else ""
+        assert len(replies) >= 2 and Annotation.objects.filter(annotator=alice, task__is_gold=True).exists()
+        for text in replies:
+            assert "gold" not in text.lower() and "bob" not in text and "Perfectly relevant)" not in text
+
+
+@pytest.mark.django_db
+class TestOneRequestAnswerRefusals:
+    def test_it_needs_the_csrf_token_as_the_page_sends_it(self, project: Project, alice: User) -> None:
+        client = Client(enforce_csrf_checks=True)
+        client.force_login(alice)
+        page = client.get(judge_url(project)).content.decode()
+        url = answer_next_url(page)
+        assert client.post(url, {"grade": "2"}, **FETCH).status_code == 403
+        assert not Annotation.objects.exists()
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+        assert token
+        response = client.post(url, {"grade": "2"}, HTTP_X_CSRFTOKEN=token.group(1), **FETCH)
+        assert response.status_code == 200 and Annotation.objects.count() == 1
+
+    @pytest.mark.parametrize(
+        ("who", "status"), [("lead", 403), ("outsider", 404), ("other-annotator", 404), ("anonymous", 302)]
+    )
+    def test_it_refuses_anyone_but_the_projects_annotator(
+        self, who: str, status: int, project: Project, lena: User, bob: User, alice_client: Client
+    ) -> None:
+        url = first_url(project, alice_client)
+        client = Client()
+        if who == "lead":
+            client.force_login(lena)
+        elif who == "outsider":
+            client.force_login(bob)
+        elif who == "other-annotator":  # bob judges a project of his own, not this one
+            build_project(lead=lena, annotators=[bob], slug="other", topics=1, docs_per_topic=1)
+            client.force_login(bob)
+        response = answer(client, url, {"grade": "2"})
+        assert response.status_code == status
+        if who == "anonymous":
+            assert response["Location"].startswith("/accounts/login/")
+        assert not Annotation.objects.exists()
+
+    def test_it_takes_only_post(self, project: Project, alice_client: Client) -> None:
+        url = first_url(project, alice_client)
+        assert alice_client.get(url, **FETCH).status_code == 405
