@@ -73,9 +73,12 @@ class TestLeadPagesInTheBrowser:
         )
         assert status.inner_text().strip().startswith("Done")
         assert page.evaluate("window.__noReload") is True, "the page was not reloaded"
-        # The section was refreshed in place: the new build's export links are there.
+        # The section is then refreshed in place (the badge turns first, the section's HTML follows): the
+        # new build's export links arrive without a reload.
         row = page.locator("#build-table tbody tr", has=page.locator(f'[data-build="{build.version}"]'))
+        row.get_by_role("link", name="TREC").wait_for(timeout=15_000)
         assert row.get_by_role("link", name="TREC").count() == 1
+        assert page.evaluate("window.__noReload") is True, "the page was not reloaded"
 
     def test_it_edits_the_scale_and_examples_as_rows_and_fills_the_slug_from_the_name(
         self, page: Any, live_server: Any, transactional_db: None
