@@ -19,7 +19,7 @@ from functools import cache
 
 import numpy as np
 import pyarrow as pa
-from pyarrow._compute import CastOptions, SortOptions, call_function
+from pyarrow._compute import CastOptions, SortOptions, TrimOptions, call_function
 
 
 def _hugepage_switch() -> object:
@@ -119,6 +119,16 @@ def cast(values: pa.Array | pa.ChunkedArray, to: pa.DataType) -> pa.Array | pa.C
 def binary_length(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Each text value's length in bytes."""
     return to_numpy(call_function("binary_length", [values]))
+
+
+def utf8_trim(values: pa.Array | pa.ChunkedArray, characters: str) -> pa.Array | pa.ChunkedArray:
+    """Each text value without the `characters` at either end."""
+    return call_function("utf8_trim", [values], TrimOptions(characters))
+
+
+def utf8_rtrim(values: pa.Array | pa.ChunkedArray, characters: str) -> pa.Array | pa.ChunkedArray:
+    """Each text value without the `characters` at its end."""
+    return call_function("utf8_rtrim", [values], TrimOptions(characters))
 
 
 def dictionary_encode(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:

@@ -8,11 +8,21 @@ from os import PathLike
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from evalcore.agreement._labels import LongLabels
-from evalcore.arrow import small_pages, to_numpy
+from evalcore.arrow import (
+    binary_length,
+    cast,
+    equal,
+    keep,
+    small_pages,
+    sort_indices,
+    take,
+    to_numpy,
+    utf8_rtrim,
+    utf8_trim,
+)
 from evalcore.csvfiles import encode_column, from_numpy
 from evalcore.errors import FormatError
 from evalcore.stats._validation import IntArray, StatsInputError
@@ -123,7 +133,7 @@ def _numbers(column: pa.ChunkedArray) -> np.ndarray | None:
     if pa.types.is_floating(column.type):
         return to_numpy(column)
     try:
-        return to_numpy(pc.cast(pc.utf8_trim(column, WHITESPACE), pa.float64()))
+        return to_numpy(cast(utf8_trim(column, WHITESPACE), pa.float64()))
     except pa.ArrowInvalid:
         return None
 
@@ -136,17 +146,16 @@ def _sorted_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, IntArray] | None
     UTF-8 sorts bytewise in code point order, the order of ``np.unique`` on the same strings.
     """
     raw, codes = encode_column(column)
-    if len(raw) and pc.max(pc.binary_length(raw)).as_py() > csv.field_size_limit():
+    if len(raw) and binary_length(raw).max() > csv.field_size_limit():
         return None  # the csv module refuses so long a field: let it say so, at its line
-    ids = pc.utf8_rtrim(pc.utf8_trim(raw, WHITESPACE), _NUL)
-    indices = pc.sort_indices(ids)
-    ordered = ids.take(indices)
-    order = to_numpy(indices)
+    ids = utf8_rtrim(utf8_trim(raw, WHITESPACE), _NUL)
+    order = sort_indices(pa.table({"id": ids}), [("id", "ascending")]).astype(np.int64)
+    ordered = take(ids, from_numpy(order))
     first = np.ones(len(ordered), dtype=bool)
-    first[1:] = to_numpy(pc.not_equal(ordered[1:], ordered[:-1]))
+    first[1:] = ~equal(ordered[1:], ordered[:-1])
     rank = np.empty(len(ordered), dtype=np.int64)
     rank[order] = np.cumsum(first) - 1
-    distinct = ordered.filter(from_numpy(first))
+    distinct = keep(ordered, from_numpy(first))
     if len(distinct[0].as_py()) == 0:
         return None
     return np.array(distinct.to_pylist(), dtype=str), rank[codes]
