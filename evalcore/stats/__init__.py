@@ -19,6 +19,8 @@ same seed gives the same answer.
   ``minimum_detectable_effect_paired`` (per-query differences).
 - Sampling: ``stratum_allocation``, ``stratified_sample`` and
   ``stratified_mean``.
+- Rankings of systems: ``kendall_tau`` (tau-b), ``tau_ap`` and
+  ``tau_ap_symmetric`` (Yilmaz, Aslam and Robertson 2008).
 
 Which test to use. For the difference in *mean* effectiveness of two IR
 systems, Smucker, Allan and Carterette ("A Comparison of Statistical
@@ -49,6 +51,7 @@ from evalcore.stats._power import (
     sample_size_paired,
     sample_size_per_group,
 )
+from evalcore.stats._rank_correlation import kendall_tau, tau_ap, tau_ap_symmetric
 from evalcore.stats._sampling import (
     Allocation,
     StratifiedEstimate,
@@ -79,6 +82,7 @@ __all__ = [
     "TestResult",
     "adjust_p_values",
     "bootstrap_ci",
+    "kendall_tau",
     "minimum_detectable_effect",
     "minimum_detectable_effect_paired",
     "paired_bootstrap_ci",
@@ -90,5 +94,7 @@ __all__ = [
     "stratified_mean",
     "stratified_sample",
     "stratum_allocation",
+    "tau_ap",
+    "tau_ap_symmetric",
     "wilcoxon_test",
 ]
