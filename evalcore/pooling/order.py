@@ -35,23 +35,28 @@ __all__ = ["allot_budget", "fixed_priority", "pool_order", "topic_arms"]
 def allot_budget(budget: int | None, counts: np.ndarray) -> np.ndarray:
     """Judgments allotted to each topic: an even share, capped at its candidates, the rest re-spread.
 
+    Water filling: the largest level L with sum(min(counts, L)) <= budget gives every topic
+    min(counts, L), and what is left goes one each to the first topics (qid order) that have more
+    than L candidates.
+
     >>> allot_budget(10, np.array([2, 10, 10])).tolist()
     [2, 4, 4]
     >>> allot_budget(7, np.array([5, 5, 5])).tolist()
     [3, 2, 2]
     """
     counts = np.asarray(counts, dtype=np.int64)
-    if budget is None:
+    if budget is None or budget >= counts.sum():
         return counts.copy()
-    quota = np.zeros(len(counts), dtype=np.int64)
-    left = min(int(budget), int(counts.sum()))
-    while left > 0:
-        open_topics = np.flatnonzero(quota < counts)
-        share, extra = divmod(left, len(open_topics))
-        give = np.full(len(open_topics), share, dtype=np.int64)
-        give[:extra] += 1
-        quota[open_topics] = np.minimum(quota[open_topics] + give, counts[open_topics])
-        left = min(int(budget), int(counts.sum())) - int(quota.sum())
+    lo, hi = 0, int(counts.max(initial=0))
+    while lo < hi:  # the largest level whose filling fits the budget
+        mid = (lo + hi + 1) // 2
+        if np.minimum(counts, mid).sum() <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    quota = np.minimum(counts, lo)
+    left = int(budget - quota.sum())
+    quota[np.flatnonzero(counts > lo)[:left]] += 1
     return quota
 
 
