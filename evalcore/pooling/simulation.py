@@ -19,7 +19,7 @@ from evalcore.arrow import to_numpy
 from evalcore.pooling.candidates import PoolCandidates, candidates_from_runs
 from evalcore.pooling.order import allot_budget, pool_order, topic_arms
 from evalcore.pooling.params import ADAPTIVE_STRATEGIES, PoolParams
-from evalcore.retrieval import NoCommonQueriesError, Qrels, Run, evaluate
+from evalcore.retrieval import NoCommonQueriesError, Qrels, Run, evaluate, parse_measure
 from evalcore.stats import kendall_tau
 
 __all__ = ["SimulationStep", "candidate_grades", "judging_sequence", "simulate_pooling"]
@@ -88,8 +88,13 @@ def simulate_pooling(
     measure: str = "map",
     rel_level: int = 1,
     names: Sequence[str] | None = None,
+    complete: bool = False,
 ) -> list[SimulationStep]:
     """Replay `params.strategy` on the runs' pool over the qrels' topics, a step every `step` judgments.
+
+    `measure` (any name `evalcore.retrieval.parse_measure` reads) ranks the runs, evaluated as
+    `evaluate(qrels, run, [measure], rel_level=rel_level, complete=complete)` does; a run sharing no
+    topic with the judgments so far scores 0.
 
     >>> qrels = Qrels.from_dict({"q1": {"a": 1, "b": 0, "c": 1}})
     >>> runs = [Run.from_dict({"q1": {"a": 2.0, "b": 1.0}}), Run.from_dict({"q1": {"b": 2.0, "c": 1.0}})]
@@ -98,12 +103,15 @@ def simulate_pooling(
     """
     if step < 1:
         raise ValueError("step must be at least 1")
+    specs = parse_measure(measure)
+    if len(specs) != 1 or specs[0].measure.text:
+        raise ValueError(f"{measure!r} is not one numeric measure: give one, such as map or ndcg_cut_10")
     candidates = candidates_from_runs(runs, depth=params.depth, names=names, qids=list(qrels.qids))
     grades = candidate_grades(candidates, qrels)
     relevant = grades >= rel_level
     sequence = judging_sequence(candidates, params, relevant)
     found = np.cumsum(relevant[sequence])
-    truth = _scores(runs, qrels, measure, rel_level)
+    truth = _scores(runs, qrels, measure, rel_level, complete)
     marks = list(range(step, len(sequence), step)) + ([len(sequence)] if len(sequence) else [])
     steps = []
     for k in marks:
@@ -114,16 +122,16 @@ def simulate_pooling(
             [candidates.docnos[i] for i in chosen.tolist()],
             grades[chosen],
         )
-        tau = kendall_tau(truth, _scores(runs, partial, measure, rel_level))
+        tau = kendall_tau(truth, _scores(runs, partial, measure, rel_level, complete))
         steps.append(SimulationStep(k, int(found[k - 1]), tau))
     return steps
 
 
-def _scores(runs: Sequence[Run], qrels: Qrels, measure: str, rel_level: int) -> np.ndarray:
+def _scores(runs: Sequence[Run], qrels: Qrels, measure: str, rel_level: int, complete: bool) -> np.ndarray:
     values = []
     for run in runs:
         try:
-            result = evaluate(qrels, run, [measure], rel_level=rel_level)
+            result = evaluate(qrels, run, [measure], rel_level=rel_level, complete=complete)
         except NoCommonQueriesError:
             values.append(0.0)
             continue
