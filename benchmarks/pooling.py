@@ -78,9 +78,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     for strategy in STRATEGIES:
         params = PoolParams(strategy, budget=budget, depth=args.depth, seed=args.seed)
-        steps, sim_wall, sim_cpu = timed(
-            lambda p=params: simulate_pooling(runs, qrels, p, step=step), repeats=1
-        )
+        steps, sim_wall, sim_cpu = timed(partial(simulate_pooling, runs, qrels, params, step=step), repeats=1)
         _, cold_wall, cold_cpu = timed(partial(pool_order, pool, params))
         half = judging_sequence(pool, params, truth)[: budget // 2]
         judged = [(int(i), bool(truth[i])) for i in half]
