@@ -32,7 +32,7 @@ Strategies (one arm chosen per judgment; ties go to the run given first):
 
 The *current order* of the pending documents: replay the judgments to get the state, then keep
 choosing with the state frozen (no new evidence): the chosen run is read until it runs out, then the
-next (Thompson sampling draws afresh at each step).
+next (Thompson sampling draws afresh at each step, from the same frozen posteriors).
 """
 
 from __future__ import annotations
@@ -196,24 +196,30 @@ class TopicArms:
         return sequence[np.sort(first)][:limit]
 
     def _frozen_draws(self, limit: int) -> np.ndarray:
+        """Thompson sampling with the state frozen: the first draw is the online one (keyed by the
+        judgments so far); the rest come in blocks from one generator keyed the same way."""
         taken = self.taken.copy()
         pointer = self.pointer.copy()
         out: list[int] = []
-        step = self.judged
+        rng = np.random.default_rng([self.seed, self.topic, self.judged, 1])
+        block, row = self._draw(self.judged)[None, :], 0
         while len(out) < limit:
             open_arms = pointer < self.length
             if not open_arms.any():
                 break
-            arm = int(np.argmax(np.where(open_arms, self._draw(step), -math.inf)))
+            if row == len(block):
+                size = (min(4096, limit - len(out)), len(self.runs))
+                block, row = rng.beta(1.0 + self.rel, 1.0 + self.nrel, size=size), 0
+            arm = int(np.argmax(np.where(open_arms, block[row], -math.inf)))
+            row += 1
             doc = int(self.lists[arm][pointer[arm]])
             out.append(doc)
             taken[doc] = True
-            step += 1
             lo, hi = self.occ_bounds[doc], self.occ_bounds[doc + 1]
             for a, p in zip(self.occ_arm[lo:hi].tolist(), self.occ_pos[lo:hi].tolist(), strict=True):
                 if pointer[a] == p:
-                    items, at = self.lists[a], p
-                    while at < self.length[a] and taken[items[at]]:
+                    items, at, end = self.lists[a], p, int(self.length[a])
+                    while at < end and taken[items[at]]:
                         at += 1
                     pointer[a] = at
         return np.array(out, dtype=np.int64)

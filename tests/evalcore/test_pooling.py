@@ -357,6 +357,29 @@ class TestAdaptiveStrategies:
             judged.append((expected, bool(truth[expected])))
         assert pool_order(pool, params, judged).tolist() == []
 
+    @pytest.mark.parametrize("strategy", STRATEGIES)
+    @settings(max_examples=40, deadline=None)
+    @given(data=st.data())
+    def test_it_orders_what_is_pending_whatever_order_the_judgments_came_in(
+        self, strategy: str, data: st.DataObject
+    ) -> None:
+        dicts = data.draw(run_dicts)
+        pool = candidates_from_runs(as_runs(dicts), depth=4)
+        picked = data.draw(st.lists(st.integers(0, max(len(pool) - 1, 0)), unique=True, max_size=len(pool)))
+        judged = [(i, data.draw(st.booleans())) for i in picked]
+        budget = data.draw(st.one_of(st.none(), st.integers(0, 40)))
+        pending = pool_order(pool, PoolParams(strategy, budget=budget, depth=4), judged)
+        assert not set(pending.tolist()) & set(picked) and len(set(pending.tolist())) == len(pending)
+        quota = allot_budget(budget, np.diff(pool.topic_bounds))
+        done = (
+            np.bincount(pool.query[picked], minlength=len(pool.qids)) if picked else np.zeros(len(pool.qids))
+        )
+        room = np.maximum(quota - done, 0)
+        assert len(pending) == min(
+            int(room.sum()), len(pool) if budget is None else max(budget - len(picked), 0)
+        )
+        assert np.all(np.bincount(pool.query[pending], minlength=len(pool.qids)) <= room)
+
     def test_the_frozen_order_reads_the_best_run_to_its_end(self) -> None:
         # After x R (A: 2/3) and y N (A 2/4, B 1/3), the frozen order reads A to its end, then B.
         pool, _ = one_topic([["x", "y", "z", "w"], ["y", "u", "v"]])
