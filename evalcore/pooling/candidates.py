@@ -69,6 +69,27 @@ class PoolCandidates:
         """Hits of topic t are `range(hit_bounds[t], hit_bounds[t + 1])`."""
         return np.searchsorted(self.query[self.hit_candidate], np.arange(len(self.qids) + 1)).astype(np.int64)
 
+    @cached_property
+    def in_pool(self) -> np.ndarray:
+        """Whether some run retrieved each candidate (false only in a view cut by `within`)."""
+        return np.bincount(self.hit_candidate, minlength=len(self)) > 0
+
+    @cached_property
+    def pool_sizes(self) -> np.ndarray:
+        """Candidates in the pool per topic."""
+        return np.bincount(self.query[self.in_pool], minlength=len(self.qids)).astype(np.int64)
+
+    def within(self, depth: int) -> PoolCandidates:
+        """The same candidates (same indices) with only the hits at rank <= `depth`; candidates no run
+        ranks that high leave the pool (`in_pool`)."""
+        if depth >= self.depth:
+            return self
+        keep = self.hit_rank <= depth
+        return PoolCandidates(
+            self.qids, self.run_names, self.query, self.docnos, self.hit_run[keep],
+            self.hit_candidate[keep], self.hit_rank[keep], depth,
+        )  # fmt: skip
+
     def to_bytes(self) -> bytes:
         """A compact, pickle-free serialisation (numpy's .npz with the strings as JSON)."""
         buffer = io.BytesIO()

@@ -78,7 +78,9 @@ def fixed_priority(candidates: PoolCandidates, params: PoolParams) -> np.ndarray
         priority = np.bincount(candidates.hit_candidate, weights=weight, minlength=n)
         return np.lexsort((index, -np.round(priority, 12), query))
     if params.strategy == "random":
-        keys = np.random.default_rng(params.seed).random(n)
+        # Keys for the pooled candidates only, so that a view cut by depth shuffles as that pool would.
+        keys = np.ones(n)
+        keys[candidates.in_pool] = np.random.default_rng(params.seed).random(int(candidates.in_pool.sum()))
         return np.lexsort((keys, query))
     raise ValueError(f"{params.strategy!r} is not a fixed strategy")
 
@@ -114,7 +116,8 @@ def pool_order(
     """Candidate indices not in `judged`, in the order to judge them, cut to what is left of the budget.
 
     `judged` holds (candidate index, relevant) in the order the judgments arrived; adaptive strategies
-    replay them. Deterministic in (candidates, params, judged).
+    replay them. Runs are read to `params.depth` (at most the candidates' depth): a candidate no run
+    ranks that high is never pending. Deterministic in (candidates, params, judged).
 
     >>> from evalcore.pooling import candidates_from_runs
     >>> from evalcore.retrieval.data import Run
@@ -124,18 +127,18 @@ def pool_order(
     [('q1', 'a'), ('q2', 'x'), ('q1', 'c'), ('q1', 'b')]
     """
     done = _check_judged(candidates, judged)
+    candidates = candidates.within(params.depth)
     topics = len(candidates.qids)
-    counts = np.diff(candidates.topic_bounds)
-    quota = allot_budget(params.budget, counts)
+    quota = allot_budget(params.budget, candidates.pool_sizes)
     judged_per_topic = np.bincount(candidates.query[done], minlength=topics).astype(np.int64)
     remaining = np.maximum(quota - judged_per_topic, 0)
     if params.strategy in ADAPTIVE_STRATEGIES:
         order = _adaptive_order(candidates, params, judged, remaining)
     else:
         order = fixed_priority(candidates, params)
-        taken = np.zeros(len(candidates), dtype=bool)
-        taken[done] = True
-        order = order[~taken[order]]
+        pending = candidates.in_pool.copy()
+        pending[done] = False
+        order = order[pending[order]]
     query = candidates.query[order].astype(np.int64)
     position = np.arange(len(order)) - np.searchsorted(query, query, side="left")
     keep = position < remaining[query]

@@ -59,7 +59,8 @@ def judging_sequence(candidates: PoolCandidates, params: PoolParams, relevant: n
     """
     if params.strategy not in ADAPTIVE_STRATEGIES:
         return pool_order(candidates, params)
-    quota = allot_budget(params.budget, np.diff(candidates.topic_bounds))
+    candidates = candidates.within(params.depth)
+    quota = allot_budget(params.budget, candidates.pool_sizes)
     parts, turns = [], []
     for topic in np.flatnonzero(quota).tolist():
         arms = topic_arms(candidates, params, topic)

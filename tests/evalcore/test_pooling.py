@@ -139,6 +139,12 @@ def as_runs(dicts: list[RunDict]) -> list[Run]:
     return [Run.from_dict(d) if d else Run.from_dict({}) for d in dicts]
 
 
+def index_in(candidates: PoolCandidates, pair: tuple[str, str]) -> int:
+    index = candidates.index_of(*pair)
+    assert index is not None, pair
+    return index
+
+
 def pairs(candidates: PoolCandidates, order: np.ndarray) -> list[tuple[str, str]]:
     return [candidates.pair(int(i)) for i in order]
 
@@ -379,6 +385,23 @@ class TestAdaptiveStrategies:
             int(room.sum()), len(pool) if budget is None else max(budget - len(picked), 0)
         )
         assert np.all(np.bincount(pool.query[pending], minlength=len(pool.qids)) <= room)
+
+    @pytest.mark.parametrize("strategy", STRATEGIES)
+    def test_a_shallower_depth_in_the_params_reads_the_runs_as_a_shallower_pool(self, strategy: str) -> None:
+        runs, qrels = synthetic_collection(topics=3, runs=5, documents=150, depth=20, seed=6)
+        deep, shallow = candidates_from_runs(runs, depth=20), candidates_from_runs(runs, depth=8)
+        truth = candidate_grades(deep, qrels) > 0
+        params = PoolParams(strategy, budget=30, depth=8, seed=2)
+        first = pool_order(deep, params)
+        assert pairs(deep, first) == pairs(shallow, pool_order(shallow, params))
+        judged = [(int(i), bool(truth[i])) for i in first[:10]]
+        moved = [(index_in(shallow, deep.pair(i)), r) for i, r in judged]
+        assert pairs(deep, pool_order(deep, params, judged)) == pairs(
+            shallow, pool_order(shallow, params, moved)
+        )
+        assert pairs(deep, judging_sequence(deep, params, truth)) == pairs(
+            shallow, judging_sequence(shallow, params, candidate_grades(shallow, qrels) > 0)
+        )
 
     def test_the_frozen_order_reads_the_best_run_to_its_end(self) -> None:
         # After x R (A: 2/3) and y N (A 2/4, B 1/3), the frozen order reads A to its end, then B.
