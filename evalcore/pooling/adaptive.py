@@ -64,7 +64,7 @@ class TopicArms:
         self.seed, self.topic = seed, topic
         runs, starts = np.unique(arm_of_hit, return_index=True)
         self.runs = runs
-        ends = np.append(starts[1:], len(arm_of_hit))
+        ends = np.append(starts[1:], len(arm_of_hit)) if len(starts) else starts
         self.lists = [local_of_hit[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
         self.length = (ends - starts).astype(np.int64)
         arm = np.repeat(np.arange(len(runs)), ends - starts)
@@ -80,7 +80,7 @@ class TopicArms:
         self.nrel = np.zeros(arms)
         self.seen = np.zeros(arms, dtype=np.int64)
         self.priority = np.zeros(arms, dtype=np.int64)
-        self.current = 0
+        self.current = 0 if arms else -1
         self.judged = 0
 
     # --- evidence -----------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from evalcore.pooling import (
     pool_order,
     simulate_pooling,
 )
+from evalcore.pooling.adaptive import TopicArms
 from evalcore.pooling.simulation import candidate_grades
 from evalcore.pooling.synthetic import synthetic_collection
 from evalcore.retrieval import Qrels, Run, evaluate
@@ -402,6 +403,11 @@ class TestAdaptiveStrategies:
         assert pairs(deep, judging_sequence(deep, params, truth)) == pairs(
             shallow, judging_sequence(shallow, params, candidate_grades(shallow, qrels) > 0)
         )
+
+    @pytest.mark.parametrize("strategy", sorted(ADAPTIVE_STRATEGIES))
+    def test_a_topic_without_runs_offers_nothing(self, strategy: str) -> None:
+        arms = TopicArms(strategy, 3, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64))
+        assert arms.choose() == -1 and arms.frozen_order(5).tolist() == []
 
     def test_the_frozen_order_reads_the_best_run_to_its_end(self) -> None:
         # After x R (A: 2/3) and y N (A 2/4, B 1/3), the frozen order reads A to its end, then B.
