@@ -98,6 +98,15 @@ bench: bench-dashboards
 bench-dashboards: $(VENV)/.dev-installed
 	$(PY) -m benchmarks.dashboards
 
+# Pooling strategies on a synthetic TREC-style collection (50 topics, 40 runs to depth 100): the yield
+# curve and Kendall's tau per strategy up to 100 judgments a topic, and the time of pool_order and of
+# the simulation (wall and CPU).
+.PHONY: bench-pooling
+bench: bench-pooling
+
+bench-pooling: $(VENV)/.dev-installed
+	$(PY) -m benchmarks.pooling
+
 # Not part of `make bench`: it starts gunicorn and writes to a PostgreSQL database (created if missing).
 bench-annotation-load: $(VENV)/.dev-installed
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/evalplatform_load} \

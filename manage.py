@@ -15,6 +15,7 @@ STANDALONE_COMMANDS = {
     "eval_recsys": "monitoring.management.commands.eval_recsys",
     "eval_fraud": "monitoring.management.commands.eval_fraud",
     "eval_embeddings": "monitoring.management.commands.eval_embeddings",
+    "simulate_pooling": "monitoring.management.commands.simulate_pooling",
 }
 
 

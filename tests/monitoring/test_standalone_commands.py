@@ -21,6 +21,7 @@ MISSING_FILE_ARGS = {
     "eval_recsys": ["--recs", "absent.csv", "--interactions", "absent.csv"],
     "eval_fraud": ["--scores", "absent.csv"],
     "eval_embeddings": ["--reference", "absent.npy"],
+    "simulate_pooling": ["--qrels", "absent.qrels", "--run", "a.run", "--strategy", "mtf", "--budget", "10"],
 }
 
 
