@@ -43,7 +43,7 @@ urlpatterns = [
     # Reusability, annotator sensitivity and the planner of a qrels source (`monitoring.reuse.views`).
     path(TEAM + "qrels/<int:pk>/reuse/", reuse.qrels_reuse, name="qrels-reuse"),
     path(TEAM + "qrels/<int:pk>/reuse/run/", reuse.qrels_reuse_run, name="qrels-reuse-run"),
-    path(TEAM + "qrels/<int:pk>/reuse/<str:kind>.csv", reuse.qrels_reuse_csv, name="qrels-reuse-csv"),
+    path(TEAM + "qrels/<int:pk>/reuse/<str:analysis>.csv", reuse.qrels_reuse_csv, name="qrels-reuse-csv"),
     path(TEAM + "jobs/<str:kind>/<int:pk>.json", jobs.job_state, name="job-state"),
     # Alerts (`monitoring.alerts.views`).
     path(TEAM + "alerts/", alerts.alerts_page, name="alerts"),

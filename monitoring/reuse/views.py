@@ -11,7 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from evalplatform import charts
 from evalplatform.auth import SignedInRequest
@@ -51,6 +51,7 @@ def _source(request: SignedInRequest, team: str, pk: int, *, write: bool = False
 
 
 @login_required
+@require_GET
 def qrels_reuse(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership, source = _source(request, team, pk)
     reuse = services.latest_done(qrels=source, kind=ReuseAnalysis.Kind.REUSABILITY)
@@ -109,57 +110,36 @@ def qrels_reuse_run(request: SignedInRequest, team: str, pk: int) -> HttpRespons
 
 
 @login_required
-def qrels_reuse_csv(request: SignedInRequest, team: str, pk: int, kind: str) -> HttpResponse:
+@require_GET
+def qrels_reuse_csv(request: SignedInRequest, team: str, pk: int, analysis: str) -> HttpResponse:
+    """The reusability table, the swap rates or the planner as CSV (a header alone before any analysis)."""
     membership, source = _source(request, team, pk)
-    name = f"{membership.team.slug}-qrels{source.pk}-{kind}.csv"
-    if kind == "reusability":
-        analysis = services.latest_done(qrels=source, kind=kind)
-        if analysis is None:
-            raise Http404("No reusability analysis yet.")
-        result = analysis.result
-        measures = list(result["runs"][0]["full"]) if result["runs"] else []
-        header = ["group", "run", "unique", "unique_relevant", "rank_full", "rank_left_out"]
-        header += [f"{m}_{part}" for m in measures for part in ("full", "left_out", "drop")]
-        rows = [
-            [
-                r["group"] or "",
-                r["run"],
-                r["unique"],
-                r["unique_relevant"],
-                r["rank_full"],
-                r["rank_left_out"],
-            ]
-            + [v for m in measures for v in (r["full"][m], r["left_out"][m], r["drop"][m])]
-            for r in result["runs"] + result["groups"]
-        ]
+    name = f"{membership.team.slug}-qrels{source.pk}-{analysis}.csv"
+    if analysis == "planner":
+        planner = services.qrels_planner_context(qrels=source)["planner"] or {"rows": []}
+        header = ["min_diff", "alpha", "power", "variance", "topics_ttest", "topics_anova", "n_systems"]
+        rows: list[list[Any]] = [
+            [r["min_diff"], planner["alpha"], planner["power"], planner["variance"], r["ttest"], r["anova"],
+             planner["n_systems"]]
+            for r in planner["rows"]
+        ]  # fmt: skip
         return csv_response(name, header, rows)
-    if kind == "sensitivity":
-        analysis = services.latest_done(qrels=source, kind=kind)
-        if analysis is None:
-            raise Http404("No sensitivity analysis yet.")
+    if analysis not in ReuseAnalysis.Kind.values:
+        raise Http404("Unknown table.")
+    done = services.latest_done(qrels=source, kind=analysis)
+    result = done.result if done else {}
+    if analysis == ReuseAnalysis.Kind.SENSITIVITY:
+        swaps = result.get("swaps", [])
         return csv_response(
-            name,
-            ["run_a", "run_b", "swap_rate"],
-            [[s["run_a"], s["run_b"], s["swap_rate"]] for s in analysis.result["swaps"]],
+            name, ["run_a", "run_b", "swap_rate"], [[s["run_a"], s["run_b"], s["swap_rate"]] for s in swaps]
         )
-    if kind == "planner":
-        planner = services.qrels_planner_context(qrels=source)["planner"]
-        if planner is None:
-            raise Http404("No planner yet.")
-        return csv_response(
-            name,
-            ["min_diff", "alpha", "power", "variance", "topics_ttest", "topics_anova", "n_systems"],
-            [
-                [
-                    r["min_diff"],
-                    planner["alpha"],
-                    planner["power"],
-                    planner["variance"],
-                    r["ttest"],
-                    r["anova"],
-                    planner["n_systems"],
-                ]
-                for r in planner["rows"]
-            ],
-        )
-    raise Http404("Unknown table.")
+    runs = result.get("runs", []) + result.get("groups", [])
+    measures = list(runs[0]["full"]) if runs else []
+    header = ["group", "run", "unique", "unique_relevant", "rank_full", "rank_left_out"]
+    header += [f"{m}_{part}" for m in measures for part in ("full", "left_out", "drop")]
+    rows = [
+        [r["group"] or "", r["run"], r["unique"], r["unique_relevant"], r["rank_full"], r["rank_left_out"]]
+        + [v for m in measures for v in (r["full"][m], r["left_out"][m], r["drop"][m])]
+        for r in runs
+    ]
+    return csv_response(name, header, rows)

@@ -227,14 +227,20 @@ class TestPage:
     def test_the_csv_neutralises_and_lists_every_row(
         self, client: Client, source: QrelsSource, theo: User
     ) -> None:
-        run_now(services.reuse_analysis_create(qrels=source, kind="reusability", created_by=theo))
+        _, make_run = synthetic_collection(queries=8, docs=30, seed=1)
+        add_runs(source.team, theo, source, [("=HYPERLINK(1)", make_run(9, 0.4), [])])
         client.force_login(theo)
         base = f"/teams/{source.team.slug}/qrels/{source.pk}/reuse/"
+        before = client.get(base + "reusability.csv").content.decode().strip().splitlines()
+        assert before == ["group,run,unique,unique_relevant,rank_full,rank_left_out"]  # nothing analysed yet
+        run_now(services.reuse_analysis_create(qrels=source, kind="reusability", created_by=theo))
         lines = client.get(base + "reusability.csv").content.decode().strip().splitlines()
-        assert lines[0].startswith("group,run,unique") and len(lines) == 1 + 4 + 2
+        assert lines[0].startswith("group,run,unique") and len(lines) == 1 + 5 + 2
+        assert any(line.startswith(",'=HYPERLINK(1),") for line in lines)
         planner = client.get(base + "planner.csv").content.decode().strip().splitlines()
-        assert len(planner) == 4
-        assert client.get(base + "sensitivity.csv").status_code == 404
+        assert len(planner) == 4 and planner[0].startswith("min_diff,alpha,power")
+        assert client.get(base + "sensitivity.csv").content.decode().strip() == "run_a,run_b,swap_rate"
+        assert client.get(base + "other.csv").status_code == 404
 
 
 @pytest.mark.django_db
@@ -304,3 +310,47 @@ class TestCommands:
 
         parser = load_command_class("monitoring", name).create_parser("manage.py", name)
         assert "--json" in parser.format_help() and "--team" in parser.format_help()
+
+
+@pytest.mark.django_db
+class TestApi:
+    def test_it_returns_the_newest_analyses_and_the_planner(
+        self, client: Client, source: QrelsSource, theo: User
+    ) -> None:
+        client.force_login(theo)
+        url = f"/api/teams/{source.team.slug}/qrels/{source.pk}/reuse/"
+        empty = client.get(url).json()
+        assert empty["reusability"] is None and empty["planner"] is None and empty["planner_reason"]
+        analysis = run_now(services.reuse_analysis_create(qrels=source, kind="reusability", created_by=theo))
+        data = client.get(url).json()
+        assert data["reusability"]["id"] == analysis.pk and data["reusability"]["state"]["status"] == "done"
+        assert len(data["reusability"]["result"]["verdicts"]) == 4
+        assert [row["min_diff"] for row in data["planner"]["rows"]] == [0.02, 0.05, 0.1]
+        one = client.get(f"/api/teams/{source.team.slug}/reuse-analyses/{analysis.pk}/").json()
+        assert one["result"]["runs"] == data["reusability"]["result"]["runs"]
+
+    def test_an_editor_starts_one_and_a_viewer_cannot(
+        self,
+        client: Client,
+        source: QrelsSource,
+        theo: User,
+        vera: User,
+        queued: Any,
+        django_capture_on_commit_callbacks: Any,
+    ) -> None:
+        url = f"/api/teams/{source.team.slug}/qrels/{source.pk}/reuse/"
+        client.force_login(vera)
+        assert client.post(url, {"kind": "reusability"}, content_type="application/json").status_code == 403
+        client.force_login(theo)
+        with django_capture_on_commit_callbacks(execute=True):
+            answer = client.post(
+                url, {"kind": "reusability", "params": {"depth": 20}}, content_type="application/json"
+            )
+        assert answer.status_code == 202 and answer.json()["params"]["depth"] == 20
+        assert answer.json()["result"] is None and queued.names() == ["monitoring.tasks.reuse_analysis_run"]
+        refused = client.post(url, {"kind": "sensitivity"}, content_type="application/json")
+        assert refused.status_code == 400 and "judging project" in refused.json()["params"][0]
+        bad = client.post(
+            url, {"kind": "reusability", "params": {"measure": "nope"}}, content_type="application/json"
+        )
+        assert bad.status_code == 400
