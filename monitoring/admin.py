@@ -26,9 +26,9 @@ from monitoring.models import (
     Notification,
     NotificationChannel,
     QrelsSource,
-    ReuseAnalysis,
     RecommendationEvaluation,
     RecommendationSet,
+    ReuseAnalysis,
     Run,
 )
 
