@@ -7,40 +7,100 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evalplatform', '0002_teams'),
-        ('monitoring', '0015_alert_rule_series'),
+        ("evalplatform", "0002_teams"),
+        ("monitoring", "0015_alert_rule_series"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ReuseAnalysis',
+            name="ReuseAnalysis",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='pending', max_length=8)),
-                ('error', models.TextField(blank=True)),
-                ('progress', models.FloatField(blank=True, help_text='Fraction done (0-1), when known.', null=True)),
-                ('progress_note', models.CharField(blank=True, help_text='What the job is doing now.', max_length=200)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('lease_token', models.UUIDField(blank=True, null=True)),
-                ('lease_expires_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('queued_at', models.DateTimeField(blank=True, null=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('kind', models.CharField(choices=[('reusability', 'Leave-one-run-out reusability'), ('sensitivity', 'Annotator sensitivity')], max_length=12)),
-                ('params', models.JSONField(default=dict, help_text='The evalcore.reuse parameters it ran with.')),
-                ('result', models.JSONField(blank=True, default=dict)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('qrels', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='reuse_analyses', to='monitoring.qrelssource')),
-                ('team', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='evalplatform.team')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        default="pending",
+                        max_length=8,
+                    ),
+                ),
+                ("error", models.TextField(blank=True)),
+                (
+                    "progress",
+                    models.FloatField(blank=True, help_text="Fraction done (0-1), when known.", null=True),
+                ),
+                (
+                    "progress_note",
+                    models.CharField(blank=True, help_text="What the job is doing now.", max_length=200),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("lease_token", models.UUIDField(blank=True, null=True)),
+                ("lease_expires_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("queued_at", models.DateTimeField(blank=True, null=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("reusability", "Leave-one-run-out reusability"),
+                            ("sensitivity", "Annotator sensitivity"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "params",
+                    models.JSONField(default=dict, help_text="The evalcore.reuse parameters it ran with."),
+                ),
+                ("result", models.JSONField(blank=True, default=dict)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "qrels",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="reuse_analyses",
+                        to="monitoring.qrelssource",
+                    ),
+                ),
+                (
+                    "team",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="evalplatform.team"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['qrels', '-created_at'],
-                'indexes': [models.Index(fields=['status', 'lease_expires_at'], name='reuse_analysis_claim')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('kind__in', ['reusability', 'sensitivity'])), name='reuse_analysis_kind_valid')],
+                "ordering": ["qrels", "-created_at"],
+                "indexes": [models.Index(fields=["status", "lease_expires_at"], name="reuse_analysis_claim")],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("kind__in", ["reusability", "sensitivity"])),
+                        name="reuse_analysis_kind_valid",
+                    )
+                ],
             },
         ),
     ]
