@@ -175,6 +175,7 @@ def planner(
     alpha: float = 0.05,
     power: float = 0.8,
     n_systems: int | None = None,
+    method: str = "exact",
 ) -> dict[str, Any]:
     """The planner's context from a (topics x systems) score matrix: `{"planner": {...}}` with the
     variance, the settings and one row per minD (topics by paired t-test and by one-way ANOVA), or
@@ -187,7 +188,14 @@ def planner(
             "planner_reason": "The planner needs per-topic scores of at least 2 runs on 2 topics.",
         }
     try:
-        table = topic_set_size_table(x, min_diffs=min_diffs, alpha=alpha, power=power, n_systems=n_systems)
+        table = topic_set_size_table(
+            x,
+            min_diffs=min_diffs,
+            alpha=alpha,
+            power=power,
+            n_systems=n_systems,
+            method=method,  # type: ignore[arg-type]
+        )
     except ValueError as error:
         return {"planner": None, "planner_reason": str(error)}
     return {"planner": json_finite(table.as_dict()), "planner_reason": ""}

@@ -315,3 +315,34 @@ class TestTopicSetSize:
         assert table.n_systems == 8 and table.variance == pytest.approx(residual_variance(x))
         assert table.rows[0].ttest > table.rows[1].ttest
         assert table.rows[0].anova >= table.rows[0].ttest  # ANOVA over 8 systems needs more than one pair
+
+
+class TestSakaiApproximations:
+    @pytest.mark.parametrize("variance,min_diff", [(0.02, 0.05), (0.05, 0.1), (0.01, 0.02), (0.1, 0.05)])
+    def test_the_excel_tools_t_approximation_lands_within_a_topic_of_the_exact_answer(
+        self, variance: float, min_diff: float
+    ) -> None:
+        exact = topic_set_size_ttest(variance=variance, min_diff=min_diff)
+        sakai = topic_set_size_ttest(variance=variance, min_diff=min_diff, method="sakai")
+        assert abs(exact - sakai) <= 1
+
+    @pytest.mark.parametrize("m", [2, 5, 10, 30])
+    @pytest.mark.parametrize("variance,min_diff", [(0.02, 0.05), (0.05, 0.1), (0.1, 0.05)])
+    def test_nagatas_f_approximation_lands_within_two_percent(
+        self, m: int, variance: float, min_diff: float
+    ) -> None:
+        exact = topic_set_size_anova(variance=variance, min_diff=min_diff, n_systems=m)
+        sakai = topic_set_size_anova(variance=variance, min_diff=min_diff, n_systems=m, method="sakai")
+        # The approximation is roughest with one numerator degree of freedom (two systems).
+        assert abs(exact - sakai) <= max(1, (0.03 if m == 2 else 0.02) * exact)
+
+    def test_the_approximate_powers_track_the_exact_ones(self) -> None:
+        from evalcore.reuse import anova_power, ttest_power
+
+        for n in (10, 30, 100):
+            assert ttest_power(n, effect=0.3, alpha=0.05, method="sakai") == pytest.approx(
+                ttest_power(n, effect=0.3, alpha=0.05), abs=0.01
+            )
+            assert anova_power(n, delta=0.05, n_systems=5, alpha=0.05, method="sakai") == pytest.approx(
+                anova_power(n, delta=0.05, n_systems=5, alpha=0.05), abs=0.02
+            )

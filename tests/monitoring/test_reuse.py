@@ -354,3 +354,19 @@ class TestApi:
             url, {"kind": "reusability", "params": {"measure": "nope"}}, content_type="application/json"
         )
         assert bad.status_code == 400
+
+
+@pytest.mark.django_db
+def test_topic_set_size_takes_sakais_approximations(tmp_path: Path) -> None:
+    scores = tmp_path / "scores.txt"
+    scores.write_text("".join(f"{0.1 + 0.03 * (i % 7)} {0.2 + 0.05 * (i % 3)}\n" for i in range(30)))
+    answers = {}
+    for method in ("exact", "sakai"):
+        out = StringIO()
+        call_command("topic_set_size", "--scores", str(scores), "--method", method, "--json", stdout=out)
+        answers[method] = json.loads(out.getvalue())
+    assert (
+        answers["sakai"]["method"] == "sakai" and answers["exact"]["variance"] == answers["sakai"]["variance"]
+    )
+    for exact, sakai in zip(answers["exact"]["rows"], answers["sakai"]["rows"], strict=True):
+        assert abs(exact["ttest"] - sakai["ttest"]) <= 1

@@ -35,12 +35,16 @@ class Command(BaseCommand):
             help=f"a minimum difference to detect; repeat for several (default {', '.join(map(str, DEFAULT_MIN_DIFFS))})",
         )  # fmt: skip
         parser.add_argument("--systems", type=int, help="systems in the ANOVA (default: the matrix's)")
+        parser.add_argument(
+            "--method", choices=("exact", "sakai"), default="exact",
+            help="exact noncentral t and F (default), or the normal approximations of Sakai's Excel tools",
+        )  # fmt: skip
 
     def handle(self, *args: Any, **options: Any) -> None:
         scores = self.matrix(options)
         context = services.planner(
             scores, min_diffs=tuple(options["min_diffs"] or DEFAULT_MIN_DIFFS), alpha=options["alpha"],
-            power=options["power"], n_systems=options["systems"],
+            power=options["power"], n_systems=options["systems"], method=options["method"],
         )  # fmt: skip
         planner = context["planner"]
         if planner is None:
