@@ -56,7 +56,8 @@ class ReuseParams:
     def __post_init__(self) -> None:
         if self.depth < 1:
             raise ValueError("the pool depth must be at least 1")
-        parse_measure(self.measure)  # raises for an unknown measure
+        if len(parse_measure(self.measure)) != 1:  # raises for an unknown measure
+            raise ValueError(f"{self.measure} names several measures; name one")
 
     @property
     def measures(self) -> list[str]:
@@ -228,7 +229,7 @@ def _scores(qrels: Qrels, run: Run, params: ReuseParams) -> dict[str, float | No
         aggregate = evaluate(qrels, run, params.measures, rel_level=params.rel_level).aggregate
     except NoCommonQueriesError:
         return dict.fromkeys(params.measures)
-    return {name: float(aggregate[name]) for name in params.measures}
+    return {name: float(aggregate[parse_measure(name)[0].key]) for name in params.measures}
 
 
 def rank_among(value: float | None, others: Sequence[float | None]) -> int:

@@ -22,9 +22,10 @@ the swap rate
     swap(i, j) = |{b : sign(s_b(i) - s_b(j)) != sign(s(i) - s(j))}| / B
 
 Vectorised: the B resamples are drawn as one (B, labels) matrix of label indices, re-aggregated in one
-call over B x pairs items (`evalcore.aggregation.aggregate_labels`), and scored in batches: a batch of resamples becomes one
-stacked qrels whose query ids are (resample, query) and one run repeated for each resample, so
-`evalcore.retrieval.evaluate` scores a run on a whole batch in one call.
+call over B x pairs items (`evalcore.aggregation.aggregate_labels`), and scored in batches: each run is
+joined to the pairs once (`evalcore.retrieval.ranking.build_context`, trec_eval's semantics), and a batch
+of resamples is one stacked ranking context whose queries are (resample, query), scored by the measure's
+kernel in one call (`score_grade_sets`).
 """
 
 from __future__ import annotations
@@ -36,10 +37,12 @@ import numpy as np
 
 from evalcore.aggregation import aggregate_labels
 from evalcore.agreement import LongLabels
-from evalcore.retrieval import NoCommonQueriesError, Qrels, Run, evaluate, parse_measure
+from evalcore.retrieval import Qrels, Run, parse_measure
+from evalcore.retrieval.evaluation import compute
+from evalcore.retrieval.ranking import RankingContext, build_context
 from evalcore.stats import kendall_tau
 
-#: Rows (resamples x run rows) that one stacked evaluation may hold.
+#: Judged hits and judgments (resamples x per run) that one stacked context may hold.
 MAX_STACKED_ROWS = 4_000_000
 
 ProgressFn = Callable[[float, str], None]
@@ -67,7 +70,8 @@ class SensitivityParams:
             raise ValueError("the coverage threshold must be a share of the pairs, in (0, 1]")
         if self.aggregation not in ("median", "mean", "majority", "dawid_skene"):
             raise ValueError(f"unknown aggregation {self.aggregation!r}")
-        parse_measure(self.measure)
+        if len(parse_measure(self.measure)) != 1:
+            raise ValueError(f"{self.measure} names several measures; name one")
 
 
 @dataclass(frozen=True, eq=False)
@@ -253,66 +257,66 @@ def score_grade_sets(
 ) -> np.ndarray:
     """(K, R) scores of every run on each of K qrels (the pairs with row k of `grades`), K batched.
 
-    A batch of k qrels is one stacked Qrels whose query k:q is query q under grades k, and each run is
-    repeated k times under the same ids, so one `evaluate` call scores a run on the whole batch; the
-    per-query values are then averaged per grade set (trec_eval's mean over the evaluated queries).
+    Every trec_eval measure depends on a ranking only through where the judged documents landed
+    (`evalcore.retrieval.ranking.RankingContext`), and the K qrels judge the same pairs: only their grades
+    differ. So each run is joined to the pairs once, with each pair's index in place of its grade, and a
+    batch of grade sets becomes one context whose query k:q is query q under grades k (the hits repeated,
+    their grades looked up in each set); the measure's kernel then scores the whole batch in one call.
     """
+    specs = parse_measure(measure)
+    if len(specs) != 1:
+        raise ValueError(f"{measure} names {len(specs)} measures; name one")
+    spec = specs[0]
+    if spec.measure.kernel is None or spec.measure.aggregate not in _AGGREGATES:
+        raise ValueError(f"{measure} has no per-query value to re-score")
     k_total = grades.shape[0]
     out = np.full((k_total, len(runs)), np.nan)
-    qvocab, qcode = (
-        np.unique(pairs.qids.astype(str), return_inverse=True)
-        if pairs.n_pairs
-        else (np.zeros(0), np.zeros(0, int))
-    )
-    nq = len(qvocab)
-    longest = max((len(run) for run in runs), default=1) or 1
-    batch = max(1, min(k_total, MAX_STACKED_ROWS // longest))
-    width = len(str(max(k_total - 1, 0)))
-    done = 0
-    for start in range(0, k_total, batch):
-        stop = min(k_total, start + batch)
-        size = stop - start
-        stacked_ids = np.array([f"{b:0{width}d}\x1f{q}" for b in range(size) for q in qvocab], dtype=object)
-        codes = (np.arange(size)[:, None] * nq + qcode[None, :]).ravel()
-        docs = np.tile(pairs.doc_ids.astype(str), size)
-        qrels = Qrels.from_codes(stacked_ids, codes, list(docs), grades[start:stop].ravel())
-        for r, run in enumerate(runs):
-            out[start:stop, r] = _stacked_means(qrels, run, qvocab, size, measure, rel_level, width)
-            done += size
-            if progress is not None:
-                progress(
-                    done / (k_total * max(1, len(runs))),
-                    f"scored {done} of {k_total * len(runs)} (resample, run)",
-                )
+    if not pairs.n_pairs:
+        return out
+    qvocab, qcode = np.unique(pairs.qids.astype(str), return_inverse=True)
+    index = Qrels.from_codes(qvocab, qcode, list(pairs.doc_ids.astype(str)), np.arange(pairs.n_pairs))
+    for r, run in enumerate(runs):
+        base = build_context(index, run)  # rels are pair indices: where each hit's grade is
+        if base.num_queries == 0:  # the run answers none of the judged queries: no score
+            continue
+        per_batch = max(1, min(k_total, MAX_STACKED_ROWS // max(1, len(base.hit_rel) + len(base.judged_rel))))
+        for start in range(0, k_total, per_batch):
+            stop = min(k_total, start + per_batch)
+            ctx = _stacked_context(base, grades[start:stop])
+            values = compute(ctx, (spec,), rel_level)[spec.key].reshape(stop - start, base.num_queries)
+            out[start:stop, r] = _AGGREGATES[spec.measure.aggregate](values)
+        if progress is not None:
+            progress((r + 1) / len(runs), f"re-scored {r + 1} of {len(runs)} runs")
     return out
 
 
-def _stacked_means(
-    qrels: Qrels, run: Run, qvocab: np.ndarray, size: int, measure: str, rel_level: int, width: int
-) -> np.ndarray:
-    # The run's rows whose query is judged, repeated for each grade set under the stacked ids.
-    position = np.searchsorted(qvocab, run.qids.astype(str))
-    position = np.minimum(position, max(len(qvocab) - 1, 0))
-    known = (qvocab[position] == run.qids.astype(str)) if len(qvocab) else np.zeros(len(run.qids), bool)
-    rows = np.flatnonzero(known[run.qid_codes])
-    if not rows.size:
-        return np.full(size, np.nan)
-    nq = len(qvocab)
-    base = position[run.qid_codes[rows]]
-    codes = (np.arange(size)[:, None] * nq + base[None, :]).ravel()
-    stacked_ids = np.array([f"{b:0{width}d}\x1f{q}" for b in range(size) for q in qvocab], dtype=object)
-    docs = run.docnos.take(np.tile(rows, size))
-    stacked = Run.from_codes(stacked_ids, codes, docs, np.tile(run.scores[rows], size))
-    try:
-        result = evaluate(qrels, stacked, [measure], rel_level=rel_level)
-    except NoCommonQueriesError:
-        return np.full(size, np.nan)
-    set_of = np.array([int(str(q).split("\x1f", 1)[0]) for q in result.qids])
-    values = result.values[result.specs[0].key]
-    totals = np.bincount(set_of, weights=values, minlength=size)
-    counts = np.bincount(set_of, minlength=size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(counts > 0, totals / np.maximum(counts, 1), np.nan)
+_AGGREGATES = {
+    "mean": lambda v: v.mean(axis=1),
+    "sum": lambda v: v.sum(axis=1),
+    "relevant": lambda v: v.sum(axis=1),
+    "gmean": lambda v: np.exp(v.mean(axis=1)),  # the kernels give logs; exp of their mean (trec_eval)
+}
+
+
+def _stacked_context(base: RankingContext, grades: np.ndarray) -> RankingContext:
+    """The context of `base` repeated for each row of `grades` (K, pairs), query k:q at k * Q + q."""
+    k, nq = grades.shape[0], base.num_queries
+    offset = np.arange(k, dtype=np.int64)[:, None] * nq
+    hits = base.hit_rel  # pair indices
+    judged = base.judged_rel
+    return RankingContext(
+        qids=np.arange(k * nq),
+        num_ret=np.tile(base.num_ret, k),
+        hit_query=(offset + base.hit_query[None, :]).ravel(),
+        hit_rank=np.tile(base.hit_rank, k),
+        hit_rel=grades[:, hits].ravel(),
+        judged_query=(offset + base.judged_query[None, :]).ravel(),
+        judged_rel=grades[:, judged].ravel(),
+        missing_qids=base.missing_qids,
+        num_qrels_queries=k * base.num_qrels_queries,
+        qrels_rels=grades.ravel(),
+        run_id=base.run_id,
+    )
 
 
 def _tau(published: np.ndarray, scores: np.ndarray) -> float:

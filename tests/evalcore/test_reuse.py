@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.power import FTestAnovaPower, TTestPower
 
-from evalcore.retrieval import Qrels, Run, evaluate
+from evalcore.retrieval import Qrels, Run, evaluate, parse_measure
 from evalcore.reuse import (
     PairLabels,
     ReuseParams,
@@ -107,6 +107,15 @@ class TestLeaveOneOut:
             assert row.left_out["map"] == pytest.approx(
                 evaluate(reduced, runs[row.run], ["map"]).aggregate["map"]
             )
+
+    def test_it_takes_a_measure_by_any_of_its_names(self) -> None:
+        qrels, runs = collection()
+        report = leave_one_out(qrels, runs, params=ReuseParams(depth=10, measure="P.10"))
+        assert report.runs[0].full["P.10"] == pytest.approx(
+            evaluate(qrels, runs["r0"], ["P_10"]).aggregate["P_10"]
+        )
+        with pytest.raises(ValueError, match="several"):
+            ReuseParams(measure="P.5,10")
 
     def test_it_reports_bpref_infap_and_a_verdict(self) -> None:
         qrels, runs = collection()
@@ -240,8 +249,9 @@ class TestSensitivity:
         low, high = report.tau_interval
         assert low <= report.tau_mean <= high
 
+    @pytest.mark.parametrize("measure", ["ndcg", "map", "P.10", "gm_map", "bpref", "num_rel_ret", "infAP"])
     def test_batched_scoring_matches_one_evaluation_per_grade_set(
-        self, monkeypatch: pytest.MonkeyPatch
+        self, measure: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         qrels, runs = collection(seed=9, n_runs=3)
         judged = qrels.to_dict()
@@ -250,17 +260,15 @@ class TestSensitivity:
         ]
         pairs = PairLabels.from_judgments(rows)
         rng = np.random.default_rng(0)
-        grades = rng.integers(0, 3, size=(5, pairs.n_pairs))
-        monkeypatch.setattr(
-            "evalcore.reuse._sensitivity.MAX_STACKED_ROWS", 2 * max(len(r) for r in runs.values())
-        )
-        scored = score_grade_sets(pairs, grades, list(runs.values()), measure="ndcg")
+        grades = rng.integers(-1, 3, size=(5, pairs.n_pairs))  # -1: pooled but unjudged (infAP reads it)
+        monkeypatch.setattr("evalcore.reuse._sensitivity.MAX_STACKED_ROWS", 2 * pairs.n_pairs)  # batches of 2
+        scored = score_grade_sets(pairs, grades, list(runs.values()), measure=measure, rel_level=1)
+        key = parse_measure(measure)[0].key
         for k in range(5):
-            q = Qrels.from_codes(
-                *np.unique(pairs.qids.astype(str), return_inverse=True), list(pairs.doc_ids), grades[k]
-            )
+            codes = np.unique(pairs.qids.astype(str), return_inverse=True)
+            q = Qrels.from_codes(*codes, list(pairs.doc_ids), grades[k])
             for r, run in enumerate(runs.values()):
-                assert scored[k, r] == pytest.approx(evaluate(q, run, ["ndcg"]).aggregate["ndcg"])
+                assert scored[k, r] == pytest.approx(evaluate(q, run, [measure]).aggregate[key])
 
     def test_it_is_seeded(self) -> None:
         a = bootstrap_grades(hand_pairs(), n_resamples=30, seed=4, aggregation="mean")
@@ -346,3 +354,11 @@ class TestSakaiApproximations:
             assert anova_power(n, delta=0.05, n_systems=5, alpha=0.05, method="sakai") == pytest.approx(
                 anova_power(n, delta=0.05, n_systems=5, alpha=0.05), abs=0.02
             )
+
+
+def test_a_run_on_other_queries_scores_nothing() -> None:
+    stranger = Run.from_dict({"elsewhere": {"a": 1.0}})
+    scores = score_grade_sets(
+        hand_pairs(), np.ones((3, 4), dtype=np.int64), [stranger, hand_runs()["A"]], measure="map"
+    )
+    assert np.isnan(scores[:, 0]).all() and scores[:, 1] == pytest.approx([1.0, 1.0, 1.0])
