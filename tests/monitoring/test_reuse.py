@@ -370,3 +370,31 @@ def test_topic_set_size_takes_sakais_approximations(tmp_path: Path) -> None:
     )
     for exact, sakai in zip(answers["exact"]["rows"], answers["sakai"]["rows"], strict=True):
         assert abs(exact["ttest"] - sakai["ttest"]) <= 1
+
+
+@pytest.mark.django_db
+def test_the_page_shows_a_builds_sensitivity_in_a_bounded_number_of_queries(
+    client: Client, team: Team, theo: User, lena: User, django_assert_max_num_queries: Any
+) -> None:
+    source = build_source(team, theo, lena)
+    run_now(
+        services.reuse_analysis_create(qrels=source, kind="reusability", params={"depth": 2}, created_by=theo)
+    )
+    run_now(
+        services.reuse_analysis_create(
+            qrels=source, kind="sensitivity", params={"n_resamples": 40}, created_by=theo
+        )
+    )
+    client.force_login(theo)
+    with django_assert_max_num_queries(15):
+        page = client.get(f"/teams/{team.slug}/qrels/{source.pk}/reuse/")
+    html = page.content.decode()
+    assert 'id="tau-summary"' in html and "40 resamples" in html
+    assert 'id="swap-table"' in html and 'id="annotator-table"' in html and "carol" in html
+    assert 'id="figure-tau"' in html and 'id="run-sensitivity"' in html
+    lines = (
+        client.get(f"/teams/{team.slug}/qrels/{source.pk}/reuse/sensitivity.csv")
+        .content.decode()
+        .splitlines()
+    )
+    assert lines[0] == "run_a,run_b,swap_rate" and lines[1].startswith("a,b,")
