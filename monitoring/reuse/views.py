@@ -5,6 +5,7 @@ The page reads the newest analyses the jobs stored; computing one is a POST (edi
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from django.contrib import messages
@@ -36,13 +37,17 @@ def reusability_figure(result: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def tau_figure(result: dict[str, Any]) -> dict[str, Any]:
-    taus = [t for t in result["taus"] if t is not None]
+def tau_bins(result: dict[str, Any]) -> list[tuple[float, int]]:
+    """How many resamples gave each value of tau (rounded to 0.01), lowest first: the histogram's numbers."""
+    counts = Counter(round(t, 2) for t in result.get("taus", []) if t is not None)
+    return sorted(counts.items())
+
+
+def tau_figure(bins: list[tuple[float, int]]) -> dict[str, Any]:
     return charts.figure(
-        [charts.bar(x=[f"{t:.2f}" for t in sorted(set(round(t, 2) for t in taus))],
-                    y=[sum(1 for t in taus if round(t, 2) == v) for v in sorted(set(round(t, 2) for t in taus))])],
+        [charts.bar(x=[f"{tau:.2f}" for tau, _ in bins], y=[count for _, count in bins])],
         {"xaxis": {"title": {"text": "Kendall's tau"}}, "yaxis": {"title": {"text": "resamples"}}},
-    )  # fmt: skip
+    )
 
 
 def _source(request: SignedInRequest, team: str, pk: int, *, write: bool = False) -> tuple[Any, QrelsSource]:
@@ -56,6 +61,7 @@ def qrels_reuse(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership, source = _source(request, team, pk)
     reuse = services.latest_done(qrels=source, kind=ReuseAnalysis.Kind.REUSABILITY)
     sensitivity = services.latest_done(qrels=source, kind=ReuseAnalysis.Kind.SENSITIVITY)
+    bins = tau_bins(sensitivity.result) if sensitivity else []
     context = {
         "team": membership.team,
         "membership": membership,
@@ -66,9 +72,8 @@ def qrels_reuse(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
         "sensitivity": sensitivity,
         "sensitivity_job": services.latest_analysis(qrels=source, kind=ReuseAnalysis.Kind.SENSITIVITY),
         "reuse_figure": reusability_figure(reuse.result) if reuse else None,
-        "tau_figure": tau_figure(sensitivity.result)
-        if sensitivity and sensitivity.result.get("taus")
-        else None,
+        "tau_bins": bins,
+        "tau_figure": tau_figure(bins) if bins else None,
         **services.qrels_planner_context(qrels=source),
     }
     if reuse:

@@ -391,7 +391,7 @@ def test_the_page_shows_a_builds_sensitivity_in_a_bounded_number_of_queries(
     html = page.content.decode()
     assert 'id="tau-summary"' in html and "40 resamples" in html
     assert 'id="swap-table"' in html and 'id="annotator-table"' in html and "carol" in html
-    assert 'id="figure-tau"' in html and 'id="run-sensitivity"' in html
+    assert 'id="figure-tau"' in html and 'id="tau-table"' in html and 'id="run-sensitivity"' in html
     lines = (
         client.get(f"/teams/{team.slug}/qrels/{source.pk}/reuse/sensitivity.csv")
         .content.decode()
