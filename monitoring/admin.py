@@ -28,6 +28,7 @@ from monitoring.models import (
     QrelsSource,
     RecommendationEvaluation,
     RecommendationSet,
+    ReuseAnalysis,
     Run,
 )
 
@@ -54,6 +55,13 @@ class QrelsSourceAdmin(ReadOnlyAdmin):
     list_filter = ["team", "kind"]
     search_fields = ["name", "original_name"]
     list_select_related = ["team", "build__project"]
+
+
+@admin.register(ReuseAnalysis)
+class ReuseAnalysisAdmin(ReadOnlyAdmin):
+    list_display = ["pk", "team", "qrels", "kind", "status", "attempts", "created_at", "finished_at"]
+    list_filter = ["kind", "status", "team"]
+    list_select_related = ["team", "qrels"]
 
 
 @admin.register(Evaluation)

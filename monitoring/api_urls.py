@@ -17,6 +17,7 @@ from monitoring.embeddings import api as streams
 from monitoring.evaluations.api import comparisons, evaluations
 from monitoring.files import api as files
 from monitoring.recsys_fraud import api as recsys_fraud
+from monitoring.reuse import api as reuse
 from monitoring.teams import api as teams
 
 app_name = "monitoring-api"
@@ -31,6 +32,8 @@ urlpatterns = [
     path("teams/<slug:team>/qrels/<int:pk>/", files.qrels_detail, name="qrels-detail"),
     path("teams/<slug:team>/qrels/<int:pk>/download/", files.qrels_download, name="qrels-download"),
     path("teams/<slug:team>/leaderboard/<int:pk>/", evaluations.leaderboard, name="leaderboard"),
+    path("teams/<slug:team>/qrels/<int:pk>/reuse/", reuse.qrels_reuse, name="qrels-reuse"),
+    path("teams/<slug:team>/reuse-analyses/<int:pk>/", reuse.reuse_analysis, name="reuse-analysis"),
     path("teams/<slug:team>/evaluations/", evaluations.evaluation_list, name="evaluations"),
     path("teams/<slug:team>/evaluations/<int:pk>/", evaluations.evaluation_detail, name="evaluation"),
     path(

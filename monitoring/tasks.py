@@ -13,6 +13,7 @@ from monitoring.alerts import services as alerts
 from monitoring.embeddings import services as monitors
 from monitoring.evaluations import services as evaluations
 from monitoring.recsys_fraud import services as recsys_fraud
+from monitoring.reuse import services as reuse
 
 
 @shared_task(
@@ -124,3 +125,13 @@ def stream_tick(self: Task, stream_id: int) -> int:
 def alerts_check_series(self: Task, series_id: int, job_type: str, job_id: int) -> int:
     """Check the alert rules of a series a job just wrote values into (`alerts.series_observed` queues it)."""
     return len(alerts.alerts_check_series(series_id=series_id, job_type=job_type, job_id=job_id))
+
+
+@shared_task(
+    name="monitoring.tasks.reuse_analysis_run",
+    time_limit=reuse.TIME_LIMIT,
+    soft_time_limit=reuse.TIME_LIMIT - 60,
+    **JOB_TASK_OPTIONS,
+)
+def reuse_analysis_run(self: Task, analysis_id: int) -> str:
+    return job_task_result(self, reuse.reuse_analysis_run(analysis_id=analysis_id))

@@ -13,6 +13,7 @@ from monitoring.embeddings import views as streams
 from monitoring.evaluations.views import comparisons, jobs, leaderboard, runs
 from monitoring.files import views as uploads
 from monitoring.recsys_fraud import views as recsys_fraud
+from monitoring.reuse import views as reuse
 from monitoring.teams import views as teams
 
 app_name = "monitoring"
@@ -39,6 +40,10 @@ urlpatterns = [
     ),
     path(TEAM + "leaderboard/<int:pk>/", leaderboard.leaderboard, name="leaderboard"),
     path(TEAM + "leaderboard/<int:pk>/leaderboard.csv", leaderboard.leaderboard_csv, name="leaderboard-csv"),
+    # Reusability, annotator sensitivity and the planner of a qrels source (`monitoring.reuse.views`).
+    path(TEAM + "qrels/<int:pk>/reuse/", reuse.qrels_reuse, name="qrels-reuse"),
+    path(TEAM + "qrels/<int:pk>/reuse/run/", reuse.qrels_reuse_run, name="qrels-reuse-run"),
+    path(TEAM + "qrels/<int:pk>/reuse/<str:analysis>.csv", reuse.qrels_reuse_csv, name="qrels-reuse-csv"),
     path(TEAM + "jobs/<str:kind>/<int:pk>.json", jobs.job_state, name="job-state"),
     # Alerts (`monitoring.alerts.views`).
     path(TEAM + "alerts/", alerts.alerts_page, name="alerts"),

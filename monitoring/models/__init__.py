@@ -16,6 +16,7 @@ from monitoring.recsys_fraud.models import (
     RecommendationSet,
     options_key_of,
 )
+from monitoring.reuse.models import ReuseAnalysis
 
 __all__ = [
     "PARAMS",
@@ -35,6 +36,7 @@ __all__ = [
     "QrelsSource",
     "RecommendationEvaluation",
     "RecommendationSet",
+    "ReuseAnalysis",
     "Run",
     "options_key",
     "options_key_of",

@@ -48,7 +48,7 @@ from monitoring.demo import demo_fraud_text, demo_recsys_texts
 from monitoring.embeddings import services as monitors
 from monitoring.evaluations import services as evaluations
 from monitoring.files import uploads
-from monitoring.models import AlertEvent, NotificationChannel
+from monitoring.models import AlertEvent, NotificationChannel, ReuseAnalysis
 from monitoring.recsys_fraud import services as recsys_fraud
 from series.models import Series
 from series.subjects import stream_series
@@ -196,6 +196,9 @@ def world(db: None, wsgi_requests_in_the_test_transaction: None) -> World:
         enqueue=False,
     ).pk  # fmt: skip
     ids["series"] = Series.objects.filter(team=team, kind="stream").values_list("pk", flat=True).get()
+    ids["reuse-analyses"] = ReuseAnalysis.objects.create(
+        team=team, qrels_id=ids["qrels"], kind="reusability", params={}
+    ).pk
     return World(lead=lead, annotator=annotator, project=project, team=team, ids=ids, stream="query-encoder")
 
 

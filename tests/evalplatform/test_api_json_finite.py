@@ -27,6 +27,7 @@ from django.test import Client
 from annotations.models import ImportJob, Project, QrelsBuild
 from monitoring import models as monitoring_models
 from monitoring.models import EmbeddingStream
+from monitoring.reuse import services as reuse
 from series.models import Series
 
 APPS = ("evalplatform", "annotations", "monitoring")
@@ -53,6 +54,7 @@ ID_MODELS: dict[str, type[models.Model]] = {
     "qrels": monitoring_models.QrelsSource,
     "recommendation-evaluations": monitoring_models.RecommendationEvaluation,
     "recommendation-sets": monitoring_models.RecommendationSet,
+    "reuse-analyses": monitoring_models.ReuseAnalysis,
     "runs": monitoring_models.Run,
     "series": Series,
     "snapshots": monitoring_models.EmbeddingSnapshot,
@@ -201,6 +203,16 @@ def test_it_answers_strict_json_from_every_get_endpoint_with_undefined_values_st
         status="done", progress=1.0, result={"kind": "documents", "file": "docs.jsonl.gz", "records": 3,
         "created": 3, "updated": 0, "unchanged": 0, "summary": "3 documents added"},
     )  # fmt: skip
+    # A finished reusability analysis of the search team's leaderboard, so its reply is read too.
+    board = monitoring_models.Evaluation.objects.filter(team__slug="search", status="done").values("qrels_id")
+    source = monitoring_models.QrelsSource.objects.filter(pk__in=board).order_by("pk").first()
+    assert source is not None
+    analysis = reuse.reuse_analysis_create(
+        qrels=source, kind="reusability", params={"depth": 10}, created_by=None
+    )
+    reuse.reuse_analysis_run(analysis_id=analysis.pk)
+    analysis.refresh_from_db()
+    assert analysis.status == "done", analysis.error
     editor, lead, annotator = (Client(raise_request_exception=False) for _ in range(3))
     editor.force_login(User.objects.get(username="analyst"))
     lead.force_login(User.objects.get(username="lead"))

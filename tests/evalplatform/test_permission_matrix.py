@@ -44,7 +44,7 @@ from monitoring.demo import FRAUD_OPTIONS, demo_fraud_text, demo_recsys_texts
 from monitoring.embeddings import services as monitors
 from monitoring.evaluations import services as evaluations
 from monitoring.files import uploads
-from monitoring.models import AlertEvent, ComparisonPair, MonitorRun, NotificationChannel
+from monitoring.models import AlertEvent, ComparisonPair, MonitorRun, NotificationChannel, ReuseAnalysis
 from monitoring.recsys_fraud import services as recsys_fraud
 from series.models import Series
 from series.subjects import stream_series
@@ -168,6 +168,7 @@ def world_build() -> World:
             monitors.monitor_run(run_id=pending.pk, split=False)
     monitor = MonitorRun.objects.get(snapshot=snapshot)
     event = AlertEvent.objects.get(rule=rule)
+    reuse_analysis = ReuseAnalysis.objects.create(team=team, qrels=source, kind="reusability", params={})
     ids = {
         "slug": "alpha", "team": "search", "stream": "encoder", "version": build.version, "fmt": "trec",
         "user_id": carol.pk, "username": "carol", "task_id": tasks[0].pk,
@@ -175,7 +176,7 @@ def world_build() -> World:
         "pair": ComparisonPair.objects.filter(comparison=comparison).values_list("pk", flat=True)[0],
         "recs": recs.pk, "recs_eval": recs_eval.pk, "scores": scores.pk, "fraud_eval": fraud_eval.pk,
         "snapshot": snapshot.pk, "monitor": monitor.pk, "rule": rule.pk, "channel": channel.pk, "event": event.pk,
-        "import_job": import_job.pk, "series": Series.objects.get(kind="project", team=team).pk,
+        "import_job": import_job.pk, "reuse_analysis": reuse_analysis.pk, "series": Series.objects.get(kind="project", team=team).pk,
     }  # fmt: skip
     return World(a=a, b=b, team=team, ids=ids, users={"anon": None, **users})
 
@@ -304,6 +305,9 @@ MATRIX: dict[str, Row] = {
     "monitoring:comparison-pair-csv": page("team", TEAM, pk="comparison", post=None),
     "monitoring:leaderboard": page("team", TEAM, pk="qrels", post=None),
     "monitoring:leaderboard-csv": page("team", TEAM, pk="qrels", post=None),
+    "monitoring:qrels-reuse": page("team", TEAM, pk="qrels", post=None),
+    "monitoring:qrels-reuse-run": page("team", None, EDITORS, pk="qrels"),
+    "monitoring:qrels-reuse-csv": page("team", TEAM, pk="qrels", post=None),
     "monitoring:job-state": page("team", TEAM, None, pk="evaluation"),
     "monitoring:alerts": page("team", TEAM, post=None),
     "monitoring:alert-rule-create": page("team", None, EDITORS),
@@ -336,6 +340,8 @@ MATRIX: dict[str, Row] = {
     "monitoring-api:qrels-detail": api("team", TEAM, pk="qrels"),
     "monitoring-api:qrels-download": api("team", TEAM, pk="qrels"),
     "monitoring-api:leaderboard": api("team", TEAM, pk="qrels"),
+    "monitoring-api:qrels-reuse": api("team", TEAM, EDITORS, pk="qrels"),
+    "monitoring-api:reuse-analysis": api("team", TEAM, pk="reuse_analysis"),
     "monitoring-api:evaluations": api("team", TEAM, EDITORS),
     "monitoring-api:evaluation": api("team", TEAM, pk="evaluation"),
     "monitoring-api:evaluation-per-query": api("team", TEAM, pk="evaluation"),
@@ -391,6 +397,7 @@ PARAMS = {
     "fmt": "trec",
     "assignment_id": 0,
     "annotation_id": 0,
+    "analysis": "reusability",
 }
 QUERIES = {
     "annotations:qrels-diff": "?old=1&new=1",
