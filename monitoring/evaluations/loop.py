@@ -42,7 +42,7 @@ MAX_GAP_DEPTH = 1000
 def may_judge_gaps(*, user: AnyUser, membership: TeamMembership, qrels: QrelsSource) -> bool:
     """Whether the user may add a run's gaps on `qrels` to its judging project: an editor of the team who
     leads the project the source was built from (a superuser stands as both)."""
-    if qrels.build_id is None or not membership.can_edit:
+    if qrels.build is None or not membership.can_edit or not user.is_authenticated:
         return False
     if getattr(user, "is_superuser", False):
         return True
@@ -118,7 +118,7 @@ def qrels_build_rescore(*, build_id: int) -> list[Evaluation]:
     """For a done build of a project linked to a team: the team's source for it, and the same evaluations
     as on the source of the version before, queued on commit. Returns the evaluations (new or found)."""
     build = QrelsBuild.objects.select_related("project__team").filter(pk=build_id).first()
-    if build is None or build.status != JobStatus.DONE or build.project.team_id is None:
+    if build is None or build.status != JobStatus.DONE or build.project.team is None:
         return []
     source = qrels_source_for_build(team=build.project.team, build=build)
     before = previous_source(source)
