@@ -546,7 +546,8 @@ class LeaderboardDiffOut(serializers.Serializer):
 
     def get_fields(self) -> dict[str, Any]:
         # `from` (the old qrels source) is a Python keyword: declared here, first.
-        return {"from": ObjectRefOut(help_text="The old qrels source."), **super().get_fields()}
+        old = ObjectRefOut(allow_null=True, help_text="The old qrels source (null: no earlier version).")
+        return {"from": old, **super().get_fields()}
 
 
 # --- errors -------------------------------------------------------------------------------------------

@@ -74,18 +74,16 @@ def judge_gaps(request: Request, team: str, pk: int, run: int) -> Response:
     description="Per measure and run: the old and new value with their CIs, the change, the old and new "
     "competition rank and the rank change (positive: up); per measure Kendall's tau-b and tau_ap (the new "
     "ranking as the truth) over the runs scored on both, null where undefined. Without `from`, this source "
-    "is compared with the team's source of the previous version of its judging project's qrels (400 when "
-    "there is none).",
+    "is compared with the team's source of the previous version of its judging project's qrels; where there "
+    "is none (a first version, an uploaded file), `from` is null and `measures` empty.",
     tags=TAGS,
 )
 @api_view(["GET"])
 def leaderboard_diff_detail(request: Request, team: str, pk: int) -> Response:
     membership = get_team_for_member(request.user, team)
     new, old = diff_sources(team=membership.team, pk=pk, old=request.query_params.get("from"))
-    if old is None:
-        raise serializers.ValidationError(
-            {"from": ["No earlier version of these qrels: name one with `from`."]}
-        )
+    if old is None:  # nothing to compare with: an empty diff, saying so
+        return Response(LeaderboardDiffOut({"from": None, "to": new, "measures": []}).data)
     try:
         diff = leaderboard_diff(old=old, new=new, measures=request.query_params.getlist("measure") or None)
     except InputError as error:
