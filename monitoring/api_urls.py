@@ -39,6 +39,9 @@ urlpatterns = [
         loop.judge_gaps,
         name="leaderboard-gaps",
     ),
+    path(
+        "teams/<slug:team>/leaderboard/<int:pk>/coverage/", loop.compute_coverage, name="leaderboard-coverage"
+    ),
     path("teams/<slug:team>/evaluations/", evaluations.evaluation_list, name="evaluations"),
     path("teams/<slug:team>/evaluations/<int:pk>/", evaluations.evaluation_detail, name="evaluation"),
     path(

@@ -40,6 +40,7 @@ urlpatterns = [
     path(TEAM + "leaderboard/<int:pk>/", leaderboard.leaderboard, name="leaderboard"),
     path(TEAM + "leaderboard/<int:pk>/leaderboard.csv", leaderboard.leaderboard_csv, name="leaderboard-csv"),
     path(TEAM + "leaderboard/<int:pk>/runs/<int:run>/gaps/", leaderboard.judge_gaps, name="leaderboard-gaps"),
+    path(TEAM + "leaderboard/<int:pk>/coverage/", leaderboard.compute_coverage, name="leaderboard-coverage"),
     path(TEAM + "leaderboard/<int:pk>/diff/", diffs.leaderboard_diff_page, name="leaderboard-diff"),
     path(TEAM + "leaderboard/<int:pk>/diff.csv", diffs.leaderboard_diff_csv, name="leaderboard-diff-csv"),
     path(TEAM + "jobs/<str:kind>/<int:pk>.json", jobs.job_state, name="job-state"),

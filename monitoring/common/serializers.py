@@ -514,6 +514,11 @@ class GapsOut(serializers.Serializer):
     missing_document = serializers.IntegerField(help_text="Skipped: a document the project lacks.")
 
 
+class CoverageQueuedOut(serializers.Serializer):
+    queued = serializers.IntegerField(help_text="Evaluations queued (or found) to compute the coverage.")
+    evaluations = serializers.ListField(child=serializers.IntegerField(), help_text="Their ids: poll them.")
+
+
 class DiffRunOut(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()

@@ -1,5 +1,6 @@
-"""The judging loop's two services on a leaderboard (issue 23): judge a run's gaps, and re-score a team
-when its judging project finishes a new qrels version.
+"""The judging loop's services on a leaderboard (issue 23): judge a run's gaps, compute the coverage of
+evaluations made before it was stored, and re-score a team when its judging project finishes a new qrels
+version.
 
 - `run_gaps_judge` adds the run's unjudged top-k pairs on a qrels source (`evalcore.coverage.unjudged_pairs`)
   to the judging project the source was built from, through `annotations.imports.pairs_add` (pairs whose
@@ -22,10 +23,11 @@ from django.db import transaction
 from annotations.imports import pairs_add
 from annotations.models import ProjectMembership, QrelsBuild
 from evalcore.coverage import DEFAULT_GAP_DEPTH, unjudged_pairs
-from evalplatform.auth import AnyUser
+from evalplatform.auth import AnyUser, User
 from evalplatform.errors import InputError
 from evalplatform.jobs import JobStatus
 from evalplatform.models import TeamMembership
+from monitoring.evaluations.selectors import leaderboard
 from monitoring.evaluations.services import evaluation_create, read_qrels, read_run
 from monitoring.files.uploads import qrels_source_for_build
 from monitoring.models import Evaluation, QrelsSource, Run
@@ -90,6 +92,28 @@ def run_gaps_judge(*, run: Run, qrels: QrelsSource, depth: int = DEFAULT_GAP_DEP
         created=added.created, existing=added.existing, missing_topic=added.missing_topic,
         missing_document=added.missing_document,
     )  # fmt: skip
+
+
+# --- coverage for evaluations made before it was stored ----------------------------------------------
+
+
+@transaction.atomic
+def leaderboard_coverage_compute(*, qrels: QrelsSource, created_by: User | None = None) -> list[Evaluation]:
+    """For each run on the leaderboard whose evaluation predates coverage, the same evaluation with the
+    coverage measures added (`evaluation_create`), queued on commit; once done it is the run's newest and
+    the leaderboard shows its coverage. Idempotent: asking again finds the same evaluations."""
+    stale = [row.evaluation for row in leaderboard(qrels=qrels).rows if not row.coverage.computed]
+    return [
+        evaluation_create(
+            run=evaluation.run,
+            qrels=qrels,
+            measures=evaluation.measures,
+            rel_level=evaluation.rel_level,
+            complete=evaluation.complete,
+            created_by=created_by,
+        )  # fmt: skip
+        for evaluation in stale
+    ]
 
 
 # --- re-scoring on a new version ----------------------------------------------------------------------

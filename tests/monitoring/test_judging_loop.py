@@ -23,6 +23,7 @@ from evalplatform.jobs import JobStatus
 from evalplatform.models import Team
 from monitoring.evaluations import loop, selectors
 from monitoring.evaluations import services as evaluations
+from monitoring.evaluations.services import with_coverage
 from monitoring.files import uploads
 from monitoring.models import Evaluation, QrelsSource, Run
 from tests.annotations.conftest import build_project, record_answers
@@ -160,6 +161,39 @@ class TestCoverage:
         api_row = next(row for row in body["rows"] if row["run"]["id"] == good.pk)
         assert api_row["coverage"]["judged_10"]["value"] == pytest.approx(3 / 7)
         assert api_row["coverage"]["warning"] is True and set(api_row["results"]) == {"map", "P_5"}
+
+
+@pytest.mark.django_db
+class TestComputingCoverage:
+    def test_it_re_evaluates_a_run_whose_evaluation_predates_coverage_once(
+        self, linked: dict[str, Any], theo: User, queued: QueuedTasks, django_capture_on_commit_callbacks: Any
+    ) -> None:
+        source, (good, _) = linked["source"], linked["runs"]
+        # An evaluation from before coverage was stored: map alone, the run's newest on these qrels.
+        old = Evaluation.objects.create(
+            team=good.team, run=good, qrels=source, measures=["map"], options_key="old"
+        )
+        assert evaluations.evaluation_run(evaluation_id=old.pk).status == "done"
+        client = signed_in(theo)
+        page = client.get(f"/teams/search/leaderboard/{source.pk}/").content.decode()
+        assert "Coverage not computed for 1 run " in page and 'id="compute-coverage"' in page
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(f"/teams/search/leaderboard/{source.pk}/coverage/", follow=True)
+        assert "1 evaluations queued" in response.content.decode()
+        new = Evaluation.objects.exclude(pk=old.pk).get(
+            run=good, qrels=source, measures=with_coverage(["map"])
+        )
+        assert queued.names() == ["monitoring.tasks.evaluation_run"] and new.status == "pending"
+        body = client.post(f"/api/teams/search/leaderboard/{source.pk}/coverage/").json()
+        assert body == {"queued": 1, "evaluations": [new.pk]}  # the same evaluation, found
+        assert evaluations.evaluation_run(evaluation_id=new.pk).status == "done"
+        row = next(row for row in selectors.leaderboard(qrels=source).rows if row.run.pk == good.pk)
+        assert row.evaluation.pk == new.pk and row.coverage.judged_10.value == pytest.approx(3 / 7)
+        assert loop.leaderboard_coverage_compute(qrels=source) == []
+
+    def test_a_viewer_may_not(self, linked: dict[str, Any], vera: User) -> None:
+        response = signed_in(vera).post(f"/teams/search/leaderboard/{linked['source'].pk}/coverage/")
+        assert response.status_code == 403
 
 
 @pytest.mark.django_db

@@ -1,10 +1,11 @@
 """The judging loop on the API: judge a run's gaps on a qrels source (tasks for its unjudged top-k pairs in
-the linked judging project), and the leaderboard diff between two qrels sources of a team."""
+the linked judging project), compute the coverage a leaderboard lacks, and the leaderboard diff between two
+qrels sources of a team."""
 
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, status
 from rest_framework.decorators import api_view
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
@@ -14,7 +15,9 @@ from evalplatform.errors import InputError
 from evalplatform.teams import get_team_for_member
 from monitoring.common.serializers import (
     FIELD_ERRORS,
+    FORBIDDEN,
     NOT_FOUND,
+    CoverageQueuedOut,
     EvaluationErrorOut,
     GapsIn,
     GapsOut,
@@ -58,6 +61,25 @@ def judge_gaps(request: Request, team: str, pk: int, run: int) -> Response:
     except InputError as error:
         raise serializers.ValidationError({"non_field_errors": [str(error)]}) from None
     return Response(GapsOut(done.as_dict()).data)
+
+
+@extend_schema(
+    request=None,
+    responses={202: CoverageQueuedOut, 403: FORBIDDEN, 404: NOT_FOUND},
+    summary="Compute the coverage of the runs whose evaluation on these qrels predates it (editors)",
+    description="For each run on the leaderboard whose newest evaluation has no Judged@10 and Judged@100, "
+    "queues the same evaluation (same measures, -l and -c) with the coverage measures added; once done it "
+    "is the run's newest and the leaderboard shows its coverage. Repeating the call finds the same "
+    "evaluations.",
+    tags=TAGS,
+)
+@api_view(["POST"])
+def compute_coverage(request: Request, team: str, pk: int) -> Response:
+    membership = get_team_for_member(request.user, team, write=True)
+    qrels = selectors.get_qrels_source(team=membership.team, pk=pk)
+    queued = loop.leaderboard_coverage_compute(qrels=qrels, created_by=request.user)
+    body = {"queued": len(queued), "evaluations": [evaluation.pk for evaluation in queued]}
+    return Response(CoverageQueuedOut(body).data, status=status.HTTP_202_ACCEPTED)
 
 
 @extend_schema(

@@ -91,6 +91,7 @@ def leaderboard(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
         "gap_depth": DEFAULT_GAP_DEPTH,
         "may_judge_gaps": loop.may_judge_gaps(user=request.user, membership=membership, qrels=page.qrels),
         "previous": loop.previous_source(page.qrels),
+        "coverage_missing": sum(1 for row in page.rows if not row.coverage.computed),
     }
     return render(request, "monitoring/leaderboard.html", context)
 
@@ -147,6 +148,22 @@ def judge_gaps(request: SignedInRequest, team: str, pk: int, run: int) -> HttpRe
         messages.error(request, str(error))
     else:
         messages.success(request, gaps_message(found.name, done))
+    return redirect("monitoring:leaderboard", membership.team.slug, qrels.pk)
+
+
+@login_required
+@require_POST
+def compute_coverage(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
+    """Re-evaluate, with the coverage measures, the runs whose evaluation on these qrels predates them."""
+    membership = get_team_for_member(request.user, team, write=True)
+    qrels = selectors.get_qrels_source(team=membership.team, pk=pk)
+    queued = loop.leaderboard_coverage_compute(qrels=qrels, created_by=request.user)
+    if queued:
+        messages.success(
+            request, f"Computing coverage: {len(queued)} evaluations queued with the same options."
+        )
+    else:
+        messages.info(request, "Every run on this leaderboard has its coverage already.")
     return redirect("monitoring:leaderboard", membership.team.slug, qrels.pk)
 
 
