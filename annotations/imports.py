@@ -323,6 +323,36 @@ def pool_import(
     return ImportResult("pool", str(path), distinct, created, 0, distinct - created)
 
 
+@dataclass(frozen=True)
+class PairsAdded:
+    """What `pairs_add` did with the (qid, doc_id) pairs it was given (counted once each)."""
+
+    requested: int
+    created: int
+    existing: int  # already tasks of the project
+    missing_topic: int  # skipped: the project has no such topic
+    missing_document: int  # skipped: the project has the topic but no such document
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def pairs_add(*, project: Project, pairs: Iterable[tuple[str, str]]) -> PairsAdded:
+    """Tasks for (qid, doc_id) pairs that another part of the platform chose (a run's unjudged top ranks),
+    skipping the pairs whose topic or document the project lacks, where `pool_import` refuses the whole
+    file. Idempotent: a pair that is a task already is counted, not added again."""
+    topics, documents = _lookups(project)
+    distinct = list(dict.fromkeys(pairs))
+    no_topic = sum(1 for qid, _ in distinct if qid not in topics)
+    no_document = sum(1 for qid, doc_id in distinct if qid in topics and doc_id not in documents)
+    resolved = [
+        (topics[qid], documents[doc_id]) for qid, doc_id in distinct if qid in topics and doc_id in documents
+    ]
+    with transaction.atomic():
+        created = _ensure_tasks(project, resolved)
+    return PairsAdded(len(distinct), created, len(resolved) - created, no_topic, no_document)
+
+
 def gold_import(*, project: Project, path: str | Path, fmt: str | None = None) -> ImportResult:
     """Gold labels from qrels; their pairs become (or stay) tasks, marked gold."""
     qrels = read_qrels(path, fmt=fmt)  # type: ignore[arg-type]

@@ -672,6 +672,13 @@ class QrelsBuild(Job):
     def __str__(self) -> str:
         return f"{self.project.slug} qrels v{self.version} ({self.status})"
 
+    def on_done(self) -> None:
+        """Announce the new version (`annotations.signals.qrels_build_done`): a team linked to the project
+        re-scores its runs on it."""
+        from annotations.signals import qrels_build_done
+
+        qrels_build_done.send(sender=QrelsBuild, build_id=self.pk)
+
     @property
     def params(self) -> QrelsParams:
         """The parameters the build was made with: one column each."""

@@ -14,7 +14,7 @@ from django.urls import path
 from monitoring.alerts import api as alerts
 from monitoring.common import api as metrics
 from monitoring.embeddings import api as streams
-from monitoring.evaluations.api import comparisons, evaluations
+from monitoring.evaluations.api import comparisons, evaluations, loop
 from monitoring.files import api as files
 from monitoring.recsys_fraud import api as recsys_fraud
 from monitoring.reuse import api as reuse
@@ -34,6 +34,17 @@ urlpatterns = [
     path("teams/<slug:team>/leaderboard/<int:pk>/", evaluations.leaderboard, name="leaderboard"),
     path("teams/<slug:team>/qrels/<int:pk>/reuse/", reuse.qrels_reuse, name="qrels-reuse"),
     path("teams/<slug:team>/reuse-analyses/<int:pk>/", reuse.reuse_analysis, name="reuse-analysis"),
+    path(
+        "teams/<slug:team>/leaderboard/<int:pk>/diff/", loop.leaderboard_diff_detail, name="leaderboard-diff"
+    ),
+    path(
+        "teams/<slug:team>/leaderboard/<int:pk>/runs/<int:run>/gaps/",
+        loop.judge_gaps,
+        name="leaderboard-gaps",
+    ),
+    path(
+        "teams/<slug:team>/leaderboard/<int:pk>/coverage/", loop.compute_coverage, name="leaderboard-coverage"
+    ),
     path("teams/<slug:team>/evaluations/", evaluations.evaluation_list, name="evaluations"),
     path("teams/<slug:team>/evaluations/<int:pk>/", evaluations.evaluation_detail, name="evaluation"),
     path(

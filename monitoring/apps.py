@@ -8,7 +8,9 @@ class MonitoringConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete
 
+        from annotations.signals import qrels_build_done
         from monitoring.alerts.services import series_observed, subject_deleted
+        from monitoring.evaluations.loop import qrels_build_announced
         from monitoring.models import (
             Comparison,
             EmbeddingStream,
@@ -27,6 +29,8 @@ class MonitoringConfig(AppConfig):
             metric_values_follow(model)
         # Every family's values reach the alert rules one way: the table's signal, once committed.
         observed.connect(series_observed, dispatch_uid="monitoring-alerts-series-observed")
+        # A new qrels version of a project linked to a team re-scores the team's runs on it.
+        qrels_build_done.connect(qrels_build_announced, dispatch_uid="monitoring-qrels-build-rescore")
         for subject in (EmbeddingStream, QrelsSource):
             post_delete.connect(
                 subject_deleted, sender=subject, dispatch_uid=f"monitoring-series-{subject.__name__}"

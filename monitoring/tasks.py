@@ -11,6 +11,7 @@ from evalplatform.jobs import JOB_TASK_OPTIONS, job_task_result
 from monitoring.alerts import notifications
 from monitoring.alerts import services as alerts
 from monitoring.embeddings import services as monitors
+from monitoring.evaluations import loop
 from monitoring.evaluations import services as evaluations
 from monitoring.recsys_fraud import services as recsys_fraud
 from monitoring.reuse import services as reuse
@@ -34,6 +35,14 @@ def evaluation_run(self: Task, evaluation_id: int) -> str:
 )
 def comparison_run(self: Task, comparison_id: int) -> str:
     return job_task_result(self, evaluations.comparison_run(comparison_id=comparison_id))
+
+
+@shared_task(
+    name="monitoring.tasks.qrels_build_rescore", time_limit=300, soft_time_limit=240, **JOB_TASK_OPTIONS
+)
+def qrels_build_rescore(self: Task, build_id: int) -> int:
+    """A linked team's runs re-scored on a new qrels version (`loop.qrels_build_rescore`; idempotent)."""
+    return len(loop.qrels_build_rescore(build_id=build_id))
 
 
 @shared_task(

@@ -10,7 +10,7 @@ from django.urls import path
 
 from monitoring.alerts import views as alerts
 from monitoring.embeddings import views as streams
-from monitoring.evaluations.views import comparisons, jobs, leaderboard, runs
+from monitoring.evaluations.views import comparisons, diffs, jobs, leaderboard, runs
 from monitoring.files import views as uploads
 from monitoring.recsys_fraud import views as recsys_fraud
 from monitoring.reuse import views as reuse
@@ -44,6 +44,10 @@ urlpatterns = [
     path(TEAM + "qrels/<int:pk>/reuse/", reuse.qrels_reuse, name="qrels-reuse"),
     path(TEAM + "qrels/<int:pk>/reuse/run/", reuse.qrels_reuse_run, name="qrels-reuse-run"),
     path(TEAM + "qrels/<int:pk>/reuse/<str:analysis>.csv", reuse.qrels_reuse_csv, name="qrels-reuse-csv"),
+    path(TEAM + "leaderboard/<int:pk>/runs/<int:run>/gaps/", leaderboard.judge_gaps, name="leaderboard-gaps"),
+    path(TEAM + "leaderboard/<int:pk>/coverage/", leaderboard.compute_coverage, name="leaderboard-coverage"),
+    path(TEAM + "leaderboard/<int:pk>/diff/", diffs.leaderboard_diff_page, name="leaderboard-diff"),
+    path(TEAM + "leaderboard/<int:pk>/diff.csv", diffs.leaderboard_diff_csv, name="leaderboard-diff-csv"),
     path(TEAM + "jobs/<str:kind>/<int:pk>.json", jobs.job_state, name="job-state"),
     # Alerts (`monitoring.alerts.views`).
     path(TEAM + "alerts/", alerts.alerts_page, name="alerts"),

@@ -459,6 +459,19 @@ class ValueOut(serializers.Serializer):
     ci_high = serializers.FloatField(allow_null=True)
 
 
+class CoverageOut(serializers.Serializer):
+    computed = serializers.BooleanField(
+        help_text="False for an evaluation made before coverage was stored: its values are null, not 0."
+    )
+    judged_10 = ValueOut(allow_null=True, help_text="Judged@10 (ir-measures' definition) with its CI.")
+    judged_100 = ValueOut(allow_null=True, help_text="Judged@100 with its CI.")
+    unjudged_10 = serializers.FloatField(
+        allow_null=True, help_text="The unjudged share of the top 10: 1 - Judged@10."
+    )
+    unjudged_100 = serializers.FloatField(allow_null=True, help_text="1 - Judged@100.")
+    warning = serializers.BooleanField(help_text="Judged@10 under 0.9 (`evalcore.coverage.JUDGED_WARNING`).")
+
+
 class LeaderboardRowOut(serializers.Serializer):
     rank = serializers.IntegerField(help_text="By the sort measure; runs without it come last.")
     run = ObjectRefOut()
@@ -469,6 +482,7 @@ class LeaderboardRowOut(serializers.Serializer):
     evaluation = serializers.IntegerField(help_text="The run's newest finished evaluation on these qrels.")
     finished_at = serializers.DateTimeField()
     results = serializers.DictField(child=ValueOut(), help_text="measure key -> value with its CI.")
+    coverage = CoverageOut(help_text="How far the run's top ranks are judged, whatever `measures` holds.")
 
 
 class LeaderboardOut(serializers.Serializer):
@@ -477,6 +491,68 @@ class LeaderboardOut(serializers.Serializer):
     specs = serializers.DictField(child=MeasureSpecOut(allow_null=True))
     sort = serializers.CharField(allow_null=True, help_text="The measure the rows are ranked by.")
     rows = LeaderboardRowOut(many=True)
+
+
+# --- the judging loop: gaps and version diffs ---------------------------------------------------------
+
+
+class GapsIn(serializers.Serializer):
+    depth = serializers.IntegerField(
+        required=False, default=10, min_value=1, max_value=1000, help_text="The run's top k per query."
+    )
+
+
+class GapsOut(serializers.Serializer):
+    run = serializers.IntegerField()
+    qrels = serializers.IntegerField()
+    project = serializers.CharField(help_text="The judging project the tasks went to (its slug).")
+    depth = serializers.IntegerField()
+    unjudged = serializers.IntegerField(help_text="Distinct unjudged (qid, docno) pairs in the run's top k.")
+    created = serializers.IntegerField(help_text="Tasks added.")
+    existing = serializers.IntegerField(help_text="Pairs that were tasks already (none added twice).")
+    missing_topic = serializers.IntegerField(help_text="Skipped: a topic the project lacks.")
+    missing_document = serializers.IntegerField(help_text="Skipped: a document the project lacks.")
+
+
+class CoverageQueuedOut(serializers.Serializer):
+    queued = serializers.IntegerField(help_text="Evaluations queued (or found) to compute the coverage.")
+    evaluations = serializers.ListField(child=serializers.IntegerField(), help_text="Their ids: poll them.")
+
+
+class DiffRunOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    label = serializers.CharField()
+
+
+class DiffRowOut(serializers.Serializer):
+    run = DiffRunOut()
+    old = ValueOut(allow_null=True)
+    new = ValueOut(allow_null=True)
+    change = serializers.FloatField(allow_null=True, help_text="new - old.")
+    old_rank = serializers.IntegerField(
+        allow_null=True, help_text="Competition rank (ties share the better)."
+    )
+    new_rank = serializers.IntegerField(allow_null=True)
+    rank_change = serializers.IntegerField(allow_null=True, help_text="old rank - new rank: positive is up.")
+
+
+class MeasureDiffOut(serializers.Serializer):
+    measure = serializers.CharField()
+    runs_compared = serializers.IntegerField(help_text="Runs with a value on both sources.")
+    kendall_tau = serializers.FloatField(allow_null=True, help_text="Kendall's tau-b of the two rankings.")
+    tau_ap = serializers.FloatField(allow_null=True, help_text="tau_ap, the new ranking as the truth.")
+    rows = DiffRowOut(many=True)
+
+
+class LeaderboardDiffOut(serializers.Serializer):
+    to = ObjectRefOut(help_text="The new qrels source.")
+    measures = MeasureDiffOut(many=True)
+
+    def get_fields(self) -> dict[str, Any]:
+        # `from` (the old qrels source) is a Python keyword: declared here, first.
+        old = ObjectRefOut(allow_null=True, help_text="The old qrels source (null: no earlier version).")
+        return {"from": old, **super().get_fields()}
 
 
 # --- errors -------------------------------------------------------------------------------------------

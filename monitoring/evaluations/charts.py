@@ -156,3 +156,37 @@ def pairs_figure(
             yaxis={"title": {"text": f"difference in {column.key}"}, "zeroline": True},
         ),
     )
+
+
+OLD_COLOUR = "#9aa3b2"
+
+
+def leaderboard_diff_figure(diff: Any, *, column: MeasureColumn, old: str, new: str) -> dict[str, Any]:
+    """Per run (in the diff's order: new rank first), its old and new value of the measure side by side,
+    each with its bootstrap CI (`monitoring.evaluations.diffs.MeasureDiff`; the table beside has the
+    numbers)."""
+    names = [row.run.label for row in diff.rows]
+
+    def trace(name: str, results: list[Any], colour: str) -> dict[str, Any]:
+        return bar(
+            name=name,
+            x=names,
+            y=[r.value if r else None for r in results],
+            marker={"color": colour},
+            error_y={"type": "data", "symmetric": False, "array": [_above(r) for r in results],
+                     "arrayminus": [_below(r) for r in results], "color": "#1d2330", "thickness": 1.5},
+            hovertemplate="<b>%{x}</b><br>" + name + ": " + column.key + " %{y:.4f}<extra></extra>",
+        )  # fmt: skip
+
+    return figure(
+        [
+            trace(old, [row.old for row in diff.rows], OLD_COLOUR),
+            trace(new, [row.new for row in diff.rows], BAR_COLOUR),
+        ],
+        _layout(
+            title={"text": f"{column.title}: {old} → {new}"},
+            barmode="group",
+            yaxis=_value_axis(column),
+            xaxis={"title": {"text": "run (by new rank)"}, "type": "category"},
+        ),
+    )

@@ -19,6 +19,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from annotations.models import QrelsBuild
+from evalcore.coverage import COVERAGE_MEASURES, WARNING_MEASURE, coverage_warning, unjudged_share
 from evalcore.metrics import MetricSpec, metric_registry
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team, TeamMembership
@@ -240,16 +241,63 @@ def label_runs(runs: Iterable[Run]) -> None:
 # --- the leaderboard ----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Coverage:
+    """How far a run's top ranks are judged on a leaderboard's qrels (`evalcore.coverage`): Judged@10 and
+    Judged@100 with their CIs, the unjudged share of the top 10 and 100, and whether to warn. `computed` is
+    false for an evaluation made before every evaluation stored them (its values are None, not 0)."""
+
+    judged_10: MeasureResult | None
+    judged_100: MeasureResult | None
+
+    @property
+    def computed(self) -> bool:
+        return self.judged_10 is not None and self.judged_100 is not None
+
+    @property
+    def unjudged_10(self) -> float | None:
+        return unjudged_share(self.judged_10.value) if self.judged_10 else None
+
+    @property
+    def unjudged_100(self) -> float | None:
+        return unjudged_share(self.judged_100.value) if self.judged_100 else None
+
+    @property
+    def warning(self) -> bool:
+        """Judged@10 under `evalcore.coverage.JUDGED_WARNING`."""
+        return coverage_warning(self.judged_10.value if self.judged_10 else None)
+
+    def as_dict(self) -> dict[str, Any]:
+        def value(result: MeasureResult | None) -> dict[str, float | None] | None:
+            if result is None:
+                return None
+            return {"value": result.value, "ci_low": result.ci_low, "ci_high": result.ci_high}
+
+        return {
+            "computed": self.computed,
+            "judged_10": value(self.judged_10),
+            "judged_100": value(self.judged_100),
+            "unjudged_10": self.unjudged_10,
+            "unjudged_100": self.unjudged_100,
+            "warning": self.warning,
+        }
+
+
 @dataclass
 class LeaderboardRow:
     run: Run
     evaluation: Evaluation
     results: dict[str, MeasureResult] = field(default_factory=dict)
 
+    @property
+    def coverage(self) -> Coverage:
+        return Coverage(self.results.get(WARNING_MEASURE), self.results.get(COVERAGE_MEASURES[1]))
+
 
 @dataclass
 class Leaderboard:
-    """Runs x measures on one qrels source: each run's newest finished evaluation there."""
+    """Runs x measures on one qrels source: each run's newest finished evaluation there. `measures` are
+    the measures asked for; the coverage measures are every row's `coverage`, apart."""
 
     qrels: QrelsSource
     measures: list[str]
@@ -291,7 +339,7 @@ def leaderboard(*, qrels: QrelsSource) -> Leaderboard:
     measures: list[str] = []
     for row in rows.values():
         for result in sorted(row.results.values(), key=lambda r: r.position):
-            if result.measure not in measures:
+            if result.measure not in measures and result.measure not in COVERAGE_MEASURES:
                 measures.append(result.measure)
     return Leaderboard(qrels=qrels, measures=measures, rows=list(rows.values()))
 

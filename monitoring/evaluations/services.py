@@ -37,6 +37,7 @@ from evalcore.comparison import (
     compare_scores,
     measure_summary,
 )
+from evalcore.coverage import COVERAGE_MEASURES
 from evalcore.jsonable import json_number, json_numbers
 from evalcore.retrieval import Qrels, RetrievalResult, evaluate, parse_measures
 from evalcore.retrieval import Run as RunData
@@ -105,6 +106,11 @@ def check_measures(measures: Sequence[str]) -> list[str]:
 # --- evaluations --------------------------------------------------------------------------------------
 
 
+def with_coverage(names: Sequence[str]) -> list[str]:
+    """The measures asked for, then the coverage measures they lack."""
+    return list(dict.fromkeys([*names, *COVERAGE_MEASURES]))
+
+
 @transaction.atomic
 def evaluation_create(
     *,
@@ -119,11 +125,13 @@ def evaluation_create(
     """The evaluation of `run` on `qrels` with these options, queued on commit.
 
     The same request finds the same evaluation: a done one is returned as it is, a failed one is reset
-    and queued again. Raises `InputError` for unknown measures or a run and qrels of different teams.
+    and queued again. The coverage measures (`evalcore.coverage.COVERAGE_MEASURES`) are always added to
+    the ones asked for, so every leaderboard can show how far each run is judged. Raises `InputError` for
+    unknown measures or a run and qrels of different teams.
     """
     if run.team_id != qrels.team_id:
         raise InputError("The run and the qrels belong to different teams.")
-    names = check_measures(measures)
+    names = with_coverage(check_measures(measures))
     key = options_key(measures=names, rel_level=rel_level, complete=complete)
     evaluation, created = Evaluation.objects.select_for_update().get_or_create(
         run=run,

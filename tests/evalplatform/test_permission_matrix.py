@@ -135,6 +135,8 @@ def world_build() -> World:
     weak = uploads.run_upload(
         team=team, upload=upload("weak.run", run_text(2, 0.3, "weak")), uploaded_by=None
     )
+    build.refresh_from_db()
+    build_source = uploads.qrels_source_for_build(team=team, build=build)
     evaluation = evaluations.evaluation_create(run=run, qrels=source, measures=("map", "P_10"), enqueue=False)
     evaluations.evaluation_run(evaluation_id=evaluation.pk)
     comparison = evaluations.comparison_create(
@@ -172,7 +174,7 @@ def world_build() -> World:
     ids = {
         "slug": "alpha", "team": "search", "stream": "encoder", "version": build.version, "fmt": "trec",
         "user_id": carol.pk, "username": "carol", "task_id": tasks[0].pk,
-        "run": run.pk, "qrels": source.pk, "evaluation": evaluation.pk, "comparison": comparison.pk,
+        "run": run.pk, "qrels": source.pk, "build_qrels": build_source.pk, "evaluation": evaluation.pk, "comparison": comparison.pk,
         "pair": ComparisonPair.objects.filter(comparison=comparison).values_list("pk", flat=True)[0],
         "recs": recs.pk, "recs_eval": recs_eval.pk, "scores": scores.pk, "fraud_eval": fraud_eval.pk,
         "snapshot": snapshot.pk, "monitor": monitor.pk, "rule": rule.pk, "channel": channel.pk, "event": event.pk,
@@ -196,6 +198,9 @@ MEMBERS = ANNOTATOR | LEAD
 QUALITY = LEAD | {"viewer", "editor"}
 TEAM = frozenset({"viewer", "editor", "admin"})
 EDITORS = frozenset({"editor", "admin"})
+#: Judging a run's gaps adds tasks to the judging project: editors of the team who lead the project (A's
+#: lead is no member of T, T's editor leads no project: the admin alone here).
+GAP_JUDGES = frozenset({"admin"})
 #: Signed-in personas that a scope's views know: a denial tells them 403 (a role they lack), others 404.
 KNOWN = {"project": MEMBERS, "team": TEAM}
 #: Read-only HTML views that take any method: a POST renders what a GET does.
@@ -308,6 +313,10 @@ MATRIX: dict[str, Row] = {
     "monitoring:qrels-reuse": page("team", TEAM, pk="qrels", post=None),
     "monitoring:qrels-reuse-run": page("team", None, EDITORS, pk="qrels"),
     "monitoring:qrels-reuse-csv": page("team", TEAM, pk="qrels", post=None),
+    "monitoring:leaderboard-gaps": page("team", None, GAP_JUDGES, pk="build_qrels"),
+    "monitoring:leaderboard-coverage": page("team", None, EDITORS, pk="qrels"),
+    "monitoring:leaderboard-diff": page("team", TEAM, pk="qrels", post=None),
+    "monitoring:leaderboard-diff-csv": page("team", TEAM, pk="qrels", post=None),
     "monitoring:job-state": page("team", TEAM, None, pk="evaluation"),
     "monitoring:alerts": page("team", TEAM, post=None),
     "monitoring:alert-rule-create": page("team", None, EDITORS),
@@ -342,6 +351,9 @@ MATRIX: dict[str, Row] = {
     "monitoring-api:leaderboard": api("team", TEAM, pk="qrels"),
     "monitoring-api:qrels-reuse": api("team", TEAM, EDITORS, pk="qrels"),
     "monitoring-api:reuse-analysis": api("team", TEAM, pk="reuse_analysis"),
+    "monitoring-api:leaderboard-diff": api("team", TEAM, pk="qrels"),
+    "monitoring-api:leaderboard-gaps": api("team", None, GAP_JUDGES, pk="build_qrels"),
+    "monitoring-api:leaderboard-coverage": api("team", None, EDITORS, pk="qrels"),
     "monitoring-api:evaluations": api("team", TEAM, EDITORS),
     "monitoring-api:evaluation": api("team", TEAM, pk="evaluation"),
     "monitoring-api:evaluation-per-query": api("team", TEAM, pk="evaluation"),
@@ -400,6 +412,9 @@ PARAMS = {
     "analysis": "reusability",
 }
 QUERIES = {
+    "monitoring:leaderboard-diff": "?from={build_qrels}",
+    "monitoring:leaderboard-diff-csv": "?from={build_qrels}",
+    "monitoring-api:leaderboard-diff": "?from={build_qrels}",
     "annotations:qrels-diff": "?old=1&new=1",
     "annotations-api:qrels-diff": "?old=1&new=1",
     "annotations:quality-disagreements": "?a={user_id}",

@@ -23,6 +23,7 @@ from evalcore.comparison import DEFAULT_MEASURES, align_results, compare_scores
 from evalcore.retrieval import evaluate
 from evalplatform.models import Team
 from monitoring.evaluations import services as evaluations
+from monitoring.evaluations.services import with_coverage
 from monitoring.files import uploads
 from monitoring.models import Comparison, Evaluation
 from tests.conftest import ROOT, QueuedTasks, WorkerProcess, _database_url_for
@@ -86,7 +87,10 @@ class TestStartingAnEvaluation:
         assert response.status_code == 202, response.json()
         body = response.json()
         assert (body["status"], body["percent"], body["error"], body["results"]) == ("pending", None, "", [])
-        assert body["measures"] == list(DEFAULT_MEASURES) and (body["rel_level"], body["complete"]) == (
+        assert body["measures"] == with_coverage(DEFAULT_MEASURES) and (
+            body["rel_level"],
+            body["complete"],
+        ) == (
             1,
             False,
         )
@@ -168,8 +172,8 @@ class TestReadingAnEvaluation:
         self, viewer: Client, sources: Any, tmp_path: Path
     ) -> None:
         qrels, run, _ = sources
-        measures = ["map", "ndcg_cut_10", "num_ret"]
-        evaluation = evaluated(run, qrels, measures)
+        measures = with_coverage(["map", "ndcg_cut_10", "num_ret"])
+        evaluation = evaluated(run, qrels, measures[:3])
         body = viewer.get(f"/api/teams/search/evaluations/{evaluation.pk}/").json()
         assert (body["status"], body["percent"], body["num_queries"], body["num_missing"]) == (
             "done",
@@ -197,7 +201,11 @@ class TestReadingAnEvaluation:
         evaluation = evaluated(run, qrels, ["map", "P_10"])
         url = f"/api/teams/search/evaluations/{evaluation.pk}/per-query/"
         first = viewer.get(f"{url}?page_size=8").json()
-        assert (first["count"], len(first["results"]), first["measures"]) == (20, 8, ["map", "P_10"])
+        assert (first["count"], len(first["results"]), first["measures"]) == (
+            20,
+            8,
+            with_coverage(["map", "P_10"]),
+        )
         rows = first["results"]
         while first["next"]:
             first = viewer.get(local(first["next"])).json()
@@ -212,7 +220,9 @@ class TestReadingAnEvaluation:
         ]
         unknown = viewer.get(f"{url}?measure=ndcg")
         assert unknown.status_code == 400
-        assert unknown.json() == {"measure": ["ndcg: not a measure of this evaluation; it has map, P_10."]}
+        assert unknown.json() == {
+            "measure": ["ndcg: not a measure of this evaluation; it has map, P_10, Judged@10, Judged@100."]
+        }
 
     def test_it_has_no_per_query_values_before_the_job_is_done(self, viewer: Client, sources: Any) -> None:
         qrels, run, _ = sources
@@ -244,7 +254,9 @@ class TestReadingAnEvaluation:
         evaluations.evaluation_create(run=weak, qrels=qrels, enqueue=False)
         with django_assert_max_num_queries(7) as few:
             body = viewer.get("/api/teams/search/evaluations/").json()
-        assert body["count"] == 2 and len(body["results"][1]["results"]) == len(DEFAULT_MEASURES)
+        assert body["count"] == 2 and len(body["results"][1]["results"]) == len(
+            with_coverage(DEFAULT_MEASURES)
+        )
         for level in range(2, 40):
             evaluated(good if level % 2 else weak, qrels, ["map", "P_10"], rel_level=level)
         with django_assert_max_num_queries(len(few.captured_queries)):
@@ -438,7 +450,7 @@ def test_it_evaluates_and_compares_through_the_api_with_a_token_on_a_real_worker
     done = wait_for_job(client, local(started.json()["url"]), auth)
     assert done["status"] == "done", (done["error"], celery_worker_process.log())
     judged = trec.read_qrels(write(tmp_path, "judged.qrels", QRELS))
-    expected = evaluate(judged, trec.read_run(write(tmp_path, "bm25.run", GOOD)), measures)
+    expected = evaluate(judged, trec.read_run(write(tmp_path, "bm25.run", GOOD)), with_coverage(measures))
     assert {row["measure"]: row["value"] for row in done["results"]} == pytest.approx(
         expected.aggregate, abs=1e-12
     )

@@ -23,6 +23,7 @@ from evalcore.comparison import DEFAULT_MEASURES
 from evalcore.retrieval import evaluate
 from evalplatform.models import Team, TeamMembership
 from monitoring import demo
+from monitoring.evaluations.services import with_coverage
 from monitoring.models import (
     Comparison,
     ComparisonPair,
@@ -68,9 +69,11 @@ class TestDemoSearchTeam:
             assert run.uploaded_by.username == "analyst" and run.num_queries == 10
             evaluation = Evaluation.objects.get(run=run)
             assert (evaluation.status, evaluation.qrels, evaluation.measures) == (
-                "done", source, list(DEFAULT_MEASURES)
+                "done", source, with_coverage(DEFAULT_MEASURES)
             )  # fmt: skip
-            want = evaluate(trec.read_qrels(qrels_file), trec.read_run(run.file.path), list(DEFAULT_MEASURES))
+            want = evaluate(
+                trec.read_qrels(qrels_file), trec.read_run(run.file.path), with_coverage(DEFAULT_MEASURES)
+            )
             got = {row.measure: row.value for row in evaluation.results}
             assert got == pytest.approx(want.aggregate, abs=1e-12)
             assert 0.2 < got["map"] < 0.9  # real rankings, far from random and from perfect

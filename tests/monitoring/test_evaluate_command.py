@@ -19,6 +19,7 @@ from evalcore.comparison import DEFAULT_MEASURES
 from evalcore.retrieval import evaluate
 from evalplatform.models import Team
 from monitoring.evaluations import services as evaluations
+from monitoring.evaluations.services import with_coverage
 from monitoring.files import uploads
 from monitoring.management.commands import evaluate as evaluate_command
 from monitoring.models import Evaluation, QrelsSource, Run
@@ -45,7 +46,10 @@ def evaluate_(*args: str) -> tuple[str, str]:
 
 
 def expected(files: dict[str, str], measures: list[str], **options: Any) -> Any:
-    return evaluate(trec.read_qrels(files["qrels"]), trec.read_run(files["run"]), measures, **options)
+    """What evalcore computes for the measures and the coverage measures every evaluation adds."""
+    return evaluate(
+        trec.read_qrels(files["qrels"]), trec.read_run(files["run"]), with_coverage(measures), **options
+    )
 
 
 @pytest.mark.django_db
@@ -60,7 +64,7 @@ class TestEvaluateHere:
         assert (run.name, run.uploaded_by, qrels.uploaded_by) == ("bm25", theo, theo)
         want = expected(files, list(DEFAULT_MEASURES))
         lines = out.splitlines()
-        assert [line.split("\t")[0].strip() for line in lines] == list(DEFAULT_MEASURES)
+        assert [line.split("\t")[0].strip() for line in lines] == with_coverage(DEFAULT_MEASURES)
         for line in lines:
             measure, scope, value, interval = line.split("\t")
             assert scope == "all" and value == f"{want.aggregate[measure.strip()]:.4f}"
@@ -95,7 +99,7 @@ class TestEvaluateHere:
         assert (Run.objects.count(), QrelsSource.objects.count(), Evaluation.objects.count()) == (1, 1, 1)
         run, qrels = Run.objects.get(), QrelsSource.objects.get()
         by_id, _ = evaluate_("search", "--run", str(run.pk), "--qrels", str(qrels.pk), "-m", "map")
-        assert by_id == first and MetricValue.objects.filter(job_type="monitoring.evaluation").count() == 1
+        assert by_id == first and MetricValue.objects.filter(job_type="monitoring.evaluation").count() == 3
 
     def test_it_fails_with_the_jobs_error_in_one_line(self, team: Team, files: dict[str, str]) -> None:
         _, big_run = synthetic_collection(queries=100, shuffle=False)
@@ -252,4 +256,4 @@ def test_it_waits_for_a_real_worker_and_prints_its_results(
     assert data["status"] == "done", celery_worker_process.log()
     assert data["aggregate"] == pytest.approx(expected(files, list(DEFAULT_MEASURES)).aggregate)
     assert "%" in err  # the bar
-    assert len(evaluation_rows(data["evaluation"])) == len(DEFAULT_MEASURES)
+    assert len(evaluation_rows(data["evaluation"])) == len(with_coverage(DEFAULT_MEASURES))

@@ -19,6 +19,7 @@ from evalcore.retrieval import evaluate
 from evalplatform.errors import InputError
 from evalplatform.models import Team
 from monitoring.evaluations import services as evaluations
+from monitoring.evaluations.services import with_coverage
 from monitoring.files import uploads
 from monitoring.models import ComparisonPair, Evaluation
 from tests.conftest import QueuedTasks, WorkerProcess
@@ -68,8 +69,8 @@ class TestUploads:
 class TestEvaluation:
     def test_it_stores_what_eval_retrieval_computes(self, sources: Any, tmp_path: Path) -> None:
         qrels, run, _ = sources
-        measures = ["map", "P_10", "ndcg_cut_10", "recip_rank", "num_ret"]
-        evaluation = evaluations.evaluation_create(run=run, qrels=qrels, measures=measures, enqueue=False)
+        measures = with_coverage(["map", "P_10", "ndcg_cut_10", "recip_rank", "num_ret"])
+        evaluation = evaluations.evaluation_create(run=run, qrels=qrels, measures=measures[:5], enqueue=False)
         assert evaluations.evaluation_run(evaluation_id=evaluation.pk).status == "done"
         expected = evaluate(
             trec.read_qrels(write(tmp_path, "q", QRELS)), trec.read_run(write(tmp_path, "r", RUN(1, 1.5, "bm25"))),
@@ -95,7 +96,7 @@ class TestEvaluation:
         assert again.pk == first.pk and again.status == "done"
         # A worker that runs the job again (a re-delivered message) finds it finished and writes nothing.
         assert evaluations.evaluation_run(evaluation_id=first.pk).status == "finished"
-        assert len(evaluation_rows(first)) == 2
+        assert len(evaluation_rows(first)) == 4  # and the two coverage measures
         other = evaluations.evaluation_create(
             run=run, qrels=qrels, measures=["map"], rel_level=2, enqueue=False
         )
@@ -239,8 +240,9 @@ def test_it_evaluates_in_a_real_worker_and_stores_the_results_once(
         celery_worker_process.log()
     )
     expected = evaluate(
-        trec.read_qrels(write(tmp_path, "q", QRELS)), trec.read_run(run.file.path), ["map", "ndcg_cut_10"]
-    )
+        trec.read_qrels(write(tmp_path, "q", QRELS)), trec.read_run(run.file.path),
+        with_coverage(["map", "ndcg_cut_10"]),
+    )  # fmt: skip
     rows = {row.measure: row.value for row in evaluation_rows(evaluation)}
     assert rows == pytest.approx(expected.aggregate)
-    assert len(evaluation_rows(evaluation)) == 2
+    assert len(evaluation_rows(evaluation)) == 4

@@ -17,6 +17,7 @@ from django.utils.html import escape
 from evalplatform.charts import plotly_js_version
 from evalplatform.models import Team
 from monitoring.evaluations import services as evaluations
+from monitoring.evaluations.views.leaderboard import COVERAGE_HEADER
 from monitoring.files import uploads
 from monitoring.models import ComparisonPair, Evaluation, QrelsSource, Run
 from tests.conftest import QueuedTasks, remote_assets
@@ -120,9 +121,13 @@ class TestLeaderboard:
         ]
         for row in rows:
             for result in evaluation_rows(int(row["evaluation_id"])):
-                assert number(row[result.measure]) == result.value  # exactly: repr round-trips a float
-                assert number(row[f"{result.measure}_ci_low"]) == result.ci_low
-                assert number(row[f"{result.measure}_ci_high"]) == result.ci_high
+                # The coverage measures have columns of their own (judged_10, judged_100).
+                column = {"Judged@10": "judged_10", "Judged@100": "judged_100"}.get(
+                    result.measure, result.measure
+                )
+                assert number(row[column]) == result.value  # exactly: repr round-trips a float
+                assert number(row[f"{column}_ci_low"]) == result.ci_low
+                assert number(row[f"{column}_ci_high"]) == result.ci_high
         assert rows[0]["num_ret_ci_low"] == ""  # a sum has no bootstrap interval
         chosen = rows_of(viewer.get(f"/teams/search/leaderboard/{qrels.pk}/leaderboard.csv?measures=P_10"))
         assert list(chosen[0]) == [
@@ -134,6 +139,7 @@ class TestLeaderboard:
             "P_10",
             "P_10_ci_low",
             "P_10_ci_high",
+            *COVERAGE_HEADER,
         ]
 
     def test_it_draws_and_lists_runs_of_one_name_apart(

@@ -12,6 +12,7 @@ from django.test import Client
 from annotations.models import QrelsBuild
 from evalplatform.models import Team
 from monitoring.evaluations.selectors import measure_column
+from monitoring.evaluations.services import with_coverage
 from monitoring.models import Comparison, Evaluation, QrelsSource, Run
 from tests.annotations.conftest import build_project
 from tests.conftest import LENA, QueuedTasks, make_user
@@ -146,7 +147,7 @@ class TestEvaluationForm:
             response = editor.post("/teams/search/evaluations/new/", form)
         evaluation = Evaluation.objects.get()
         assert response.status_code == 302 and response["Location"] == evaluation.get_absolute_url()
-        assert evaluation.measures == ["map", "P_10", "nDCG@5", "RR(rel=2)"]
+        assert evaluation.measures == with_coverage(["map", "P_10", "nDCG@5", "RR(rel=2)"])
         assert (evaluation.rel_level, evaluation.complete, evaluation.created_by) == (2, True, theo)
         assert queued.sent == [
             ("monitoring.tasks.evaluation_run", (evaluation.pk,), {"countdown": 0, "retry": False})

@@ -32,6 +32,7 @@ from evalcore.retrieval import evaluate
 from evalplatform.models import Team
 from monitoring import tasks
 from monitoring.evaluations import services as evaluations
+from monitoring.evaluations.services import with_coverage
 from monitoring.files import uploads
 from monitoring.models import Evaluation
 from tests.conftest import ROOT, WorkerProcess, _database_url_for, stop_process_group
@@ -198,9 +199,9 @@ def test_it_completes_a_job_whose_worker_was_killed_and_leaves_no_partial_result
 
     done = job.get()
     assert (done.status, done.attempts, done.error) == ("done", 2, ""), workers.logs()
-    want = evaluate(trec.read_qrels(qrels_path), trec.read_run(run_path), MEASURES)
+    want = evaluate(trec.read_qrels(qrels_path), trec.read_run(run_path), with_coverage(MEASURES))
     rows = evaluation_rows(evaluation)
-    assert [row.measure for row in rows] == MEASURES  # exactly one row per measure
+    assert [row.measure for row in rows] == with_coverage(MEASURES)  # exactly one row per measure
     for row in rows:
         assert row.value == pytest.approx(want.aggregate[row.measure], abs=1e-12)
     assert done.num_queries == len(want.qids) == 5000
@@ -265,7 +266,7 @@ class TestRetries:
         assert (
             len(countdowns) == 2 and 0 <= countdowns[0] <= 5 and 0 <= countdowns[1] <= 10
         )  # backoff, jitter
-        assert len(evaluation_rows(evaluation)) == 2
+        assert len(evaluation_rows(evaluation)) == 4  # map, P_10 and the coverage measures
 
     def test_it_gives_up_after_its_last_attempt_with_a_message(
         self, evaluation: Evaluation, countdowns: list[float], monkeypatch: pytest.MonkeyPatch

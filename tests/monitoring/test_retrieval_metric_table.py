@@ -60,7 +60,8 @@ class TestValues:
         first = list(MetricValue.objects.filter(job_type="monitoring.evaluation").order_by("position"))
         series = run_series(qrels, "bm25")
         assert [(v.metric, v.series_id, v.family, v.subgroup) for v in first] == [
-            ("map", series.pk, "retrieval", ""), ("P_10", series.pk, "retrieval", "")]  # fmt: skip
+            ("map", series.pk, "retrieval", ""), ("P_10", series.pk, "retrieval", ""),
+            ("Judged@10", series.pk, "retrieval", ""), ("Judged@100", series.pk, "retrieval", "")]  # fmt: skip
         evaluation.refresh_from_db()
         assert evaluation.finished_at is not None
         assert abs((first[0].observed_at - evaluation.finished_at).total_seconds()) < 5
@@ -70,7 +71,10 @@ class TestValues:
             (v.metric, v.value) for v in first
         ]  # replaced, never added
         assert [v.value for v in again] == [v.value for v in first]
-        assert list(series_history(series)) == ["map", "P_10"] and len(series_history(series)["map"]) == 1
+        assert (
+            list(series_history(series)) == ["map", "P_10", "Judged@10", "Judged@100"]
+            and len(series_history(series)["map"]) == 1
+        )
         assert Series.objects.filter(kind="run").count() == 1
 
     def test_it_writes_a_comparisons_summaries_in_no_series_and_a_rerun_updates_them(
@@ -141,7 +145,7 @@ class TestValues:
             qrels=qrels, runs=[good, weak], measures=["map"], enqueue=False
         )
         evaluations.comparison_run(comparison_id=comparison.pk)
-        assert MetricValue.objects.count() == 3
+        assert MetricValue.objects.count() == 5  # map and the two coverage measures; map of each run
         good.delete()  # its evaluation and its comparison's pairs go with it
         comparison.delete()
         assert not MetricValue.objects.exists() and not evaluation_rows(evaluation.pk)

@@ -185,7 +185,9 @@ def leaderboard(request: Request, team: str, pk: int) -> Response:
                 "results": {
                     measure: {"value": result.value, "ci_low": result.ci_low, "ci_high": result.ci_high}
                     for measure, result in row.results.items()
+                    if measure in board.measures
                 },
+                "coverage": row.coverage.as_dict(),
             }
             for rank, row in enumerate(rows, start=1)
         ],

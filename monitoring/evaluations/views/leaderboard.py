@@ -1,4 +1,6 @@
-"""The leaderboard of one qrels source: runs x chosen measures, with bootstrap CIs, sortable, as CSV."""
+"""The leaderboard of one qrels source: runs x chosen measures, with bootstrap CIs, sortable, as CSV; and
+every run's coverage (Judged@10, Judged@100, the unjudged share of its top 10 and 100, a warning under
+Judged@10 0.9) whatever the measures chosen, with "judge the gaps" for leads of the linked project."""
 
 from __future__ import annotations
 
@@ -6,17 +8,21 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_safe
+from django.views.decorators.http import require_POST, require_safe
 
+from evalcore.coverage import DEFAULT_GAP_DEPTH, JUDGED_WARNING
 from evalplatform.auth import SignedInRequest
 from evalplatform.csvexport import csv_response
+from evalplatform.errors import InputError
 from evalplatform.models import TeamMembership
 from evalplatform.teams import get_team_for_member
-from monitoring.evaluations import charts, selectors
+from monitoring.evaluations import charts, loop, selectors
 from monitoring.evaluations.selectors import LeaderboardRow, MeasureColumn, MeasureResult
 from monitoring.models import QrelsSource
 
@@ -81,6 +87,11 @@ def leaderboard(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
         + page.query(),
         "headers": [(column, "?" + page.query(sort=column.key)) for column in page.columns],
         "name_sort_link": "?" + page.query(sort=SORT_BY_NAME),
+        "judged_warning": JUDGED_WARNING,
+        "gap_depth": DEFAULT_GAP_DEPTH,
+        "may_judge_gaps": loop.may_judge_gaps(user=request.user, membership=membership, qrels=page.qrels),
+        "previous": loop.previous_source(page.qrels),
+        "coverage_missing": sum(1 for row in page.rows if not row.coverage.computed),
     }
     return render(request, "monitoring/leaderboard.html", context)
 
@@ -92,11 +103,74 @@ def leaderboard_csv(request: SignedInRequest, team: str, pk: int) -> HttpRespons
     header = ["rank", "run_id", "run", "label", "evaluation_id"]
     for column in page.columns:
         header += [column.key, f"{column.key}_ci_low", f"{column.key}_ci_high"]
+    header += COVERAGE_HEADER
     rows = []
     for rank, row in enumerate(page.rows, start=1):
         cells: list[Any] = [rank, row.run.pk, row.run.name, row.run.label, row.evaluation.pk]
         for result in page.cells(row):
             cells += [result.value, result.ci_low, result.ci_high] if result else [None, None, None]
-        rows.append(cells)
+        rows.append(cells + coverage_cells(row.coverage))
     filename = f"{membership.team.slug}-leaderboard-qrels{page.qrels.pk}.csv"
     return csv_response(filename, header, rows)
+
+
+#: The coverage columns of the CSV: empty where the evaluation predates them (`coverage_computed` false).
+COVERAGE_HEADER = [
+    "judged_10", "judged_10_ci_low", "judged_10_ci_high", "judged_100", "judged_100_ci_low",
+    "judged_100_ci_high", "unjudged_10", "unjudged_100", "coverage_warning", "coverage_computed",
+]  # fmt: skip
+
+
+def coverage_cells(coverage: selectors.Coverage) -> list[Any]:
+    cells: list[Any] = []
+    for result in (coverage.judged_10, coverage.judged_100):
+        cells += [result.value, result.ci_low, result.ci_high] if result else [None, None, None]
+    return cells + [coverage.unjudged_10, coverage.unjudged_100, coverage.warning, coverage.computed]
+
+
+@login_required
+@require_POST
+def judge_gaps(request: SignedInRequest, team: str, pk: int, run: int) -> HttpResponse:
+    """Add the run's unjudged top-k pairs on these qrels to the linked judging project (`loop.run_gaps_judge`)."""
+    membership = get_team_for_member(request.user, team, write=True)
+    qrels = selectors.get_qrels_source(team=membership.team, pk=pk)
+    found = selectors.get_run(team=membership.team, pk=run)
+    if not loop.may_judge_gaps(user=request.user, membership=membership, qrels=qrels):
+        raise PermissionDenied(
+            "Only a lead of the judging project these qrels come from can add tasks to it."
+        )
+    try:
+        depth = int(request.POST.get("depth") or DEFAULT_GAP_DEPTH)
+        done = loop.run_gaps_judge(run=found, qrels=qrels, depth=depth)
+    except ValueError:
+        messages.error(request, "The depth must be a whole number.")
+    except InputError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, gaps_message(found.name, done))
+    return redirect("monitoring:leaderboard", membership.team.slug, qrels.pk)
+
+
+@login_required
+@require_POST
+def compute_coverage(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
+    """Re-evaluate, with the coverage measures, the runs whose evaluation on these qrels predates them."""
+    membership = get_team_for_member(request.user, team, write=True)
+    qrels = selectors.get_qrels_source(team=membership.team, pk=pk)
+    queued = loop.leaderboard_coverage_compute(qrels=qrels, created_by=request.user)
+    if queued:
+        messages.success(
+            request, f"Computing coverage: {len(queued)} evaluations queued with the same options."
+        )
+    else:
+        messages.info(request, "Every run on this leaderboard has its coverage already.")
+    return redirect("monitoring:leaderboard", membership.team.slug, qrels.pk)
+
+
+def gaps_message(run: str, done: loop.GapsJudged) -> str:
+    skipped = done.missing_topic + done.missing_document
+    return (
+        f"{run}: {done.unjudged} unjudged pairs in its top {done.depth}; {done.created} added to "
+        f"{done.project} as tasks, {done.existing} already tasks, {skipped} skipped "
+        f"({done.missing_topic} of topics and {done.missing_document} of documents the project lacks)."
+    )

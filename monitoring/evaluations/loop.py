@@ -1,0 +1,180 @@
+"""The judging loop's services on a leaderboard (issue 23): judge a run's gaps, compute the coverage of
+evaluations made before it was stored, and re-score a team when its judging project finishes a new qrels
+version.
+
+- `run_gaps_judge` adds the run's unjudged top-k pairs on a qrels source (`evalcore.coverage.unjudged_pairs`)
+  to the judging project the source was built from, through `annotations.imports.pairs_add` (pairs whose
+  topic or document the project lacks are skipped and counted; pairs already tasks are counted, not added).
+- `qrels_build_rescore` creates the linked team's qrels source for a finished build and queues, for every
+  evaluation done on the source of the version before, the same evaluation on the new one
+  (`evaluation_create`: the same run, qrels and options find the same evaluation, so a re-delivered
+  task adds nothing). `qrels_build_announced`, the receiver of `annotations.signals.qrels_build_done`
+  (connected in `MonitoringConfig.ready`: `annotations` never imports `monitoring`), queues the task.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from django.db import transaction
+
+from annotations.imports import pairs_add
+from annotations.models import ProjectMembership, QrelsBuild
+from evalcore.coverage import DEFAULT_GAP_DEPTH, unjudged_pairs
+from evalplatform.auth import AnyUser, User
+from evalplatform.errors import InputError
+from evalplatform.jobs import JobStatus
+from evalplatform.models import TeamMembership
+from monitoring.evaluations.selectors import leaderboard
+from monitoring.evaluations.services import evaluation_create, read_qrels, read_run
+from monitoring.files.uploads import qrels_source_for_build
+from monitoring.models import Evaluation, QrelsSource, Run
+
+logger = logging.getLogger(__name__)
+
+#: The deepest top k "judge the gaps" accepts (a run's depth in TREC-style runs).
+MAX_GAP_DEPTH = 1000
+
+
+# --- judging the gaps ---------------------------------------------------------------------------------
+
+
+def may_judge_gaps(*, user: AnyUser, membership: TeamMembership, qrels: QrelsSource) -> bool:
+    """Whether the user may add a run's gaps on `qrels` to its judging project: an editor of the team who
+    leads the project the source was built from (a superuser stands as both)."""
+    if qrels.build is None or not membership.can_edit or not user.is_authenticated:
+        return False
+    if getattr(user, "is_superuser", False):
+        return True
+    return ProjectMembership.objects.filter(
+        project_id=qrels.build.project_id, user_id=user.pk, role=ProjectMembership.Role.LEAD
+    ).exists()
+
+
+@dataclass(frozen=True)
+class GapsJudged:
+    """What `run_gaps_judge` did: the unjudged pairs of the run's top `depth` and what became of them."""
+
+    run: int
+    qrels: int
+    project: str
+    depth: int
+    unjudged: int
+    created: int
+    existing: int
+    missing_topic: int
+    missing_document: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def run_gaps_judge(*, run: Run, qrels: QrelsSource, depth: int = DEFAULT_GAP_DEPTH) -> GapsJudged:
+    """Add the run's unjudged top-`depth` pairs on `qrels` to the source's judging project as tasks.
+
+    Raises `InputError` for uploaded qrels (no project to judge in), a run of another team or a depth
+    out of range. Idempotent: asking twice adds nothing the second time."""
+    if qrels.build_id is None:
+        raise InputError("These qrels were uploaded: there is no judging project to add the gaps to.")
+    if run.team_id != qrels.team_id:
+        raise InputError("The run and the qrels belong to different teams.")
+    if not 1 <= depth <= MAX_GAP_DEPTH:
+        raise InputError(f"Choose a depth between 1 and {MAX_GAP_DEPTH}.")
+    assert qrels.build is not None
+    project = qrels.build.project
+    pairs = unjudged_pairs(read_run(run), read_qrels(qrels), depth=depth)
+    added = pairs_add(project=project, pairs=pairs)
+    logger.info("gaps of run %s on qrels %s: %s", run.pk, qrels.pk, added)
+    return GapsJudged(
+        run=run.pk, qrels=qrels.pk, project=project.slug, depth=depth, unjudged=added.requested,
+        created=added.created, existing=added.existing, missing_topic=added.missing_topic,
+        missing_document=added.missing_document,
+    )  # fmt: skip
+
+
+# --- coverage for evaluations made before it was stored ----------------------------------------------
+
+
+@transaction.atomic
+def leaderboard_coverage_compute(*, qrels: QrelsSource, created_by: User | None = None) -> list[Evaluation]:
+    """For each run on the leaderboard whose evaluation predates coverage, the same evaluation with the
+    coverage measures added (`evaluation_create`), queued on commit; once done it is the run's newest and
+    the leaderboard shows its coverage. Idempotent: asking again finds the same evaluations."""
+    stale = [row.evaluation for row in leaderboard(qrels=qrels).rows if not row.coverage.computed]
+    return [
+        evaluation_create(
+            run=evaluation.run,
+            qrels=qrels,
+            measures=evaluation.measures,
+            rel_level=evaluation.rel_level,
+            complete=evaluation.complete,
+            created_by=created_by,
+        )  # fmt: skip
+        for evaluation in stale
+    ]
+
+
+# --- re-scoring on a new version ----------------------------------------------------------------------
+
+
+def previous_source(source: QrelsSource) -> QrelsSource | None:
+    """The team's source of the newest earlier done build of the same project (None for a first version
+    or an uploaded file)."""
+    if source.build is None:
+        return None
+    return (
+        QrelsSource.objects.filter(
+            team_id=source.team_id,
+            build__project_id=source.build.project_id,
+            build__version__lt=source.build.version,
+            build__status=JobStatus.DONE,
+        )
+        .select_related("team", "build__project")
+        .order_by("-build__version")
+        .first()
+    )
+
+
+@transaction.atomic
+def qrels_build_rescore(*, build_id: int) -> list[Evaluation]:
+    """For a done build of a project linked to a team: the team's source for it, and the same evaluations
+    as on the source of the version before, queued on commit. Returns the evaluations (new or found)."""
+    build = QrelsBuild.objects.select_related("project__team").filter(pk=build_id).first()
+    if build is None or build.status != JobStatus.DONE or build.project.team is None:
+        return []
+    source = qrels_source_for_build(team=build.project.team, build=build)
+    before = previous_source(source)
+    if before is None:
+        return []
+    done = (
+        Evaluation.objects.filter(qrels=before, status=JobStatus.DONE)
+        .select_related("run")
+        .defer("per_query", "qids")
+        .order_by("run_id", "pk")
+    )
+    return [
+        evaluation_create(
+            run=evaluation.run,
+            qrels=source,
+            measures=evaluation.measures,
+            rel_level=evaluation.rel_level,
+            complete=evaluation.complete,
+        )  # fmt: skip
+        for evaluation in done
+    ]
+
+
+def qrels_build_announced(*, build_id: int, **kwargs: Any) -> None:
+    """`annotations.signals.qrels_build_done`'s receiver: queue the re-scoring once committed. A broker
+    that is down loses this re-scoring only (logged), never the build."""
+    from monitoring.tasks import qrels_build_rescore as task
+
+    def enqueue() -> None:
+        try:
+            task.apply_async(args=(build_id,))
+        except Exception:  # kombu's OperationalError and its kin
+            logger.exception("re-scoring after qrels build %s not queued", build_id)
+
+    transaction.on_commit(enqueue)
