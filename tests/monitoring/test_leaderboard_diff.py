@@ -147,7 +147,9 @@ class TestDiff:
         board = client.get(f"/teams/search/leaderboard/{v2_source.pk}/").content.decode()
         assert "Compare with previous version (web v1)" in board
         team_page = client.get("/teams/search/").content.decode()
-        assert f'/teams/search/leaderboard/{v2_source.pk}/diff/">compare with previous version</a>' in team_page
+        assert (
+            f'/teams/search/leaderboard/{v2_source.pk}/diff/">compare with previous version</a>' in team_page
+        )
         page = client.get(f"/teams/search/leaderboard/{v2_source.pk}/diff/").content.decode()
         assert "web v1 → web v2" in page and 'id="tau-table"' in page
         body = client.get(f"/api/teams/search/leaderboard/{v2_source.pk}/diff/?measure=Judged@10").json()
