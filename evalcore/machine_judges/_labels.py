@@ -18,7 +18,8 @@ import numpy as np
 import pyarrow as pa
 
 from evalcore import trec
-from evalcore.arrow import to_numpy
+from evalcore.arrow import equal, take
+from evalcore.csvfiles import from_numpy
 from evalcore.errors import FormatError
 from evalcore.ids import id_problem
 from evalcore.retrieval.data import DuplicateRowError, Qrels, lookup
@@ -82,36 +83,53 @@ def read_machine_labels(path: PathLike) -> MachineLabels:
 
 
 def pair_labels(human: Qrels, machine: Qrels) -> JudgedPairs:
-    """The (query, document) pairs graded in both, matched on the exact ids by one hash join.
+    """The (query, document) pairs graded in both, matched on the exact ids.
 
+    Rows are matched on (query, document key) by one sort of both sides together (``np.lexsort``): a
+    human row followed by a machine row with the same query and key is a pair. Keys are the ids
+    themselves when every id fits in 8 bytes, else hashes, whose matches are confirmed on the bytes.
     A negative grade marks a pooled but unjudged document (trec_eval's reading) and pairs nothing.
     """
-    machine_query = (
-        lookup(human.qids, machine.qids)[machine.qid_codes] if len(machine) else np.zeros(0, np.int64)
+    exact = human.exact_keys and machine.exact_keys
+    h_rows, h_keys = human.doc_keys_for(exact)
+    m_rows, m_keys = machine.doc_keys_for(exact)
+    machine_query = lookup(human.qids, machine.qids)[machine.qid_codes[m_rows]]
+    h_keep = human.rels[h_rows] >= 0
+    m_keep = (machine.rels[m_rows] >= 0) & (machine_query >= 0)
+    query = np.concatenate([human.qid_codes[h_rows][h_keep].astype(np.int64), machine_query[m_keep]])
+    key = np.concatenate([h_keys[h_keep], m_keys[m_keep]])
+    side = np.repeat([0, 1], [int(h_keep.sum()), int(m_keep.sum())])
+    row = np.concatenate([h_rows[h_keep], m_rows[m_keep]])
+    order = np.lexsort((side, key, query))
+    query, key, side, row = query[order], key[order], side[order], row[order]
+    match = np.flatnonzero(
+        (side[:-1] == 0) & (side[1:] == 1) & (query[:-1] == query[1:]) & (key[:-1] == key[1:])
     )
-    left = pa.table({"q": pa.array(human.qid_codes.astype(np.int64)), "d": _plain(human.docnos),
-                     "h": pa.array(np.arange(len(human)))})  # fmt: skip
-    right = pa.table({"q": pa.array(machine_query), "d": _plain(machine.docnos),
-                      "m": pa.array(np.arange(len(machine)))})  # fmt: skip
-    left = left.filter(pa.array(human.rels >= 0))
-    right = right.filter(pa.array((machine.rels >= 0) & (machine_query >= 0)))
-    joined = left.join(right, keys=["q", "d"], join_type="inner")
-    h_rows = to_numpy(joined.column("h")).astype(np.int64)
-    m_rows = to_numpy(joined.column("m")).astype(np.int64)
-    order = np.argsort(h_rows, kind="stable")
-    h_rows, m_rows = h_rows[order], m_rows[order]
+    h_pair, m_pair = row[match], row[match + 1]
+    if not exact and h_pair.size:
+        same = equal(take(human.docnos, from_numpy(h_pair)), take(machine.docnos, from_numpy(m_pair)))
+        h_pair, m_pair = h_pair[same], m_pair[same]
+    by_human = np.argsort(h_pair, kind="stable")
+    h_pair, m_pair = h_pair[by_human], m_pair[by_human]
     return JudgedPairs(
-        human_rows=h_rows,
-        machine_rows=m_rows,
-        human=human.rels[h_rows],
-        machine=machine.rels[m_rows],
-        topics=human.qids[human.qid_codes[h_rows]],
+        human_rows=h_pair,
+        machine_rows=m_pair,
+        human=human.rels[h_pair],
+        machine=machine.rels[m_pair],
+        topics=human.qids[human.qid_codes[h_pair]],
     )
 
 
-def _plain(docnos: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Binary ids as one type on both sides of a join (a large file may hold large_binary)."""
-    return docnos.cast(pa.large_binary())
+def _binary(texts: list[str]) -> pa.Array:
+    """Ids as an Arrow binary array built from its buffers: ``pa.array`` imports pandas (a quarter of a
+    second) the first time it is called, which a file command does not pay for."""
+    encoded = [text.encode("utf-8") for text in texts]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    large = offsets[-1] >= 2**31
+    kind, width = (pa.large_binary(), np.int64) if large else (pa.binary(), np.int32)
+    buffers = [None, pa.py_buffer(offsets.astype(width)), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(kind, len(encoded), buffers)
 
 
 def _is_jsonl(path: str) -> bool:
@@ -145,7 +163,9 @@ def _read_jsonl(path: str) -> MachineLabels:
         lines.append(number)
     vocab, codes = np.unique(np.asarray(qids, dtype=object), return_inverse=True) if qids else (np.zeros(0, object), np.zeros(0, np.int64))  # fmt: skip
     try:
-        qrels = Qrels.from_codes(vocab, codes.reshape(-1), docnos, np.asarray(labels, dtype=np.int64))
+        qrels = Qrels.from_codes(
+            vocab, codes.reshape(-1), _binary(docnos), np.asarray(labels, dtype=np.int64)
+        )
     except DuplicateRowError as exc:
         first, again = (lines[row] for row in exc.rows)
         reason = f"document {exc.docno!r} appears twice for query {exc.qid!r} (first on line {first})"
