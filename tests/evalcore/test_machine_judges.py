@@ -239,13 +239,13 @@ def test_it_refuses_a_bad_qrels_line_and_a_gzip_file(tmp_path: Path) -> None:
         read_machine_labels(gz)
 
 
-def test_it_pairs_the_labels_both_gave_as_a_dict_lookup_does() -> None:
+@pytest.mark.parametrize("prefix", ["d", "clueweb12-0000tw-"], ids=["exact keys", "hashed keys"])
+def test_it_pairs_the_labels_both_gave_as_a_dict_lookup_does(prefix: str) -> None:
     rng = np.random.default_rng(5)
-    human = {
-        f"q{q}": {f"d{d}": int(rng.integers(-1, 3)) for d in rng.choice(60, 30, replace=False)}
-        for q in range(12)
-    }
-    machine = {f"q{q}": {f"d{d}": int(rng.integers(-1, 3)) for d in rng.choice(60, 40, replace=False)} for q in range(3, 15)}  # fmt: skip
+    human = {f"q{q}": {f"{prefix}{d}": int(rng.integers(-1, 3)) for d in rng.choice(60, 30, replace=False)} for q in range(12)}  # fmt: skip
+    machine = {f"q{q}": {f"{prefix}{d}": int(rng.integers(-1, 3)) for d in rng.choice(60, 40, replace=False)} for q in range(3, 15)}  # fmt: skip
+    machine["q5"][f"{prefix}x"] = 1
+    assert Qrels.from_dict(machine).exact_keys == (prefix == "d")
     pairs = pair_labels(Qrels.from_dict(human), Qrels.from_dict(machine))
     expected = sorted(
         (q, d, h, machine[q][d])
