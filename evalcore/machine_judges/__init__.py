@@ -9,19 +9,22 @@ and ``ppi_evaluate`` call them on files.
   the line and the reason) and ``pair_labels`` (the pairs a human qrels and a machine judge both graded).
 - Calibration: ``calibrate_judge`` on aligned human and machine grades: Cohen's kappa (unweighted,
   linear, quadratic), Krippendorff's alpha (ordinal), the human x machine confusion matrix, the bias
-  overall and per human grade (``GradeBias``), agreement per topic (``TopicAgreement``);
+  overall and per human grade (``GradeBias``), agreement per topic (``TopicAgreement``) and per band of
+  the machine's confidence (``ConfidenceBands``);
   ``krippendorff_alpha_with_humans`` when each pair has several human labels; ``ranking_agreement``:
-  Kendall's tau between the leaderboards of runs on the machine's and the humans' labels.
+  Kendall's tau and tau_AP between the leaderboards of runs on the machine's and the humans' labels.
 - Corrected metrics: ``ppi_compare`` (prediction-powered inference, PPI++, human-only and
   machine-only estimates of a mean metric with normal intervals), its parts ``ppi_mean``,
   ``ppi_tuning`` and ``sample_mean``, and ``ppi_evaluate`` for a run and two qrels.
 """
 
 from evalcore.machine_judges._calibration import (
+    ConfidenceBands,
     GradeBias,
     JudgeCalibration,
     TopicAgreement,
     calibrate_judge,
+    confidence_bands,
     krippendorff_alpha_with_humans,
     leaning,
 )
@@ -51,6 +54,7 @@ from evalcore.machine_judges._runs import (
 
 __all__ = [
     "JSONL_FIELDS",
+    "ConfidenceBands",
     "GradeBias",
     "JudgeCalibration",
     "JudgedPairs",
@@ -62,6 +66,7 @@ __all__ = [
     "RankingAgreement",
     "TopicAgreement",
     "calibrate_judge",
+    "confidence_bands",
     "krippendorff_alpha_with_humans",
     "leaning",
     "pair_labels",

@@ -65,13 +65,30 @@ class TopicAgreement:
 
 
 @dataclass(frozen=True, eq=False)
+class ConfidenceBands:
+    """Agreement by the machine's stated confidence, in equal-width bands over [0, 1]: whether low
+    confidence marks the pairs worth sending to people.
+
+    Band ``b`` holds the pairs with ``edges[b] <= confidence < edges[b + 1]`` (the last band includes 1);
+    pairs without a confidence are left out. ``exact_agreement`` and ``mean_abs_error``
+    (``mean |machine - human|``) are ``NaN`` in an empty band.
+    """
+
+    edges: FloatArray
+    pairs: IntArray
+    mean_confidence: FloatArray
+    exact_agreement: FloatArray
+    mean_abs_error: FloatArray
+
+
+@dataclass(frozen=True, eq=False)
 class JudgeCalibration:
     """A machine judge against the human grades of the same pairs.
 
     ``confusion[h, m]`` counts the pairs people graded ``grades[h]`` and the machine ``grades[m]``
     (``grades``: every grade either side used, sorted). ``bias`` is the mean of machine minus human
     grade: below 0 the machine is stricter, above 0 more lenient. ``per_topic`` is None when no topics
-    were given.
+    were given; ``per_confidence`` None when no pair has a confidence.
     """
 
     pairs: int
@@ -87,6 +104,7 @@ class JudgeCalibration:
     bias: float
     per_grade: GradeBias
     per_topic: TopicAgreement | None
+    per_confidence: ConfidenceBands | None = None
 
     @property
     def leaning(self) -> str:
@@ -102,12 +120,19 @@ def leaning(bias: float) -> str:
 
 
 def calibrate_judge(
-    human: ArrayLike, machine: ArrayLike, *, topics: ArrayLike | None = None
+    human: ArrayLike,
+    machine: ArrayLike,
+    *,
+    topics: ArrayLike | None = None,
+    confidence: ArrayLike | None = None,
+    bands: int = 5,
 ) -> JudgeCalibration:
     """Agreement, confusion and bias of a machine judge's grades against people's, pair by pair.
 
     ``human[i]`` and ``machine[i]`` are the two grades of the ``i``-th pair (aligned 1-D arrays of
-    numbers; see ``pair_labels`` to align two label files), ``topics[i]`` its query (any ids).
+    numbers; see ``pair_labels`` to align two label files), ``topics[i]`` its query (any ids),
+    ``confidence[i]`` the machine's confidence in its grade (from 0 to 1, ``NaN`` where none; see
+    ``ConfidenceBands``, ``bands`` of them).
     With the confusion matrix ``C`` (``K x K`` over ``grades``, ``n = sum C``):
 
     - Cohen's kappa ``1 - n sum(w C) / sum(w r c^T)`` with the margins ``r``, ``c`` and the
@@ -149,7 +174,39 @@ def calibrate_judge(
         bias=float(difference.mean()),
         per_grade=_grade_bias(grades, h_code, m, difference, confusion),
         per_topic=None if topics is None else _topic_agreement(topics, h_code, m_code, grades, difference),
+        per_confidence=None if confidence is None else confidence_bands(difference, confidence, bands=bands),
     )
+
+
+def confidence_bands(
+    difference: ArrayLike, confidence: ArrayLike, *, bands: int = 5
+) -> ConfidenceBands | None:
+    """``ConfidenceBands`` of the per-pair errors ``difference = machine - human``; None when no pair has a
+    confidence."""
+    error = np.asarray(difference, dtype=np.float64)
+    conf = np.asarray(confidence, dtype=np.float64)
+    if conf.shape != error.shape:
+        raise StatsInputError(
+            f"confidence must have one entry per pair ({error.size}), got shape {conf.shape}"
+        )
+    if bands < 1:
+        raise StatsInputError(f"bands must be at least 1, got {bands}")
+    given = ~np.isnan(conf)
+    if not given.any():
+        return None
+    if ((conf[given] < 0) | (conf[given] > 1)).any():
+        raise StatsInputError("confidence must lie between 0 and 1")
+    band = np.minimum((conf[given] * bands).astype(np.int64), bands - 1)
+    pairs = np.bincount(band, minlength=bands)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = 1.0 / pairs
+        return ConfidenceBands(
+            edges=np.linspace(0.0, 1.0, bands + 1),
+            pairs=pairs,
+            mean_confidence=np.bincount(band, weights=conf[given], minlength=bands) * share,
+            exact_agreement=np.bincount(band, weights=error[given] == 0, minlength=bands) * share,
+            mean_abs_error=np.bincount(band, weights=np.abs(error[given]), minlength=bands) * share,
+        )
 
 
 def krippendorff_alpha_with_humans(

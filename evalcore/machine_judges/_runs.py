@@ -12,7 +12,7 @@ from evalcore.csvfiles import from_numpy
 from evalcore.machine_judges._ppi import PPIComparison, ppi_compare
 from evalcore.retrieval import NoCommonQueriesError, Qrels, Run, evaluate, parse_measure
 from evalcore.retrieval.data import lookup
-from evalcore.stats import kendall_tau
+from evalcore.stats import kendall_tau, tau_ap
 from evalcore.stats._validation import FloatArray, StatsInputError
 
 
@@ -23,13 +23,16 @@ class QueriesNotJudgedError(StatsInputError):
 @dataclass(frozen=True, eq=False)
 class RankingAgreement:
     """Each run's mean ``measure`` on the humans' and on the machine's labels, and Kendall's tau-b
-    between the two rankings (None where undefined: fewer than two runs, or all tied)."""
+    between the two rankings, and Yilmaz, Aslam and Robertson's AP correlation of the machine's ranking
+    against the humans' (``tau_ap``: swaps at the top cost more). None where undefined: fewer than two
+    runs, or all tied."""
 
     names: tuple[str, ...]
     measure: str
     human_scores: FloatArray
     machine_scores: FloatArray
     kendall_tau: float | None
+    tau_ap: float | None
     topics: int
 
 
@@ -61,8 +64,8 @@ def ranking_agreement(
         raise StatsInputError("the human and the machine labels share no topic")
     human_scores = _scores(runs, _restricted(human, shared), measure, rel_level)
     machine_scores = _scores(runs, _restricted(machine, shared), measure, rel_level)
-    return RankingAgreement(labels, measure, human_scores, machine_scores,
-                            kendall_tau(human_scores, machine_scores), int(shared.size))  # fmt: skip
+    return RankingAgreement(labels, measure, human_scores, machine_scores, kendall_tau(human_scores, machine_scores),
+                            tau_ap(human_scores, machine_scores), int(shared.size))  # fmt: skip
 
 
 def per_query_scores(

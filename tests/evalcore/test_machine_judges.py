@@ -32,7 +32,7 @@ from evalcore.machine_judges import (
     sample_mean,
 )
 from evalcore.retrieval import Qrels, Run, evaluate
-from evalcore.stats import StatsInputError
+from evalcore.stats import StatsInputError, tau_ap
 
 Z95 = 1.959963984540054
 
@@ -285,6 +285,7 @@ def test_it_compares_the_leaderboards_with_kendalls_tau() -> None:
         on_machine
     )
     assert result.kendall_tau == pytest.approx(scipy_stats.kendalltau(on_human, on_machine).statistic)
+    assert result.tau_ap == pytest.approx(tau_ap(on_human, on_machine))
     assert result.topics == 10 and result.names == ("run 1", "run 2", "run 3", "run 4", "run 5", "run 6")
 
 
@@ -437,3 +438,25 @@ def test_it_refuses_human_queries_the_machine_did_not_judge_and_unaveraged_measu
         ppi_evaluate(run, machine, machine, "num_rel")
     with pytest.raises(StatsInputError, match="averaged over queries"):
         ppi_evaluate(run, machine, machine, "gm_map")
+
+
+def test_it_gives_agreement_per_band_of_confidence_as_a_loop_does() -> None:
+    human, machine, _ = noisy_judge(9, n=400)
+    rng = np.random.default_rng(9)
+    confidence = np.where(rng.random(400) < 0.1, np.nan, rng.random(400))
+    confidence[:3] = [0.0, 1.0, 0.4]  # the edges: 1.0 falls in the last band, 0.4 opens the third
+    bands = calibrate_judge(human, machine, confidence=confidence, bands=5).per_confidence
+    assert bands is not None and bands.edges.tolist() == pytest.approx([0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    for b in range(5):
+        low, high = b / 5, (b + 1) / 5
+        mine = [
+            i for i, c in enumerate(confidence.tolist())
+            if not math.isnan(c) and (low <= c < high or (b == 4 and c == 1.0))
+        ]  # fmt: skip
+        assert bands.pairs[b] == len(mine)
+        assert bands.mean_confidence[b] == pytest.approx(np.mean(confidence[mine]))
+        assert bands.exact_agreement[b] == pytest.approx(np.mean(human[mine] == machine[mine]))
+        assert bands.mean_abs_error[b] == pytest.approx(np.mean(np.abs(machine[mine] - human[mine])))
+    assert calibrate_judge(human, machine, confidence=np.full(400, np.nan)).per_confidence is None
+    with pytest.raises(StatsInputError, match="between 0 and 1"):
+        calibrate_judge([1], [1], confidence=[1.5])

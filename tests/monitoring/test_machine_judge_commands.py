@@ -119,6 +119,14 @@ class TestCalibrateJudge:
             cohen_kappa_score(human[mine], machine[mine], labels=[0, 1, 2])
         )
         assert first["exact_agreement"] == pytest.approx(float(np.mean(human[mine] == machine[mine])))
+        assert [band["pairs"] for band in out["per_confidence"]] == [
+            0,
+            0,
+            0,
+            0,
+            300,
+        ]  # every confidence is 0.8
+        assert out["per_confidence"][4]["exact_agreement"] == pytest.approx(out["exact_agreement"])
 
     def test_it_ranks_the_runs_on_both_judges_labels(self, tmp_path: Path) -> None:
         data = Collection(tmp_path)
@@ -134,6 +142,7 @@ class TestCalibrateJudge:
         expected = [evaluate(human, trec.read_run(path), ["P_5"]).aggregate["P_5"] for path in data.runs]
         assert [run["human"] for run in ranking["runs"]] == pytest.approx(expected)
         assert ranking["kendall_tau"] is not None and -1.0 <= ranking["kendall_tau"] <= 1.0
+        assert ranking["tau_ap"] is not None and -1.0 <= ranking["tau_ap"] <= 1.0
         text = command("calibrate_judge", *args, *runs)
         assert "3 runs ranked by ndcg_cut_10 on the 12 topics both judged: Kendall's tau" in text
 
@@ -155,6 +164,7 @@ class TestCalibrateJudge:
         assert "NaN" not in out
         data = json.loads(out)
         assert data["cohen_kappa"] is None and data["krippendorff_alpha_ordinal"] is None
+        assert "per_confidence" not in data  # qrels carry no confidence
         assert (data["pairs"], data["machine_only_pairs"], data["bias"]) == (2, 1, 0.0)
 
     def test_it_refuses_files_without_a_shared_pair(self, tmp_path: Path) -> None:

@@ -73,7 +73,8 @@ class Program(cli.FileCommand):
             )
         ranking = None
         try:
-            report = calibrate_judge(pairs.human, pairs.machine, topics=pairs.topics)
+            confidence = machine.confidence[pairs.machine_rows]
+            report = calibrate_judge(pairs.human, pairs.machine, topics=pairs.topics, confidence=confidence)
             if runs:
                 names = [
                     run.run_id or Path(path).name for run, path in zip(runs, options["runs"], strict=True)
@@ -150,11 +151,22 @@ def as_json(report: JudgeCalibration, ranking: RankingAgreement | None, **covera
                 json_numbers(topic.cohen_kappa_quadratic), json_numbers(topic.bias), strict=True,
             )
         ]  # fmt: skip
+    bands = report.per_confidence
+    if bands is not None:
+        data["per_confidence"] = [
+            {"low": float(low), "high": float(high), "pairs": int(p), "mean_confidence": c,
+             "exact_agreement": e, "mean_abs_error": m}
+            for low, high, p, c, e, m in zip(
+                bands.edges[:-1], bands.edges[1:], bands.pairs, json_numbers(bands.mean_confidence),
+                json_numbers(bands.exact_agreement), json_numbers(bands.mean_abs_error), strict=True,
+            )
+        ]  # fmt: skip
     if ranking is not None:
         data["ranking"] = {
             "measure": ranking.measure,
             "topics": ranking.topics,
             "kendall_tau": json_number(ranking.kendall_tau),
+            "tau_ap": json_number(ranking.tau_ap),
             "runs": [
                 {"name": name, "human": h, "machine": m}
                 for name, h, m in zip(
@@ -213,11 +225,21 @@ def as_text(report: JudgeCalibration, ranking: RankingAgreement | None, **covera
                 f"{_number(topic.cohen_kappa[i], '.3f'):>8}{_number(topic.cohen_kappa_quadratic[i], '.3f'):>9}"
                 f"{_number(topic.bias[i], '+.3f'):>8}"
             )  # fmt: skip
+    bands = report.per_confidence
+    if bands is not None:
+        lines += ["", "per band of the machine's confidence", f"{'confidence':<12}{'pairs':>7}{'mean':>8}{'exact':>8}{'|error|':>9}"]  # fmt: skip
+        for i in range(bands.pairs.size):
+            closing = "]" if i == bands.pairs.size - 1 else ")"
+            lines.append(
+                f"{f'[{bands.edges[i]:.1f}, {bands.edges[i + 1]:.1f}{closing}':<12}{bands.pairs[i]:>7}"
+                f"{_number(bands.mean_confidence[i], '.3f'):>8}{_number(bands.exact_agreement[i], '.3f'):>8}"
+                f"{_number(bands.mean_abs_error[i], '.3f'):>9}"
+            )  # fmt: skip
     if ranking is not None:
         lines += [
             "",
             f"{len(ranking.names)} runs ranked by {ranking.measure} on the {ranking.topics} topics both judged: "
-            f"Kendall's tau {_number(ranking.kendall_tau)}",
+            f"Kendall's tau {_number(ranking.kendall_tau)}, tau_AP {_number(ranking.tau_ap)}",
         ]
         wide = max(8, *(len(n) + 2 for n in ranking.names))
         lines.append(f"{'run':<{wide}}{'human':>9}{'machine':>9}")
