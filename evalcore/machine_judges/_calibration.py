@@ -124,13 +124,15 @@ def calibrate_judge(
     machine: ArrayLike,
     *,
     topics: ArrayLike | None = None,
+    topic_ids: ArrayLike | None = None,
     confidence: ArrayLike | None = None,
     bands: int = 5,
 ) -> JudgeCalibration:
     """Agreement, confusion and bias of a machine judge's grades against people's, pair by pair.
 
     ``human[i]`` and ``machine[i]`` are the two grades of the ``i``-th pair (aligned 1-D arrays of
-    numbers; see ``pair_labels`` to align two label files), ``topics[i]`` its query (any ids),
+    numbers; see ``pair_labels`` to align two label files), ``topics[i]`` its query (any ids, or
+    integer codes into ``topic_ids``, which saves sorting strings: ``pair_labels`` gives both),
     ``confidence[i]`` the machine's confidence in its grade (from 0 to 1, ``NaN`` where none; see
     ``ConfidenceBands``, ``bands`` of them).
     With the confusion matrix ``C`` (``K x K`` over ``grades``, ``n = sum C``):
@@ -173,7 +175,9 @@ def calibrate_judge(
         mean_machine=float(m.mean()),
         bias=float(difference.mean()),
         per_grade=_grade_bias(grades, h_code, m, difference, confusion),
-        per_topic=None if topics is None else _topic_agreement(topics, h_code, m_code, grades, difference),
+        per_topic=None
+        if topics is None
+        else _topic_agreement(topics, topic_ids, h_code, m_code, grades, difference),
         per_confidence=None if confidence is None else confidence_bands(difference, confidence, bands=bands),
     )
 
@@ -282,12 +286,14 @@ def _grade_bias(grades: FloatArray, h_code: IntArray, m: FloatArray, difference:
         )
 
 
-def _topic_agreement(topics: ArrayLike, h_code: IntArray, m_code: IntArray, grades: FloatArray,
+def _topic_agreement(topics: ArrayLike, topic_ids: ArrayLike | None, h_code: IntArray, m_code: IntArray, grades: FloatArray,
                      difference: FloatArray) -> TopicAgreement:  # fmt: skip
     ids = np.asarray(topics)
     if ids.shape != h_code.shape:
         raise StatsInputError(f"topics must have one entry per pair ({h_code.size}), got shape {ids.shape}")
     names, topic = np.unique(ids, return_inverse=True)
+    if topic_ids is not None:
+        names = np.asarray(topic_ids)[names]
     k, t = grades.size, names.size
     stack = np.bincount((topic * k + h_code) * k + m_code, minlength=t * k * k).reshape(t, k, k)
     counts = stack.astype(np.float64)

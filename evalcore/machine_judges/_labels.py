@@ -16,15 +16,19 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.json as pajson
+from pyarrow.compute import is_valid
 
 from evalcore import trec
-from evalcore.arrow import equal, take
+from evalcore.arrow import equal, take, to_numpy
 from evalcore.csvfiles import from_numpy
 from evalcore.errors import FormatError
-from evalcore.ids import id_problem
+from evalcore.ids import first_bad_row, id_problem
 from evalcore.retrieval.data import DuplicateRowError, Qrels, lookup
+from evalcore.retrieval.keys import as_binary_chunks, query_salts
 from evalcore.stats._validation import FloatArray, IntArray
-from evalcore.textfiles import json_object, refuse_gzip, text_lines
+from evalcore.textfiles import arrow_input, json_object, refuse_gzip, text_lines
+from evalcore.trec import _qid_codes as trec_qid_codes  # the readers' one way to code query ids
 
 PathLike = str | Path
 
@@ -57,17 +61,23 @@ class JudgedPairs:
     """The pairs both a human qrels and a machine judge graded, in the human qrels' row order.
 
     ``human_rows`` and ``machine_rows`` index the two qrels; ``human``, ``machine`` are the grades,
-    ``topics`` each pair's query id: the input of ``calibrate_judge``.
+    ``topic_codes`` each pair's query as an index into ``topic_ids`` (the human qrels' sorted query
+    ids): the input of ``calibrate_judge``. ``topics`` spells the ids out.
     """
 
     human_rows: IntArray
     machine_rows: IntArray
     human: IntArray
     machine: IntArray
-    topics: np.ndarray
+    topic_codes: IntArray
+    topic_ids: np.ndarray
 
     def __len__(self) -> int:
         return int(self.human_rows.size)
+
+    @property
+    def topics(self) -> np.ndarray:
+        return self.topic_ids[self.topic_codes]
 
 
 def read_machine_labels(path: PathLike) -> MachineLabels:
@@ -85,8 +95,8 @@ def read_machine_labels(path: PathLike) -> MachineLabels:
 def pair_labels(human: Qrels, machine: Qrels) -> JudgedPairs:
     """The (query, document) pairs graded in both, matched on the exact ids.
 
-    Rows are matched on (query, document key) by one sort of both sides together (``np.lexsort``): a
-    human row followed by a machine row with the same query and key is a pair. Keys are the ids
+    Rows are matched on (query, document key) by one sort of both sides together: a human row followed
+    by a machine row with the same query and key is a pair. Keys are the ids
     themselves when every id fits in 8 bytes, else hashes, whose matches are confirmed on the bytes.
     A negative grade marks a pooled but unjudged document (trec_eval's reading) and pairs nothing.
     """
@@ -100,7 +110,14 @@ def pair_labels(human: Qrels, machine: Qrels) -> JudgedPairs:
     key = np.concatenate([h_keys[h_keep], m_keys[m_keep]])
     side = np.repeat([0, 1], [int(h_keep.sum()), int(m_keep.sum())])
     row = np.concatenate([h_rows[h_keep], m_rows[m_keep]])
-    order = np.lexsort((side, key, query))
+    # One sort on the (query, document) hash; the concatenation puts people's rows first, and a stable
+    # sort keeps them before the machine's with the same hash. Only where two rows of one side share a
+    # hash (two ids of a query with the same 64-bit key hash) does the slower three-key sort decide.
+    pair_hash = key ^ query_salts(len(human.qids))[query]
+    order = np.argsort(pair_hash, kind="stable")
+    sorted_hash, sorted_side = pair_hash[order], side[order]
+    if ((sorted_hash[1:] == sorted_hash[:-1]) & (sorted_side[1:] == sorted_side[:-1])).any():
+        order = np.lexsort((side, key, query))
     query, key, side, row = query[order], key[order], side[order], row[order]
     match = np.flatnonzero(
         (side[:-1] == 0) & (side[1:] == 1) & (query[:-1] == query[1:]) & (key[:-1] == key[1:])
@@ -109,14 +126,18 @@ def pair_labels(human: Qrels, machine: Qrels) -> JudgedPairs:
     if not exact and h_pair.size:
         same = equal(take(human.docnos, from_numpy(h_pair)), take(machine.docnos, from_numpy(m_pair)))
         h_pair, m_pair = h_pair[same], m_pair[same]
-    by_human = np.argsort(h_pair, kind="stable")
-    h_pair, m_pair = h_pair[by_human], m_pair[by_human]
+    # In human row order without a second sort: each human row pairs at most once.
+    partner = np.full(len(human), -1, dtype=np.int64)
+    partner[h_pair] = m_pair
+    h_pair = np.flatnonzero(partner >= 0)
+    m_pair = partner[h_pair]
     return JudgedPairs(
         human_rows=h_pair,
         machine_rows=m_pair,
         human=human.rels[h_pair],
         machine=machine.rels[m_pair],
-        topics=human.qids[human.qid_codes[h_pair]],
+        topic_codes=human.qid_codes[h_pair].astype(np.int64),
+        topic_ids=human.qids,
     )
 
 
@@ -142,6 +163,81 @@ def _is_jsonl(path: str) -> bool:
 
 
 def _read_jsonl(path: str) -> MachineLabels:
+    """Arrow's multi-threaded JSON reader when the file is regular; else a line-by-line scan that names
+    the first bad line (or, where Arrow was merely stricter than the format, reads the file)."""
+    try:
+        return _read_jsonl_fast(path)
+    except (pa.ArrowException, ValueError):  # a FormatError or DuplicateRowError too: the scan names the line
+        return _read_jsonl_slow(path)
+
+
+def _read_jsonl_fast(path: str) -> MachineLabels:
+    """Raises ``pa.ArrowException`` on anything the scan must look at: an unknown field, a missing or
+    mistyped value, an id a TREC file cannot hold, a confidence out of range."""
+    first = json_object(next((line for _, line in text_lines(path) if line.strip()), "{}"))
+    # An explicit schema: left to infer, Arrow builds a nested type for a nested value, and one nested
+    # thousands deep overflows its stack (see `evalcore.trec`).
+    schema = pa.schema(
+        [
+            pa.field("qid", pa.int64() if type(first.get("qid")) is int else pa.string()),
+            pa.field("doc_id", pa.string()),
+            pa.field("docno", pa.string()),
+            pa.field("label", pa.float64()),
+            pa.field("confidence", pa.float64()),
+            pa.field("rationale", pa.string()),
+        ]
+    )
+    parse = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+    with arrow_input(path) as source:
+        table = pajson.read_json(
+            source, read_options=pajson.ReadOptions(block_size=1 << 21), parse_options=parse
+        )
+    if table.num_rows == 0:
+        raise pa.ArrowInvalid("no rows")
+    qid, label, confidence = table.column("qid"), table.column("label"), table.column("confidence")
+    doc_id, docno = table.column("doc_id"), table.column("docno")
+    if doc_id.null_count != table.num_rows and docno.null_count != table.num_rows:
+        raise pa.ArrowInvalid("both doc_id and docno")
+    docs = doc_id if docno.null_count == table.num_rows else docno
+    if qid.null_count or docs.null_count or label.null_count:
+        raise pa.ArrowInvalid("a missing field")
+    grades = to_numpy(label.combine_chunks())
+    if not (
+        np.isfinite(grades).all() and (grades == np.round(grades)).all() and (np.abs(grades) < 2**53).all()
+    ):
+        raise pa.ArrowInvalid("a label that is not an integer grade")
+    confidences = _with_nan(confidence)
+    if ((confidences < 0) | (confidences > 1)).any():  # NaN, a missing confidence, compares false
+        raise pa.ArrowInvalid("a confidence out of range")
+    docnos = as_binary_chunks(docs)
+    vocab, codes = trec_qid_codes(qid.cast(pa.string()) if pa.types.is_integer(qid.type) else qid)
+    if first_bad_row(docnos) is not None or any(id_problem(q, "query id") for q in vocab.tolist()):
+        raise pa.ArrowInvalid("an id a TREC file cannot hold")
+    qrels = Qrels.from_codes(vocab, codes, docnos, grades.astype(np.int64))
+    rationale = table.column("rationale")
+    reasons = (
+        (None,) * table.num_rows if rationale.null_count == table.num_rows else tuple(rationale.to_pylist())
+    )
+    return MachineLabels(qrels, confidences, reasons, "jsonl")
+
+
+def _with_nan(column: pa.ChunkedArray) -> FloatArray:
+    """A float64 column as numpy with NaN for its nulls, from the buffers (``fill_null`` with a Python
+    float makes an Arrow scalar, which imports pandas)."""
+    out = np.full(len(column), np.nan)
+    at = 0
+    for chunk in column.chunks:
+        if len(chunk) and chunk.null_count < len(chunk):
+            values = np.frombuffer(chunk.buffers()[1], dtype=np.float64)[
+                chunk.offset : chunk.offset + len(chunk)
+            ]
+            valid = to_numpy(is_valid(chunk))
+            out[at : at + len(chunk)][valid] = values[valid]
+        at += len(chunk)
+    return out
+
+
+def _read_jsonl_slow(path: str) -> MachineLabels:
     qids: list[str] = []
     docnos: list[str] = []
     labels: list[int] = []

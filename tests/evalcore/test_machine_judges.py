@@ -31,6 +31,7 @@ from evalcore.machine_judges import (
     read_machine_labels,
     sample_mean,
 )
+from evalcore.machine_judges import _labels as labels_module
 from evalcore.retrieval import Qrels, Run, evaluate
 from evalcore.stats import StatsInputError, tau_ap
 
@@ -460,3 +461,66 @@ def test_it_gives_agreement_per_band_of_confidence_as_a_loop_does() -> None:
     assert calibrate_judge(human, machine, confidence=np.full(400, np.nan)).per_confidence is None
     with pytest.raises(StatsInputError, match="between 0 and 1"):
         calibrate_judge([1], [1], confidence=[1.5])
+
+
+def test_it_pairs_the_same_when_hashes_collide_and_the_three_key_sort_decides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(6)
+    human = Qrels.from_dict(
+        {f"q{q}": {f"d{d}": int(rng.integers(0, 3)) for d in range(20)} for q in range(5)}
+    )
+    machine = Qrels.from_dict(
+        {f"q{q}": {f"d{d}": int(rng.integers(0, 3)) for d in range(5, 30)} for q in range(2, 8)}
+    )
+    expected = pair_labels(human, machine)
+    # With every salt 0, a document's hash is the same in every query: collisions within each side.
+    monkeypatch.setattr(labels_module, "query_salts", lambda size: np.zeros(size, dtype=np.uint64))
+    collided = pair_labels(human, machine)
+    assert collided.human_rows.tolist() == expected.human_rows.tolist()
+    assert collided.machine_rows.tolist() == expected.machine_rows.tolist()
+    assert len(expected) == 3 * 15 and expected.topics.tolist() == [
+        f"q{q}" for q in range(2, 5) for _ in range(15)
+    ]
+
+
+def test_it_reads_a_regular_jsonl_file_with_arrow_as_the_line_scan_does(tmp_path: Path) -> None:
+    rng = np.random.default_rng(12)
+    records = [
+        {"qid": f"q{q}", "doc_id": f"doc-{q}-{d}", "label": int(rng.integers(0, 4)),
+         "confidence": None if d % 7 == 0 else round(float(rng.random()), 3), "rationale": None if d % 3 else f"r{d}"}
+        for q in range(30) for d in range(40)
+    ]  # fmt: skip
+    path = write_jsonl(tmp_path / "judge.jsonl", records)
+    fast, slow = labels_module._read_jsonl_fast(str(path)), labels_module._read_jsonl_slow(str(path))
+    assert fast.qrels.to_dict() == slow.qrels.to_dict()
+    np.testing.assert_array_equal(fast.confidence, slow.confidence)
+    assert fast.rationale == slow.rationale and fast.source_format == slow.source_format == "jsonl"
+    integer_qids = write_jsonl(tmp_path / "ints.jsonl", [{"qid": 301, "docno": "a", "label": 1.0}, {"qid": 302, "docno": "b", "label": 0}])  # fmt: skip
+    assert labels_module._read_jsonl_fast(str(integer_qids)).qrels.to_dict() == {
+        "301": {"a": 1},
+        "302": {"b": 0},
+    }
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ['{"qid": "q1", "doc_id": "a", "label": 1}', '{"qid": "q1", "docno": "b", "label": 2}'],  # both names: Arrow refuses, the scan reads
+        [
+            '{"qid": "q1", "doc_id": "a", "label": 1}',
+            "",
+            '{"qid": "q2", "doc_id": "a", "label": 0}',
+        ],  # a blank line
+        [
+            '{"qid": 1, "doc_id": "a", "label": 1}',
+            '{"qid": "q2", "doc_id": "a", "label": 0}',
+        ],  # mixed qid types: Arrow refuses
+    ],
+)
+def test_it_reads_irregular_files_as_the_line_scan_does(tmp_path: Path, lines: list[str]) -> None:
+    path = tmp_path / "judge.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    labels = read_machine_labels(path)
+    assert labels.qrels.to_dict() == labels_module._read_jsonl_slow(str(path)).qrels.to_dict()
+    assert len(labels) == sum(1 for line in lines if line)

@@ -74,7 +74,13 @@ class Program(cli.FileCommand):
         ranking = None
         try:
             confidence = machine.confidence[pairs.machine_rows]
-            report = calibrate_judge(pairs.human, pairs.machine, topics=pairs.topics, confidence=confidence)
+            report = calibrate_judge(
+                pairs.human,
+                pairs.machine,
+                topics=pairs.topic_codes,
+                topic_ids=pairs.topic_ids,
+                confidence=confidence,
+            )
             if runs:
                 names = [
                     run.run_id or Path(path).name for run, path in zip(runs, options["runs"], strict=True)
