@@ -177,7 +177,8 @@ def machine_judge(folder: Path) -> None:
     lenient, noisy copy of judged.qrels with confidences), and `sample.qrels`, people's labels of every
     other topic, the random sample PPI corrects the machine with."""
     rng = np.random.default_rng(24)
-    rows = [line.split() for line in (folder / "judged.qrels").read_text().splitlines() if line.strip()]
+    text = (folder / "judged.qrels").read_text()
+    rows = [line.split() for line in text.splitlines() if line.strip() and not line.startswith("#")]
     with (folder / "judge.jsonl").open("w") as judge:
         for qid, _, doc, grade in rows:
             label = min(2, int(grade) + int(rng.random() < 0.3))
