@@ -174,7 +174,7 @@ def _read_jsonl(path: str) -> MachineLabels:
 def _read_jsonl_fast(path: str) -> MachineLabels:
     """Raises ``pa.ArrowException`` on anything the scan must look at: an unknown field, a missing or
     mistyped value, an id a TREC file cannot hold, a confidence out of range."""
-    first = json_object(next((line for _, line in text_lines(path) if line.strip()), "{}"))
+    first = _first_record(path)
     # An explicit schema: left to infer, Arrow builds a nested type for a nested value, and one nested
     # thousands deep overflows its stack (see `evalcore.trec`).
     schema = pa.schema(
@@ -221,6 +221,13 @@ def _read_jsonl_fast(path: str) -> MachineLabels:
     return MachineLabels(qrels, confidences, reasons, "jsonl")
 
 
+def _first_record(path: str) -> dict[str, object]:
+    for _, line in text_lines(path):
+        if line.strip():
+            return json_object(line)
+    return {}
+
+
 def _with_nan(column: pa.ChunkedArray) -> FloatArray:
     """A float64 column as numpy with NaN for its nulls, from the buffers (``fill_null`` with a Python
     float makes an Arrow scalar, which imports pandas)."""
@@ -257,7 +264,9 @@ def _read_jsonl_slow(path: str) -> MachineLabels:
         confidence.append(conf)
         rationale.append(why)
         lines.append(number)
-    vocab, codes = np.unique(np.asarray(qids, dtype=object), return_inverse=True) if qids else (np.zeros(0, object), np.zeros(0, np.int64))  # fmt: skip
+    if not lines:
+        raise FormatError(path, None, "the file holds no labels")
+    vocab, codes = np.unique(np.asarray(qids, dtype=object), return_inverse=True)
     try:
         qrels = Qrels.from_codes(
             vocab, codes.reshape(-1), _binary(docnos), np.asarray(labels, dtype=np.int64)

@@ -486,7 +486,7 @@ def test_it_pairs_the_same_when_hashes_collide_and_the_three_key_sort_decides(
 
 def test_it_reads_a_regular_jsonl_file_with_arrow_as_the_line_scan_does(tmp_path: Path) -> None:
     rng = np.random.default_rng(12)
-    records = [
+    records: list[dict[str, object]] = [
         {"qid": f"q{q}", "doc_id": f"doc-{q}-{d}", "label": int(rng.integers(0, 4)),
          "confidence": None if d % 7 == 0 else round(float(rng.random()), 3), "rationale": None if d % 3 else f"r{d}"}
         for q in range(30) for d in range(40)
@@ -506,7 +506,10 @@ def test_it_reads_a_regular_jsonl_file_with_arrow_as_the_line_scan_does(tmp_path
 @pytest.mark.parametrize(
     "lines",
     [
-        ['{"qid": "q1", "doc_id": "a", "label": 1}', '{"qid": "q1", "docno": "b", "label": 2}'],  # both names: Arrow refuses, the scan reads
+        [
+            '{"qid": "q1", "doc_id": "a", "label": 1}',
+            '{"qid": "q1", "docno": "b", "label": 2}',
+        ],  # both names: Arrow refuses, the scan reads
         [
             '{"qid": "q1", "doc_id": "a", "label": 1}',
             "",
@@ -524,3 +527,13 @@ def test_it_reads_irregular_files_as_the_line_scan_does(tmp_path: Path, lines: l
     labels = read_machine_labels(path)
     assert labels.qrels.to_dict() == labels_module._read_jsonl_slow(str(path)).qrels.to_dict()
     assert len(labels) == sum(1 for line in lines if line)
+
+
+@pytest.mark.parametrize(
+    ("name", "text"), [("judge.jsonl", ""), ("judge.jsonl", "\n\n"), ("judge.qrels", "")]
+)
+def test_it_refuses_a_file_without_labels(tmp_path: Path, name: str, text: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(FormatError, match="holds no"):
+        read_machine_labels(path)
