@@ -21,7 +21,7 @@ from evalcore.agreement import (
     krippendorff_alpha,
     krippendorff_alpha_from_coincidence,
 )
-from evalcore.agreement._stats import Level, check_level
+from evalcore.agreement._stats import MAX_VALUES, Level, check_level
 from evalcore.stats._validation import FloatArray, IntArray, StatsInputError
 
 #: A grade bias smaller than this (in grade steps) reads as even, neither stricter nor more lenient.
@@ -155,6 +155,10 @@ def calibrate_judge(
     h, m = _aligned(human, machine)
     grades, codes = np.unique(np.concatenate([h, m]), return_inverse=True)
     k, n = grades.size, h.size
+    if k > MAX_VALUES:
+        raise StatsInputError(
+            f"grades take {k} distinct values; calibration needs at most {MAX_VALUES} (bin them first)"
+        )
     h_code, m_code = codes[:n], codes[n:]
     confusion = np.bincount(h_code * k + m_code, minlength=k * k).reshape(k, k)
     counts = confusion.astype(np.float64)

@@ -537,3 +537,8 @@ def test_it_refuses_a_file_without_labels(tmp_path: Path, name: str, text: str) 
     path.write_text(text)
     with pytest.raises(FormatError, match="holds no"):
         read_machine_labels(path)
+
+
+def test_it_refuses_grades_too_many_to_tabulate() -> None:
+    with pytest.raises(StatsInputError, match="bin them first"):
+        calibrate_judge(np.arange(5000) / 7.0, np.arange(5000) / 7.0)
