@@ -36,6 +36,8 @@ from evalcore.machine_judges._labels import (
     read_machine_labels,
 )
 from evalcore.machine_judges._ppi import (
+    ESTIMANDS,
+    Estimand,
     MeanEstimate,
     NoHumanQueriesError,
     PPIComparison,
@@ -53,8 +55,10 @@ from evalcore.machine_judges._runs import (
 )
 
 __all__ = [
+    "ESTIMANDS",
     "JSONL_FIELDS",
     "ConfidenceBands",
+    "Estimand",
     "GradeBias",
     "JudgeCalibration",
     "JudgedPairs",

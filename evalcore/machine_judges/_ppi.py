@@ -35,11 +35,18 @@ too rarely; the simulated coverage in the tests shows the difference. Minimising
 ``1 + n / N`` of PPI++'s independent samples becomes 1), clipped to ``[0, 1]`` so that the estimate
 stays between plain PPI and the human-only mean.
 
-Each interval is the normal approximation ``theta +- z_{1 - alpha/2} SE``. The estimand is the mean
-metric over the population of queries the ``N`` are drawn from; for the mean over the ``N`` queries
-themselves the interval is conservative (their ``var(Y) / N`` is not sampling error). A standard error
-is ``NaN`` (undefined) when a variance has a single value to go on, ``n = 1`` or ``N = 1``, and so are
-the interval's ends.
+Each interval is the normal approximation ``theta +- z_{1 - alpha/2} SE``. Two estimands:
+
+- ``"population"`` (the default, the papers'): the mean metric over the population of queries the ``N``
+  are drawn from, with the variances above.
+- ``"queries"``: the mean over the ``N`` queries themselves. The machine's values on them are known, so
+  the only sampling is the draw of the ``n`` among the ``N`` (without replacement), and
+  ``Var(theta_lambda) = (1 / n - 1 / N) var(r)``: the ``var(Y) / N`` term goes. The human-only variance
+  is ``(1 / n - 1 / N) var_n(Y)`` and the machine-only mean has none (its error is all bias). The
+  population interval, used for this estimand, is conservative.
+
+A standard error is ``NaN`` (undefined) when a variance has a single value to go on, ``n = 1`` or
+``N = 1``, and so are the interval's ends.
 """
 
 from __future__ import annotations
@@ -47,11 +54,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Literal, TypeAlias
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from evalcore.stats._validation import FloatArray, StatsInputError, as_scores, check_probability
+
+#: What an interval is for: the mean over the population of queries, or over the ``N`` judged ones.
+Estimand: TypeAlias = Literal["population", "queries"]
+ESTIMANDS: tuple[Estimand, ...] = ("population", "queries")
 
 
 class NoHumanQueriesError(StatsInputError):
@@ -85,6 +97,7 @@ class PPIComparison:
     alpha: float
     queries: int
     human_queries: int
+    estimand: Estimand = "population"
 
 
 def ppi_mean(
@@ -94,13 +107,14 @@ def ppi_mean(
     *,
     alpha: float = 0.05,
     tuning: float = 1.0,
+    estimand: Estimand = "population",
 ) -> MeanEstimate:
     """PPI's estimate of a mean metric, ``tuning * mean_N(f) + mean_n(Y - tuning * f)``, with its interval.
 
     ``machine_all``: the metric on the machine's labels, one value per query (``N``); ``human_sample``
     and ``machine_sample``: the metric on the humans' and the machine's labels of the ``n`` randomly
     chosen, human-judged queries, aligned. ``tuning=1`` is PPI, ``0`` the human-only estimate; see
-    ``ppi_tuning`` for PPI++'s choice.
+    ``ppi_tuning`` for PPI++'s choice; ``estimand`` see the module docstring.
 
     >>> estimate = ppi_mean([0.5, 0.7, 0.6, 0.8], [0.4, 0.5], [0.5, 0.7])
     >>> print(f"{estimate.estimate:.3f} {estimate.std_error:.4f}")
@@ -108,12 +122,15 @@ def ppi_mean(
     """
     f_all, y, f = _checked(machine_all, human_sample, machine_sample)
     check_probability(alpha, name="alpha")
+    _check_estimand(estimand)
     lam = float(tuning)
     rectifier = y - lam * f
     estimate = lam * f_all.mean() + rectifier.mean()
     spread = _variance(rectifier)
-    spread_y = max(lam * lam * _variance(f_all) + 2.0 * lam * _covariance(f, rectifier) + spread, 0.0)
-    variance = spread_y / f_all.size + (1.0 / y.size - 1.0 / f_all.size) * spread
+    variance = (1.0 / y.size - 1.0 / f_all.size) * spread
+    if estimand == "population":
+        spread_y = max(lam * lam * _variance(f_all) + 2.0 * lam * _covariance(f, rectifier) + spread, 0.0)
+        variance += spread_y / f_all.size
     return _interval(float(estimate), variance, alpha, queries=f_all.size)
 
 
@@ -129,29 +146,52 @@ def ppi_tuning(machine_all: ArrayLike, human_sample: ArrayLike, machine_sample: 
     return float(np.clip(_covariance(y, f) / spread, 0.0, 1.0))
 
 
-def sample_mean(values: ArrayLike, *, alpha: float = 0.05) -> MeanEstimate:
-    """The plain mean with ``SE = sqrt(var / n)``: the human-only (or machine-only) estimate."""
+def sample_mean(
+    values: ArrayLike, *, alpha: float = 0.05, population_size: int | None = None
+) -> MeanEstimate:
+    """The plain mean with ``SE = sqrt(var / n)``: the human-only (or machine-only) estimate.
+
+    With ``population_size`` ``N``, the mean of the ``N`` the ``n`` values were drawn from without
+    replacement: ``SE = sqrt((1 / n - 1 / N) var)``, 0 when ``n = N``.
+    """
     x = as_scores(values, name="values")
     check_probability(alpha, name="alpha")
-    return _interval(float(x.mean()), _variance(x) / x.size, alpha, queries=x.size)
+    if population_size is not None and population_size < x.size:
+        raise StatsInputError(f"population_size {population_size} is smaller than the sample ({x.size})")
+    correction = 1.0 if population_size is None else 1.0 - x.size / population_size
+    variance = _variance(x) * correction / x.size if correction > 0 else 0.0
+    return _interval(float(x.mean()), variance, alpha, queries=x.size)
 
 
 def ppi_compare(
-    machine_all: ArrayLike, human_sample: ArrayLike, machine_sample: ArrayLike, *, alpha: float = 0.05
+    machine_all: ArrayLike,
+    human_sample: ArrayLike,
+    machine_sample: ArrayLike,
+    *,
+    alpha: float = 0.05,
+    estimand: Estimand = "population",
 ) -> PPIComparison:
     """PPI, PPI++, human-only and machine-only estimates of one run's mean metric, side by side."""
     f_all, y, f = _checked(machine_all, human_sample, machine_sample)
+    _check_estimand(estimand)
     lam = ppi_tuning(f_all, y, f)
+    size = None if estimand == "population" else f_all.size
     return PPIComparison(
-        ppi=ppi_mean(f_all, y, f, alpha=alpha),
-        ppi_plus_plus=ppi_mean(f_all, y, f, alpha=alpha, tuning=lam),
-        human_only=sample_mean(y, alpha=alpha),
-        machine_only=sample_mean(f_all, alpha=alpha),
+        ppi=ppi_mean(f_all, y, f, alpha=alpha, estimand=estimand),
+        ppi_plus_plus=ppi_mean(f_all, y, f, alpha=alpha, tuning=lam, estimand=estimand),
+        human_only=sample_mean(y, alpha=alpha, population_size=size),
+        machine_only=sample_mean(f_all, alpha=alpha, population_size=size),
         tuning=lam,
         alpha=alpha,
         queries=int(f_all.size),
         human_queries=int(y.size),
+        estimand=estimand,
     )
+
+
+def _check_estimand(estimand: str) -> None:
+    if estimand not in ESTIMANDS:
+        raise StatsInputError(f"estimand must be 'population' or 'queries'; got {estimand!r}")
 
 
 def _checked(machine_all: ArrayLike, human_sample: ArrayLike, machine_sample: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:  # fmt: skip

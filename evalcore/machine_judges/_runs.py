@@ -9,7 +9,7 @@ import numpy as np
 
 from evalcore.arrow import take
 from evalcore.csvfiles import from_numpy
-from evalcore.machine_judges._ppi import PPIComparison, ppi_compare
+from evalcore.machine_judges._ppi import Estimand, PPIComparison, ppi_compare
 from evalcore.retrieval import NoCommonQueriesError, Qrels, Run, evaluate, parse_measure
 from evalcore.retrieval.data import lookup
 from evalcore.stats import kendall_tau, tau_ap
@@ -88,7 +88,14 @@ def per_query_scores(
 
 
 def ppi_evaluate(
-    run: Run, machine: Qrels, human: Qrels, measure: str, *, alpha: float = 0.05, rel_level: int = 1
+    run: Run,
+    machine: Qrels,
+    human: Qrels,
+    measure: str,
+    *,
+    alpha: float = 0.05,
+    rel_level: int = 1,
+    estimand: Estimand = "population",
 ) -> PPIComparison:
     """A run's mean ``measure`` over every query the machine judged, estimated with PPI (``ppi_compare``).
 
@@ -104,7 +111,7 @@ def ppi_evaluate(
             f"{missing.size} human-judged quer{'y is' if missing.size == 1 else 'ies are'} not among the "
             f"machine's (first: {missing[0]!r}); the human queries must be a sample of the machine's"
         )
-    return ppi_compare(f_all, y, f_all[at], alpha=alpha)
+    return ppi_compare(f_all, y, f_all[at], alpha=alpha, estimand=estimand)
 
 
 def _restricted(qrels: Qrels, qids: np.ndarray) -> Qrels:

@@ -542,3 +542,44 @@ def test_it_refuses_a_file_without_labels(tmp_path: Path, name: str, text: str) 
 def test_it_refuses_grades_too_many_to_tabulate() -> None:
     with pytest.raises(StatsInputError, match="bin them first"):
         calibrate_judge(np.arange(5000) / 7.0, np.arange(5000) / 7.0)
+
+
+def test_the_estimand_of_the_judged_queries_drops_the_machines_sampling_variance() -> None:
+    rng = np.random.default_rng(1)
+    _, f_all, y, f = collection(rng, 300, 40, 0.1)
+    big_n, n = 300, 40
+    lam = ppi_tuning(f_all, y, f)
+    for tuning in (1.0, lam):
+        result = ppi_mean(f_all, y, f, tuning=tuning, estimand="queries")
+        rect = y - tuning * f
+        assert result.estimate == pytest.approx(tuning * f_all.mean() + rect.mean())
+        assert result.std_error == pytest.approx(math.sqrt((1 / n - 1 / big_n) * rect.var(ddof=1)))
+    compared = ppi_compare(f_all, y, f, estimand="queries")
+    assert compared.estimand == "queries"
+    assert compared.human_only.std_error == pytest.approx(math.sqrt((1 - n / big_n) * y.var(ddof=1) / n))
+    assert (
+        compared.machine_only.std_error == 0.0
+        and compared.machine_only.ci_low == compared.machine_only.estimate
+    )
+    assert ppi_compare(f_all, y, f).ppi.half_width > compared.ppi.half_width
+    everyone = ppi_mean(y, y, y, estimand="queries")  # people judged every query: no sampling error
+    assert everyone.std_error == 0.0 and everyone.estimate == pytest.approx(y.mean())
+    with pytest.raises(StatsInputError, match="estimand"):
+        ppi_mean(f_all, y, f, estimand="everything")  # type: ignore[arg-type]
+
+
+def test_a_95_percent_interval_for_the_judged_queries_covers_their_own_mean_about_95_percent() -> None:
+    rng = np.random.default_rng(77)
+    trials, big_n, n = 2000, 400, 60
+    covered = {"ppi": 0, "ppi_plus_plus": 0, "human_only": 0, "machine_only": 0}
+    for _ in range(trials):
+        y_all, f_all, y, f = collection(rng, big_n, n, 0.12)
+        result = ppi_compare(f_all, y, f, estimand="queries")
+        for name in covered:
+            interval = getattr(result, name)
+            covered[name] += interval.ci_low <= y_all.mean() <= interval.ci_high
+    rate = {name: count / trials for name, count in covered.items()}
+    tolerance = 4 * math.sqrt(0.95 * 0.05 / trials)
+    for name in ("ppi", "ppi_plus_plus", "human_only"):
+        assert abs(rate[name] - 0.95) <= tolerance, rate
+    assert rate["machine_only"] == 0.0, rate

@@ -269,6 +269,35 @@ class TestPPIEvaluate:
         assert out["machine_only"]["estimate"] == pytest.approx(float(np.mean(f_all)))
         assert out["ppi"]["ci_high"] == pytest.approx(expected.ppi.ci_high) and out["alpha"] == 0.1
 
+    def test_it_gives_intervals_for_the_judged_queries_mean_with_estimand_queries(
+        self, tmp_path: Path
+    ) -> None:
+        data = Collection(tmp_path)
+        args = [
+            "--run",
+            str(data.runs[1]),
+            "--machine",
+            str(data.machine_path),
+            "--human",
+            str(data.human_path),
+        ]
+        population = json.loads(command("ppi_evaluate", *args, "-m", "map", "--json"))
+        queries = json.loads(command("ppi_evaluate", *args, "-m", "map", "--estimand", "queries", "--json"))
+        assert (population["estimand"], queries["estimand"]) == ("population", "queries")
+        assert queries["ppi"]["estimate"] == pytest.approx(population["ppi"]["estimate"])
+        machine = read_machine_labels(data.machine_path).qrels
+        expected = ppi_evaluate(
+            trec.read_run(data.runs[1]), machine, trec.read_qrels(data.human_path), "map", estimand="queries"
+        )
+        assert queries["ppi"]["ci_low"] == pytest.approx(expected.ppi.ci_low)
+        assert (
+            queries["ppi"]["ci_high"] - queries["ppi"]["ci_low"]
+            < population["ppi"]["ci_high"] - population["ppi"]["ci_low"]
+        )
+        assert queries["machine_only"]["ci_low"] == queries["machine_only"]["estimate"]
+        text = command("ppi_evaluate", *args, "-m", "map", "--estimand", "queries")
+        assert text.splitlines()[0].endswith("95% intervals for the mean over these queries")
+
     def test_it_prints_a_table(self, tmp_path: Path) -> None:
         data = Collection(tmp_path)
         args = [
@@ -331,5 +360,14 @@ class TestPPIEvaluate:
     def test_it_explains_itself_in_help(self) -> None:
         done = manage("ppi_evaluate", "--help")
         assert done.returncode == 0
-        for word in ("--run", "--machine", "--human", "--alpha", "--json", "prediction-powered", "PPI++"):
+        for word in (
+            "--run",
+            "--machine",
+            "--human",
+            "--alpha",
+            "--estimand",
+            "--json",
+            "prediction-powered",
+            "PPI++",
+        ):
             assert word in done.stdout

@@ -49,6 +49,14 @@ class Program(cli.FileCommand):
             help="1 - the intervals' confidence level (default 0.05: 95%% intervals)",
         )
         parser.add_argument(
+            "--estimand",
+            choices=("population", "queries"),
+            default="population",
+            help="what the intervals are for: the mean over the population of queries the machine's are "
+            "drawn from (default, as in the papers), or over the machine's queries themselves (narrower: "
+            "only the choice of the human sample is random)",
+        )
+        parser.add_argument(
             "-l",
             "--level",
             type=int,
@@ -75,6 +83,7 @@ class Program(cli.FileCommand):
                 options["measure"],
                 alpha=options["alpha"],
                 rel_level=options["level"],
+                estimand=options["estimand"],
             )
         except (UnknownMeasureError, EvalCoreError, ValueError) as exc:
             raise cli.CommandError(f"{exc}") from exc
@@ -101,7 +110,7 @@ def _estimate(estimate: MeanEstimate) -> dict[str, float | None]:
 
 
 def as_json(result: PPIComparison, measure: str, run: str) -> dict[str, object]:
-    """`{"measure", "run", "queries", "human_queries", "alpha", "ppi", "ppi_plus_plus", "human_only",
+    """`{"measure", "run", "queries", "human_queries", "alpha", "estimand", "ppi", "ppi_plus_plus", "human_only",
     "machine_only"}`, each estimate `{"estimate", "ci_low", "ci_high", "std_error"}` (null where undefined)."""
     return {
         "measure": measure,
@@ -109,6 +118,7 @@ def as_json(result: PPIComparison, measure: str, run: str) -> dict[str, object]:
         "queries": result.queries,
         "human_queries": result.human_queries,
         "alpha": result.alpha,
+        "estimand": result.estimand,
         "ppi": _estimate(result.ppi),
         "ppi_plus_plus": {**_estimate(result.ppi_plus_plus), "lambda": json_number(result.tuning)},
         "human_only": _estimate(result.human_only),
@@ -126,7 +136,8 @@ def as_text(result: PPIComparison, measure: str, run: str) -> str:
     ]
     lines = [
         f"{measure} of {run} over the {result.queries} queries the machine judged, "
-        f"{result.human_queries} of them judged by people; {level} intervals",
+        f"{result.human_queries} of them judged by people; {level} intervals"
+        + ("" if result.estimand == "population" else " for the mean over these queries"),
         f"{'':<22}{'estimate':>10}{'ci_low':>10}{'ci_high':>10}",
     ]
     for label, estimate in rows:
