@@ -16,6 +16,8 @@ STANDALONE_COMMANDS = {
     "eval_fraud": "monitoring.management.commands.eval_fraud",
     "eval_embeddings": "monitoring.management.commands.eval_embeddings",
     "simulate_pooling": "monitoring.management.commands.simulate_pooling",
+    "calibrate_judge": "monitoring.management.commands.calibrate_judge",
+    "ppi_evaluate": "monitoring.management.commands.ppi_evaluate",
 }
 
 

@@ -157,6 +157,7 @@ def user_files(folder: Path, var_dir: Path) -> None:
     (folder / "bm25.run").write_text(retagged("bm25"))
     (folder / "dense.run").write_text(retagged("dense-lsa"))
     demo_command(var_dir, "export_qrels", "python-help:1", "--output", str(folder / "judged.qrels"))
+    machine_judge(folder)
     (folder / "labels.csv").write_text(LABELS_CSV)
     for name, fixture in (
         ("recs", "recs"),
@@ -169,6 +170,24 @@ def user_files(folder: Path, var_dir: Path) -> None:
     rng = np.random.default_rng(48)
     for name, dimension in (("reference", 64), ("week-48", 64), ("ref", 32), ("today", 32)):
         np.save(folder / f"{name}.npy", rng.normal(size=(300, dimension)).astype(np.float32))
+
+
+def machine_judge(folder: Path) -> None:
+    """docs/machine-judges.md's files: `judge.jsonl`, a machine judge's labels of every judged pair (a
+    lenient, noisy copy of judged.qrels with confidences), and `sample.qrels`, people's labels of every
+    other topic, the random sample PPI corrects the machine with."""
+    rng = np.random.default_rng(24)
+    text = (folder / "judged.qrels").read_text()
+    rows = [line.split() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    with (folder / "judge.jsonl").open("w") as judge:
+        for qid, _, doc, grade in rows:
+            label = min(2, int(grade) + int(rng.random() < 0.3))
+            confidence = round(float(rng.uniform(0.5, 1.0)), 2)
+            judge.write(
+                json.dumps({"qid": qid, "doc_id": doc, "label": label, "confidence": confidence}) + "\n"
+            )
+    topics = sorted({qid for qid, *_ in rows})[::2]
+    (folder / "sample.qrels").write_text("".join(" ".join(row) + "\n" for row in rows if row[0] in topics))
 
 
 def session_script(blocks: list[Block], site_url: str) -> str:

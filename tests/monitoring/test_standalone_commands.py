@@ -22,6 +22,8 @@ MISSING_FILE_ARGS = {
     "eval_fraud": ["--scores", "absent.csv"],
     "eval_embeddings": ["--reference", "absent.npy"],
     "simulate_pooling": ["--qrels", "absent.qrels", "--run", "a.run", "--strategy", "mtf", "--budget", "10"],
+    "calibrate_judge": ["--human", "absent.qrels", "--machine", "absent.jsonl"],
+    "ppi_evaluate": ["--run", "absent.run", "--machine", "m.qrels", "--human", "h.qrels", "-m", "map"],
 }
 
 
@@ -62,14 +64,31 @@ def tiny_files(directory: Path) -> dict[str, list[str]]:
     (directory / "items.csv").write_text("item,category\ni1,a\ni2,b\ni3,a\n")
     (directory / "q.qrels").write_text("1 0 d1 1\n1 0 d2 0\n2 0 d3 1\n")
     (directory / "r.run").write_text("1 Q0 d2 1 2.0 r\n1 Q0 d1 2 1.0 r\n2 Q0 d3 1 1.0 r\n")
+    (directory / "s.run").write_text("1 Q0 d1 1 2.0 s\n1 Q0 d2 2 1.0 s\n3 Q0 d4 1 1.0 s\n")
+    labels = [("1", "d1", 1), ("1", "d2", 1), ("2", "d3", 0), ("3", "d4", 1)]
+    (directory / "m.jsonl").write_text(
+        "".join(f'{{"qid": "{q}", "doc_id": "{d}", "label": {g}, "confidence": 0.5}}\n' for q, d, g in labels)
+    )
     return {
         "eval_fraud": ["--scores", "scores.csv", "--json"],
         "eval_recsys": ["--recs", "recs.csv", "--interactions", "interactions.csv", "--items", "items.csv"],
         "eval_retrieval": ["--qrels", "q.qrels", "--run", "r.run", "-m", "map", "-m", "ndcg_cut_10"],
+        "calibrate_judge": ["--human", "q.qrels", "--machine", "m.jsonl", "--run", "r.run", "--run", "s.run"],
+        "ppi_evaluate": [
+            "--run",
+            "r.run",
+            "--machine",
+            "m.jsonl",
+            "--human",
+            "q.qrels",
+            "-m",
+            "map",
+            "--json",
+        ],
     }
 
 
-STARTS_LIGHT = ("eval_fraud", "eval_recsys", "eval_retrieval")
+STARTS_LIGHT = ("eval_fraud", "eval_recsys", "eval_retrieval", "calibrate_judge", "ppi_evaluate")
 #: The CSV readers call Arrow's kernels without `pyarrow.compute`, whose import alone builds a wrapper
 #: for each of its few hundred functions (`evalcore.arrow`).
 WITHOUT_PYARROW_COMPUTE = ("eval_fraud", "eval_recsys")
