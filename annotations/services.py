@@ -359,7 +359,7 @@ def _claim_locked(*, project: Project, annotator: User, now: datetime, seed: int
     own, prefetched = hotpath.own_counts_with_candidates(
         project_id=project.pk, user_id=annotator.pk, now=now, overlap=project.overlap,
         gold_overlap=project.gold_overlap, started_cap=_started_cap(project, is_gold=False), seed=seed,
-        start=selectors.rank_start(seed), window=CLAIM_WINDOWS[0],
+        start=selectors.rank_start(seed), window=CLAIM_WINDOWS[0], prioritised=project.has_priorities,
     )  # fmt: skip
     if own.reserved:
         held = _held_claim(project=project, annotator=annotator, now=now)
@@ -423,8 +423,9 @@ def _claim_one(
     cap = project.cap_for(is_gold=is_gold)
     where = {"project_id": project.pk, "user_id": annotator.pk}
     # Started tasks first (ordinary tasks with more than one place), in the annotator's own order. Then
-    # fresh tasks round the rank ring from the annotator's starting point, read off an index. Each stage
-    # gives its query for a window of so many candidates.
+    # fresh tasks: those with a priority in priority order (a project with a pool built from runs), then
+    # the others round the rank ring from the annotator's starting point, each read off an index. Each
+    # stage gives its query for a window of so many candidates.
     stages = [
         partial(hotpath.fresh_candidates_sql, **where, is_gold=is_gold, gold_overlap=project.gold_overlap,
                 start=selectors.rank_start(seed), wrapped=wrapped)
@@ -434,6 +435,9 @@ def _claim_one(
     first: list[list[int] | None] = (
         [prefetched.fresh, prefetched.fresh_wrapped] if prefetched else [None, None]
     )
+    if project.has_priorities and not is_gold:
+        stages.insert(0, partial(hotpath.prioritised_candidates_sql, **where))
+        first.insert(0, prefetched.prioritised if prefetched else None)
     started_cap = _started_cap(project, is_gold=is_gold)
     if started_cap is not None:
         stages.insert(0, partial(hotpath.started_candidates_sql, **where, overlap=started_cap, seed=seed))
