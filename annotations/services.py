@@ -10,7 +10,8 @@ one-live-reservation-per-annotator partial unique constraint back it up. Counter
 several tasks go in task id order, so lockers never deadlock.
 
 After an answer or an undo commits, the project's quality recompute is requested (debounced, and never
-failing the answer when the broker is down; see `annotations.quality.services.quality_recompute_request`).
+failing the answer when the broker is down; see `annotations.quality.services.quality_recompute_request`);
+in a project with priorities, the apps that asked are told too (`annotations.hooks`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import OperationalError, transaction
 from django.utils import timezone
 
-from annotations import hotpath, selectors
+from annotations import hooks, hotpath, selectors
 from annotations.models import (
     COMMENT_MAX_LENGTH,
     Annotation,
@@ -635,6 +636,7 @@ def _answer(
         in_time = answer_effect(grade=grade, too_fast=False)
         if hotpath.answer_plain(plain, effect=in_time, min_seconds=min_seconds):
             transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
+            hooks.answers_changed_on_commit(project)
             return plain, None, False
     with transaction.atomic():
         seed, assignment = _answer_locks(
@@ -654,6 +656,7 @@ def _answer(
             raise ReservationExpired()  # the release is left to `reservations_release_expired`
         effect = answer_effect(grade=grade, too_fast=too_fast)
         transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
+        hooks.answers_changed_on_commit(project)
         answer = Annotation(
             assignment_id=assignment.id, project=project, task_id=assignment.task_id, annotator=annotator,
             grade=grade, seconds_spent=seconds, skipped=skipped, unclear=unclear, too_fast=effect.too_fast,
@@ -770,6 +773,7 @@ def annotation_reopen(
     _apply_counter_deltas(deltas)
     transaction.on_commit(partial(selectors.open_totals_forget, project))  # they may hold it as open
     transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
+    hooks.answers_changed_on_commit(project)
     return assignment
 
 
