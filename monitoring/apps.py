@@ -8,6 +8,7 @@ class MonitoringConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete
 
+        from annotations.hooks import answers_hook_register
         from monitoring.alerts.services import series_observed, subject_deleted
         from monitoring.models import (
             Comparison,
@@ -18,6 +19,7 @@ class MonitoringConfig(AppConfig):
             QrelsSource,
             RecommendationEvaluation,
         )
+        from monitoring.pooling.services import pool_answers_changed
         from series.services import metric_values_follow
         from series.signals import series_observed as observed
 
@@ -31,3 +33,5 @@ class MonitoringConfig(AppConfig):
             post_delete.connect(
                 subject_deleted, sender=subject, dispatch_uid=f"monitoring-series-{subject.__name__}"
             )
+        # New answers in a project with a pool built from runs re-order its pending tasks (a debounced job).
+        answers_hook_register(pool_answers_changed)
