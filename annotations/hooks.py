@@ -6,6 +6,9 @@ project whose tasks have priorities (`Project.has_priorities`: a pool built from
 pending tasks by the answers). Projects without priorities never pay for it: the services only schedule
 the call when the flag, read with the project row, is set.
 
+`project_links_register(fn)` adds links to the lead's project page: `fn(project)` gives (label, url)
+pairs (monitoring's pool pages, say), which annotations shows without knowing their app.
+
 A hook runs after the commit, in the request, so it must be quick (queue a job, debounced) and must not
 fail the answer: an exception it raises is logged and swallowed.
 """
@@ -25,6 +28,20 @@ logger = logging.getLogger(__name__)
 AnswersHook = Callable[[int], object]
 
 _answers_hooks: list[AnswersHook] = []
+
+ProjectLinks = Callable[[Project], list[tuple[str, str]]]
+
+_project_links: list[ProjectLinks] = []
+
+
+def project_links_register(links: ProjectLinks) -> None:
+    """Show `links(project)`, (label, url) pairs, among the actions of the lead's project page."""
+    if links not in _project_links:
+        _project_links.append(links)
+
+
+def project_links(project: Project) -> list[tuple[str, str]]:
+    return [link for links in _project_links for link in links(project)]
 
 
 def answers_hook_register(hook: AnswersHook) -> None:

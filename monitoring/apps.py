@@ -8,7 +8,7 @@ class MonitoringConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete
 
-        from annotations.hooks import answers_hook_register
+        from annotations.hooks import answers_hook_register, project_links_register
         from monitoring.alerts.services import series_observed, subject_deleted
         from monitoring.models import (
             Comparison,
@@ -19,6 +19,7 @@ class MonitoringConfig(AppConfig):
             QrelsSource,
             RecommendationEvaluation,
         )
+        from monitoring.pooling.selectors import pool_links
         from monitoring.pooling.services import pool_answers_changed
         from series.services import metric_values_follow
         from series.signals import series_observed as observed
@@ -35,3 +36,4 @@ class MonitoringConfig(AppConfig):
             )
         # New answers in a project with a pool built from runs re-order its pending tasks (a debounced job).
         answers_hook_register(pool_answers_changed)
+        project_links_register(pool_links)
