@@ -18,13 +18,13 @@ LAYOUT: dict[str, Any] = {
 
 
 def yield_figure(pool: JudgingPool) -> dict[str, Any] | None:
-    """The yield curve (None before the first judgment), with the budget as the x axis' end."""
+    """The yield curve from the origin (None before the first judgment), the budget at the x axis' end."""
     points = yield_points(pool)
     if not points:
         return None
     end = max(pool.budget or 0, points[-1].judged)
     trace = scatter(
-        x=[point.judged for point in points], y=[point.relevant for point in points], mode="lines",
+        x=[0] + [point.judged for point in points], y=[0] + [point.relevant for point in points], mode="lines",
         name="Relevant found", line={"color": LINE_COLOUR, "shape": "hv"},
         hovertemplate="%{x} judged: %{y} relevant<extra></extra>",
     )  # fmt: skip
