@@ -20,8 +20,8 @@ counted answer, in the order of their first one, relevant when their mean counte
 Re-ordering (`PoolReprioritise`): `annotations.hooks` calls `pool_answers_changed` after an answer
 commits in a project with priorities. It asks for a re-prioritisation of each judging pool of the project:
 the first request creates the pending job and sends it `DEBOUNCE_SECONDS` later; later ones join it (the
-one-pending constraint), and a process that just asked does not ask the database again for
-`JOIN_MEMO_SECONDS`. The job replays the answers, materialises the new order, refreshes the counters and
+one-pending constraint), and a process that just queued the jobs does not ask the database again for
+`JOIN_MEMO_SECONDS` (shorter than the debounce, so those jobs read the answers it passed over). The job replays the answers, materialises the new order, refreshes the counters and
 the yield curve, and asks again if answers newer than those it read arrived meanwhile. Nothing of this
 runs in the request. The same candidates, parameters and answers give the same order (`pool_order` is
 deterministic), so re-running a job changes nothing.
@@ -355,11 +355,12 @@ def pool_answers_changed(project_id: int) -> None:
     re-prioritisation of each of its judging pools (debounced; see the module docstring)."""
     if _joined.get(project_id, 0.0) > time.monotonic():
         return
-    _joined[project_id] = time.monotonic() + JOIN_MEMO_SECONDS
-    for pool_id in JudgingPool.objects.filter(project=project_id, stage=Stage.JUDGING).values_list(
-        "pk", flat=True
-    ):
-        pool_reprioritise_request(pool_id=pool_id)
+    pools = JudgingPool.objects.filter(project=project_id, stage=Stage.JUDGING).values_list("pk", flat=True)
+    queued = [pool_reprioritise_request(pool_id=pool_id) for pool_id in pools]
+    if queued and all(queued):
+        # Only after queueing jobs of its own, which run DEBOUNCE_SECONDS (> the memo) from now: the
+        # answers this process then passes over are read by them. A job it merely joined may be running.
+        _joined[project_id] = time.monotonic() + JOIN_MEMO_SECONDS
 
 
 def pool_reprioritise_request(*, pool_id: int, countdown: float = DEBOUNCE_SECONDS) -> bool:

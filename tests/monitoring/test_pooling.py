@@ -277,6 +277,21 @@ class TestAnswers:
             )
         ]
 
+    def test_a_process_that_queued_the_job_passes_over_answers_for_a_moment(
+        self, project: Project, runs: list[Run], alice: User, queued: QueuedTasks,
+        django_assert_num_queries: Any,
+    ) -> None:  # fmt: skip
+        pool = built(project, runs, strategy="mtf", budget=10)
+        pooling._joined.clear()
+        pooling.pool_answers_changed(project.pk)
+        with django_assert_num_queries(0):
+            pooling.pool_answers_changed(project.pk)  # within JOIN_MEMO_SECONDS: the queued job reads it
+        pooling._joined.clear()
+        queued.broker_down = True
+        PoolReprioritise.objects.all().delete()
+        pooling.pool_answers_changed(project.pk)  # the job failed, saying so: no memo, the next answer asks
+        assert pooling._joined == {} and PoolReprioritise.objects.get(pool=pool).status == "failed"
+
     def test_a_project_without_priorities_schedules_nothing_more_per_answer(
         self, lena: User, alice: User, django_capture_on_commit_callbacks: Any
     ) -> None:
