@@ -338,7 +338,7 @@ class Task(models.Model):
             models.Index(fields=["project", "is_gold", "rank"], name="task_rank"),
             # Claims in a project with priorities: fresh ordinary tasks in priority order, a range read.
             models.Index(
-                fields=["project", "assigned_count", "priority"],
+                fields=["project", "assigned_count", "priority", "id"],
                 condition=Q(priority__isnull=False, is_gold=False),
                 name="task_claimable_priority",
             ),

@@ -27,7 +27,7 @@ class Migration(migrations.Migration):
             model_name="task",
             index=models.Index(
                 condition=models.Q(("is_gold", False), ("priority__isnull", False)),
-                fields=["project", "assigned_count", "priority"],
+                fields=["project", "assigned_count", "priority", "id"],
                 name="task_claimable_priority",
             ),
         ),

@@ -56,6 +56,9 @@ TIME_LIMIT = 30 * 60
 DEBOUNCE_SECONDS = 5.0
 #: After asking, a process joins the pending job without asking the database again for this long.
 JOIN_MEMO_SECONDS = 2.0
+TASK = Task._meta.db_table
+#: The stages whose pools follow the answers (a built pool; once its budget is spent, its figures still do).
+LIVE = (Stage.JUDGING, Stage.DONE)
 #: The most runs one pool reads.
 MAX_RUNS = 100
 
@@ -287,7 +290,12 @@ def _tasks_for(
 
 def _priorities_set(pool: JudgingPool, desired: dict[int, int]) -> int:
     """Give the wanted tasks nobody started their priority, and take it from the pool's other tasks nobody
-    started: one statement over the tasks whose priority changes. Returns how many."""
+    started: one statement over the tasks whose priority changes. Returns how many.
+
+    The statement locks its rows in id order and skips those another transaction holds (a claim taking
+    the task right now: it is started, so its priority no longer matters), so it never waits on a claim.
+    Updated in the order `unnest` gives, it deadlocked with claims that held one task while waiting for
+    another; a skipped row is brought up to date by the next re-prioritisation."""
     current = dict(
         Task.objects.filter(pool_links__pool=pool, assigned_count=0, label_count=0).values_list(
             "pk", "priority"
@@ -300,10 +308,11 @@ def _priorities_set(pool: JudgingPool, desired: dict[int, int]) -> int:
     if sqlrows.vendor() == "postgresql":
         with sqlrows.cursor() as cursor:
             cursor.execute(
-                f"UPDATE {Task._meta.db_table} t SET priority = v.priority "
+                f"UPDATE {TASK} t SET priority = v.priority "
                 "FROM unnest(%s::bigint[], %s::bigint[]) AS v(id, priority) "
-                "WHERE t.id = v.id AND t.assigned_count = 0",
-                [ids, values],
+                f"WHERE t.id = v.id AND t.id IN (SELECT id FROM {TASK} WHERE id = ANY(%s) "
+                "AND assigned_count = 0 ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)",
+                [ids, values, ids],
             )
             return int(cursor.rowcount)
     from django.db.models import Case, IntegerField, Value, When
@@ -355,7 +364,9 @@ def pool_answers_changed(project_id: int) -> None:
     re-prioritisation of each of its judging pools (debounced; see the module docstring)."""
     if _joined.get(project_id, 0.0) > time.monotonic():
         return
-    pools = JudgingPool.objects.filter(project=project_id, stage=Stage.JUDGING).values_list("pk", flat=True)
+    # A pool whose budget is spent too: the pairs that were in flight are still answered, and its figures
+    # (and its stage, after an undo) follow them.
+    pools = JudgingPool.objects.filter(project=project_id, stage__in=LIVE).values_list("pk", flat=True)
     queued = [pool_reprioritise_request(pool_id=pool_id) for pool_id in pools]
     if queued and all(queued):
         # Only after queueing jobs of its own, which run DEBOUNCE_SECONDS (> the memo) from now: the
@@ -379,14 +390,14 @@ def pool_reprioritise_run(*, job_id: int) -> JobOutcome:
     if outcome.status == "done":
         job = PoolReprioritise.objects.select_related("pool").get(pk=job_id)
         newer = Annotation.objects.filter(project=job.pool.project_id, pk__gt=job.answers_seen).exists()
-        if newer and job.pool.stage == Stage.JUDGING:
+        if newer and job.pool.stage in LIVE:
             pool_reprioritise_request(pool_id=job.pool_id)
     return outcome
 
 
 def _reprioritise_compute(job: PoolReprioritise, progress: ProgressFn) -> History:
     pool = job.pool
-    if pool.stage != Stage.JUDGING:
+    if pool.stage not in LIVE:
         return History([], 0)
     return pool_history(pool, PoolCandidates.from_bytes(bytes(pool.candidates)))
 
@@ -395,7 +406,7 @@ def _reprioritise_store(job: PoolReprioritise, history: History) -> None:
     # Under the pool's lock: one materialisation of a pool at a time. Answers that committed after the
     # compute read are caught by the next job (`pool_reprioritise_run` asks for it).
     pool = JudgingPool.objects.select_for_update(of=("self",)).get(pk=job.pool_id)
-    if pool.stage != Stage.JUDGING:
+    if pool.stage not in LIVE:
         return
     done = _materialise(pool, PoolCandidates.from_bytes(bytes(pool.candidates)), history)
     pool.save(update_fields=POOL_FIGURES)

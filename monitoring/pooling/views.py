@@ -80,11 +80,11 @@ def pool_yield_csv(request: SignedInRequest, slug: str, pk: int) -> HttpResponse
 @login_required
 @require_POST
 def pool_refresh(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
-    """Re-order the pool now (as new answers would), e.g. after answers given before it was built."""
+    """Re-order the pool and refresh its figures now, as new answers would."""
     project = selectors.get_pool_project(request.user, slug)
     pool = selectors.get_pool(project=project, pk=pk)
-    if pool.stage != pool.Stage.JUDGING:
-        messages.info(request, "Only a pool being judged is re-ordered.")
+    if pool.stage not in pooling.LIVE:
+        messages.info(request, "Only a built pool is re-ordered.")
     elif pooling.pool_reprioritise_request(pool_id=pool.pk, countdown=0):
         messages.success(request, "Re-ordering queued.")
     else:

@@ -4,11 +4,13 @@ re-prioritisation job follows the answers; answers reach it through `annotations
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
 
 from annotations import services as judging
 from annotations.models import Assignment, Project, Task
@@ -20,6 +22,7 @@ from monitoring.files import uploads
 from monitoring.files.models import Run
 from monitoring.pooling import services as pooling
 from monitoring.pooling.models import JudgingPool, PoolReprioritise, PoolTask
+from tests.annotations.conftest import annotators as annotators  # noqa: F401 - a fixture
 from tests.annotations.conftest import build_project
 from tests.conftest import BOB, QueuedTasks, make_user
 from tests.monitoring.conftest import upload
@@ -112,9 +115,23 @@ def judge(project: Project, annotator: User, grades: Callable[[Task], int], *, c
     return done
 
 
+def judge_all(project: Project, annotator: User) -> None:
+    while (claim := judging.task_claim(project=project, annotator=annotator)).assignment is not None:
+        judging.annotation_submit(
+            project=project, annotator=annotator, assignment_id=claim.assignment.pk, grade=1
+        )
+
+
+def run_pending(pool: JudgingPool) -> None:
+    """A pending re-prioritisation (one the answers asked for, or a new one) run here, as the worker would."""
+    with contextlib.suppress(IntegrityError), transaction.atomic():
+        PoolReprioritise.objects.create(pool=pool)
+    for job_id in PoolReprioritise.objects.filter(pool=pool, status="pending").values_list("pk", flat=True):
+        assert pooling.pool_reprioritise_run(job_id=job_id).status in ("done", "finished", "busy")
+
+
 def reprioritise(pool: JudgingPool) -> JudgingPool:
-    job = PoolReprioritise.objects.create(pool=pool)
-    assert pooling.pool_reprioritise_run(job_id=job.pk).status == "done"
+    run_pending(pool)
     return JudgingPool.objects.get(pk=pool.pk)
 
 
@@ -303,3 +320,78 @@ class TestAnswers:
         with django_capture_on_commit_callbacks() as pooled_callbacks:
             judge(plain, alice, lambda task: 1, count=1)
         assert len(pooled_callbacks) == len(plain_callbacks) + 1
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+class TestUnderLoad:
+    def test_claims_keep_their_guarantees_while_the_pool_is_re_ordered(
+        self, project: Project, runs: list[Run], annotators: Any, queued: QueuedTasks
+    ) -> None:
+        import threading
+
+        from django.db import connection
+
+        from tests.annotations.test_assignment import _run_threads, assert_counters_match
+
+        people = annotators(6)
+        for person in people:
+            judging.membership_set(project=project, user=person, role="annotator")
+        Project.objects.filter(pk=project.pk).update(overlap=2)
+        pool = built(project, runs, strategy="mtf", budget=18)
+        stop = threading.Event()
+        errors: list[BaseException] = []
+        barrier = threading.Barrier(len(people) + 1)
+
+        def answer_until_empty(user_id: int) -> None:
+            try:
+                user = User.objects.get(pk=user_id)
+                barrier.wait(timeout=30)
+                while True:
+                    fresh = Project.objects.get(pk=project.pk)  # as each request reads it
+                    claim = judging.task_claim(project=fresh, annotator=user)
+                    if claim.assignment is None:
+                        break
+                    grade = 3 if claim.assignment.task.document.doc_id.endswith(("-7", "-6", "-0")) else 0
+                    judging.annotation_submit(
+                        project=fresh, annotator=user, assignment_id=claim.assignment.pk, grade=grade
+                    )
+            except BaseException as exc:  # noqa: BLE001 - reported by the test
+                errors.append(exc)
+            finally:
+                connection.close()
+
+        def reorder() -> None:
+            try:
+                barrier.wait(timeout=30)
+                while not stop.is_set():
+                    run_pending(pool)
+            except BaseException as exc:  # noqa: BLE001 - reported by the test
+                errors.append(exc)
+            finally:
+                connection.close()
+
+        reorderer = threading.Thread(target=reorder)
+        reorderer.start()
+        _run_threads(answer_until_empty, [(person.pk,) for person in people])
+        stop.set()
+        reorderer.join(timeout=60)
+        assert errors == []
+        rows = list(Assignment.objects.filter(project=project).values_list("task_id", "annotator_id"))
+        assert len(rows) == len(set(rows)), "an annotator got a task twice"
+        assert Task.objects.filter(project=project, label_count__gt=2).count() == 0
+        assert_counters_match(project)
+        # Whatever the last re-orderings added after the annotators left is judged on another pass.
+        for _ in range(5):
+            pool = reprioritise(pool)
+            if pool.phase == "done":
+                break
+            fresh = Project.objects.get(pk=project.pk)
+            for person in people:
+                judge_all(fresh, person)
+        # The budget stops the pool; pairs that were in flight when an order dropped them (at most one
+        # reservation per annotator) are still answered, so it may be passed by that many.
+        pool = reprioritise(pool)  # the figures follow the answers given after the budget was spent
+        assert pool.phase == "done" and pool.pending == 0
+        assert 18 <= pool.judged <= 18 + len(people)
+        assert PoolReprioritise.objects.filter(status="failed").count() == 0

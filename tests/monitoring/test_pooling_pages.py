@@ -230,6 +230,7 @@ class TestCommand:
             "3",
             stdout=io.StringIO(),
         )
+        project.refresh_from_db()  # as each request reads it: the pool gave it priorities
         served = [task.document.doc_id for task in judge(project, alice, lambda task: 1, count=3)]
         assert served == ["d0-2", "d1-2", "d2-2"]  # the run's first document of each topic, topics in turn
         # The project had no other task: the budget spent, the queue is empty.
