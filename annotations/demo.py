@@ -321,11 +321,14 @@ def demo_annotations_simulate(project: Project) -> int:
     project.too_fast_policy = Project.TooFastPolicy.FLAG
     project.save(update_fields=["too_fast_policy"])
     expected = _expected_grades(project)
-    tasks = list(
-        Task.objects.filter(project=project)
+    # The imported pairs only: a pool built from runs later may add pairs no careful grade is known for.
+    tasks = [
+        task
+        for task in Task.objects.filter(project=project)
         .filter(Q(is_gold=True) | Q(topic__qid__in=SIMULATED_TOPICS))
         .order_by("pk")
-    )
+        if task.pk in expected
+    ]
     rng = random.Random(SIMULATION_SEED)
     answers = []
     for simulated in SIMULATED_ANNOTATORS:

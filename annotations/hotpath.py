@@ -293,6 +293,9 @@ class Candidates:
 
     #: Started tasks (`started_candidates_sql`); None when the claim does not read them (no overlap > 1).
     started: list[int] | None
+    #: Fresh tasks with a priority, in priority order (`prioritised_candidates_sql`); None when the claim
+    #: does not read them (the project has no priorities).
+    prioritised: list[int] | None
     #: Fresh tasks round the ring from the annotator's starting point (`fresh_candidates_sql`, not wrapped).
     fresh: list[int]
     #: Fresh tasks before the starting point (`fresh_candidates_sql`, wrapped).
@@ -301,7 +304,7 @@ class Candidates:
 
 def own_counts_with_candidates(
     *, project_id: int, user_id: int, now: datetime, overlap: int, gold_overlap: int | None,
-    started_cap: int | None, seed: int, start: int, window: int,
+    started_cap: int | None, seed: int, start: int, window: int, prioritised: bool = False,
 ) -> tuple[OwnCounts, Candidates | None]:  # fmt: skip
     """The annotator's own counts and, in the same statement, the first `window` of their ordinary
     candidates of each stage a claim reads (PostgreSQL; a claim of an ordinary task, the most common,
@@ -326,22 +329,26 @@ def own_counts_with_candidates(
             seed=seed,
             start=start,
             window=window,
+            prioritised=prioritised,
         )  # fmt: skip
     )
     assert row is not None
-    found = OwnCounts(*(int(value or 0) for value in row[:-3]))
-    started, fresh, wrapped = ([int(v) for v in ids] for ids in row[-3:])
+    found = OwnCounts(*(int(value or 0) for value in row[:-4]))
+    started, first, fresh, wrapped = ([int(v) for v in ids] for ids in row[-4:])
     return found, Candidates(
-        started=None if started_cap is None else started, fresh=fresh, fresh_wrapped=wrapped
+        started=None if started_cap is None else started,
+        prioritised=first if prioritised else None,
+        fresh=fresh,
+        fresh_wrapped=wrapped,
     )
 
 
 def own_counts_with_candidates_sql(
     *, project_id: int, user_id: int, now: datetime, overlap: int, gold_overlap: int | None,
-    started_cap: int | None, seed: int, start: int, window: int,
+    started_cap: int | None, seed: int, start: int, window: int, prioritised: bool = False,
 ) -> tuple[str, list[Any]]:  # fmt: skip
-    """`own_counts_sql` with three more columns: the arrays of the started, the fresh and the wrapped
-    fresh candidates."""
+    """`own_counts_sql` with four more columns: the arrays of the started, the prioritised (empty unless
+    `prioritised`), the fresh and the wrapped fresh candidates."""
     where = {"project_id": project_id, "user_id": user_id}
     (select, select_params), (source, source_params) = _own_counts_parts(
         **where, now=now, overlap=overlap, gold_overlap=gold_overlap
@@ -357,11 +364,16 @@ def own_counts_with_candidates_sql(
             **where, overlap=started_cap, seed=seed, limit=window
         )
     else:
-        started, started_params = "SELECT NULL::bigint WHERE FALSE", []
+        started, started_params = _NONE, []
+    first, first_params = prioritised_candidates_sql(**where, limit=window) if prioritised else (_NONE, [])
     return (
-        f"SELECT {select}, ARRAY({started}), ARRAY({fresh}), ARRAY({wrapped}) {source}",
-        [*select_params, *started_params, *fresh_params, *wrapped_params, *source_params],
+        f"SELECT {select}, ARRAY({started}), ARRAY({first}), ARRAY({fresh}), ARRAY({wrapped}) {source}",
+        [*select_params, *started_params, *first_params, *fresh_params, *wrapped_params, *source_params],
     )
+
+
+#: A candidate stage a claim does not read: no rows, at no cost.
+_NONE = "SELECT NULL::bigint WHERE FALSE"
 
 
 @dataclass(frozen=True)
@@ -421,6 +433,18 @@ def fresh_candidates_sql(
         f"SELECT t.id FROM {TASK} t WHERE t.project_id = %s AND t.is_gold = %s AND {places} "
         f"AND t.rank {side} %s AND {_NOT_MINE} ORDER BY t.rank LIMIT %s",
         [project_id, is_gold, *place_params, start, user_id, limit],
+    )
+
+
+def prioritised_candidates_sql(*, project_id: int, user_id: int, limit: int) -> tuple[str, list[Any]]:
+    """Ordinary tasks nobody holds yet that have a priority (a pool built from runs), lowest first (the
+    id breaks ties): the fresh tasks a claim serves before the ring of ranks. A range read of the partial
+    `task_claimable_priority` index; every annotator reads the same order, and SKIP LOCKED spreads
+    concurrent claims over its first entries."""
+    return (
+        f"SELECT t.id FROM {TASK} t WHERE t.project_id = %s AND NOT t.is_gold AND t.assigned_count = 0 "
+        f"AND t.priority IS NOT NULL AND {_NOT_MINE} ORDER BY t.priority, t.id LIMIT %s",
+        [project_id, user_id, limit],
     )
 
 

@@ -138,6 +138,12 @@ class Project(models.Model):
         related_name="judging_projects",
         help_text="The team whose members may read this project's quality figures and qrels builds.",
     )
+    has_priorities = models.BooleanField(
+        default=False,
+        editable=False,
+        help_text="Some of its tasks have a priority (a pool built from runs): claims serve those first. "
+        "Read with the project row, so that a claim in a project without priorities reads nothing more.",
+    )
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL,
         through="ProjectMembership",
@@ -313,6 +319,9 @@ class Task(models.Model):
         output_field=models.BigIntegerField(),
         db_persist=True,
     )
+    #: Where a pool built from runs wants the task judged: lower is sooner; None, no priority. Fresh tasks
+    #: with a priority are served before the others, in this order (`hotpath.prioritised_candidates_sql`).
+    priority = models.BigIntegerField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["project", "topic", "id"]
@@ -327,6 +336,12 @@ class Task(models.Model):
             models.Index(fields=["project", "is_gold", "assigned_count", "rank"], name="task_claimable_rank"),
             # Gold claims, where gold has no overlap cap: all gold tasks in rank order.
             models.Index(fields=["project", "is_gold", "rank"], name="task_rank"),
+            # Claims in a project with priorities: fresh ordinary tasks in priority order, a range read.
+            models.Index(
+                fields=["project", "assigned_count", "priority", "id"],
+                condition=Q(priority__isnull=False, is_gold=False),
+                name="task_claimable_priority",
+            ),
         ]
 
     def __str__(self) -> str:

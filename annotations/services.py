@@ -10,7 +10,8 @@ one-live-reservation-per-annotator partial unique constraint back it up. Counter
 several tasks go in task id order, so lockers never deadlock.
 
 After an answer or an undo commits, the project's quality recompute is requested (debounced, and never
-failing the answer when the broker is down; see `annotations.quality.services.quality_recompute_request`).
+failing the answer when the broker is down; see `annotations.quality.services.quality_recompute_request`);
+in a project with priorities, the apps that asked are told too (`annotations.hooks`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import OperationalError, transaction
 from django.utils import timezone
 
-from annotations import hotpath, selectors
+from annotations import hooks, hotpath, selectors
 from annotations.models import (
     COMMENT_MAX_LENGTH,
     Annotation,
@@ -359,7 +360,7 @@ def _claim_locked(*, project: Project, annotator: User, now: datetime, seed: int
     own, prefetched = hotpath.own_counts_with_candidates(
         project_id=project.pk, user_id=annotator.pk, now=now, overlap=project.overlap,
         gold_overlap=project.gold_overlap, started_cap=_started_cap(project, is_gold=False), seed=seed,
-        start=selectors.rank_start(seed), window=CLAIM_WINDOWS[0],
+        start=selectors.rank_start(seed), window=CLAIM_WINDOWS[0], prioritised=project.has_priorities,
     )  # fmt: skip
     if own.reserved:
         held = _held_claim(project=project, annotator=annotator, now=now)
@@ -423,8 +424,9 @@ def _claim_one(
     cap = project.cap_for(is_gold=is_gold)
     where = {"project_id": project.pk, "user_id": annotator.pk}
     # Started tasks first (ordinary tasks with more than one place), in the annotator's own order. Then
-    # fresh tasks round the rank ring from the annotator's starting point, read off an index. Each stage
-    # gives its query for a window of so many candidates.
+    # fresh tasks: those with a priority in priority order (a project with a pool built from runs), then
+    # the others round the rank ring from the annotator's starting point, each read off an index. Each
+    # stage gives its query for a window of so many candidates.
     stages = [
         partial(hotpath.fresh_candidates_sql, **where, is_gold=is_gold, gold_overlap=project.gold_overlap,
                 start=selectors.rank_start(seed), wrapped=wrapped)
@@ -434,6 +436,9 @@ def _claim_one(
     first: list[list[int] | None] = (
         [prefetched.fresh, prefetched.fresh_wrapped] if prefetched else [None, None]
     )
+    if project.has_priorities and not is_gold:
+        stages.insert(0, partial(hotpath.prioritised_candidates_sql, **where))
+        first.insert(0, prefetched.prioritised if prefetched else None)
     started_cap = _started_cap(project, is_gold=is_gold)
     if started_cap is not None:
         stages.insert(0, partial(hotpath.started_candidates_sql, **where, overlap=started_cap, seed=seed))
@@ -631,6 +636,7 @@ def _answer(
         in_time = answer_effect(grade=grade, too_fast=False)
         if hotpath.answer_plain(plain, effect=in_time, min_seconds=min_seconds):
             transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
+            hooks.answers_changed_on_commit(project)
             return plain, None, False
     with transaction.atomic():
         seed, assignment = _answer_locks(
@@ -650,6 +656,7 @@ def _answer(
             raise ReservationExpired()  # the release is left to `reservations_release_expired`
         effect = answer_effect(grade=grade, too_fast=too_fast)
         transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
+        hooks.answers_changed_on_commit(project)
         answer = Annotation(
             assignment_id=assignment.id, project=project, task_id=assignment.task_id, annotator=annotator,
             grade=grade, seconds_spent=seconds, skipped=skipped, unclear=unclear, too_fast=effect.too_fast,
@@ -766,6 +773,7 @@ def annotation_reopen(
     _apply_counter_deltas(deltas)
     transaction.on_commit(partial(selectors.open_totals_forget, project))  # they may hold it as open
     transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
+    hooks.answers_changed_on_commit(project)
     return assignment
 
 

@@ -20,7 +20,7 @@ from django.template.loader import get_template
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
-from annotations import selectors, services
+from annotations import hooks, selectors, services
 from annotations.forms import ImportForm, MemberForm, ProjectForm
 from annotations.highlight import query_terms
 from annotations.imports import FORMATS, KINDS, import_request
@@ -93,6 +93,7 @@ def project_detail(request: SignedInRequest, slug: str) -> HttpResponse:
             "members": list(project.memberships.select_related("user").order_by("role", "user__username")),
             "gold_labels": list(gold.order_by("task__topic__qid", "task__document__doc_id")[:50]),
             "member_form": MemberForm(),
+            "app_links": hooks.project_links(project),
         },
     )
 

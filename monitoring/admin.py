@@ -22,9 +22,12 @@ from monitoring.models import (
     Evaluation,
     FraudScoreEvaluation,
     FraudScoreSet,
+    JudgingPool,
     MonitorRun,
     Notification,
     NotificationChannel,
+    PoolReprioritise,
+    PoolTask,
     QrelsSource,
     RecommendationEvaluation,
     RecommendationSet,
@@ -70,6 +73,24 @@ class EvaluationAdmin(ReadOnlyAdmin):
     list_filter = ["status", "team"]
     list_select_related = ["team", "run", "qrels"]
     exclude = ["per_query"]  # its values and CIs are the metric table's (series admin)
+
+
+@admin.register(JudgingPool)
+class JudgingPoolAdmin(ReadOnlyAdmin):
+    list_display = ("pk", "project", "team", "strategy", "budget", "stage", "status", "judged", "relevant")
+    list_filter = ("strategy", "stage", "status")
+    exclude = ("candidates",)
+
+
+@admin.register(PoolTask)
+class PoolTaskAdmin(ReadOnlyAdmin):
+    list_display = ("pool", "candidate", "task", "created")
+
+
+@admin.register(PoolReprioritise)
+class PoolReprioritiseAdmin(ReadOnlyAdmin):
+    list_display = ("pool", "status", "created_at", "changed", "created_tasks", "deleted_tasks")
+    list_filter = ("status",)
 
 
 @admin.register(Comparison)

@@ -1,6 +1,6 @@
 """REST URLs of the evaluation service, included under /api/. Each slice's `api` module serves its
 part: `teams` (my teams), `files` (runs and qrels sources), `evaluations` (evaluations, per-query values,
-the leaderboard, comparisons), `recsys_fraud`, `embeddings`, `alerts`; `common` the metric registry
+the leaderboard, comparisons), `recsys_fraud`, `embeddings`, `alerts`, `pooling` (pools built from runs, under a judging project); `common` the metric registry
 (`/api/metrics/`), the input and output shapes (`serializers`), the page envelope (`pagination`) and the
 API's own read queries (`queries`).
 
@@ -16,6 +16,7 @@ from monitoring.common import api as metrics
 from monitoring.embeddings import api as streams
 from monitoring.evaluations.api import comparisons, evaluations, loop
 from monitoring.files import api as files
+from monitoring.pooling import api as pools
 from monitoring.recsys_fraud import api as recsys_fraud
 from monitoring.reuse import api as reuse
 from monitoring.teams import api as teams
@@ -26,6 +27,10 @@ urlpatterns = [
     path("teams/", teams.team_list, name="teams"),
     path("teams/<slug:team>/", teams.team_detail, name="team"),
     path("teams/<slug:team>/runs/", files.run_list, name="runs"),
+    # Pools built from runs, under the judging project they feed (its leads).
+    path("projects/<slug:slug>/pools/", pools.pool_list, name="pools"),
+    path("projects/<slug:slug>/pools/<int:pk>/", pools.pool_detail, name="pool"),
+    path("projects/<slug:slug>/pools/<int:pk>/progress/", pools.pool_progress, name="pool-progress"),
     path("teams/<slug:team>/runs/<int:pk>/", files.run_detail, name="run"),
     path("teams/<slug:team>/runs/<int:pk>/download/", files.run_download, name="run-download"),
     path("teams/<slug:team>/qrels/", files.qrels_list, name="qrels"),

@@ -8,6 +8,7 @@ class MonitoringConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete
 
+        from annotations.hooks import answers_hook_register, project_links_register
         from annotations.signals import qrels_build_done
         from monitoring.alerts.services import series_observed, subject_deleted
         from monitoring.evaluations.loop import qrels_build_announced
@@ -20,6 +21,8 @@ class MonitoringConfig(AppConfig):
             QrelsSource,
             RecommendationEvaluation,
         )
+        from monitoring.pooling.selectors import pool_links
+        from monitoring.pooling.services import pool_answers_changed
         from series.services import metric_values_follow
         from series.signals import series_observed as observed
 
@@ -35,3 +38,6 @@ class MonitoringConfig(AppConfig):
             post_delete.connect(
                 subject_deleted, sender=subject, dispatch_uid=f"monitoring-series-{subject.__name__}"
             )
+        # New answers in a project with a pool built from runs re-order its pending tasks (a debounced job).
+        answers_hook_register(pool_answers_changed)
+        project_links_register(pool_links)

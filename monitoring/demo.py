@@ -26,6 +26,10 @@ scores with `FRAUD_OPTIONS`), so their dashboards are not empty either:
   log-normal amounts; `FRAUD_COMPROMISED` accounts are taken over at some moment, after which most of
   their transactions are frauds (2% of all); a noisy model scores them.
 
+Last, the team's runs are pooled into the judging project (`demo_pool_load`: a `bandit-mm-ns` pool
+whose budget leaves some twenty pairs to judge), so its pool page is not empty and the demo annotators
+are served the pool's pairs first.
+
 Everything is idempotent: a second load finds the team, the runs and sets (by name), the evaluations (one
 per input and options) and the comparison, and changes nothing.
 """
@@ -41,7 +45,8 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from annotations.models import Document, Project, QrelsBuild
+from annotations.demo import DEMO_LEAD
+from annotations.models import Document, Project, QrelsBuild, Task
 from evalcore.fraud import FraudOptions
 from evalplatform.auth import User
 from evalplatform.jobs import JobStatus
@@ -61,6 +66,8 @@ from monitoring.models import (
     RecommendationSet,
     Run,
 )
+from monitoring.pooling import services as pooling
+from monitoring.pooling.models import JudgingPool
 from monitoring.recsys_fraud import services as recsys_fraud
 
 DEMO_TEAM_SLUG = "search"
@@ -254,6 +261,7 @@ class DemoSearchTeam:
     comparison: Comparison | None = None
     recommendation_evaluation: RecommendationEvaluation | None = None
     fraud_evaluation: FraudScoreEvaluation | None = None
+    pool: JudgingPool | None = None
 
 
 def demo_search_team_load() -> DemoSearchTeam | None:
@@ -283,7 +291,35 @@ def demo_search_team_load() -> DemoSearchTeam | None:
             team=team, uploaded_by=analyst
         )
     demo_alert_rules_create(team=team, qrels=qrels, project=project, created_by=analyst)
+    demo.pool = demo_pool_load(project=project, runs=demo.runs)
     return demo
+
+
+#: The demo's pool from the team's runs: an adaptive strategy, each run read to this depth, and a budget
+#: a little over the pairs the project's annotators have judged, so that the pool has tasks left to serve.
+DEMO_POOL_STRATEGY = "bandit-mm-ns"
+DEMO_POOL_DEPTH = 10
+DEMO_POOL_EXTRA = 20
+
+
+def demo_pool_load(*, project: Project, runs: Sequence[Run]) -> JudgingPool:
+    """The search team's runs pooled into the judging project (`monitoring.pooling`), built here; found
+    again (by strategy and runs) on a second load."""
+    wanted = {run.pk for run in runs}
+    for found in JudgingPool.objects.filter(project=project, strategy=DEMO_POOL_STRATEGY).prefetch_related(
+        "runs"
+    ):
+        if {run.pk for run in found.runs.all()} == wanted and found.status != JobStatus.FAILED:
+            return found
+    judged = Task.objects.filter(project=project, label_count__gt=0, is_gold=False).count()
+    pool = pooling.pool_create(
+        project=project, runs=runs, strategy=DEMO_POOL_STRATEGY, budget=judged + DEMO_POOL_EXTRA,
+        depth=DEMO_POOL_DEPTH, created_by=get_user_model().objects.filter(username=DEMO_LEAD).first(),
+        enqueue=False,
+    )  # fmt: skip
+    pooling.pool_build_run(pool_id=pool.pk)
+    pool.refresh_from_db()
+    return pool
 
 
 #: The demo's alert rules beside the stream's default embedding ones, one per family, each breaking on
@@ -450,6 +486,7 @@ def demo_team_summary(demo: DemoSearchTeam) -> dict[str, object]:
         },
         "recommendation": _evaluation_summary(demo.recommendation_evaluation),
         "fraud": _evaluation_summary(demo.fraud_evaluation),
+        "pool": None if demo.pool is None else {"strategy": demo.pool.strategy, **demo.pool.summary()},
     }
 
 

@@ -13,6 +13,7 @@ from monitoring.alerts import services as alerts
 from monitoring.embeddings import services as monitors
 from monitoring.evaluations import loop
 from monitoring.evaluations import services as evaluations
+from monitoring.pooling import services as pooling
 from monitoring.recsys_fraud import services as recsys_fraud
 from monitoring.reuse import services as reuse
 
@@ -144,3 +145,23 @@ def alerts_check_series(self: Task, series_id: int, job_type: str, job_id: int) 
 )
 def reuse_analysis_run(self: Task, analysis_id: int) -> str:
     return job_task_result(self, reuse.reuse_analysis_run(analysis_id=analysis_id))
+
+
+@shared_task(
+    name="monitoring.tasks.pool_build",
+    time_limit=pooling.TIME_LIMIT,
+    soft_time_limit=pooling.TIME_LIMIT - 60,
+    **JOB_TASK_OPTIONS,
+)
+def pool_build(self: Task, pool_id: int) -> str:
+    return job_task_result(self, pooling.pool_build_run(pool_id=pool_id))
+
+
+@shared_task(
+    name="monitoring.tasks.pool_reprioritise",
+    time_limit=pooling.TIME_LIMIT,
+    soft_time_limit=pooling.TIME_LIMIT - 60,
+    **JOB_TASK_OPTIONS,
+)
+def pool_reprioritise(self: Task, job_id: int) -> str:
+    return job_task_result(self, pooling.pool_reprioritise_run(job_id=job_id))

@@ -1,6 +1,8 @@
 """HTML URLs of the evaluation service, included at the site root: everything lives under a team.
 Each slice's `views` serves its pages.
 
+Pools built from runs live under the judging project they feed (`projects/<slug>/pools/`), for its leads.
+
 Views are thin: each looks its team up through `evalplatform.teams.get_team_for_member` (404 to non-members,
 403 to a viewer asking to write), reads through its slice's selectors and renders. No measure is computed
 in a request: the pages lay out the rows the jobs stored.
@@ -12,6 +14,7 @@ from monitoring.alerts import views as alerts
 from monitoring.embeddings import views as streams
 from monitoring.evaluations.views import comparisons, diffs, jobs, leaderboard, runs
 from monitoring.files import views as uploads
+from monitoring.pooling import views as pools
 from monitoring.recsys_fraud import views as recsys_fraud
 from monitoring.reuse import views as reuse
 from monitoring.teams import views as teams
@@ -20,6 +23,7 @@ app_name = "monitoring"
 
 TEAM = "teams/<slug:team>/"
 STREAM = TEAM + "streams/<slug:stream>/"
+POOLS = "projects/<slug:slug>/pools/"
 RECSYS_EVALUATION = "recommendations/evaluations/<int:pk>/"
 FRAUD_EVALUATION = "fraud-scores/evaluations/<int:pk>/"
 
@@ -49,6 +53,12 @@ urlpatterns = [
     path(TEAM + "leaderboard/<int:pk>/diff/", diffs.leaderboard_diff_page, name="leaderboard-diff"),
     path(TEAM + "leaderboard/<int:pk>/diff.csv", diffs.leaderboard_diff_csv, name="leaderboard-diff-csv"),
     path(TEAM + "jobs/<str:kind>/<int:pk>.json", jobs.job_state, name="job-state"),
+    # Pools built from runs, under the judging project they feed (`monitoring.pooling.views`; its leads).
+    path(POOLS, pools.pool_list, name="pool-list"),
+    path(POOLS + "<int:pk>/", pools.pool_detail, name="pool-detail"),
+    path(POOLS + "<int:pk>/yield.csv", pools.pool_yield_csv, name="pool-yield-csv"),
+    path(POOLS + "<int:pk>/state.json", pools.pool_state, name="pool-state"),
+    path(POOLS + "<int:pk>/refresh/", pools.pool_refresh, name="pool-refresh"),
     # Alerts (`monitoring.alerts.views`).
     path(TEAM + "alerts/", alerts.alerts_page, name="alerts"),
     path(TEAM + "alerts/rules/", alerts.rule_create, name="alert-rule-create"),

@@ -201,8 +201,8 @@ def step_by_step() -> Iterator[None]:
     """The hot path as SQLite runs it, on PostgreSQL: each fused statement replaced by its steps."""
 
     def counts_only(**kwargs: Any) -> tuple[hotpath.OwnCounts, None]:
-        for name in ("started_cap", "seed", "start", "window"):
-            kwargs.pop(name)
+        for name in ("started_cap", "seed", "start", "window", "prioritised"):
+            kwargs.pop(name, None)
         return hotpath.own_counts(**kwargs), None
 
     patches = {
@@ -324,18 +324,22 @@ def test_it_reserves_alike_fused_and_step_by_step(
 @EXAMPLES
 @given(
     state=states(), seed=st.integers(0, 2**31 - 1), window=st.integers(1, 4), started=st.booleans(),
-    expired=st.booleans(),
+    expired=st.booleans(), prioritised=st.booleans(),
+    priorities=st.lists(st.one_of(st.none(), st.integers(0, 5)), min_size=8, max_size=8),
 )  # fmt: skip
 def test_it_counts_and_lists_candidates_alike_fused_and_step_by_step(
-    world: World, state: State, seed: int, window: int, started: bool, expired: bool
-) -> None:
-    """`own_counts_with_candidates`: the same counts, and the same first window of started, fresh and
-    wrapped fresh candidates as the three reads one by one."""
+    world: World, state: State, seed: int, window: int, started: bool, expired: bool,
+    prioritised: bool, priorities: list[int | None],
+) -> None:  # fmt: skip
+    """`own_counts_with_candidates`: the same counts, and the same first window of started, prioritised,
+    fresh and wrapped fresh candidates as the four reads one by one."""
     now = timezone.now() + (timedelta(hours=1) if expired else timedelta(0))
     where: dict[str, Any] = {"project_id": world.project.pk, "user_id": world.alice.pk}
 
     def run() -> Any:
         build(world, state, timezone.now())
+        for task, priority in zip(world.tasks, priorities, strict=True):
+            Task.objects.filter(pk=task.pk).update(priority=priority)
         project = world.project
         started_cap = project.overlap if started and project.overlap > 1 else None
         start = selectors.rank_start(seed)
@@ -345,8 +349,9 @@ def test_it_counts_and_lists_candidates_alike_fused_and_step_by_step(
             "gold_overlap": project.gold_overlap,
         }
         fused_counts, candidates = hotpath.own_counts_with_candidates(
-            **where, **counts, started_cap=started_cap, seed=seed, start=start, window=window
-        )
+            **where, **counts, started_cap=started_cap, seed=seed, start=start, window=window,
+            prioritised=prioritised,
+        )  # fmt: skip
         assert candidates is not None
         fresh: dict[str, Any] = {
             "is_gold": False,
@@ -359,10 +364,14 @@ def test_it_counts_and_lists_candidates_alike_fused_and_step_by_step(
             None if started_cap is None else hotpath.candidate_ids(
                 hotpath.started_candidates_sql(**where, overlap=started_cap, seed=seed, limit=window)
             ),
+            hotpath.candidate_ids(hotpath.prioritised_candidates_sql(**where, limit=window))
+            if prioritised else None,
             hotpath.candidate_ids(hotpath.fresh_candidates_sql(**where, **fresh, wrapped=False)),
             hotpath.candidate_ids(hotpath.fresh_candidates_sql(**where, **fresh, wrapped=True)),
         )  # fmt: skip
-        assert (fused_counts, candidates.started, candidates.fresh, candidates.fresh_wrapped) == steps
+        fused = (fused_counts, candidates.started, candidates.prioritised, candidates.fresh,
+                 candidates.fresh_wrapped)  # fmt: skip
+        assert fused == steps
         return steps
 
     rolled_back(run)

@@ -49,6 +49,7 @@ from monitoring.embeddings import services as monitors
 from monitoring.evaluations import services as evaluations
 from monitoring.files import uploads
 from monitoring.models import AlertEvent, NotificationChannel, ReuseAnalysis
+from monitoring.pooling import services as pooling
 from monitoring.recsys_fraud import services as recsys_fraud
 from series.models import Series
 from series.subjects import stream_series
@@ -199,6 +200,11 @@ def world(db: None, wsgi_requests_in_the_test_transaction: None) -> World:
     ids["reuse-analyses"] = ReuseAnalysis.objects.create(
         team=team, qrels_id=ids["qrels"], kind="reusability", params={}
     ).pk
+    pool = pooling.pool_create(
+        project=project, runs=list(team.runs.order_by("pk")[:2]), strategy="mtf", budget=5, enqueue=False
+    )
+    assert pooling.pool_build_run(pool_id=pool.pk).status == "done"
+    ids["pools"] = pool.pk
     return World(lead=lead, annotator=annotator, project=project, team=team, ids=ids, stream="query-encoder")
 
 

@@ -40,6 +40,7 @@ PARAMETERS = {
     "EmbeddingStream.params", "AlertRule.threshold", "AlertRule.effect_threshold", "Evaluation.confidence",
     "Comparison.alpha", "Comparison.confidence", "RecommendationEvaluation.head_share",
     "FraudScoreEvaluation.target_fpr", "FraudScoreEvaluation.fp_cost", "FraudScoreEvaluation.fn_cost",
+    "JudgingPool.rbp_p",
 }  # fmt: skip
 PLANTED = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 #: The model behind each `{id}` of a path, by the segment before it.
@@ -51,6 +52,7 @@ ID_MODELS: dict[str, type[models.Model]] = {
     "fraud-score-sets": monitoring_models.FraudScoreSet,
     "imports": ImportJob,
     "leaderboard": monitoring_models.QrelsSource,
+    "pools": monitoring_models.JudgingPool,
     "qrels": monitoring_models.QrelsSource,
     "recommendation-evaluations": monitoring_models.RecommendationEvaluation,
     "recommendation-sets": monitoring_models.RecommendationSet,

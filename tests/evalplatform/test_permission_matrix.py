@@ -45,6 +45,7 @@ from monitoring.embeddings import services as monitors
 from monitoring.evaluations import services as evaluations
 from monitoring.files import uploads
 from monitoring.models import AlertEvent, ComparisonPair, MonitorRun, NotificationChannel, ReuseAnalysis
+from monitoring.pooling import services as pooling
 from monitoring.recsys_fraud import services as recsys_fraud
 from series.models import Series
 from series.subjects import stream_series
@@ -143,6 +144,8 @@ def world_build() -> World:
         qrels=source, runs=[run, weak], measures=("map",), enqueue=False
     )
     evaluations.comparison_run(comparison_id=comparison.pk)
+    pool = pooling.pool_create(project=a, runs=[run, weak], strategy="mtf", budget=6, depth=4, enqueue=False)
+    assert pooling.pool_build_run(pool_id=pool.pk).status == "done"
 
     files = {role: csv_file(f"{role}.csv", text) for role, text in demo_recsys_texts().items()}
     recs = recsys_fraud.recommendation_set_upload(team=team, name="popular", **files)
@@ -178,7 +181,7 @@ def world_build() -> World:
         "pair": ComparisonPair.objects.filter(comparison=comparison).values_list("pk", flat=True)[0],
         "recs": recs.pk, "recs_eval": recs_eval.pk, "scores": scores.pk, "fraud_eval": fraud_eval.pk,
         "snapshot": snapshot.pk, "monitor": monitor.pk, "rule": rule.pk, "channel": channel.pk, "event": event.pk,
-        "import_job": import_job.pk, "reuse_analysis": reuse_analysis.pk, "series": Series.objects.get(kind="project", team=team).pk,
+        "import_job": import_job.pk, "reuse_analysis": reuse_analysis.pk, "pool": pool.pk, "series": Series.objects.get(kind="project", team=team).pk,
     }  # fmt: skip
     return World(a=a, b=b, team=team, ids=ids, users={"anon": None, **users})
 
@@ -201,6 +204,9 @@ EDITORS = frozenset({"editor", "admin"})
 #: Judging a run's gaps adds tasks to the judging project: editors of the team who lead the project (A's
 #: lead is no member of T, T's editor leads no project: the admin alone here).
 GAP_JUDGES = frozenset({"admin"})
+#: Pools from runs: the project's leads read them; creating one also takes a member of the linked team
+#: (lena leads A but is no member of T: only the admin, an editor of every team, may).
+POOLERS = frozenset({"admin"})
 #: Signed-in personas that a scope's views know: a denial tells them 403 (a role they lack), others 404.
 KNOWN = {"project": MEMBERS, "team": TEAM}
 #: Read-only HTML views that take any method: a POST renders what a GET does.
@@ -296,6 +302,14 @@ MATRIX: dict[str, Row] = {
     "annotations-api:qrels-diff": api("project", QUALITY),
     "annotations-api:qrels-build": api("project", QUALITY),
     "annotations-api:qrels-export": api("project", QUALITY),
+    "monitoring:pool-list": page("project", LEAD, POOLERS),
+    "monitoring:pool-detail": page("project", LEAD, None, pk="pool"),
+    "monitoring:pool-yield-csv": page("project", LEAD, None, pk="pool"),
+    "monitoring:pool-state": page("project", LEAD, None, pk="pool"),
+    "monitoring:pool-refresh": page("project", None, LEAD, pk="pool"),
+    "monitoring-api:pools": api("project", LEAD, POOLERS),
+    "monitoring-api:pool": api("project", LEAD, pk="pool"),
+    "monitoring-api:pool-progress": api("project", LEAD, pk="pool"),
     # Team T: its members read, its editors (and the admin) write.
     "monitoring:team": page("team", TEAM, post=None),
     "monitoring:run-upload": page("team", EDITORS, EDITORS),

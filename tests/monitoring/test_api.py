@@ -386,7 +386,8 @@ class TestSchema:
             "/api/teams/", "/api/teams/{team}/runs/", "/api/teams/{team}/runs/{id}/download/",
             "/api/teams/{team}/qrels/", "/api/teams/{team}/evaluations/",
             "/api/teams/{team}/evaluations/{id}/per-query/", "/api/teams/{team}/comparisons/{id}/",
-            "/api/teams/{team}/leaderboard/{id}/", "/api/metrics/",
+            "/api/teams/{team}/leaderboard/{id}/", "/api/metrics/", "/api/projects/{slug}/pools/",
+            "/api/projects/{slug}/pools/{id}/", "/api/projects/{slug}/pools/{id}/progress/",
         ):  # fmt: skip
             assert endpoint in paths, endpoint
         assert set(paths["/api/teams/{team}/runs/"]) == {"get", "post"}

@@ -1,0 +1,415 @@
+"""Pools built from runs: create one, build it (a job), and re-order its pending tasks as answers arrive.
+
+`pool_create` checks the request and queues the build on commit. The build (`pool_build_run`, the task's
+one call) reads the runs, pools their top `depth` per topic over the project's topics
+(`evalcore.pooling.candidates_from_runs`), leaves out the candidates whose document the project lacks
+(counted in `skipped_missing`), and materialises the order (`_materialise`).
+
+Materialising an order: the pool's history is replayed (`pool_history`: the pool's pairs that have a
+counted answer, in the order of their first one, relevant when their mean counted grade reaches
+`rel_level`), `evalcore.pooling.pool_order` gives the pairs still to judge within the budget, and
+
+- the pairs that have no task get one (bulk, idempotent under the unique (project, topic, document)
+  constraint; a task the project had is reused and linked, never duplicated);
+- each wanted task nobody started gets the priority `judged + its position` (claims serve prioritised
+  fresh tasks first, lowest first); the update is one statement over the tasks whose priority changed;
+- the pool's pending tasks that left the budgeted order lose their priority, and those the pool created
+  that nobody holds or answered are deleted (locked first, SKIP LOCKED: a claim in flight keeps its task);
+- a spent budget ends the pool (`done`).
+
+Re-ordering (`PoolReprioritise`): `annotations.hooks` calls `pool_answers_changed` after an answer
+commits in a project with priorities. It asks for a re-prioritisation of each judging pool of the project:
+the first request creates the pending job and sends it `DEBOUNCE_SECONDS` later; later ones join it (the
+one-pending constraint), and a process that just queued the jobs does not ask the database again for
+`JOIN_MEMO_SECONDS` (shorter than the debounce, so those jobs read the answers it passed over). The job replays the answers, materialises the new order, refreshes the counters and
+the yield curve, and asks again if answers newer than those it read arrived meanwhile. Nothing of this
+runs in the request. The same candidates, parameters and answers give the same order (`pool_order` is
+deterministic), so re-running a job changes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import IntegrityError, transaction
+from django.db.models import Avg, Exists, Max, Min, OuterRef
+from django.utils import timezone
+
+from annotations.models import Annotation, Assignment, Document, Project, Task, Topic
+from evalcore.pooling import PoolCandidates, PoolParams, candidates_from_runs, pool_order
+from evalplatform import sqlrows
+from evalplatform.auth import User
+from evalplatform.errors import InputError
+from evalplatform.jobs import JobOutcome, ProgressFn, job_enqueue, job_enqueue_on_commit, job_run
+from monitoring.evaluations.services import read_run
+from monitoring.files.models import Run
+from monitoring.pooling.models import JudgingPool, PoolReprioritise, PoolTask
+
+Stage = JudgingPool.Stage
+
+#: The build's and the re-prioritisation's hard time limit on the worker.
+TIME_LIMIT = 30 * 60
+#: How long after the first answer a re-prioritisation waits, gathering the answers that follow.
+DEBOUNCE_SECONDS = 5.0
+#: After asking, a process joins the pending job without asking the database again for this long.
+JOIN_MEMO_SECONDS = 2.0
+TASK = Task._meta.db_table
+#: The stages whose pools follow the answers (a built pool; once its budget is spent, its figures still do).
+LIVE = (Stage.JUDGING, Stage.DONE)
+#: The most runs one pool reads.
+MAX_RUNS = 100
+
+#: Project id -> until when this process takes a pending re-prioritisation as asked for (monotonic).
+_joined: dict[int, float] = {}
+
+
+# --- creating -------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def pool_create(
+    *,
+    project: Project,
+    runs: Sequence[Run],
+    strategy: str,
+    budget: int | None,
+    depth: int = 100,
+    seed: int = 0,
+    rrf_k: int = 60,
+    rbp_p: float = 0.8,
+    rel_level: int = 1,
+    created_by: User | None = None,
+    enqueue: bool = True,
+) -> JudgingPool:
+    """A new pool of `project` from `runs` (its linked team's), its build queued on commit.
+
+    InputError when the project has no team, a run is another team's, or the parameters are impossible."""
+    if project.team_id is None:
+        raise InputError("Link the project to a team first: a pool is built from that team's runs.")
+    runs = list(dict.fromkeys(runs))
+    if not runs:
+        raise InputError("Choose at least one run.")
+    if len(runs) > MAX_RUNS:
+        raise InputError(f"Choose at most {MAX_RUNS} runs.")
+    if any(run.team_id != project.team_id for run in runs):
+        raise InputError("Every run must be one of the project's team's runs.")
+    try:
+        PoolParams(strategy, budget=budget, depth=depth, seed=seed, rrf_k=rrf_k, rbp_p=rbp_p)
+    except ValueError as error:
+        raise InputError(str(error)) from None
+    if rel_level < 0 or rel_level not in range(max(project.grades, default=0) + 1):
+        raise InputError(
+            f"rel_level must be one of the project's grades ({', '.join(map(str, project.grades))})."
+        )
+    pool = JudgingPool.objects.create(
+        team_id=project.team_id, project=project, strategy=strategy, budget=budget, depth=depth, seed=seed,
+        rrf_k=rrf_k, rbp_p=rbp_p, rel_level=rel_level, created_by=created_by,
+    )  # fmt: skip
+    pool.runs.set(runs)
+    if enqueue:
+        job_enqueue_on_commit(pool)
+    return pool
+
+
+# --- building -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Built:
+    candidates: PoolCandidates
+    skipped_missing: int
+
+
+def pool_build_run(*, pool_id: int) -> JobOutcome:
+    """The build job: read the runs, pool them, materialise the order (see the module docstring)."""
+    return job_run(JudgingPool, pk=pool_id, compute=_build_compute, store=_build_store)
+
+
+def _build_compute(pool: JudgingPool, progress: ProgressFn) -> Built:
+    runs = list(pool.runs.order_by("pk"))
+    data = []
+    for number, run in enumerate(runs, start=1):
+        progress((number - 1) / (len(runs) + 1), f"Reading run {number} of {len(runs)}: {run.name}")
+        data.append(read_run(run))
+    progress(len(runs) / (len(runs) + 1), "Pooling the runs")
+    qids = set(Topic.objects.filter(project=pool.project_id).values_list("qid", flat=True))
+    pooled = candidates_from_runs(data, depth=pool.depth, names=run_names(runs), qids=qids)
+    docnos = set(pooled.docnos)
+    present = set(
+        Document.objects.filter(project=pool.project_id, doc_id__in=docnos).values_list("doc_id", flat=True)
+    )
+    keep = np.array([docno in present for docno in pooled.docnos], dtype=bool)
+    return Built(candidates_subset(pooled, keep), int((~keep).sum()))
+
+
+def run_names(runs: Sequence[Run]) -> list[str]:
+    """One distinct name per run: its name, with its id where another run has the same."""
+    names = [run.name for run in runs]
+    return [
+        name if names.count(name) == 1 else f"{name} #{run.pk}" for name, run in zip(names, runs, strict=True)
+    ]
+
+
+def candidates_subset(candidates: PoolCandidates, keep: np.ndarray) -> PoolCandidates:
+    """The candidates where `keep` is true, with their hits (each run's ranks stay as the run gave them:
+    a document the project lacks is left out, not ranked past)."""
+    if keep.all():
+        return candidates
+    new_index = np.cumsum(keep) - 1
+    hits = keep[candidates.hit_candidate]
+    return PoolCandidates(
+        candidates.qids,
+        candidates.run_names,
+        candidates.query[keep].astype(np.int32),
+        tuple(docno for docno, kept in zip(candidates.docnos, keep.tolist(), strict=True) if kept),
+        candidates.hit_run[hits].astype(np.int32),
+        new_index[candidates.hit_candidate[hits]].astype(np.int64),
+        candidates.hit_rank[hits].astype(np.int32),
+        candidates.depth,
+    )
+
+
+def _build_store(pool: JudgingPool, built: Built) -> None:
+    pool.candidates = built.candidates.to_bytes()
+    pool.candidates_count = len(built.candidates)
+    pool.skipped_missing = built.skipped_missing
+    history = pool_history(pool, built.candidates)
+    done = _materialise(pool, built.candidates, history)
+    pool.tasks_created, pool.tasks_reused = done.created, done.reused
+    pool.save()
+
+
+# --- the answers so far ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class History:
+    """The pool's judged pairs: (candidate index, relevant) in the order of their first counted answer."""
+
+    judged: list[tuple[int, bool]]
+    #: The newest answer of the project read (0: none).
+    answers_seen: int
+
+
+def pool_history(pool: JudgingPool, candidates: PoolCandidates) -> History:
+    """Replay the project's counted answers onto the pool's candidates (see the module docstring)."""
+    rows = (
+        Annotation.objects.filter(project=pool.project_id, grade__isnull=False, too_fast=False)
+        .values("task_id", "task__topic__qid", "task__document__doc_id")
+        .annotate(first=Min("created_at"), first_id=Min("id"), mean=Avg("grade"))
+        .order_by("first", "first_id")
+    )
+    judged = []
+    for row in rows:
+        index = candidates.index_of(row["task__topic__qid"], row["task__document__doc_id"])
+        if index is not None:
+            judged.append((index, float(row["mean"]) >= pool.rel_level))
+    seen = Annotation.objects.filter(project=pool.project_id).aggregate(newest=Max("id"))["newest"]
+    return History(judged, int(seen or 0))
+
+
+# --- materialising an order -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Materialised:
+    created: int
+    reused: int
+    changed: int
+    deleted: int
+
+
+def _materialise(pool: JudgingPool, candidates: PoolCandidates, history: History) -> Materialised:
+    """Make the project's tasks follow the order `history` leads to (in the caller's transaction)."""
+    order = pool_order(candidates, pool.params, history.judged)
+    base = len(history.judged)
+    wanted = {int(index): base + position for position, index in enumerate(order.tolist())}
+    judged = {index for index, _ in history.judged}
+    tasks, created = _tasks_for(pool, candidates, [*wanted, *judged])
+    linked = set(PoolTask.objects.filter(pool=pool).values_list("task_id", flat=True))
+    PoolTask.objects.bulk_create(
+        [
+            PoolTask(pool=pool, task_id=task_id, candidate=index, created=task_id in created)
+            for index, task_id in tasks.items()
+            if task_id not in linked
+        ],
+        ignore_conflicts=True,
+    )
+    desired = {tasks[index]: priority for index, priority in wanted.items()}
+    changed = _priorities_set(pool, desired)
+    deleted = _dropped_delete(pool, keep=set(desired) | {tasks[index] for index in judged})
+    Project.objects.filter(pk=pool.project_id, has_priorities=False).update(has_priorities=True)
+    spent = pool.budget is not None and base >= pool.budget
+    pool.stage = Stage.DONE if spent else Stage.JUDGING
+    _counters_refresh(pool, history)
+    new_links = len(tasks) - len(linked & set(tasks.values()))
+    return Materialised(len(created), max(0, new_links - len(created)), changed, deleted)
+
+
+def _tasks_for(
+    pool: JudgingPool, candidates: PoolCandidates, indices: Sequence[int]
+) -> tuple[dict[int, int], set[int]]:
+    """Candidate index -> task id for `indices`, creating the missing tasks; and the ids created."""
+    if not indices:
+        return {}, set()
+    topics = dict(Topic.objects.filter(project=pool.project_id).values_list("qid", "pk"))
+    docnos = {candidates.docnos[index] for index in indices}
+    documents = dict(
+        Document.objects.filter(project=pool.project_id, doc_id__in=docnos).values_list("doc_id", "pk")
+    )
+    pairs = {}
+    for index in indices:
+        qid, docno = candidates.pair(index)
+        if qid in topics and docno in documents:  # both were there when the pool was built
+            pairs[index] = (topics[qid], documents[docno])
+
+    def existing() -> dict[tuple[int, int], int]:
+        rows = Task.objects.filter(project=pool.project_id, document_id__in=set(documents.values()))
+        return {
+            (topic, document): pk for pk, topic, document in rows.values_list("pk", "topic_id", "document_id")
+        }
+
+    before = existing()
+    missing = [pair for pair in pairs.values() if pair not in before]
+    if missing:
+        Task.objects.bulk_create(
+            [
+                Task(project_id=pool.project_id, topic_id=topic, document_id=document)
+                for topic, document in missing
+            ],
+            ignore_conflicts=True,
+            batch_size=1000,
+        )
+    after = existing() if missing else before
+    created = {after[pair] for pair in missing if pair in after}
+    return {index: after[pair] for index, pair in pairs.items() if pair in after}, created
+
+
+def _priorities_set(pool: JudgingPool, desired: dict[int, int]) -> int:
+    """Give the wanted tasks nobody started their priority, and take it from the pool's other tasks nobody
+    started: one statement over the tasks whose priority changes. Returns how many.
+
+    The statement locks its rows in id order and skips those another transaction holds (a claim taking
+    the task right now: it is started, so its priority no longer matters), so it never waits on a claim.
+    Updated in the order `unnest` gives, it deadlocked with claims that held one task while waiting for
+    another; a skipped row is brought up to date by the next re-prioritisation."""
+    current = dict(
+        Task.objects.filter(pool_links__pool=pool, assigned_count=0, label_count=0).values_list(
+            "pk", "priority"
+        )
+    )
+    changes = {pk: desired.get(pk) for pk, priority in current.items() if desired.get(pk) != priority}
+    if not changes:
+        return 0
+    ids, values = list(changes), [changes[pk] for pk in changes]
+    if sqlrows.vendor() == "postgresql":
+        with sqlrows.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {TASK} t SET priority = v.priority "
+                "FROM unnest(%s::bigint[], %s::bigint[]) AS v(id, priority) "
+                f"WHERE t.id = v.id AND t.id IN (SELECT id FROM {TASK} WHERE id = ANY(%s) "
+                "AND assigned_count = 0 ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)",
+                [ids, values, ids],
+            )
+            return int(cursor.rowcount)
+    from django.db.models import Case, IntegerField, Value, When
+
+    return Task.objects.filter(pk__in=ids, assigned_count=0).update(
+        priority=Case(
+            *[When(pk=pk, then=Value(value)) for pk, value in changes.items()], output_field=IntegerField()
+        )
+    )
+
+
+def _dropped_delete(pool: JudgingPool, *, keep: set[int]) -> int:
+    """Delete the tasks the pool created that left its order and that nobody holds or ever answered.
+
+    They are locked first (SKIP LOCKED: a task a claim is taking right now stays) and re-checked under
+    the lock, so a task is never deleted under a reservation."""
+    dropped = (
+        Task.objects.filter(pool_links__pool=pool, pool_links__created=True, assigned_count=0, label_count=0)
+        .exclude(pk__in=keep)
+        .exclude(Exists(Assignment.objects.filter(task=OuterRef("pk"))))
+        .exclude(Exists(PoolTask.objects.filter(task=OuterRef("pk")).exclude(pool=pool)))
+    )
+    ids = list(
+        dropped.order_by("pk").select_for_update(skip_locked=True, of=("self",)).values_list("pk", flat=True)
+    )
+    if ids:
+        Task.objects.filter(pk__in=ids).delete()
+    return len(ids)
+
+
+def _counters_refresh(pool: JudgingPool, history: History) -> None:
+    flags = np.array([relevant for _, relevant in history.judged], dtype=np.int64)
+    pool.judged = len(history.judged)
+    pool.relevant = int(flags.sum())
+    pool.yield_curve = np.cumsum(flags).tolist()
+    pool.pending = Task.objects.filter(pool_links__pool=pool, label_count=0).count()
+    pool.refreshed_at = timezone.now()
+
+
+#: The pool's columns a materialisation writes.
+POOL_FIGURES = ["stage", "judged", "relevant", "pending", "yield_curve", "refreshed_at"]
+
+
+# --- re-ordering as answers arrive ----------------------------------------------------------------------
+
+
+def pool_answers_changed(project_id: int) -> None:
+    """`annotations.hooks`' call after answers committed in a project with priorities: ask for a
+    re-prioritisation of each of its judging pools (debounced; see the module docstring)."""
+    if _joined.get(project_id, 0.0) > time.monotonic():
+        return
+    # A pool whose budget is spent too: the pairs that were in flight are still answered, and its figures
+    # (and its stage, after an undo) follow them.
+    pools = JudgingPool.objects.filter(project=project_id, stage__in=LIVE).values_list("pk", flat=True)
+    queued = [pool_reprioritise_request(pool_id=pool_id) for pool_id in pools]
+    if queued and all(queued):
+        # Only after queueing jobs of its own, which run DEBOUNCE_SECONDS (> the memo) from now: the
+        # answers this process then passes over are read by them. A job it merely joined may be running.
+        _joined[project_id] = time.monotonic() + JOIN_MEMO_SECONDS
+
+
+def pool_reprioritise_request(*, pool_id: int, countdown: float = DEBOUNCE_SECONDS) -> bool:
+    """Queue a re-prioritisation of the pool; False when one is already pending (this joins it) or the
+    queue is down (the job is then failed with the reason, and the next answer asks again)."""
+    try:
+        with transaction.atomic():
+            job = PoolReprioritise.objects.create(pool_id=pool_id)
+    except IntegrityError:
+        return False
+    return job_enqueue(job, countdown=countdown)
+
+
+def pool_reprioritise_run(*, job_id: int) -> JobOutcome:
+    outcome = job_run(PoolReprioritise, pk=job_id, compute=_reprioritise_compute, store=_reprioritise_store)
+    if outcome.status == "done":
+        job = PoolReprioritise.objects.select_related("pool").get(pk=job_id)
+        newer = Annotation.objects.filter(project=job.pool.project_id, pk__gt=job.answers_seen).exists()
+        if newer and job.pool.stage in LIVE:
+            pool_reprioritise_request(pool_id=job.pool_id)
+    return outcome
+
+
+def _reprioritise_compute(job: PoolReprioritise, progress: ProgressFn) -> History:
+    pool = job.pool
+    if pool.stage not in LIVE:
+        return History([], 0)
+    return pool_history(pool, PoolCandidates.from_bytes(bytes(pool.candidates)))
+
+
+def _reprioritise_store(job: PoolReprioritise, history: History) -> None:
+    # Under the pool's lock: one materialisation of a pool at a time. Answers that committed after the
+    # compute read are caught by the next job (`pool_reprioritise_run` asks for it).
+    pool = JudgingPool.objects.select_for_update(of=("self",)).get(pk=job.pool_id)
+    if pool.stage not in LIVE:
+        return
+    done = _materialise(pool, PoolCandidates.from_bytes(bytes(pool.candidates)), history)
+    pool.save(update_fields=POOL_FIGURES)
+    job.answers_seen = history.answers_seen
+    job.changed, job.created_tasks, job.deleted_tasks = done.changed, done.created, done.deleted
+    job.save(update_fields=["answers_seen", "changed", "created_tasks", "deleted_tasks"])

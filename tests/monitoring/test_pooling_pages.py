@@ -1,0 +1,237 @@
+"""The pool pages, the pools API and the `pool_runs` command: who may use them, what they show, and that
+they create the same pool the services do."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from annotations import services as judging
+from annotations.models import Project, Task
+from evalplatform.models import Team
+from evalplatform.teams import team_member_set
+from monitoring.files.models import Run
+from monitoring.pooling import services as pooling
+from monitoring.pooling.models import JudgingPool
+from tests.conftest import QueuedTasks
+from tests.monitoring.test_pooling import bob, built, judge, project, reprioritise, runs  # noqa: F401 - fixtures
+
+__all__ = ["bob", "project", "runs"]
+
+
+@pytest.fixture
+def lead(client: Client, lena: User, team: Team) -> Client:
+    """Lena, the project's lead, a viewer of its team: she may pool the team's runs."""
+    team_member_set(team=team, user=lena, role="viewer")
+    client.force_login(lena)
+    return client
+
+
+@pytest.fixture
+def judged_pool(project: Project, runs: list[Run], alice: User) -> JudgingPool:
+    pool = built(project, runs, strategy="mtf", budget=9)
+    judge(project, alice, lambda task: 3 if task.document.doc_id.endswith(("-7", "-6")) else 0, count=4)
+    return reprioritise(pool)
+
+
+@pytest.mark.django_db
+class TestPages:
+    def test_it_creates_a_pool_from_the_form_and_queues_its_build(
+        self, lead: Client, project: Project, runs: list[Run], queued: QueuedTasks,
+        django_capture_on_commit_callbacks: Any,
+    ) -> None:  # fmt: skip
+        page = lead.get("/projects/web/pools/")
+        assert page.status_code == 200 and 'id="pool-form"' in page.content.decode()
+        assert all(run.name in page.content.decode() for run in runs)
+        with django_capture_on_commit_callbacks(execute=True):
+            response = lead.post(
+                "/projects/web/pools/",
+                {
+                    "runs": [runs[0].pk, runs[1].pk],
+                    "strategy": "take-rbp",
+                    "budget": 6,
+                    "depth": 5,
+                    "seed": 0,
+                },
+            )
+        pool = JudgingPool.objects.get()
+        assert response.status_code == 302 and response["Location"] == f"/projects/web/pools/{pool.pk}/"
+        assert (pool.strategy, pool.budget, pool.depth, pool.created_by.username) == (
+            "take-rbp",
+            6,
+            5,
+            "lena",
+        )
+        assert set(pool.runs.all()) == {runs[0], runs[1]}
+        assert queued.names() == ["monitoring.tasks.pool_build"]
+
+    def test_it_refuses_a_bad_form_with_its_reasons(
+        self, lead: Client, project: Project, runs: list[Run]
+    ) -> None:
+        response = lead.post("/projects/web/pools/", {"runs": [], "strategy": "best", "depth": 0})
+        body = response.content.decode()
+        assert response.status_code == 400 and "This field is required" in body and "best" in body
+        assert not JudgingPool.objects.exists()
+
+    def test_a_lead_outside_the_team_reads_pools_but_may_not_pool_its_runs(
+        self, client: Client, lena: User, project: Project, runs: list[Run]
+    ) -> None:
+        client.force_login(lena)
+        page = client.get("/projects/web/pools/")
+        assert page.status_code == 200 and 'id="pool-not-allowed"' in page.content.decode()
+        response = client.post(
+            "/projects/web/pools/", {"runs": [runs[0].pk], "strategy": "depth", "budget": 3}
+        )
+        assert response.status_code == 403 and not JudgingPool.objects.exists()
+
+    def test_annotators_never_see_pool_internals(
+        self, client: Client, alice: User, judged_pool: JudgingPool
+    ) -> None:
+        client.force_login(alice)
+        base = f"/projects/web/pools/{judged_pool.pk}/"
+        for path in ("/projects/web/pools/", base, base + "yield.csv", base + "state.json"):
+            assert client.get(path).status_code == 403, path
+        for path in ("/api/projects/web/pools/", f"/api/projects/web/pools/{judged_pool.pk}/progress/"):
+            assert client.get(path).status_code == 403, path
+        judge_page = client.get("/projects/web/judge/").content.decode()
+        assert "priority" not in judge_page and "pool" not in judge_page.lower()
+
+    def test_a_pools_page_shows_its_strategy_progress_and_yield_with_numbers_and_csv(
+        self, lead: Client, judged_pool: JudgingPool
+    ) -> None:
+        page = lead.get(f"/projects/web/pools/{judged_pool.pk}/").content.decode()
+        assert f"Pool #{judged_pool.pk}: mtf" in page
+        assert (
+            f"{judged_pool.judged} / 9" in page and 'id="figure-yield"' in page and 'id="yield-table"' in page
+        )
+        assert "3 pooled pairs left out" in page  # x0, x1, x2
+        rows = list(
+            csv.reader(
+                io.StringIO(lead.get(f"/projects/web/pools/{judged_pool.pk}/yield.csv").content.decode())
+            )
+        )
+        assert rows[0] == ["judged", "relevant_found", "relevant_share"]
+        assert [int(row[1]) for row in rows[1:]] == judged_pool.yield_curve and len(rows) == 5
+        listing = lead.get("/projects/web/pools/").content.decode()
+        assert f'href="/projects/web/pools/{judged_pool.pk}/"' in listing
+
+    def test_the_leads_project_page_links_to_the_pools(self, lead: Client, project: Project) -> None:
+        assert 'href="/projects/web/pools/"' in lead.get("/projects/web/").content.decode()
+
+    def test_re_order_now_queues_one_reprioritisation(
+        self, lead: Client, judged_pool: JudgingPool, queued: QueuedTasks
+    ) -> None:
+        lead.post(f"/projects/web/pools/{judged_pool.pk}/refresh/")
+        lead.post(f"/projects/web/pools/{judged_pool.pk}/refresh/")
+        assert queued.names() == ["monitoring.tasks.pool_reprioritise"]
+
+
+@pytest.mark.django_db
+class TestApi:
+    def test_it_creates_lists_and_reads_a_pool(
+        self, lead: Client, project: Project, runs: list[Run], queued: QueuedTasks,
+        django_capture_on_commit_callbacks: Any,
+    ) -> None:  # fmt: skip
+        with django_capture_on_commit_callbacks(execute=True):
+            created = lead.post(
+                "/api/projects/web/pools/",
+                {"runs": [run.pk for run in runs], "strategy": "bandit-mm-ns", "budget": 8, "depth": 6},
+                content_type="application/json",
+            )
+        assert created.status_code == 202, created.content
+        body = created.json()
+        assert (body["strategy"], body["budget"], body["adaptive"], body["status"]) == (
+            "bandit-mm-ns",
+            8,
+            True,
+            "pending",
+        )
+        assert body["url"].endswith(f"/api/projects/web/pools/{body['id']}/")
+        assert pooling.pool_build_run(pool_id=body["id"]).status == "done"
+        detail = lead.get(f"/api/projects/web/pools/{body['id']}/").json()
+        assert detail["status"] == "done" and detail["figures"]["tasks_created"] == 8
+        assert detail["figures"]["stage"] == "judging" and detail["figures"]["skipped_missing"] == 3
+        listing = lead.get("/api/projects/web/pools/").json()
+        assert [row["id"] for row in listing["results"]] == [body["id"]]
+
+    def test_its_progress_gives_the_yield_after_each_judgment(
+        self, lead: Client, judged_pool: JudgingPool
+    ) -> None:
+        progress = lead.get(f"/api/projects/web/pools/{judged_pool.pk}/progress/").json()
+        assert progress["judged"] == 4 and progress["budget"] == 9
+        assert [point["relevant"] for point in progress["yield_curve"]] == judged_pool.yield_curve
+        assert [point["judged"] for point in progress["yield_curve"]] == [1, 2, 3, 4]
+
+    def test_it_refuses_another_teams_run_naming_it(
+        self, lead: Client, project: Project, other_team: Team, otto: User
+    ) -> None:
+        from monitoring.files import uploads
+        from tests.monitoring.conftest import upload
+
+        foreign = uploads.run_upload(
+            team=other_team, upload=upload("f.run", "q0 Q0 d0-1 1 2.0 f\n"), uploaded_by=otto
+        )
+        response = lead.post(
+            "/api/projects/web/pools/", {"runs": [foreign.pk], "strategy": "depth", "budget": 3},
+            content_type="application/json",
+        )  # fmt: skip
+        assert response.status_code == 400
+        assert response.json() == {"runs": {"0": [f"The project's team has no run {foreign.pk}."]}}
+
+
+@pytest.mark.django_db
+class TestCommand:
+    def test_it_pools_runs_by_name_and_prints_json(self, project: Project, runs: list[Run]) -> None:
+        out = io.StringIO()
+        call_command(
+            "pool_runs", "--project", "web", "--run", "up", "--run", "down", "--strategy", "depth", "--budget", "5",
+            "--depth", "4", "--json", stdout=out,
+        )  # fmt: skip
+        data = json.loads(out.getvalue())
+        pool = JudgingPool.objects.get()
+        assert data["pool"] == pool.pk and data["runs"] == ["up", "down"] and data["stage"] == "judging"
+        assert (data["tasks_created"], data["pending"], data["skipped_missing"]) == (5, 5, 3)
+        assert Task.objects.filter(project=project, priority__isnull=False).count() == 5
+
+    def test_it_says_what_is_wrong(self, project: Project, runs: list[Run]) -> None:
+        with pytest.raises(CommandError, match="no run named 'nope'"):
+            call_command(
+                "pool_runs", "--project", "web", "--run", "nope", "--strategy", "depth", "--budget", "5"
+            )
+        with pytest.raises(CommandError, match="no project 'gone'"):
+            call_command(
+                "pool_runs", "--project", "gone", "--run", "up", "--strategy", "depth", "--budget", "5"
+            )
+        with pytest.raises(CommandError, match="at least 1"):
+            call_command(
+                "pool_runs", "--project", "web", "--run", "up", "--strategy", "depth", "--budget", "0"
+            )
+        assert not JudgingPool.objects.exists()
+
+    def test_its_pool_serves_the_project_as_the_pages_do(
+        self, project: Project, runs: list[Run], alice: User
+    ) -> None:
+        call_command(
+            "pool_runs",
+            "--project",
+            "web",
+            "--run",
+            "mid",
+            "--strategy",
+            "depth",
+            "--budget",
+            "3",
+            stdout=io.StringIO(),
+        )
+        project.refresh_from_db()  # as each request reads it: the pool gave it priorities
+        served = [task.document.doc_id for task in judge(project, alice, lambda task: 1, count=3)]
+        assert served == ["d0-2", "d1-2", "d2-2"]  # the run's first document of each topic, topics in turn
+        # The project had no other task: the budget spent, the queue is empty.
+        assert judging.task_claim(project=project, annotator=alice).status == "empty"
