@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import time
+from io import StringIO
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import CommandError, call_command
 from django.test import Client
 
 from annotations import qrels as builds
@@ -266,6 +269,22 @@ class TestJudgeTheGaps:
                         "created": 6, "existing": 0, "missing_topic": 2, "missing_document": 0}  # fmt: skip
         bad = signed_in(theo).post(url, {"depth": 5000}, content_type="application/json")
         assert bad.status_code == 400 and "depth" in bad.json()
+
+    def test_the_command_adds_the_gaps_once_and_prints_the_counts(self, linked: dict[str, Any]) -> None:
+        source, (_, late) = linked["source"], linked["runs"]
+        first, again = StringIO(), StringIO()
+        args = ["--team", "search", "--qrels", str(source.pk), "--run", late.name, "--depth", "2"]
+        call_command("judge_gaps", *args, "--json", stdout=first)
+        assert json.loads(first.getvalue()) == {
+            "run": late.pk, "qrels": source.pk, "project": "web", "depth": 2, "unjudged": 8, "created": 6,
+            "existing": 0, "missing_topic": 2, "missing_document": 0,
+        }  # fmt: skip
+        call_command("judge_gaps", *args, stdout=again)
+        assert "0 added to web, 6 already there, 2 skipped (topic not in the project)" in again.getvalue()
+        with pytest.raises(CommandError, match="no run 'nope'"):
+            call_command("judge_gaps", "--team", "search", "--qrels", str(source.pk), "--run", "nope")
+        with pytest.raises(CommandError, match="depth between 1 and"):
+            call_command("judge_gaps", *args[:-1], "0")
 
 
 @pytest.mark.django_db
