@@ -63,10 +63,8 @@ def test_it_computes_coec_by_hand() -> None:
     relevance = by_pair(judged, judged.relevance)
     assert relevance[("q", "a")] == pytest.approx(2 / (5 / 3))
     assert relevance[("q", "b")] == pytest.approx(1 / (4 / 3))
-    assert by_pair(judged, judged.grade) == {
-        ("q", "a"): 1,
-        ("q", "b"): 1,
-    }  # 1.2 and 0.75, thresholds 0.5/1/1.5/2.5
+    # 1.2 and 0.75 against the boundaries 0.5, 1, 1.5 and 2.5.
+    assert by_pair(judged, judged.grade) == {("q", "a"): 2, ("q", "b"): 1}
     assert by_pair(judged, judged.impressions) == {("q", "a"): 3, ("q", "b"): 3}
     assert by_pair(judged, judged.clicks) == {("q", "a"): 2, ("q", "b"): 1}
 
