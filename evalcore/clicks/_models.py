@@ -276,7 +276,9 @@ def _max_change(new: np.ndarray, old: np.ndarray) -> float:
 
 @dataclass(frozen=True, eq=False)
 class _Grid:
-    """The log as a sessions x depth grid, each session's results in the order shown (padded at the end)."""
+    """The log as a depth x sessions grid: row r holds every session's result at rank r + 1 in the order
+    shown (sessions shorter than the deepest are padded). Rank-major, so that each step of the
+    forward-backward pass reads contiguous rows."""
 
     pair: np.ndarray  # int64, 0 where padded
     click: np.ndarray  # bool, False where padded
@@ -290,17 +292,16 @@ class _Grid:
         n = order.size
         starts = np.flatnonzero(np.r_[True, session[1:] != session[:-1]]) if n else np.zeros(0, np.int64)
         lengths = np.diff(np.r_[starts, n])
-        row = np.repeat(np.arange(starts.size), lengths)
-        col = np.arange(n) - np.repeat(starts, lengths)
-        depth = int(lengths.max(initial=0))
-        shape = (starts.size, depth)
+        column = np.repeat(np.arange(starts.size), lengths)
+        rank = np.arange(n) - np.repeat(starts, lengths)
+        shape = (int(lengths.max(initial=0)), starts.size)
         pair = np.zeros(shape, dtype=np.int64)
         click = np.zeros(shape, dtype=bool)
         shown = np.zeros(shape, dtype=bool)
-        pair[row, col] = pairs.row_pair[order]
-        click[row, col] = clicked[order]
-        shown[row, col] = True
-        later = np.flip(np.logical_or.accumulate(np.flip(click, axis=1), axis=1), axis=1)
+        pair[rank, column] = pairs.row_pair[order]
+        click[rank, column] = clicked[order]
+        shown[rank, column] = True
+        later = np.flip(np.logical_or.accumulate(np.flip(click, axis=0), axis=0), axis=0)
         return cls(pair, click, shown, later)
 
 
@@ -320,48 +321,48 @@ def dbn_em_step(
         T(1) = gamma, T(0) = 1 - gamma                                 -> gamma' = sum of e = 1 / sum of both
 
     over the ranks r that have a result shown after them. b_r(0) is 1 when no click comes at r or below.
+    Every session is computed at once, one rank at a time.
     """
+    shown, click = grid.shown, grid.click
     a = attract[grid.pair]
     s = satisfy[grid.pair]
-    shown, click = grid.shown, grid.click
-    emit = np.where(shown, np.where(click, a, 1.0 - a), 1.0)  # P(c_r | E_r = 1)
-    stay = np.where(shown, np.where(click, gamma * (1.0 - s), gamma), 1.0)  # P(E_(r+1) = 1 | E_r = 1, c_r)
-    sessions, depth = emit.shape
-    back0 = ~grid.later_click  # b_r(0)
-    back1 = np.ones((sessions, depth + 1))
+    emit = np.where(click, a, 1.0 - a)  # P(c_r | E_r = 1)
+    stay = np.where(click, gamma * (1.0 - s), gamma)  # P(E_(r+1) = 1 | E_r = 1, c_r)
+    emit[~shown] = 1.0  # padding: no click, and the walk goes on unchanged
+    stay[~shown] = 1.0
+    depth, sessions = emit.shape
+    back0 = np.vstack([~grid.later_click, np.ones((1, sessions), dtype=bool)])  # b_r(0), b_(K+1)(0) = 1
+    back1 = np.ones((depth + 1, sessions))
     for r in range(depth - 1, -1, -1):
-        nxt0 = back0[:, r + 1] if r + 1 < depth else np.ones(sessions, dtype=bool)
-        back1[:, r] = emit[:, r] * (stay[:, r] * back1[:, r + 1] + (1.0 - stay[:, r]) * nxt0)
-    z = back1[:, 0]
-    post_a = np.zeros((sessions, depth))
-    post_s = np.zeros((sessions, depth))
+        back1[r] = emit[r] * (stay[r] * back1[r + 1] + (1.0 - stay[r]) * back0[r + 1])
+    inverse_z = 1.0 / back1[0]
+    post = np.zeros((depth, sessions))  # P(A_r = 1 | C) where not clicked, P(S_r = 1 | C) where clicked
     cont_num = cont_den = 0.0
-    f1, f0 = np.ones(sessions), np.zeros(sessions)
+    f1, f0 = inverse_z.copy(), np.zeros(sessions)  # f_r(e) / Z
     for r in range(depth):
-        nxt0 = back0[:, r + 1] if r + 1 < depth else np.ones(sessions, dtype=bool)
-        col_click, col_a, col_s = click[:, r], a[:, r], s[:, r]
-        post_a[:, r] = np.where(col_click, 1.0, col_a * f0 * back0[:, r] / z)
-        post_s[:, r] = np.where(col_click, f1 * col_a * col_s * nxt0 / z, 0.0)
+        c = click[r]
+        post[r] = np.where(c, f1 * a[r] * s[r] * back0[r + 1], a[r] * f0 * back0[r])
+        moved = f1 * emit[r]
         if r + 1 < depth:
-            has_next = shown[:, r + 1]
-            common = f1 * emit[:, r] * np.where(col_click, 1.0 - col_s, 1.0) / z
-            stay_mass = common * gamma * back1[:, r + 1]
-            leave_mass = common * (1.0 - gamma) * nxt0
-            cont_num += float(stay_mass[has_next].sum())
-            cont_den += float((stay_mass + leave_mass)[has_next].sum())
-        moved = f1 * emit[:, r]
-        f0 = np.where(click[:, r], 0.0, f0) + moved * (1.0 - stay[:, r])
-        f1 = moved * stay[:, r]
+            left = moved * np.where(c, 1.0 - s[r], 1.0)
+            stay_mass = left * gamma * back1[r + 1]
+            leave_mass = left * (1.0 - gamma) * back0[r + 1]
+            has_next = shown[r + 1]
+            cont_num += float(stay_mass @ has_next)
+            cont_den += float((stay_mass + leave_mass) @ has_next)
+        f0 = np.where(c, 0.0, f0) + moved * (1.0 - stay[r])
+        f1 = moved * stay[r]
+    a_weight = np.where(click, 1.0, post)[shown]
     flat_pair = grid.pair[shown]
     by_pair = np.bincount(flat_pair, minlength=attract.size)
     new_a = np.divide(
-        np.bincount(flat_pair, weights=post_a[shown], minlength=attract.size), by_pair,
+        np.bincount(flat_pair, weights=a_weight, minlength=attract.size), by_pair,
         out=attract.copy(), where=by_pair > 0,
     )  # fmt: skip
     clicked_pair = grid.pair[click]
     by_click = np.bincount(clicked_pair, minlength=satisfy.size)
     new_s = np.divide(
-        np.bincount(clicked_pair, weights=post_s[click], minlength=satisfy.size), by_click,
+        np.bincount(clicked_pair, weights=post[click], minlength=satisfy.size), by_click,
         out=satisfy.copy(), where=by_click > 0,
     )  # fmt: skip
     new_gamma = cont_num / cont_den if cont_den > 0 else gamma
