@@ -16,6 +16,7 @@ STANDALONE_COMMANDS = {
     "eval_fraud": "monitoring.management.commands.eval_fraud",
     "eval_embeddings": "monitoring.management.commands.eval_embeddings",
     "simulate_pooling": "monitoring.management.commands.simulate_pooling",
+    "derive_click_judgments": "monitoring.management.commands.derive_click_judgments",
 }
 
 

@@ -22,6 +22,7 @@ MISSING_FILE_ARGS = {
     "eval_fraud": ["--scores", "absent.csv"],
     "eval_embeddings": ["--reference", "absent.npy"],
     "simulate_pooling": ["--qrels", "absent.qrels", "--run", "a.run", "--strategy", "mtf", "--budget", "10"],
+    "derive_click_judgments": ["--log", "absent.csv", "--model", "coec"],
 }
 
 
