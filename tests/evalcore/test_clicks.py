@@ -34,9 +34,9 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 def log_of(rows: list[tuple[str, str, str, int, int]]) -> ClickLog:
     """A log from (session, query, doc, position, clicked) tuples."""
     ids: list[dict[str, int]] = [{}, {}, {}]
-    codes = [[ids[k].setdefault(row[k], len(ids[k])) for row in rows] for k in range(3)]
+    codes = [[ids[k].setdefault(str(row[k]), len(ids[k])) for row in rows] for k in range(3)]
     return ClickLog.from_codes(
-        *codes, [r[3] for r in rows], [bool(r[4]) for r in rows],
+        codes[0], codes[1], codes[2], [r[3] for r in rows], [bool(r[4]) for r in rows],
         sessions=tuple(ids[0]), queries=tuple(ids[1]), docs=tuple(ids[2]),
     )  # fmt: skip
 
@@ -153,8 +153,8 @@ def brute_force_dbn_step(
     g_num = g_den = 0.0
     for session in sessions:
         k = len(session)
-        stats = {"A": np.zeros(k), "S": np.zeros(k), "go": 0.0, "stay": 0.0}
-        total = 0.0
+        post_a, post_s = np.zeros(k), np.zeros(k)
+        total = went = stayed = 0.0
         for bits in itertools.product((0, 1), repeat=3 * k):
             attracted, satisfied, coin = bits[:k], bits[k : 2 * k], bits[2 * k :]
             p, examined, go, stay = 1.0, 1, 0.0, 0.0
@@ -175,18 +175,18 @@ def brute_force_dbn_step(
             if not ok:
                 continue
             total += p
-            stats["A"] += p * np.array(attracted)
-            stats["S"] += p * np.array([c * satisfied[r] for r, (_, c) in enumerate(session)])
-            stats["go"] += p * go
-            stats["stay"] += p * stay
+            post_a += p * np.array(attracted)
+            post_s += p * np.array([c * satisfied[r] for r, (_, c) in enumerate(session)])
+            went += p * go
+            stayed += p * stay
         for r, (u, c) in enumerate(session):
-            a_num[u] += stats["A"][r] / total
+            a_num[u] += post_a[r] / total
             a_den[u] += 1
             if c:
-                s_num[u] += stats["S"][r] / total
+                s_num[u] += post_s[r] / total
                 s_den[u] += 1
-        g_num += stats["stay"] / total
-        g_den += stats["go"] / total
+        g_num += stayed / total
+        g_den += went / total
     new_s = np.divide(s_num, s_den, out=s.copy(), where=s_den > 0)
     return a_num / a_den, new_s, g_num / g_den
 

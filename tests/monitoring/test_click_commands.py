@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from evalcore.clicks import ClickModelParams, fit, simulate_log
+from evalcore.clicks import ClickLog, ClickModelParams, fit, simulate_log
 
 
 def run_command(*args: str) -> str:
@@ -21,7 +21,7 @@ def run_command(*args: str) -> str:
 
 
 @pytest.fixture
-def simulated_csv(tmp_path: Path) -> tuple[Path, object]:
+def simulated_csv(tmp_path: Path) -> tuple[Path, ClickLog]:
     sim = simulate_log(model="dbn", sessions=3000, queries=5, docs_per_query=8, depth=6, seed=2)
     log = sim.log
     rows = (
@@ -36,7 +36,7 @@ def simulated_csv(tmp_path: Path) -> tuple[Path, object]:
 class TestDeriveClickJudgments:
     @pytest.mark.parametrize("model", ["coec", "pbm", "dbn"])
     def test_it_writes_the_models_grades_as_qrels(
-        self, simulated_csv: tuple[Path, object], tmp_path: Path, model: str
+        self, simulated_csv: tuple[Path, ClickLog], tmp_path: Path, model: str
     ) -> None:
         path, log = simulated_csv
         out = tmp_path / "clicks.qrels"
@@ -54,7 +54,7 @@ class TestDeriveClickJudgments:
         assert summary["clicks"] == int(np.asarray(log.clicked).sum())
         assert summary["positions"] == {k: pytest.approx(v) for k, v in expected.positions.items()}
 
-    def test_it_prints_a_summary_as_text(self, simulated_csv: tuple[Path, object]) -> None:
+    def test_it_prints_a_summary_as_text(self, simulated_csv: tuple[Path, ClickLog]) -> None:
         path, _ = simulated_csv
         text = run_command("--log", str(path), "--model", "pbm")
         assert "model pbm: 3000 sessions, 18000 impressions" in text
@@ -100,13 +100,13 @@ class TestDeriveClickJudgments:
         ],
     )
     def test_it_refuses_bad_options(
-        self, simulated_csv: tuple[Path, object], args: list[str], message: str
+        self, simulated_csv: tuple[Path, ClickLog], args: list[str], message: str
     ) -> None:
         path, _ = simulated_csv
         with pytest.raises(CommandError, match=message):
             run_command("--log", str(path), "--model", "pbm", *args)
 
-    def test_it_uses_given_thresholds(self, simulated_csv: tuple[Path, object], tmp_path: Path) -> None:
+    def test_it_uses_given_thresholds(self, simulated_csv: tuple[Path, ClickLog], tmp_path: Path) -> None:
         path, log = simulated_csv
         out = tmp_path / "t.qrels"
         run_command(
