@@ -187,7 +187,7 @@ def position_ctr(position: np.ndarray, clicked: np.ndarray) -> np.ndarray:
 
 
 def coec(log: ClickLog, pairs: _Pairs, clicked: np.ndarray, params: ClickModelParams) -> _Fitted:
-    """Clicks over expected clicks (Zhang and Jones 2007; Chapelle and Zhang 2009, section 5):
+    """Clicks over expected clicks (Zhang and Jones 2007):
 
         ctr_r = clicks at position r / impressions at position r      (over the whole log)
         COEC(q, d) = sum_i c_i / sum_i ctr_(r_i)                       (i: the impressions of (q, d))
