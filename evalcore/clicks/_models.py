@@ -206,7 +206,13 @@ def coec(log: ClickLog, pairs: _Pairs, clicked: np.ndarray, params: ClickModelPa
 
 
 def pbm_em_step(
-    pair: np.ndarray, rank: np.ndarray, clicked: np.ndarray, alpha: np.ndarray, gamma: np.ndarray
+    pair: np.ndarray,
+    rank: np.ndarray,
+    clicked: np.ndarray,
+    alpha: np.ndarray,
+    gamma: np.ndarray,
+    *,
+    counts: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One EM step of the position-based model (Chuklin, Markov and de Rijke 2015, section 4.1).
 
@@ -216,13 +222,17 @@ def pbm_em_step(
         P(E_i = 1 | c_i) = c_i + (1 - c_i) * gamma_r (1 - alpha_u) / (1 - alpha_u gamma_r)
         alpha_u' = mean of P(A_i = 1 | c_i) over the impressions of u
         gamma_r' = mean of P(E_i = 1 | c_i) over the impressions at r
+
+    `counts`: the impressions of each pair and at each rank, when the caller has them already.
     """
     a, g = alpha[pair], gamma[rank]
     miss = 1.0 - a * g
     attracted = np.where(clicked, 1.0, a * (1.0 - g) / miss)
     examined = np.where(clicked, 1.0, g * (1.0 - a) / miss)
-    by_pair = np.bincount(pair, minlength=alpha.size)
-    by_rank = np.bincount(rank, minlength=gamma.size)
+    by_pair, by_rank = counts or (
+        np.bincount(pair, minlength=alpha.size),
+        np.bincount(rank, minlength=gamma.size),
+    )
     new_alpha = np.divide(
         np.bincount(pair, weights=attracted, minlength=alpha.size),
         by_pair,
@@ -252,9 +262,10 @@ def pbm(log: ClickLog, pairs: _Pairs, clicked: np.ndarray, params: ClickModelPar
     alpha = np.full(pairs.size, 0.5)
     gamma = np.full(int(rank.max(initial=-1)) + 1, 0.5)
     top_shown = bool(np.any(rank == 0))
+    counts = (np.bincount(pairs.row_pair, minlength=alpha.size), np.bincount(rank, minlength=gamma.size))
     iterations, converged = 0, False
     for iterations in range(1, params.max_iterations + 1):  # noqa: B007 - the count is reported
-        new_alpha, new_gamma = pbm_em_step(pairs.row_pair, rank, clicked, alpha, gamma)
+        new_alpha, new_gamma = pbm_em_step(pairs.row_pair, rank, clicked, alpha, gamma, counts=counts)
         if top_shown:  # the likelihood is the same, and the scale no longer drifts between iterations
             new_alpha, new_gamma = new_alpha * new_gamma[0], new_gamma / new_gamma[0]
         new_alpha = np.clip(new_alpha, _EPS, 1 - _EPS)
@@ -284,6 +295,10 @@ class _Grid:
     click: np.ndarray  # bool, False where padded
     shown: np.ndarray  # bool
     later_click: np.ndarray  # bool: a click at this rank or below
+    shown_pair: np.ndarray  # the pair of each shown result, and how many there are of each pair
+    shown_count: np.ndarray
+    clicked_pair: np.ndarray  # the pair of each click, and how many there are of each pair
+    clicked_count: np.ndarray
 
     @classmethod
     def of(cls, log: ClickLog, pairs: _Pairs, clicked: np.ndarray) -> _Grid:
@@ -302,7 +317,12 @@ class _Grid:
         click[rank, column] = clicked[order]
         shown[rank, column] = True
         later = np.flip(np.logical_or.accumulate(np.flip(click, axis=0), axis=0), axis=0)
-        return cls(pair, click, shown, later)
+        shown_pair, clicked_pair = pair[shown], pair[click]
+        return cls(
+            pair, click, shown, later,
+            shown_pair, np.bincount(shown_pair, minlength=pairs.size),
+            clicked_pair, np.bincount(clicked_pair, minlength=pairs.size),
+        )  # fmt: skip
 
 
 def dbn_em_step(
@@ -321,7 +341,8 @@ def dbn_em_step(
         T(1) = gamma, T(0) = 1 - gamma                                 -> gamma' = sum of e = 1 / sum of both
 
     over the ranks r that have a result shown after them. b_r(0) is 1 when no click comes at r or below.
-    Every session is computed at once, one rank at a time.
+    Every session is computed at once: the backward pass one rank at a time, the forward one as a running
+    product (f(1)) and a sum restarted at each click (f(0)).
     """
     shown, click = grid.shown, grid.click
     a = attract[grid.pair]
@@ -335,35 +356,32 @@ def dbn_em_step(
     back1 = np.ones((depth + 1, sessions))
     for r in range(depth - 1, -1, -1):
         back1[r] = emit[r] * (stay[r] * back1[r + 1] + (1.0 - stay[r]) * back0[r + 1])
-    inverse_z = 1.0 / back1[0]
-    post = np.zeros((depth, sessions))  # P(A_r = 1 | C) where not clicked, P(S_r = 1 | C) where clicked
-    cont_num = cont_den = 0.0
-    f1, f0 = inverse_z.copy(), np.zeros(sessions)  # f_r(e) / Z
-    for r in range(depth):
-        c = click[r]
-        post[r] = np.where(c, f1 * a[r] * s[r] * back0[r + 1], a[r] * f0 * back0[r])
-        moved = f1 * emit[r]
-        if r + 1 < depth:
-            left = moved * np.where(c, 1.0 - s[r], 1.0)
-            stay_mass = left * gamma * back1[r + 1]
-            leave_mass = left * (1.0 - gamma) * back0[r + 1]
-            has_next = shown[r + 1]
-            cont_num += float(stay_mass @ has_next)
-            cont_den += float((stay_mass + leave_mass) @ has_next)
-        f0 = np.where(c, 0.0, f0) + moved * (1.0 - stay[r])
-        f1 = moved * stay[r]
+    # The forward pass, divided by Z: f_r(1) is a running product; f_r(0) gathers what left the walk
+    # since the last click (a click at r means E_r = 1, so f_(r+1)(0) restarts from what leaves at r).
+    forward1 = np.empty((depth, sessions))
+    forward1[0] = 1.0 / back1[0]
+    np.multiply(forward1[0], np.cumprod(emit[:-1] * stay[:-1], axis=0), out=forward1[1:])
+    moved = forward1 * emit
+    leaving = moved * (1.0 - stay)
+    forward0 = np.zeros((depth, sessions))
+    for r in range(depth - 1):
+        forward0[r + 1] = np.where(click[r], 0.0, forward0[r]) + leaving[r]
+    del leaving
+    # P(S_r = 1 | C) where clicked, P(A_r = 1 | C) where not.
+    post = np.where(click, forward1 * a * s * back0[1:], a * forward0 * back0[:-1])
+    left = (moved * np.where(click, 1.0 - s, 1.0))[:-1]
+    has_next = shown[1:]
+    stay_mass = gamma * float((left * back1[1:depth])[has_next].sum())
+    leave_mass = (1.0 - gamma) * float((left * back0[1:depth])[has_next].sum())
+    cont_num, cont_den = stay_mass, stay_mass + leave_mass
     a_weight = np.where(click, 1.0, post)[shown]
-    flat_pair = grid.pair[shown]
-    by_pair = np.bincount(flat_pair, minlength=attract.size)
     new_a = np.divide(
-        np.bincount(flat_pair, weights=a_weight, minlength=attract.size), by_pair,
-        out=attract.copy(), where=by_pair > 0,
+        np.bincount(grid.shown_pair, weights=a_weight, minlength=attract.size), grid.shown_count,
+        out=attract.copy(), where=grid.shown_count > 0,
     )  # fmt: skip
-    clicked_pair = grid.pair[click]
-    by_click = np.bincount(clicked_pair, minlength=satisfy.size)
     new_s = np.divide(
-        np.bincount(clicked_pair, weights=post[click], minlength=satisfy.size), by_click,
-        out=satisfy.copy(), where=by_click > 0,
+        np.bincount(grid.clicked_pair, weights=post[click], minlength=satisfy.size), grid.clicked_count,
+        out=satisfy.copy(), where=grid.clicked_count > 0,
     )  # fmt: skip
     new_gamma = cont_num / cont_den if cont_den > 0 else gamma
     return new_a, new_s, new_gamma
