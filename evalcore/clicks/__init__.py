@@ -8,6 +8,7 @@
 from evalcore.clicks._files import FORMATS, LOG_CSV, UBI_CLICKS, UBI_IMPRESSIONS, read_click_log
 from evalcore.clicks._log import ClickLog, ClickLogError
 from evalcore.clicks._models import (
+    DEFAULT_MAX_ITERATIONS,
     DEFAULT_THRESHOLDS,
     MODELS,
     ClickJudgments,
@@ -21,6 +22,7 @@ from evalcore.clicks._models import (
 from evalcore.clicks._simulate import SimulatedLog, simulate_log
 
 __all__ = [
+    "DEFAULT_MAX_ITERATIONS",
     "DEFAULT_THRESHOLDS",
     "FORMATS",
     "LOG_CSV",

@@ -49,7 +49,10 @@ class Program(cli.FileCommand):
             help="count a click with a shorter dwell time as no click",
         )
         parser.add_argument(
-            "--max-iterations", type=int, default=100, metavar="N", help="EM iterations at most (default 100)"
+            "--max-iterations",
+            type=int,
+            metavar="N",
+            help="EM iterations at most (default: pbm 500, dbn 100)",
         )
         parser.add_argument("--out", metavar="QRELS", help="write the judged pairs as TREC qrels here")
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
