@@ -20,10 +20,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.json as pajson
+from pyarrow._compute import DictionaryEncodeOptions, call_function
 
-from evalcore.arrow import binary_length, cast, small_pages, to_numpy
+from evalcore.arrow import binary_length, small_pages, to_numpy
 from evalcore.clicks._log import ClickLog, ClickLogError
-from evalcore.csvfiles import CsvSchema, encode_column, read_csv
+from evalcore.csvfiles import CsvSchema, encode_column, from_numpy, read_csv
 from evalcore.errors import FormatError
 from evalcore.textfiles import arrow_input, json_object, text_lines
 
@@ -159,11 +160,7 @@ def _read_jsonl(name: str) -> ClickLog:
         codes = {column: _text_codes(table.column(column)) for column in _IDS}
         if all(code is not None for code in codes.values()):
             dwell = table.column("dwell")
-            dwell_values = (
-                None
-                if dwell.null_count == len(dwell)
-                else to_numpy(cast(dwell.fill_null(np.nan), pa.float64()))
-            )
+            dwell_values = None if dwell.null_count == len(dwell) else _numbers_or_nan(dwell)
             if dwell_values is None or not (dwell_values < 0).any():
                 return _build(
                     codes,  # type: ignore[arg-type]
@@ -298,11 +295,13 @@ def _ubi_columns(table: pa.Table) -> tuple[np.ndarray, list[pa.ChunkedArray], np
     """(kept event rows, [query_id, user_query, object_id] of those, ordinal, is_click), or None when a
     kept event lacks a field (the slow path names its line)."""
     action = table.column("action_name")
-    values, codes = encode_column(action.fill_null(""))
+    # A missing action_name is a value of its own (None), so that every row has a code.
+    encoded = call_function("dictionary_encode", [action.combine_chunks()], DictionaryEncodeOptions("encode"))
+    values, codes = encoded.dictionary, to_numpy(encoded.indices)
     kinds = np.asarray([_ubi_kind(v) for v in values.to_pylist()], dtype=np.int8)
     kind = kinds[codes] if len(values) else np.zeros(0, dtype=np.int8)
     rows = np.flatnonzero(kind > 0)
-    kept = table.take(pa.array(rows))
+    kept = call_function("take", [table, from_numpy(rows)])
     attributes = kept.column("event_attributes")
     if attributes.null_count:
         return None
@@ -319,6 +318,22 @@ def _ubi_columns(table: pa.Table) -> tuple[np.ndarray, list[pa.ChunkedArray], np
     if any((binary_length(c) == 0).any() for c in columns):
         return None
     return rows, columns, to_numpy(ordinal), kind[rows] == 2
+
+
+def _numbers_or_nan(column: pa.ChunkedArray) -> np.ndarray:
+    """A float64 column with NaN for its nulls (`fill_null`, whose scalar would import `pyarrow.compute`)."""
+    out = np.full(len(column), np.nan)
+    at = 0
+    for chunk in column.chunks:
+        buffer = chunk.buffers()[1]
+        if buffer is not None:
+            out[at : at + len(chunk)] = np.frombuffer(buffer, dtype=np.float64)[
+                chunk.offset : chunk.offset + len(chunk)
+            ]
+        at += len(chunk)
+    if column.null_count:
+        out[to_numpy(call_function("is_null", [column]))] = np.nan
+    return out
 
 
 def _ubi_kind(action: str | None) -> int:

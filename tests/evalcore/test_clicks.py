@@ -19,6 +19,13 @@ from evalcore.clicks import (
     read_click_log,
     simulate_log,
 )
+from evalcore.clicks._files import (
+    _JSONL_SCHEMA,
+    _UBI_SCHEMA,
+    _arrow_json,
+    _read_jsonl_slowly,
+    _read_ubi_slowly,
+)
 from evalcore.clicks._models import _Grid, _Pairs
 from evalcore.errors import FormatError
 
@@ -355,3 +362,42 @@ def test_it_refuses_a_bad_ubi_event(tmp_path: Path, event: str, reason: str) -> 
     lines = [json.dumps({"action_name": "login"}), ubi_event("impression", "u1", "laptop", "p1", 1), event]
     with pytest.raises(FormatError, match=r"ubi\.jsonl" + reason):
         read_click_log(write(tmp_path, "ubi.jsonl", "\n".join(lines) + "\n"), "ubi")
+
+
+def rows_of(log: ClickLog) -> list[tuple[str, str, str, int, bool, float | None]]:
+    dwell = (
+        [None] * log.num_rows if log.dwell is None else [None if np.isnan(x) else float(x) for x in log.dwell]
+    )
+    return [
+        (log.sessions[s], log.queries[q], log.docs[d], int(p), bool(c), w)
+        for s, q, d, p, c, w in zip(
+            log.session, log.query, log.doc, log.position, log.clicked, dwell, strict=True
+        )
+    ]
+
+
+def test_it_reads_jsonl_and_ubi_with_arrow_as_the_line_by_line_readers_do(tmp_path: Path) -> None:
+    """The Arrow path (taken here: no line needs the fallback) and the fallback give the same log."""
+    records = [
+        {"session": "s1", "query": "q1", "doc": "d1", "position": 1, "clicked": True, "dwell": 31.5},
+        {"session": "s1", "query": "q1", "doc": "d2", "position": 2, "clicked": False, "dwell": None},
+        {"session": "s2", "query": "q1", "doc": "d2", "position": 1, "clicked": True},
+    ]
+    jsonl = write(tmp_path, "log.jsonl", "\n".join(json.dumps(r) for r in records) + "\n\n")
+    assert _arrow_json(str(jsonl), _JSONL_SCHEMA) is not None
+    assert rows_of(read_click_log(jsonl, "jsonl")) == rows_of(_read_jsonl_slowly(str(jsonl)))
+    assert rows_of(read_click_log(jsonl, "jsonl"))[:2] == [
+        ("s1", "q1", "d1", 1, True, 31.5),
+        ("s1", "q1", "d2", 2, False, None),
+    ]
+    lines = [
+        json.dumps({"query_id": "u1", "message": "an event with no action_name"}),
+        ubi_event("impression", "u1", "laptop", "p1", 1),
+        ubi_event("impression", "u1", "laptop", "p2", 2),
+        ubi_event("click", "u1", "laptop", "p2", 2),
+        ubi_event("impression", "u2", "phone", "p3", 1),
+    ]
+    ubi = write(tmp_path, "ubi.jsonl", "\n".join(lines) + "\n")
+    assert _arrow_json(str(ubi), _UBI_SCHEMA) is not None
+    assert rows_of(read_click_log(ubi, "ubi")) == rows_of(_read_ubi_slowly(str(ubi)))
+    assert [row[4] for row in rows_of(read_click_log(ubi, "ubi"))] == [False, True, False]
