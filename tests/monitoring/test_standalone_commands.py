@@ -63,17 +63,19 @@ def tiny_files(directory: Path) -> dict[str, list[str]]:
     (directory / "items.csv").write_text("item,category\ni1,a\ni2,b\ni3,a\n")
     (directory / "q.qrels").write_text("1 0 d1 1\n1 0 d2 0\n2 0 d3 1\n")
     (directory / "r.run").write_text("1 Q0 d2 1 2.0 r\n1 Q0 d1 2 1.0 r\n2 Q0 d3 1 1.0 r\n")
+    (directory / "clicks.csv").write_text("session,query,doc,position,clicked\ns1,q,a,1,1\ns1,q,b,2,0\n")
     return {
+        "derive_click_judgments": ["--log", "clicks.csv", "--model", "dbn", "--min-impressions", "1"],
         "eval_fraud": ["--scores", "scores.csv", "--json"],
         "eval_recsys": ["--recs", "recs.csv", "--interactions", "interactions.csv", "--items", "items.csv"],
         "eval_retrieval": ["--qrels", "q.qrels", "--run", "r.run", "-m", "map", "-m", "ndcg_cut_10"],
     }
 
 
-STARTS_LIGHT = ("eval_fraud", "eval_recsys", "eval_retrieval")
+STARTS_LIGHT = ("derive_click_judgments", "eval_fraud", "eval_recsys", "eval_retrieval")
 #: The CSV readers call Arrow's kernels without `pyarrow.compute`, whose import alone builds a wrapper
 #: for each of its few hundred functions (`evalcore.arrow`).
-WITHOUT_PYARROW_COMPUTE = ("eval_fraud", "eval_recsys")
+WITHOUT_PYARROW_COMPUTE = ("derive_click_judgments", "eval_fraud", "eval_recsys")
 
 
 @pytest.mark.parametrize("command", STARTS_LIGHT)
