@@ -208,7 +208,7 @@ def coec(log: ClickLog, pairs: _Pairs, clicked: np.ndarray, params: ClickModelPa
     expected = np.bincount(pairs.row_pair, weights=ctr[log.position - 1], minlength=pairs.size)
     observed = np.bincount(pairs.row_pair, weights=clicked, minlength=pairs.size)
     relevance = np.divide(observed, expected, out=np.zeros(pairs.size), where=expected > 0)
-    return _Fitted(relevance, {"ctr": [float(x) for x in np.nan_to_num(ctr)]})
+    return _Fitted(relevance, {"ctr": ctr.tolist()})
 
 
 # --- PBM ---------------------------------------------------------------------------------------------
@@ -284,7 +284,8 @@ def pbm(log: ClickLog, pairs: _Pairs, clicked: np.ndarray, params: ClickModelPar
         if change < params.tolerance:
             converged = True
             break
-    return _Fitted(alpha, {"examination": gamma.tolist()}, iterations, converged)
+    shown = np.bincount(rank, minlength=gamma.size) > 0
+    return _Fitted(alpha, {"examination": np.where(shown, gamma, np.nan).tolist()}, iterations, converged)
 
 
 def _max_change(new: np.ndarray, old: np.ndarray) -> float:
@@ -405,6 +406,10 @@ def dbn(log: ClickLog, pairs: _Pairs, clicked: np.ndarray, params: ClickModelPar
     attract = np.full(pairs.size, 0.5)
     satisfy = np.full(pairs.size, 0.5)
     gamma = 0.9
+    if not log.num_rows:
+        return _Fitted(
+            np.zeros(0), {"continuation": []}, 0, True, {"attractiveness": attract, "satisfaction": satisfy}
+        )
     iterations, converged = 0, False
     for iterations in range(1, params.iteration_cap + 1):  # noqa: B007 - the count is reported
         new_a, new_s, new_gamma = dbn_em_step(grid, attract, satisfy, gamma)

@@ -401,3 +401,14 @@ def test_it_reads_jsonl_and_ubi_with_arrow_as_the_line_by_line_readers_do(tmp_pa
     assert _arrow_json(str(ubi), _UBI_SCHEMA) is not None
     assert rows_of(read_click_log(ubi, "ubi")) == rows_of(_read_ubi_slowly(str(ubi)))
     assert [row[4] for row in rows_of(read_click_log(ubi, "ubi"))] == [False, True, False]
+
+
+def test_it_fits_an_empty_log_and_leaves_positions_never_shown_unestimated() -> None:
+    empty = ClickLog.from_codes([], [], [], [], [], sessions=(), queries=(), docs=())
+    for model in ("coec", "pbm", "dbn"):
+        judged = fit(empty, ClickModelParams(model))  # type: ignore[arg-type]
+        assert judged.qrels_lines() == [] and judged.grade_counts() == {g: 0 for g in range(5)}
+    gap = log_of([("s1", "q", "a", 1, 1), ("s1", "q", "b", 3, 0), ("s2", "q", "b", 1, 0)])
+    ctr = fit(gap, ClickModelParams("coec", min_impressions=1)).positions["ctr"]
+    assert ctr[0] == 0.5 and np.isnan(ctr[1]) and ctr[2] == 0.0
+    assert np.isnan(fit(gap, ClickModelParams("pbm", min_impressions=1)).positions["examination"][1])

@@ -114,3 +114,10 @@ class TestDeriveClickJudgments:
         )
         expected = fit(log, ClickModelParams("dbn", thresholds=(0.05, 0.1, 0.2, 0.4)))  # type: ignore[arg-type]
         assert out.read_text().splitlines() == expected.qrels_lines()
+
+    def test_it_gives_null_for_a_position_never_shown(self, tmp_path: Path) -> None:
+        path = tmp_path / "gap.csv"
+        path.write_text("session,query,doc,position,clicked\ns1,q,a,1,1\ns1,q,b,3,0\ns2,q,b,1,0\n")
+        summary = json.loads(run_command("--log", str(path), "--model", "coec", "--json"))
+        assert summary["positions"] == {"ctr": [0.5, None, 0.0]}
+        assert "ctr: 0.5000 - 0.0000" in run_command("--log", str(path), "--model", "coec")
