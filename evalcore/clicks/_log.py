@@ -103,16 +103,28 @@ class ClickLog:
         self._refuse_repeats(self.doc, "document")
 
     def _refuse_repeats(self, values: np.ndarray, what: str) -> None:
-        order = np.lexsort((np.arange(self.num_rows), values, self.session))
-        same = (self.session[order[1:]] == self.session[order[:-1]]) & (
-            values[order[1:]] == values[order[:-1]]
-        )
-        if same.any():
-            row = int(order[1:][same].min())
-            shown = self.docs[values[row]] if what == "document" else int(values[row])
-            session = self.sessions[self.session[row]]
-            raise ClickLogError(row, f"session {session!r} shows {what} {shown!r} twice")
+        """Refuse a session showing a value twice. One int64 key per row: strictly increasing keys (a log
+        written session by session, in position order) need no sort; else a sort finds any repeat, and
+        only then does a stable argsort find its first row."""
+        width = int(values.max()) + 1
+        key = self.session.astype(np.int64) * width + values
+        if bool(np.all(key[1:] > key[:-1])):
+            return
+        ordered = np.sort(key)
+        if not bool(np.any(ordered[1:] == ordered[:-1])):
+            return
+        order = np.argsort(key, kind="stable")
+        same = key[order[1:]] == key[order[:-1]]
+        row = int(order[1:][same].min())
+        shown = self.docs[values[row]] if what == "document" else int(values[row])
+        session = self.sessions[self.session[row]]
+        raise ClickLogError(row, f"session {session!r} shows {what} {shown!r} twice")
 
     def ranked(self) -> np.ndarray:
         """The row order by session, then position: each session's results in the order shown."""
-        return np.lexsort((self.position, self.session))
+        if self.num_rows == 0:
+            return np.zeros(0, dtype=np.int64)
+        key = self.session.astype(np.int64) * (int(self.position.max()) + 1) + self.position
+        if bool(np.all(key[1:] > key[:-1])):  # written session by session in position order already
+            return np.arange(self.num_rows)
+        return np.argsort(key, kind="stable")
