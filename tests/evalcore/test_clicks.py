@@ -412,3 +412,18 @@ def test_it_fits_an_empty_log_and_leaves_positions_never_shown_unestimated() -> 
     ctr = fit(gap, ClickModelParams("coec", min_impressions=1)).positions["ctr"]
     assert ctr[0] == 0.5 and np.isnan(ctr[1]) and ctr[2] == 0.0
     assert np.isnan(fit(gap, ClickModelParams("pbm", min_impressions=1)).positions["examination"][1])
+
+
+@pytest.mark.parametrize("model", ["coec", "pbm", "dbn"])
+def test_it_gives_the_same_judgments_whatever_the_row_order(model: str) -> None:
+    log = simulate_log(model="dbn", sessions=2_000, queries=4, docs_per_query=8, depth=6, seed=9).log
+    order = np.random.default_rng(0).permutation(log.num_rows)
+    shuffled = ClickLog.from_codes(
+        log.session[order], log.query[order], log.doc[order], log.position[order], log.clicked[order],
+        sessions=log.sessions, queries=log.queries, docs=log.docs,
+    )  # fmt: skip
+    params = ClickModelParams(model, min_impressions=1)  # type: ignore[arg-type]
+    first, second = fit(log, params), fit(shuffled, params)
+    assert first.qrels_lines() == second.qrels_lines()
+    assert second.relevance == pytest.approx(first.relevance, abs=1e-9)
+    assert second.iterations == first.iterations
