@@ -85,7 +85,7 @@ def _read_csv(name: str) -> ClickLog:
         codes[column] = (ArrowNames(values), row_codes)
     dwell = to_numpy(table.column("dwell")) if table.has("dwell") else None
     if dwell is not None:
-        bad = np.flatnonzero(~(dwell >= 0) & ~np.isnan(dwell))
+        bad = np.flatnonzero(_bad_dwell(dwell))
         if bad.size:
             table.fail(
                 int(bad[0]), f"dwell {table.text('dwell', int(bad[0]))!r} is not a non-negative number"
@@ -93,6 +93,11 @@ def _read_csv(name: str) -> ClickLog:
     return _build(
         codes, to_numpy(table.column("position")), to_numpy(table.column("clicked")), dwell, table.fail
     )
+
+
+def _bad_dwell(dwell: np.ndarray) -> np.ndarray:
+    """Negative or infinite dwell times (NaN is an unknown one)."""
+    return ~np.isnan(dwell) & ~(np.isfinite(dwell) & (dwell >= 0))
 
 
 def _build(
@@ -161,7 +166,7 @@ def _read_jsonl(name: str) -> ClickLog:
         if all(code is not None for code in codes.values()):
             dwell = table.column("dwell")
             dwell_values = None if dwell.null_count == len(dwell) else _numbers_or_nan(dwell)
-            if dwell_values is None or not (dwell_values < 0).any():
+            if dwell_values is None or not _bad_dwell(dwell_values).any():
                 return _build(
                     codes,  # type: ignore[arg-type]
                     to_numpy(table.column("position")), to_numpy(table.column("clicked")), dwell_values,

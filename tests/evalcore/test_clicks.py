@@ -427,3 +427,15 @@ def test_it_gives_the_same_judgments_whatever_the_row_order(model: str) -> None:
     assert first.qrels_lines() == second.qrels_lines()
     assert second.relevance == pytest.approx(first.relevance, abs=1e-9)
     assert second.iterations == first.iterations
+
+
+@pytest.mark.parametrize("value", ["-1", "inf"])
+def test_it_refuses_a_negative_or_infinite_dwell(tmp_path: Path, value: str) -> None:
+    with pytest.raises(FormatError, match=rf"log\.csv:3: dwell '{value}(\.0)?' is not a non-negative number"):
+        read_click_log(write(tmp_path, "log.csv", f"{HEADER},dwell\ns1,q,a,1,1,3\ns1,q,b,2,1,{value}\n"))
+    record = '{"session":"s1","query":"q","doc":"b","position":2,"clicked":1,"dwell":%s}' % (
+        "-1" if value == "-1" else "1e999"
+    )
+    lines = ['{"session":"s1","query":"q","doc":"a","position":1,"clicked":1,"dwell":3}', record]
+    with pytest.raises(FormatError, match=r'log\.jsonl:2: "dwell" must be a non-negative number'):
+        read_click_log(write(tmp_path, "log.jsonl", "\n".join(lines) + "\n"), "jsonl")
