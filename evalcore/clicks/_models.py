@@ -115,7 +115,12 @@ class ClickJudgments:
 
 
 def grades(relevance: np.ndarray, impressions: np.ndarray, params: ClickModelParams) -> np.ndarray:
-    """Grade 0-4: how many of the thresholds the relevance reaches; -1 under `min_impressions`."""
+    """Grade 0-4: how many of the thresholds the relevance reaches; -1 under `min_impressions`.
+
+    >>> import numpy as np
+    >>> grades(np.array([0.05, 0.3, 0.9]), np.array([10, 10, 3]), ClickModelParams("pbm")).tolist()
+    [0, 2, -1]
+    """
     graded = np.searchsorted(np.asarray(params.grade_thresholds), relevance, side="right").astype(np.int8)
     return np.where(impressions >= params.min_impressions, graded, np.int8(-1)).astype(np.int8)
 
