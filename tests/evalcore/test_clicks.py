@@ -439,3 +439,43 @@ def test_it_refuses_a_negative_or_infinite_dwell(tmp_path: Path, value: str) -> 
     lines = ['{"session":"s1","query":"q","doc":"a","position":1,"clicked":1,"dwell":3}', record]
     with pytest.raises(FormatError, match=r'log\.jsonl:2: "dwell" must be a non-negative number'):
         read_click_log(write(tmp_path, "log.jsonl", "\n".join(lines) + "\n"), "jsonl")
+
+
+def test_it_matches_loops_over_the_definitions_on_a_random_log() -> None:
+    """COEC and one PBM EM step, vectorised, against plain loops over the impressions."""
+    sim = simulate_log(model="pbm", sessions=300, queries=3, docs_per_query=6, depth=5, seed=11)
+    log = sim.log
+    rows = list(
+        zip(log.query.tolist(), log.doc.tolist(), log.position.tolist(), log.clicked.tolist(), strict=True)
+    )
+    shown: dict[int, int] = {}
+    hits: dict[int, int] = {}
+    for _, _, r, c in rows:
+        shown[r] = shown.get(r, 0) + 1
+        hits[r] = hits.get(r, 0) + c
+    observed: dict[tuple[int, int], float] = {}
+    expected: dict[tuple[int, int], float] = {}
+    for q, d, r, c in rows:
+        observed[(q, d)] = observed.get((q, d), 0) + c
+        expected[(q, d)] = expected.get((q, d), 0) + hits[r] / shown[r]
+    judged = fit(log, ClickModelParams("coec", min_impressions=1))
+    got = {
+        (int(q), int(d)): float(v)
+        for q, d, v in zip(judged.pair_query, judged.pair_doc, judged.relevance, strict=True)
+    }
+    assert got == pytest.approx({k: observed[k] / expected[k] for k in observed})
+
+    pairs = _Pairs.of(log)
+    rng = np.random.default_rng(1)
+    alpha, gamma = rng.uniform(0.1, 0.9, pairs.size), rng.uniform(0.1, 0.9, 5)
+    a_sum, a_n = np.zeros(pairs.size), np.zeros(pairs.size)
+    g_sum, g_n = np.zeros(5), np.zeros(5)
+    for u, (_, _, r, c) in zip(pairs.row_pair.tolist(), rows, strict=True):
+        a, g = alpha[u], gamma[r - 1]
+        a_sum[u] += 1.0 if c else a * (1 - g) / (1 - a * g)
+        g_sum[r - 1] += 1.0 if c else g * (1 - a) / (1 - a * g)
+        a_n[u] += 1
+        g_n[r - 1] += 1
+    new_alpha, new_gamma = pbm_em_step(pairs.row_pair, log.position - 1, log.clicked, alpha, gamma)
+    assert new_alpha == pytest.approx(a_sum / a_n)
+    assert new_gamma == pytest.approx(g_sum / g_n)
