@@ -313,10 +313,10 @@ def _ubi_columns(table: pa.Table) -> tuple[np.ndarray, list[pa.ChunkedArray], np
     flat = attributes.combine_chunks() if len(kept) else None
     if flat is None:
         return rows, [], np.zeros(0, np.int64), np.zeros(0, bool)
-    obj, pos = flat.field("object"), flat.field("position")
+    obj, pos = flat.flatten()  # unlike field(), flatten() honours the parent's offset and nulls
     if obj.null_count or pos.null_count:
         return None
-    object_id, ordinal = obj.field("object_id"), pos.field("ordinal")
+    (object_id,), (ordinal,) = obj.flatten(), pos.flatten()
     columns = [kept.column("query_id"), kept.column("user_query"), pa.chunked_array([object_id])]
     if any(c.null_count for c in columns) or ordinal.null_count:
         return None

@@ -398,7 +398,8 @@ def test_it_reads_jsonl_and_ubi_with_arrow_as_the_line_by_line_readers_do(tmp_pa
         ubi_event("impression", "u2", "phone", "p3", 1),
     ]
     ubi = write(tmp_path, "ubi.jsonl", "\n".join(lines) + "\n")
-    assert _arrow_json(str(ubi), _UBI_SCHEMA) is not None
+    table = _arrow_json(str(ubi), _UBI_SCHEMA)
+    assert table is not None and _ubi_columns(table) is not None
     assert rows_of(read_click_log(ubi, "ubi")) == rows_of(_read_ubi_slowly(str(ubi)))
     assert [row[4] for row in rows_of(read_click_log(ubi, "ubi"))] == [False, True, False]
 
