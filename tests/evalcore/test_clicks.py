@@ -25,6 +25,7 @@ from evalcore.clicks._files import (
     _arrow_json,
     _read_jsonl_slowly,
     _read_ubi_slowly,
+    _ubi_columns,
 )
 from evalcore.clicks._models import _Grid, _Pairs
 from evalcore.errors import FormatError
