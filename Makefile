@@ -107,6 +107,14 @@ bench: bench-pooling
 bench-pooling: $(VENV)/.dev-installed
 	$(PY) -m benchmarks.pooling
 
+# Click models (COEC, PBM, DBN) on simulated search logs of 1M and 10M impressions: the whole
+# derive_click_judgments process per model (wall, CPU, peak memory) and how its grades follow the truth.
+.PHONY: bench-clicks
+bench: bench-clicks
+
+bench-clicks: $(VENV)/.dev-installed
+	$(PY) -m benchmarks.clicks
+
 # Not part of `make bench`: it starts gunicorn and writes to a PostgreSQL database (created if missing).
 bench-annotation-load: $(VENV)/.dev-installed
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/evalplatform_load} \

@@ -18,6 +18,7 @@ STANDALONE_COMMANDS = {
     "simulate_pooling": "monitoring.management.commands.simulate_pooling",
     "calibrate_judge": "monitoring.management.commands.calibrate_judge",
     "ppi_evaluate": "monitoring.management.commands.ppi_evaluate",
+    "derive_click_judgments": "monitoring.management.commands.derive_click_judgments",
 }
 
 

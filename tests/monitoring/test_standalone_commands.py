@@ -24,6 +24,7 @@ MISSING_FILE_ARGS = {
     "simulate_pooling": ["--qrels", "absent.qrels", "--run", "a.run", "--strategy", "mtf", "--budget", "10"],
     "calibrate_judge": ["--human", "absent.qrels", "--machine", "absent.jsonl"],
     "ppi_evaluate": ["--run", "absent.run", "--machine", "m.qrels", "--human", "h.qrels", "-m", "map"],
+    "derive_click_judgments": ["--log", "absent.csv", "--model", "coec"],
 }
 
 
@@ -69,7 +70,9 @@ def tiny_files(directory: Path) -> dict[str, list[str]]:
     (directory / "m.jsonl").write_text(
         "".join(f'{{"qid": "{q}", "doc_id": "{d}", "label": {g}, "confidence": 0.5}}\n' for q, d, g in labels)
     )
+    (directory / "clicks.csv").write_text("session,query,doc,position,clicked\ns1,q,a,1,1\ns1,q,b,2,0\n")
     return {
+        "derive_click_judgments": ["--log", "clicks.csv", "--model", "dbn", "--min-impressions", "1"],
         "eval_fraud": ["--scores", "scores.csv", "--json"],
         "eval_recsys": ["--recs", "recs.csv", "--interactions", "interactions.csv", "--items", "items.csv"],
         "eval_retrieval": ["--qrels", "q.qrels", "--run", "r.run", "-m", "map", "-m", "ndcg_cut_10"],
@@ -88,10 +91,17 @@ def tiny_files(directory: Path) -> dict[str, list[str]]:
     }
 
 
-STARTS_LIGHT = ("eval_fraud", "eval_recsys", "eval_retrieval", "calibrate_judge", "ppi_evaluate")
+STARTS_LIGHT = (
+    "derive_click_judgments",
+    "eval_fraud",
+    "eval_recsys",
+    "eval_retrieval",
+    "calibrate_judge",
+    "ppi_evaluate",
+)
 #: The CSV readers call Arrow's kernels without `pyarrow.compute`, whose import alone builds a wrapper
 #: for each of its few hundred functions (`evalcore.arrow`).
-WITHOUT_PYARROW_COMPUTE = ("eval_fraud", "eval_recsys")
+WITHOUT_PYARROW_COMPUTE = ("derive_click_judgments", "eval_fraud", "eval_recsys")
 
 
 @pytest.mark.parametrize("command", STARTS_LIGHT)
