@@ -70,6 +70,14 @@ class TestRunOverlapCommand:
         assert rows[("num_q", "all")] == "2" and rows[("only_a", "all")] == "4"
         assert all(len(line.split("\t")) == 3 for line in lines)
 
+    def test_it_names_runs_by_file_when_their_tags_are_alike(self, tmp_path: Path) -> None:
+        a, _ = write_runs(tmp_path)
+        copy = tmp_path / "copy.run"
+        copy.write_text(a.read_text())
+        data = json.loads(overlap("--run", str(a), "--run", str(copy), "--json"))
+        assert data["runs"] == [str(a), str(copy)]
+        assert data["mean"]["jaccard"] == 1.0 and data["mean"]["rbo_ext"] == pytest.approx(1.0)
+
     def test_it_wants_exactly_two_runs(self, tmp_path: Path) -> None:
         a, _ = write_runs(tmp_path)
         with pytest.raises(CommandError, match="exactly two runs"):

@@ -51,6 +51,8 @@ class Program(cli.FileCommand):
             for path in paths
         )
         names = [run.run_id or Path(path).name for run, path in ((a, paths[0]), (b, paths[1]))]
+        if names[0] == names[1]:  # two runs tagged alike: tell them apart by file
+            names = list(paths)
         result = run_overlap(a, b, params)
         if options["json"]:
             self.stdout.write(cli.dump_json(as_json(result, names, per_query=options["q"])))
