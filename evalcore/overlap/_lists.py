@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from evalcore import arrow
+from evalcore.csvfiles import from_numpy
 from evalcore.retrieval import Run
 
 __all__ = ["PAD", "RankedLists", "ranked_lists"]
@@ -34,16 +35,22 @@ class RankedLists:
 
 def _ordered_rows(run: Run, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(qid strings, rank 0..depth-1, row) of every row within depth, in trec_eval's order."""
-    qid = run.qids[run.qid_codes].astype(str)
-    table = pa.table({"q": pa.array(qid), "s": pa.array(run.scores.astype(np.float32)), "d": run.docnos})
-    order = pc.sort_indices(table, sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "descending")])
-    rows = order.to_numpy(zero_copy_only=False).astype(np.int64)
-    q_sorted = qid[rows]
+    vocab = np.asarray(run.qids).astype(str)
+    place = np.empty(len(vocab), dtype=np.int64)
+    place[np.argsort(vocab, kind="stable")] = np.arange(len(vocab))  # qid string order as integers
+    key = place[run.qid_codes]
+    # Arrow arrays over numpy buffers: `pa.array` of a numpy array imports pandas
+    scores = np.ascontiguousarray(run.scores.astype(np.float32))
+    score_column = pa.Array.from_buffers(pa.float32(), len(scores), [None, pa.py_buffer(scores)])
+    table = pa.table({"q": from_numpy(key), "s": score_column, "d": run.docnos})
+    order = arrow.sort_indices(table, [("q", "ascending"), ("s", "descending"), ("d", "descending")])
+    rows = order.astype(np.int64)
+    q_sorted = key[rows]
     starts = np.r_[True, q_sorted[1:] != q_sorted[:-1]] if len(rows) else np.zeros(0, dtype=bool)
     first = np.maximum.accumulate(np.where(starts, np.arange(len(rows)), 0)) if len(rows) else rows
     rank = np.arange(len(rows)) - first
     keep = rank < depth
-    return q_sorted[keep], rank[keep], rows[keep]
+    return vocab[run.qid_codes[rows[keep]]], rank[keep], rows[keep]
 
 
 def ranked_lists(a: Run, b: Run, *, depth: int) -> RankedLists:
@@ -59,10 +66,11 @@ def ranked_lists(a: Run, b: Run, *, depth: int) -> RankedLists:
         raise ValueError("the depth k must be at least 1")
     qa, ra, rows_a = _ordered_rows(a, depth)
     qb, rb, rows_b = _ordered_rows(b, depth)
-    picked = [run.docnos.take(pa.array(rows)) for run, rows in ((a, rows_a), (b, rows_b))]
-    docs = pa.concat_arrays([pc.cast(p, pa.large_string()).combine_chunks() for p in picked])
-    ids = pc.dictionary_encode(docs).indices.to_numpy(zero_copy_only=False)
-    ids = ids.astype(np.int64)
+    picked = [arrow.take(run.docnos, from_numpy(rows)) for run, rows in ((a, rows_a), (b, rows_b))]
+    docs = pa.chunked_array(
+        [chunk for p in picked for chunk in arrow.cast(p, pa.large_string()).chunks], pa.large_string()
+    )
+    ids = arrow.to_numpy(arrow.dictionary_encode(docs.combine_chunks()).indices).astype(np.int64)
     set_a, set_b = set(qa.tolist()), set(qb.tolist())
     common = np.array(sorted(set_a & set_b), dtype=str)
     mat_a = _matrix(common, qa, ra, ids[: len(rows_a)], depth)

@@ -216,3 +216,42 @@ class TestRunOverlap:
     def test_it_rejects_a_depth_below_one(self) -> None:
         with pytest.raises(ValueError, match="k must be at least 1"):
             OverlapParams(k=0)
+
+
+def trec_eval_top(docs: dict[str, float], k: int) -> list[str]:
+    """trec_eval's order written out: score (as a C float) descending, then docno descending."""
+    return sorted(docs, key=lambda d: (float(np.float32(docs[d])), d), reverse=True)[:k]
+
+
+runs = st.dictionaries(
+    st.sampled_from(["q1", "q2", "q10"]),
+    st.dictionaries(
+        st.sampled_from([f"d{i}" for i in range(12)] + ["D1", "d1a", "ä"]),
+        st.sampled_from([0.0, 0.5, 1.0, 1.0000000001, 2.0, -1.0]),
+        min_size=1,
+        max_size=10,
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+class TestRankedLists:
+    @settings(max_examples=80, deadline=None)
+    @given(runs, runs, st.integers(1, 8))
+    def test_it_orders_each_query_as_trec_eval_with_ties(
+        self, one: dict[str, dict[str, float]], two: dict[str, dict[str, float]], k: int
+    ) -> None:
+        from evalcore.overlap import ranked_lists
+
+        lists = ranked_lists(Run.from_dict(one), Run.from_dict(two), depth=k)
+        assert lists.qids.tolist() == sorted(set(one) & set(two))
+        assert lists.only_a == tuple(sorted(set(one) - set(two)))
+        names: dict[int, str] = {}
+        for row, qid in enumerate(lists.qids.tolist()):
+            for matrix, run in ((lists.a, one), (lists.b, two)):
+                expected = trec_eval_top(run[qid], k)
+                ids = [int(i) for i in matrix[row] if i >= 0]
+                assert len(ids) == len(expected)
+                for i, doc in zip(ids, expected, strict=True):
+                    assert names.setdefault(i, doc) == doc  # one id, one document, in both runs

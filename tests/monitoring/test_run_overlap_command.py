@@ -97,3 +97,21 @@ class TestRunOverlapCommand:
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["num_q"] == 2
+
+
+def test_it_starts_without_django_or_scipy(tmp_path: Path) -> None:
+    a, b = write_runs(tmp_path)
+    argv = ["manage.py", "run_overlap", "--run", str(a), "--run", str(b), "-q"]
+    script = (
+        f"import sys; sys.argv = {argv!r}; sys.path.insert(0, {str(ROOT)!r})\n"
+        "import manage\nmanage.main()\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'django', 'scipy', 'pandas', 'celery'})\n"
+        "print('loaded:', heavy, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        env={"PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "rbo_ext\tall\t" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "loaded: []"
