@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from evalcore.stats._anova import as_system_matrix
-from evalcore.stats._effect_size import cohens_dz
+from evalcore.stats._effect_size import cohens_dz, hedges_correction
 from evalcore.stats._significance import _TIE_RTOL
 from evalcore.stats._validation import FloatArray, batch_rows, check_choice, check_count, check_probability
 
@@ -37,8 +37,9 @@ DiscriminativeTest: TypeAlias = Literal["bootstrap", "t", "randomization"]
 
 @dataclass(frozen=True, slots=True)
 class DiscriminativePower:
-    """``pairs`` lists (i, j) with i < j; ``p_values``, ``mean_difference`` (x_i. - x_j.) and
-    ``cohens_dz`` align with it; ``share`` = significant / len(pairs)."""
+    """``pairs`` lists (i, j) with i < j; ``p_values``, ``mean_difference`` (x_i. - x_j.),
+    ``cohens_dz`` and ``hedges_g`` (NaN below three topics) align with it; ``share`` = significant /
+    len(pairs)."""
 
     test: str
     alpha: float
@@ -46,6 +47,7 @@ class DiscriminativePower:
     p_values: FloatArray
     mean_difference: FloatArray
     cohens_dz: FloatArray
+    hedges_g: FloatArray
 
     @property
     def significant(self) -> int:
@@ -147,7 +149,9 @@ def discriminative_power(
         p_values = _t_test(z)
     else:
         p_values = _randomization(z, n_resamples, seed)
+    dz = cohens_dz(z)
+    correction = hedges_correction(z.shape[1] - 1) if z.shape[1] >= 3 else float("nan")
     return DiscriminativePower(
         test=choice, alpha=alpha, pairs=np.stack([first, second], axis=1), p_values=p_values,
-        mean_difference=z.mean(axis=1), cohens_dz=cohens_dz(z),
+        mean_difference=z.mean(axis=1), cohens_dz=dz, hedges_g=dz * correction,
     )  # fmt: skip

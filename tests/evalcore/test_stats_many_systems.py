@@ -210,5 +210,6 @@ class TestDiscriminativePower:
     def test_it_reports_effect_sizes_beside_the_p_values(self) -> None:
         scores = system_scores(3, 20, 13)
         power = discriminative_power(scores, test="t")
-        for (i, j), dz in zip(power.pairs.tolist(), power.cohens_dz, strict=True):
-            assert dz == pytest.approx(paired_effect_size(scores[i], scores[j]).cohens_dz)
+        for (i, j), dz, g in zip(power.pairs.tolist(), power.cohens_dz, power.hedges_g, strict=True):
+            size = paired_effect_size(scores[i], scores[j])
+            assert (dz, g) == (pytest.approx(size.cohens_dz), pytest.approx(size.hedges_g))
