@@ -21,6 +21,12 @@ same seed gives the same answer.
   ``stratified_mean``.
 - Rankings of systems: ``kendall_tau`` (tau-b), ``tau_ap`` and
   ``tau_ap_symmetric`` (Yilmaz, Aslam and Robertson 2008).
+- Many systems over the same topics, an (m systems, n topics) matrix:
+  ``two_way_anova`` (without replication, with its residual variance),
+  ``tukey_hsd`` (randomised-block or one-way MSE) and ``discriminative_power``
+  (Sakai 2006: the share of pairs a bootstrap, t or randomization test finds
+  significant). Paired effect sizes: ``paired_effect_size`` (Cohen's d_z,
+  Hedges' g).
 
 Which test to use. For the difference in *mean* effectiveness of two IR
 systems, Smucker, Allan and Carterette ("A Comparison of Statistical
@@ -36,6 +42,14 @@ for completeness and for non-mean questions. When several runs or measures are
 compared at once, correct the p-values with ``adjust_p_values``.
 """
 
+from evalcore.stats._anova import (
+    AnovaEffect,
+    TukeyDesign,
+    TukeyHSD,
+    TwoWayAnova,
+    tukey_hsd,
+    two_way_anova,
+)
 from evalcore.stats._bootstrap import (
     DEFAULT_BOOTSTRAP,
     BootstrapOptions,
@@ -44,6 +58,12 @@ from evalcore.stats._bootstrap import (
     bootstrap_ci,
     paired_bootstrap_ci,
 )
+from evalcore.stats._discriminative_power import (
+    DiscriminativePower,
+    DiscriminativeTest,
+    discriminative_power,
+)
+from evalcore.stats._effect_size import EffectSize, hedges_correction, paired_effect_size
 from evalcore.stats._multiple_testing import CorrectionMethod, adjust_p_values
 from evalcore.stats._power import (
     minimum_detectable_effect,
@@ -70,6 +90,18 @@ from evalcore.stats._significance import (
 from evalcore.stats._validation import StatsInputError
 
 __all__ = [
+    "AnovaEffect",
+    "DiscriminativePower",
+    "DiscriminativeTest",
+    "EffectSize",
+    "TukeyDesign",
+    "TukeyHSD",
+    "TwoWayAnova",
+    "discriminative_power",
+    "hedges_correction",
+    "paired_effect_size",
+    "tukey_hsd",
+    "two_way_anova",
     "DEFAULT_BOOTSTRAP",
     "BootstrapOptions",
     "Allocation",
