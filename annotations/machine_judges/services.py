@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from evalcore.machine_judges import (
 )
 from evalplatform.auth import User
 from evalplatform.jobs import JobStatus
+from evalplatform.uploads import upload_chunks, upload_name, upload_size, upload_too_large
 
 BATCH_SIZE = 2000
 
@@ -344,3 +346,20 @@ def judge_calibration(judge: MachineJudge) -> dict[str, Any]:
         "consensus": calibration_json(calibration_against(labels, consensus_grades(build))),
         "krippendorff_alpha_with_humans": alpha_with_humans(labels, human_labels(judge.project)),
     }
+
+
+def judge_labels_upload(*, project: Project, upload: Any, **judge: Any) -> LabelsImported:
+    """`judge_labels_import` on an uploaded file (the page and the API), in the request: the labels of a
+    judge are small rows, refused above the upload limit. Errors name the file as uploaded."""
+    name = upload_name(upload)
+    too_large = upload_too_large(upload_size(upload))
+    if too_large:
+        raise FormatError(name, None, too_large)
+    with tempfile.NamedTemporaryFile(suffix="".join(Path(name).suffixes[-2:])) as handle:
+        for chunk in upload_chunks(upload):
+            handle.write(chunk)
+        handle.flush()
+        try:
+            return judge_labels_import(project=project, path=handle.name, **judge)
+        except FormatError as exc:
+            raise FormatError(name, exc.line, exc.reason) from exc
