@@ -24,12 +24,19 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
+        # `--version` is the judge's version here, not Django's: the later option replaces the base one.
+        parser.conflict_handler = parser._optionals.conflict_handler = "resolve"
         parser.add_argument("file", metavar="FILE", help="the labels: TREC qrels or JSON Lines")
         parser.add_argument("--project", required=True, help="the project's slug")
         parser.add_argument("--judge", required=True, help="the machine judge's name")
         parser.add_argument("--kind", choices=MachineJudge.Kind.values, default=MachineJudge.Kind.OTHER)
         parser.add_argument("--model", default="", help="the model (or click model) that made the labels")
-        parser.add_argument("--version", dest="judge_version", default="1", help="the judge's version")
+        parser.add_argument(
+            "--version",
+            dest="judge_version",
+            default="1",
+            help="the judge's version (a new one is a new judge)",
+        )
         parser.add_argument("--configuration", default="", help="the prompt or configuration, verbatim")
         defaults = RouteParams()
         parser.add_argument("--route-budget", type=int, default=None, help="route up to this many pairs")
