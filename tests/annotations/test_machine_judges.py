@@ -368,3 +368,26 @@ def test_it_makes_routed_pairs_tasks(project: Project, tmp_path: Path) -> None:
     done = routing.judge_route(judge=judge, params=routing.RouteParams(budget=4, sample_share=0.0))
     assert done.routed["low_confidence"] == 4 and done.tasks_created == 4
     assert Task.objects.filter(project=project, topic__qid="q2").count() == 4
+
+
+# --- the demo ---------------------------------------------------------------------------------------------
+
+
+def test_the_demo_judge_is_lenient_calibrated_and_routed(demo: Project) -> None:
+    from annotations.demo import demo_annotations_simulate, demo_machine_judge_load
+
+    demo_annotations_simulate(demo)
+    human_build(demo)
+    judge = demo_machine_judge_load(demo)
+    figures = services.judge_calibration(judge)
+    assert figures["labels"] == figures["with_confidence"] > 50
+    assert figures["gold"]["pairs"] > 0 and figures["consensus"]["pairs"] > 0
+    assert figures["consensus"]["leaning"] == "more lenient" and figures["consensus"]["bias"] > 0
+    bands = [b for b in figures["consensus"]["per_confidence"] if b["pairs"]]
+    assert bands[0]["exact_agreement"] < bands[-1]["exact_agreement"]  # its confidence means something
+    routed = MachineRouting.objects.filter(judge=judge).count()
+    assert routed > 0
+    labels = list(MachineLabel.objects.filter(judge=judge).order_by("pk").values())
+    demo_machine_judge_load(demo)  # loading the demo again changes nothing
+    assert list(MachineLabel.objects.filter(judge=judge).order_by("pk").values()) == labels
+    assert MachineRouting.objects.filter(judge=judge).count() == routed
