@@ -226,3 +226,21 @@ class TestCommand:
             )
         assert json.loads(out.getvalue())["error"]["line"] == 2
         assert not MachineJudge.objects.exists()
+
+
+def test_build_qrels_takes_the_sources(project: Project, tmp_path: Path) -> None:
+    judge = TestPages.judge(project, tmp_path)
+    out = StringIO()
+    call_command(
+        "build_qrels", project.slug, "--sync", "--min-labels", "1", "--sources", "both", "--machine-judge", "gpt:1",
+        "--json", stdout=out,
+    )  # fmt: skip
+    summary = json.loads(out.getvalue())
+    assert (summary["sources"], summary["machine_judge"]) == ("both", str(judge))
+    assert summary["source_rule"].startswith("people where")
+    with pytest.raises(CommandError, match="no machine judge"):
+        call_command(
+            "build_qrels", project.slug, "--sources", "machine", "--machine-judge", "nope", stdout=StringIO()
+        )
+    with pytest.raises(CommandError, match="names its machine judge"):
+        call_command("build_qrels", project.slug, "--sources", "machine", stdout=StringIO())
