@@ -83,25 +83,8 @@ class Routed:
         return Queue.ADJUDICATION if self.reason == Reason.HUMANS_DISAGREE else Queue.JUDGING
 
 
-def _reason(
-    pair: Pair,
-    grade: int,
-    confidence: float,
-    *,
-    human: dict[Pair, int],
-    humans_disagree: set[Pair],
-    weak_topics: dict[str, float],
-    params: RouteParams,
-) -> tuple[str, dict[str, Any]] | None:
-    if pair in humans_disagree:
-        return Reason.HUMANS_DISAGREE, {}
-    if pair in human:
-        return (Reason.DISAGREES, {"human": human[pair], "machine": grade}) if human[pair] != grade else None
-    if math.isfinite(confidence) and confidence < params.confidence_below:
-        return Reason.LOW_CONFIDENCE, {"confidence": confidence}
-    if pair[0] in weak_topics:
-        return Reason.WEAK_TOPIC, {"topic_agreement": weak_topics[pair[0]]}
-    return None
+def _member(pairs: list[Pair], keys: Any) -> np.ndarray:
+    return np.fromiter((pair in keys for pair in pairs), dtype=bool, count=len(pairs))
 
 
 def route_select(
@@ -113,36 +96,54 @@ def route_select(
     routed: dict[Pair, str],
     params: RouteParams,
 ) -> list[Routed]:
-    """The pairs to route now (see the module docstring); `routed` holds the earlier routings' reasons."""
-    weak = {t: a for t, a in topic_agreement.items() if math.isfinite(a) and a < params.topic_agreement_below}
-    targeted: list[tuple[int, float, Pair, str, dict[str, Any]]] = []
-    rest: list[Pair] = []
-    for pair, grade, confidence in zip(
-        labels.pairs, labels.grades.tolist(), labels.confidence.tolist(), strict=True
-    ):
-        found = _reason(
-            pair,
-            grade,
-            confidence,
-            human=human,
-            humans_disagree=humans_disagree,
-            weak_topics=weak,
-            params=params,
-        )
-        if found is not None:
-            sort_confidence = confidence if math.isfinite(confidence) else math.inf
-            targeted.append((TARGETED.index(found[0]), sort_confidence, pair, found[0], found[1]))  # type: ignore[arg-type]
-        elif pair not in human:
-            rest.append(pair)
-    targeted.sort(key=lambda row: (row[0], row[1], row[2]))
-    room = params.budget - sum(1 for reason in routed.values() if reason != Reason.SAMPLE)
-    chosen = [Routed(pair, reason, detail) for _, _, pair, reason, detail in targeted if pair not in routed]
-    chosen = chosen[: max(room, 0)]
-    wanted = round(params.sample_share * len(rest)) - sum(1 for r in routed.values() if r == Reason.SAMPLE)
-    pool = [pair for pair in rest if pair not in routed]
-    order = np.random.default_rng(params.seed).permutation(len(pool))
-    sample = [Routed(pool[i], Reason.SAMPLE, {"seed": params.seed}) for i in order[: max(wanted, 0)].tolist()]
-    return chosen + sample
+    """The pairs to route now (see the module docstring); `routed` holds the earlier routings' reasons.
+
+    One pass builds boolean masks (a set lookup per pair); the reasons, their order and the sample are
+    array operations."""
+    pairs, grades, confidence = labels.pairs, labels.grades, labels.confidence
+    n = len(pairs)
+    disagree = _member(pairs, humans_disagree)
+    judged = _member(pairs, human)
+    human_grade = np.fromiter((human.get(pair, -1) for pair in pairs), dtype=np.int64, count=n)
+    weak = {t for t, a in topic_agreement.items() if math.isfinite(a) and a < params.topic_agreement_below}
+    in_weak = np.fromiter((pair[0] in weak for pair in pairs), dtype=bool, count=n)
+    unsure = np.isfinite(confidence) & (confidence < params.confidence_below)
+    reason = np.select(
+        [disagree, judged & (human_grade != grades), judged, unsure, in_weak],
+        [0, 1, -1, 2, 3],
+        default=-1,
+    )
+    rank_confidence = np.where(np.isfinite(confidence), confidence, np.inf)
+    done = _member(pairs, routed)
+    # By reason, then the least confident, then by (qid, doc_id) in code point order (not the database's
+    # collation, so the choice is the same on any database).
+    pair_rank = np.empty(n, dtype=np.int64)
+    pair_rank[sorted(range(n), key=pairs.__getitem__)] = np.arange(n)
+    order = np.lexsort((pair_rank, rank_confidence, reason))
+    order = order[(reason[order] >= 0) & ~done[order]]
+    room = max(params.budget - sum(1 for r in routed.values() if r != Reason.SAMPLE), 0)
+    chosen = [_routed(pairs[i], int(reason[i]), i, labels, human) for i in order[:room].tolist()]
+    rest = np.flatnonzero((reason < 0) & ~judged)
+    wanted = round(params.sample_share * rest.size) - sum(1 for r in routed.values() if r == Reason.SAMPLE)
+    pool = rest[~done[rest]]
+    drawn = pool[np.random.default_rng(params.seed).permutation(pool.size)[: max(wanted, 0)]]
+    return chosen + [Routed(pairs[i], Reason.SAMPLE, {"seed": params.seed}) for i in drawn.tolist()]
+
+
+def _routed(pair: Pair, code: int, i: int, labels: JudgeLabels, human: dict[Pair, int]) -> Routed:
+    """A targeted pair with the figures behind its reason."""
+    reason = TARGETED[code]
+    detail: dict[str, Any] = {}
+    confidence = float(labels.confidence[i])
+    if reason == Reason.DISAGREES:
+        detail = {"human": human[pair], "machine": int(labels.grades[i])}
+    elif reason == Reason.LOW_CONFIDENCE:
+        detail = {"confidence": confidence}
+    elif reason == Reason.WEAK_TOPIC:
+        detail = {"topic": pair[0]}
+    if reason != Reason.LOW_CONFIDENCE and math.isfinite(confidence):
+        detail["confidence"] = confidence
+    return Routed(pair, reason, detail)
 
 
 @dataclass(frozen=True)
