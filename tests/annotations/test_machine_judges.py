@@ -391,3 +391,26 @@ def test_the_demo_judge_is_lenient_calibrated_and_routed(demo: Project) -> None:
     demo_machine_judge_load(demo)  # loading the demo again changes nothing
     assert list(MachineLabel.objects.filter(judge=judge).order_by("pk").values()) == labels
     assert MachineRouting.objects.filter(judge=judge).count() == routed
+
+
+def test_its_alpha_with_the_annotators_is_krippendorffs(project: Project, tmp_path: Path) -> None:
+    import krippendorff
+
+    rng = np.random.default_rng(8)
+    grades = {i: [int(g) for g in rng.integers(0, 4, 3)] for i in range(0, 18, 2)}  # people on half the tasks
+    answer_all(project, grades)
+    machine = {i: int(rng.integers(0, 4)) for i in range(18)}
+    result = services.judge_labels_import(
+        project=project,
+        name="gpt",
+        path=write_jsonl(tmp_path / "m.jsonl", machine_rows(project, lambda i, t: machine[i])),
+    )
+    alpha = services.judge_calibration(MachineJudge.objects.get(pk=result.judge))[
+        "krippendorff_alpha_with_humans"
+    ]
+    # Annotators x items, the machine's row appended, over the items the machine graded that people did too.
+    items = sorted(grades)
+    matrix = np.array(
+        [[grades[i][a] for i in items] for a in range(3)] + [[machine[i] for i in items]], dtype=float
+    )
+    assert alpha == pytest.approx(krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal"))
