@@ -17,6 +17,9 @@ from annotations.models import (
     Document,
     GoldLabel,
     ImportJob,
+    MachineJudge,
+    MachineLabel,
+    MachineRouting,
     Project,
     ProjectMembership,
     QrelsBuild,
@@ -266,3 +269,28 @@ class QrelsBuildAdmin(ReadOnlyAdmin):
 
     def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
         return obj is not None and obj.status == QrelsBuild.Status.FAILED
+
+
+@admin.register(MachineJudge)
+class MachineJudgeAdmin(ReadOnlyAdmin):
+    """Judges come from an upload of their labels; their metadata is the provenance, so it is not edited."""
+
+    list_display = ["project", "name", "version", "kind", "model", "created_at"]
+    list_filter = ["kind", "project"]
+    list_select_related = ["project"]
+    search_fields = ["name", "model"]
+
+
+@admin.register(MachineLabel)
+class MachineLabelAdmin(ReadOnlyAdmin):
+    list_display = ["judge", "topic", "document", "grade", "confidence"]
+    list_select_related = ["judge__project", "topic", "document"]
+    raw_id_fields = ["judge", "topic", "document"]
+
+
+@admin.register(MachineRouting)
+class MachineRoutingAdmin(ReadOnlyAdmin):
+    list_display = ["judge", "topic", "document", "reason", "queue", "routed_at"]
+    list_filter = ["reason", "queue"]
+    list_select_related = ["judge__project", "topic", "document"]
+    raw_id_fields = ["judge", "topic", "document", "routed_by"]

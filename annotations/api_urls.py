@@ -4,6 +4,7 @@ from django.urls import path
 
 from annotations import api
 from annotations.adjudication import api as adjudication_api
+from annotations.machine_judges import api as machine_api
 from annotations.quality import api as quality_api
 
 app_name = "annotations-api"
@@ -36,5 +37,17 @@ urlpatterns = [
         "projects/<slug:slug>/qrels/<int:version>/export/<str:fmt>/",
         quality_api.qrels_export,
         name="qrels-export",
+    ),
+    path("projects/<slug:slug>/machine-judges/", machine_api.machine_judges, name="machine-judges"),
+    path("projects/<slug:slug>/machine-judges/<int:pk>/", machine_api.machine_judge, name="machine-judge"),
+    path(
+        "projects/<slug:slug>/machine-judges/<int:pk>/route/",
+        machine_api.machine_judge_route,
+        name="machine-judge-route",
+    ),
+    path(
+        "projects/<slug:slug>/machine-judges/<int:pk>/routed/",
+        machine_api.machine_judge_routed,
+        name="machine-judge-routed",
     ),
 ]

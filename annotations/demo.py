@@ -38,6 +38,7 @@ from annotations.models import (
     Assignment,
     Document,
     GoldLabel,
+    MachineJudge,
     Project,
     ProjectMembership,
     Task,
@@ -399,3 +400,59 @@ def _store_answers(project: Project, answers: list[tuple[Any, Task, int, float, 
             assigned_count=F("assigned_count") + counted[task_id],
             label_count=F("label_count") + counted[task_id],
         )
+
+
+# --- a simulated machine judge --------------------------------------------------------------------------
+
+DEMO_JUDGE = "umbrela-sim"
+DEMO_JUDGE_SEED = 20_261_127
+#: The routing the demo runs once, so the judge's page lists routed pairs.
+DEMO_ROUTE = {"budget": 12, "confidence_below": 0.5, "topic_agreement_below": 0.5, "sample_share": 0.1}
+
+
+def demo_machine_labels(project: Project) -> list[dict[str, Any]]:
+    """A noisy, lenient copy of the careful judge's grades for every task, with confidences, seeded.
+
+    A quarter of the grades are one higher (the judge is lenient), one in twenty one lower; a grade the
+    judge changed carries a lower confidence (0.25-0.65) than one it kept (0.55-0.99), so the confidence
+    bands on its page mean something, as a fair LLM judge's do.
+    """
+    rng = random.Random(DEMO_JUDGE_SEED)
+    top = max(project.grades)
+    expected = _expected_grades(project)
+    rows = Task.objects.filter(project=project).order_by("topic__qid", "document__doc_id")
+    labels = []
+    for task_id, qid, doc_id in rows.values_list("id", "topic__qid", "document__doc_id"):
+        if task_id not in expected:
+            continue
+        draw = rng.random()
+        grade = expected[task_id] + (1 if draw < 0.25 else -1 if draw < 0.30 else 0)
+        grade = min(top, max(0, grade))
+        changed = grade != expected[task_id]
+        confidence = round(rng.uniform(0.25, 0.65) if changed else rng.uniform(0.55, 0.99), 2)
+        rationale = "partly answers the question" if changed else "matches the question"
+        labels.append(
+            {"qid": qid, "doc_id": doc_id, "label": grade, "confidence": confidence, "rationale": rationale}
+        )
+    return labels
+
+
+def demo_machine_judge_load(project: Project) -> MachineJudge:
+    """Import the simulated judge's labels through the same import as a file of real ones, then route its
+    doubtful pairs once; both are idempotent, so loading the demo again changes nothing."""
+    from annotations.machine_judges.routing import RouteParams, judge_route
+    from annotations.machine_judges.services import judge_labels_import
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"{DEMO_JUDGE}.jsonl"
+        path.write_text(
+            "".join(json.dumps(row) + "\n" for row in demo_machine_labels(project)), encoding="utf-8"
+        )
+        result = judge_labels_import(
+            project=project, name=DEMO_JUDGE, path=path, kind=MachineJudge.Kind.LLM,
+            model="simulated: a noisy, lenient copy of the expected grades",
+            configuration="UMBRELA-style prompt (simulated; no model was called)",
+        )  # fmt: skip
+    judge = MachineJudge.objects.select_related("project").get(pk=result.judge)
+    judge_route(judge=judge, params=RouteParams(seed=DEMO_JUDGE_SEED % 1000, **DEMO_ROUTE))  # type: ignore[arg-type]
+    return judge

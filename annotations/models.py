@@ -618,6 +618,14 @@ class QualityRecompute(Job):
         return f"quality recompute of {self.project} ({self.status})"
 
 
+#: How a qrels build with each `sources` value judges a pair.
+SOURCE_RULES = {
+    "human": "people only: the reliable annotators' aggregate, or the adjudicated grade",
+    "machine": "the machine judge only: its grade, for every pair of the project it graded",
+    "both": "people where the human build judges the pair, else the machine judge's grade",
+}
+
+
 class QrelsBuild(Job):
     """One version of a project's qrels: its parameters, counts, agreement figures and export hash.
 
@@ -647,6 +655,14 @@ class QrelsBuild(Job):
     use_adjudications = models.BooleanField(
         default=DEFAULT_QRELS_PARAMS.use_adjudications,
         help_text="Adjudicated grades set their pairs' rel (builds from before adjudication used none).",
+    )
+    # Which labels the build reads (annotations.machine_judges): people's (the default, and every build
+    # made before machine judges), one machine judge's, or both by the rule `SOURCE_RULES` states.
+    sources = models.CharField(
+        max_length=8, choices=[("human", "human"), ("machine", "machine"), ("both", "both")], default="human"
+    )
+    machine_judge = models.ForeignKey(
+        "MachineJudge", on_delete=models.PROTECT, null=True, blank=True, related_name="qrels_builds"
     )
     # Results.
     pairs_kept = models.PositiveIntegerField(default=0)
@@ -682,6 +698,11 @@ class QrelsBuild(Job):
                 condition=Q(tolerance__gte=0, min_accuracy__gte=0, min_accuracy__lte=1, min_labels__gte=1),
                 name="qrels_build_params_valid",
             ),
+            models.CheckConstraint(
+                condition=Q(sources="human", machine_judge__isnull=True)
+                | Q(sources__in=["machine", "both"], machine_judge__isnull=False),
+                name="qrels_build_sources_valid",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -698,6 +719,11 @@ class QrelsBuild(Job):
     def params(self) -> QrelsParams:
         """The parameters the build was made with: one column each."""
         return QrelsParams(**{name: getattr(self, name) for name in QrelsParams.names()})
+
+    @property
+    def source_rule(self) -> str:
+        """The rule that chose each pair's rel, in words (shown with the build and in its summary)."""
+        return SOURCE_RULES[self.sources]
 
     @property
     def adjudicated(self) -> int:
@@ -773,3 +799,108 @@ class ImportJob(Job):
 
     def get_absolute_url(self) -> str:
         return reverse("annotations:import-job", args=[self.project.slug, self.pk])
+
+
+class MachineJudge(models.Model):
+    """A named machine source of relevance labels (an LLM grader, a click model) and its provenance.
+
+    Its labels (`MachineLabel`) never count as an annotator's answers: quality figures, queues and human
+    builds never read them. A (name, version) pair is one judge: a new version of a prompt or model is
+    a new judge, so calibrations and builds of the old one stay as they were (see docs/machine-judges.md).
+    """
+
+    class Kind(models.TextChoices):
+        LLM = "llm", "LLM"
+        CLICK_MODEL = "click_model", "click model"
+        OTHER = "other", "other"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="machine_judges")
+    name = models.CharField(max_length=100)
+    version = models.CharField(max_length=64, default="1")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.OTHER)
+    model = models.CharField(max_length=200, blank=True, help_text="The model or click model, e.g. gpt-4o.")
+    configuration = models.TextField(blank=True, help_text="The prompt or the configuration, verbatim.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project", "name", "version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "name", "version"], name="machine_judge_unique_version"
+            ),
+            models.CheckConstraint(
+                condition=Q(kind__in=["llm", "click_model", "other"]), name="machine_judge_kind_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("annotations:machine-judge", args=[self.project.slug, self.pk])
+
+
+class MachineLabel(models.Model):
+    """One machine judge's grade of one (topic, document) pair of its project, with its confidence (0-1,
+    null when the judge gave none) and rationale. The pair need not be a task."""
+
+    judge = models.ForeignKey(MachineJudge, on_delete=models.CASCADE, related_name="labels")
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="+")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    grade = models.SmallIntegerField()
+    confidence = models.FloatField(null=True, blank=True)
+    rationale = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["judge", "topic", "document"]
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "topic", "document"], name="machine_label_unique_pair"),
+            models.CheckConstraint(
+                condition=Q(confidence__isnull=True) | Q(confidence__gte=0, confidence__lte=1),
+                name="machine_label_confidence_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge}: {self.topic_id}/{self.document_id} = {self.grade}"
+
+
+class MachineRouting(models.Model):
+    """A pair of a machine judge's that was sent to people, and why (`machine_judges.routing`): one row
+    per (judge, pair), so routing again never sends a pair twice."""
+
+    class Reason(models.TextChoices):
+        HUMANS_DISAGREE = "humans_disagree", "people disagree: adjudication"
+        DISAGREES = "disagrees", "disagrees with people"
+        LOW_CONFIDENCE = "low_confidence", "low confidence"
+        WEAK_TOPIC = "weak_topic", "topic with low agreement"
+        SAMPLE = "sample", "random sample"
+
+    class Queue(models.TextChoices):
+        JUDGING = "judging", "judging queue"
+        ADJUDICATION = "adjudication", "adjudication queue"
+
+    judge = models.ForeignKey(MachineJudge, on_delete=models.CASCADE, related_name="routings")
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="+")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    reason = models.CharField(max_length=16, choices=Reason.choices)
+    queue = models.CharField(max_length=16, choices=Queue.choices)
+    detail = models.JSONField(default=dict, blank=True, help_text="The figures that decided it.")
+    routed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    routed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["judge", "routed_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["judge", "topic", "document"], name="machine_routing_unique_pair"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge}: {self.topic_id}/{self.document_id} ({self.reason})"

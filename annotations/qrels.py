@@ -23,6 +23,7 @@ adjudication as the last entry of its `labels`, marked `"source": "adjudication"
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -30,7 +31,17 @@ from django.db import transaction
 from django.db.models import Max
 from django.http import HttpResponse
 
-from annotations.models import Adjudication, GoldLabel, Project, QrelsBuild, QrelsJudgment, Task
+from annotations.models import (
+    SOURCE_RULES,
+    Adjudication,
+    GoldLabel,
+    MachineJudge,
+    MachineLabel,
+    Project,
+    QrelsBuild,
+    QrelsJudgment,
+    Task,
+)
 from annotations.quality.services import project_answers, project_overrides, read_snapshot
 from evalcore.judging import (
     DEFAULT_QRELS_PARAMS,
@@ -69,13 +80,22 @@ def qrels_build_create(
     min_gold: int | None = None,
     min_labels: int = DEFAULT_QRELS_PARAMS.min_labels,
     use_adjudications: bool = DEFAULT_QRELS_PARAMS.use_adjudications,
+    sources: str = "human",
+    machine_judge: MachineJudge | None = None,
     enqueue: bool = True,
 ) -> QrelsBuild:
     """A pending build with the project's next version; queued on commit unless `enqueue` is False.
 
-    The thresholds default to the project's (`min_gold_accuracy`, `min_gold_items`). Raises
+    The thresholds default to the project's (`min_gold_accuracy`, `min_gold_items`). `sources` is
+    `human` (people only, the default), `machine` or `both` with `machine_judge` (`SOURCE_RULES`). Raises
     `QrelsError` for parameters a build refuses.
     """
+    if sources not in SOURCE_RULES:
+        raise QrelsError(f"Unknown sources {sources!r}; choose human, machine or both.")
+    if (sources == "human") != (machine_judge is None):
+        raise QrelsError("A build from machine labels names its machine judge; a human build names none.")
+    if machine_judge is not None and machine_judge.project_id != project.pk:
+        raise QrelsError("The machine judge belongs to another project.")
     params = QrelsParams(
         tolerance=float(tolerance),
         aggregation=aggregation,  # type: ignore[arg-type]
@@ -89,7 +109,10 @@ def qrels_build_create(
     # FOR NO KEY UPDATE: annotators' answers (foreign-key checks on the project row) do not wait for it.
     Project.objects.select_for_update(no_key=True).filter(pk=project.pk).order_by().first()
     latest = QrelsBuild.objects.filter(project=project).aggregate(latest=Max("version"))["latest"] or 0
-    build = QrelsBuild.objects.create(project=project, version=latest + 1, created_by=created_by, **columns)
+    build = QrelsBuild.objects.create(
+        project=project, version=latest + 1, created_by=created_by, sources=sources,
+        machine_judge=machine_judge, **columns,
+    )  # fmt: skip
     if enqueue:
         job_enqueue_on_commit(build)
     return build
@@ -117,10 +140,54 @@ def _compute(build: QrelsBuild, progress: ProgressFn) -> QrelsResult:
         overrides = project_overrides(build.project)
         adjudications = project_adjudications(build.project)
         gold = project_gold(build.project)
+        machine = machine_judgments(build.machine_judge) if build.machine_judge is not None else []
     progress(0.5, "filtering and aggregating the labels")
-    return qrels_compute(
+    result = qrels_compute(
         answers, pairs=pairs, overrides=overrides, params=build.params, adjudications=adjudications, gold=gold
     )
+    return result if build.sources == "human" else with_machine(result, machine, sources=build.sources)
+
+
+def machine_judgments(judge: MachineJudge) -> list[Judgment]:
+    """A machine judge's labels as judgments, sorted; each keeps its provenance as its one label, marked
+    `"source": "machine"` (a machine's label is never counted as an annotator's)."""
+    rows = MachineLabel.objects.filter(judge=judge).values_list(
+        "topic__qid", "document__doc_id", "grade", "confidence"
+    )
+    provenance = {"source": "machine", "judge": judge.name, "version": judge.version}
+    judgments = [
+        Judgment(qid=qid, doc_id=doc_id, rel=grade, score=float(grade),
+                 labels=[{**provenance, "grade": grade, "confidence": confidence}])
+        for qid, doc_id, grade, confidence in rows
+    ]  # fmt: skip
+    return sorted(judgments, key=lambda judgment: (judgment.qid, judgment.doc_id))
+
+
+def with_machine(result: QrelsResult, machine: list[Judgment], *, sources: str) -> QrelsResult:
+    """The build's judgments by its sources' rule (`SOURCE_RULES`): the machine's alone, or people's
+    where the human computation judged the pair and the machine's elsewhere. The counts say how many
+    pairs came from each source (`sources.machine`) and the rule."""
+    if sources == "machine":
+        judgments = machine
+        crowd = adjudication = 0
+    else:
+        human = {(j.qid, j.doc_id) for j in result.judgments}
+        judgments = sorted(
+            result.judgments + [j for j in machine if (j.qid, j.doc_id) not in human],
+            key=lambda judgment: (judgment.qid, judgment.doc_id),
+        )
+        crowd, adjudication = result.counts["sources"]["crowd"], result.counts["sources"]["adjudication"]
+    counts: Any = {
+        **result.counts,
+        "sources": {
+            "crowd": crowd,
+            "adjudication": adjudication,
+            "machine": len(judgments) - crowd - adjudication,
+        },
+        "rule": SOURCE_RULES[sources],
+    }
+    counts["pairs"] = {**result.counts["pairs"], "kept": len(judgments)}
+    return replace(result, judgments=judgments, counts=counts)
 
 
 def project_gold(project: Project) -> dict[tuple[str, str], int]:
@@ -216,6 +283,9 @@ def build_summary(build: QrelsBuild) -> dict[str, Any]:
         "version": build.version,
         "status": build.status,
         "parameters": build.params.as_dict(),
+        "sources": build.sources,
+        "machine_judge": str(build.machine_judge) if build.machine_judge_id else None,
+        "source_rule": build.source_rule,
         "pairs_kept": build.pairs_kept,
         "adjudicated": build.adjudicated,
         "counts": build.counts,

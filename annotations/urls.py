@@ -4,6 +4,7 @@ from django.urls import path
 
 from annotations import views
 from annotations.adjudication import views as adjudication_views
+from annotations.machine_judges import views as machine_views
 from annotations.quality import views as quality_views
 
 app_name = "annotations"
@@ -73,5 +74,17 @@ urlpatterns = [
         "projects/<slug:slug>/qrels/<int:version>/<str:fmt>/",
         quality_views.qrels_download,
         name="qrels-download",
+    ),
+    path("projects/<slug:slug>/machine-judges/", machine_views.machine_judges, name="machine-judges"),
+    path("projects/<slug:slug>/machine-judges/<int:pk>/", machine_views.machine_judge, name="machine-judge"),
+    path(
+        "projects/<slug:slug>/machine-judges/<int:pk>/calibration.csv",
+        machine_views.machine_judge_csv,
+        name="machine-judge-csv",
+    ),
+    path(
+        "projects/<slug:slug>/machine-judges/<int:pk>/route/",
+        machine_views.machine_judge_route,
+        name="machine-judge-route",
     ),
 ]

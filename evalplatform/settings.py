@@ -309,6 +309,7 @@ SPECTACULAR_SETTINGS = {
         "TeamRoleEnum": "evalplatform.models.TeamMembership.Role",
         "ChannelKindEnum": "monitoring.alerts.models.NotificationChannel.Kind",
         "SeriesKindEnum": "series.models.Series.Kind",
+        "MachineJudgeKindEnum": "annotations.models.MachineJudge.Kind",
     },
 }
 

@@ -23,7 +23,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations import qrels, selectors
-from annotations.models import ProjectMembership, QrelsBuild
+from annotations.models import SOURCE_RULES, MachineJudge, ProjectMembership, QrelsBuild
 from annotations.quality import services as quality
 from evalcore.judging import DEFAULT_QRELS_PARAMS, QrelsError, QrelsParams
 
@@ -142,6 +142,18 @@ class QrelsBuildIn(serializers.Serializer):
         default=DEFAULT_QRELS_PARAMS.use_adjudications,
         help_text="Take the adjudicated pairs' rel from their adjudication (default true).",
     )
+    sources = serializers.ChoiceField(
+        choices=list(SOURCE_RULES.items()),
+        default="human",
+        help_text="human (default): people only; machine: the machine judge only; both: people where "
+        "the human build judges the pair, else the machine judge.",
+    )
+    machine_judge = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The machine judge's id (sources machine or both).",
+    )
 
 
 class QrelsBuildOut(serializers.Serializer):
@@ -160,6 +172,11 @@ class QrelsBuildOut(serializers.Serializer):
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     exports = serializers.SerializerMethodField()
+    sources = serializers.CharField(help_text="human, machine or both.")
+    machine_judge = serializers.CharField(
+        allow_null=True, default=None, help_text="The machine judge, name vVERSION."
+    )
+    source_rule = serializers.CharField(help_text="The rule that chose each pair's rel.")
 
     def get_parameters(self, build: QrelsBuild) -> dict[str, Any]:
         return build.params.as_dict()
@@ -319,8 +336,17 @@ def qrels_builds(request: Request, slug: str) -> Response:
     project = selectors.get_lead_project(request.user, slug)
     data = QrelsBuildIn(data=request.data)
     data.is_valid(raise_exception=True)
+    values = dict(data.validated_data)
+    judge_id = values.pop("machine_judge")
+    judge = (
+        MachineJudge.objects.filter(project=project, pk=judge_id).first() if judge_id is not None else None
+    )
+    if judge_id is not None and judge is None:
+        return error_response(f"No machine judge {judge_id} in this project.", 400)
     try:
-        build = qrels.qrels_build_create(project=project, created_by=request.user, **data.validated_data)
+        build = qrels.qrels_build_create(
+            project=project, created_by=request.user, machine_judge=judge, **values
+        )
     except QrelsError as exc:
         return error_response(str(exc), 400)
     build.refresh_from_db()

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from annotations.models import Project, ProjectMembership, QrelsBuild
+from annotations.models import SOURCE_RULES, MachineJudge, Project, ProjectMembership, QrelsBuild
 from evalcore.judging import DEFAULT_QRELS_PARAMS, QrelsParams
 
 
@@ -35,11 +35,32 @@ class QrelsBuildForm(forms.Form):
         required=False, label="Leave out adjudicated grades", help_text="Judge every pair by the crowd alone."
     )
 
+    sources = forms.ChoiceField(
+        choices=[(key, f"{key}: {rule}") for key, rule in SOURCE_RULES.items()],
+        initial="human",
+        required=False,
+        help_text="Which labels the build reads; machine labels never count as an annotator's.",
+    )
+    machine_judge = forms.ModelChoiceField(
+        queryset=MachineJudge.objects.none(), required=False, help_text="For sources machine or both."
+    )
+
     @classmethod
     def for_project(cls, project: Project, data: Any = None) -> QrelsBuildForm:
-        return cls(
+        form = cls(
             data, initial={"min_accuracy": project.min_gold_accuracy, "min_gold": project.min_gold_items}
         )
+        form.fields["machine_judge"].queryset = MachineJudge.objects.filter(project=project)  # type: ignore[attr-defined]
+        return form
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        data["sources"] = data.get("sources") or "human"
+        if data["sources"] == "human":
+            data["machine_judge"] = None
+        elif data.get("machine_judge") is None:
+            self.add_error("machine_judge", "Choose the machine judge whose labels the build reads.")
+        return data
 
 
 class OverrideForm(forms.Form):

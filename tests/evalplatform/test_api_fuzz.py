@@ -38,7 +38,7 @@ from schemathesis.generation import GenerationMode
 
 from annotations import imports
 from annotations import qrels as qrels_builds
-from annotations.models import Project, QualityRecompute, Task
+from annotations.models import MachineJudge, MachineLabel, Project, QualityRecompute, Task
 from annotations.quality import services as quality
 from evalplatform.models import Team
 from evalplatform.teams import team_create
@@ -197,6 +197,12 @@ def world(db: None, wsgi_requests_in_the_test_transaction: None) -> World:
         enqueue=False,
     ).pk  # fmt: skip
     ids["series"] = Series.objects.filter(team=team, kind="stream").values_list("pk", flat=True).get()
+    judge = MachineJudge.objects.create(project=project, name="gpt", kind="llm")
+    MachineLabel.objects.bulk_create(
+        MachineLabel(judge=judge, topic_id=t.topic_id, document_id=t.document_id, grade=1, confidence=0.4)
+        for t in Task.objects.filter(project=project)
+    )
+    ids["machine-judges"] = judge.pk
     ids["reuse-analyses"] = ReuseAnalysis.objects.create(
         team=team, qrels_id=ids["qrels"], kind="reusability", params={}
     ).pk

@@ -24,7 +24,7 @@ from django.core.management import call_command
 from django.db import DatabaseError, models, transaction
 from django.test import Client
 
-from annotations.models import ImportJob, Project, QrelsBuild
+from annotations.models import ImportJob, MachineJudge, Project, QrelsBuild
 from monitoring import models as monitoring_models
 from monitoring.models import EmbeddingStream
 from monitoring.reuse import services as reuse
@@ -51,6 +51,7 @@ ID_MODELS: dict[str, type[models.Model]] = {
     "fraud-evaluations": monitoring_models.FraudScoreEvaluation,
     "fraud-score-sets": monitoring_models.FraudScoreSet,
     "imports": ImportJob,
+    "machine-judges": MachineJudge,
     "leaderboard": monitoring_models.QrelsSource,
     "pools": monitoring_models.JudgingPool,
     "qrels": monitoring_models.QrelsSource,
@@ -246,5 +247,10 @@ def test_it_answers_strict_json_from_every_get_endpoint_with_undefined_values_st
         monkeypatch.undo()  # the pages with the database's own values: jsonb holds no NaN for a chart to get
         problems += page_problems(pages, editor, lead)
         assert not problems, f"with {constant} stored:\n" + "\n".join(problems)
-    # A check constraint keeps a negative time out of an answer: the one float no value could reach.
-    assert refused == {"nan": [], "inf": [], "-inf": ["Annotation.seconds_spent"]}
+    # Check constraints keep a negative time out of an answer, and a machine label's confidence in [0, 1]
+    # (NaN too: PostgreSQL orders NaN above every number): the floats these values could not reach.
+    assert refused == {
+        "nan": ["MachineLabel.confidence"],
+        "inf": ["MachineLabel.confidence"],
+        "-inf": ["Annotation.seconds_spent", "MachineLabel.confidence"],
+    }

@@ -34,7 +34,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from annotations import imports, qrels
-from annotations.models import Annotation, GoldLabel, Project, Task
+from annotations.models import Annotation, GoldLabel, MachineJudge, MachineLabel, Project, Task
 from annotations.quality import services as quality
 from evalplatform.charts import plotly_js_version
 from evalplatform.models import Team
@@ -123,6 +123,13 @@ def world_build() -> World:
     build = qrels.qrels_build_create(project=a, created_by=None, enqueue=False)
     qrels.qrels_build_run(build_id=build.pk)
     assert quality.quality_snapshot_refresh(project_id=a.pk) == "done"
+    judge = MachineJudge.objects.create(project=a, name="gpt", kind="llm")
+    MachineLabel.objects.bulk_create(
+        [
+            MachineLabel(judge=judge, topic_id=t.topic_id, document_id=t.document_id, grade=1, confidence=0.9)
+            for t in tasks
+        ]
+    )
     import_job = imports.import_job_create(
         project=a,
         kind="documents",
@@ -181,7 +188,7 @@ def world_build() -> World:
         "pair": ComparisonPair.objects.filter(comparison=comparison).values_list("pk", flat=True)[0],
         "recs": recs.pk, "recs_eval": recs_eval.pk, "scores": scores.pk, "fraud_eval": fraud_eval.pk,
         "snapshot": snapshot.pk, "monitor": monitor.pk, "rule": rule.pk, "channel": channel.pk, "event": event.pk,
-        "import_job": import_job.pk, "reuse_analysis": reuse_analysis.pk, "pool": pool.pk, "series": Series.objects.get(kind="project", team=team).pk,
+        "import_job": import_job.pk, "machine_judge": judge.pk, "reuse_analysis": reuse_analysis.pk, "pool": pool.pk, "series": Series.objects.get(kind="project", team=team).pk,
     }  # fmt: skip
     return World(a=a, b=b, team=team, ids=ids, users={"anon": None, **users})
 
@@ -281,6 +288,11 @@ MATRIX: dict[str, Row] = {
     "annotations:adjudicate": page("project", LEAD, LEAD),
     "annotations:adjudicator-allow": page("project", None, LEAD),
     "annotations:qrels-build": page("project", None, LEAD),
+    # Machine judges: the project's leads only (annotators never see a machine's labels).
+    "annotations:machine-judges": page("project", LEAD, LEAD),
+    "annotations:machine-judge": page("project", LEAD, post=None, pk="machine_judge"),
+    "annotations:machine-judge-csv": page("project", LEAD, post=None, pk="machine_judge"),
+    "annotations:machine-judge-route": page("project", None, LEAD, pk="machine_judge"),
     "annotations:qrels-diff": page("project", QUALITY, post=None),
     "annotations:qrels-download": page("project", QUALITY, post=None),
     "annotations-api:next": api("project", ANNOTATOR, ANNOTATOR),
@@ -310,6 +322,10 @@ MATRIX: dict[str, Row] = {
     "monitoring-api:pools": api("project", LEAD, POOLERS),
     "monitoring-api:pool": api("project", LEAD, pk="pool"),
     "monitoring-api:pool-progress": api("project", LEAD, pk="pool"),
+    "annotations-api:machine-judges": api("project", LEAD, LEAD),
+    "annotations-api:machine-judge": api("project", LEAD, pk="machine_judge"),
+    "annotations-api:machine-judge-route": api("project", None, LEAD, pk="machine_judge"),
+    "annotations-api:machine-judge-routed": api("project", LEAD, pk="machine_judge"),
     # Team T: its members read, its editors (and the admin) write.
     "monitoring:team": page("team", TEAM, post=None),
     "monitoring:run-upload": page("team", EDITORS, EDITORS),
@@ -430,6 +446,7 @@ QUERIES = {
     "monitoring:leaderboard-diff-csv": "?from={build_qrels}",
     "monitoring-api:leaderboard-diff": "?from={build_qrels}",
     "annotations:qrels-diff": "?old=1&new=1",
+    "annotations:machine-judge-csv": "?against=gold&table=topics",
     "annotations-api:qrels-diff": "?old=1&new=1",
     "annotations:quality-disagreements": "?a={user_id}",
     "annotations:quality-disagreements-csv": "?a={user_id}",

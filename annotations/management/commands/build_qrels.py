@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations import qrels
-from annotations.models import Project, QrelsBuild
+from annotations.models import SOURCE_RULES, MachineJudge, Project, QrelsBuild
 from evalcore.judging import DEFAULT_QRELS_PARAMS, REASONS, QrelsError
 
 
@@ -52,6 +52,16 @@ class Command(BaseCommand):
             action="store_true",
             help="ignore the adjudicated grades: every pair judged by the annotators' labels alone",
         )
+        parser.add_argument(
+            "--sources", choices=list(SOURCE_RULES), default="human",
+            help="human (default): people only; machine: the machine judge only; both: people where the "
+            "human build judges the pair, else the machine judge",
+        )  # fmt: skip
+        parser.add_argument(
+            "--machine-judge",
+            metavar="NAME[:VERSION]",
+            help="the machine judge for --sources machine or both",
+        )
         parser.add_argument("--user", metavar="USERNAME", help="record this account as the build's creator")
         mode = parser.add_mutually_exclusive_group()
         mode.add_argument(
@@ -70,12 +80,14 @@ class Command(BaseCommand):
             creator = get_user_model().objects.filter(username=options["user"]).first()
             if creator is None:
                 raise CommandError(f"There is no account {options['user']!r}.")
+        judge = _machine_judge(project, options["machine_judge"])
         try:
             build = qrels.qrels_build_create(
                 project=project, created_by=creator, tolerance=options["tolerance"],
                 aggregation=options["aggregation"], min_accuracy=options["min_accuracy"],
                 min_gold=options["min_gold"], min_labels=options["min_labels"],
                 use_adjudications=not options["no_adjudications"], enqueue=not options["sync"],
+                sources=options["sources"], machine_judge=judge,
             )  # fmt: skip
         except QrelsError as error:
             raise CommandError(str(error)) from error
@@ -129,3 +141,15 @@ def gold_text(mismatches: list[dict[str, Any]]) -> str:
     ]
     plural = "s differ" if len(mismatches) != 1 else " differs"
     return f"{len(mismatches)} pair{plural} from gold:\n" + "\n".join(lines) + "\n"
+
+
+def _machine_judge(project: Project, spec: str | None) -> MachineJudge | None:
+    """`NAME` (its latest version by creation) or `NAME:VERSION` among the project's machine judges."""
+    if not spec:
+        return None
+    name, _, version = spec.partition(":")
+    judges = MachineJudge.objects.filter(project=project, name=name)
+    judge = (judges.filter(version=version) if version else judges.order_by("-created_at", "-pk")).first()
+    if judge is None:
+        raise CommandError(f"There is no machine judge {spec!r} in {project.slug}.")
+    return judge
