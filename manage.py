@@ -19,6 +19,7 @@ STANDALONE_COMMANDS = {
     "calibrate_judge": "monitoring.management.commands.calibrate_judge",
     "ppi_evaluate": "monitoring.management.commands.ppi_evaluate",
     "derive_click_judgments": "monitoring.management.commands.derive_click_judgments",
+    "fuse_runs": "monitoring.management.commands.fuse_runs",
 }
 
 

@@ -25,6 +25,7 @@ MISSING_FILE_ARGS = {
     "calibrate_judge": ["--human", "absent.qrels", "--machine", "absent.jsonl"],
     "ppi_evaluate": ["--run", "absent.run", "--machine", "m.qrels", "--human", "h.qrels", "-m", "map"],
     "derive_click_judgments": ["--log", "absent.csv", "--model", "coec"],
+    "fuse_runs": ["--run", "absent.run", "--method", "sum", "--out", "out.run"],
 }
 
 
