@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 from evalcore.fusion import METHODS, NORMS, RANK_METHODS, FusionParams, fuse, optimize_fusion
@@ -24,7 +24,8 @@ from evalcore.fusion.optimize import fold_of
 from evalcore.retrieval import Qrels, Run, evaluate
 
 ranx = pytest.importorskip("ranx")
-from numba import types  # noqa: E402  (ranx brings numba)
+import numba  # noqa: E402  (ranx brings numba)
+from numba import types  # noqa: E402
 from numba.typed import Dict as TypedDict  # noqa: E402
 from ranx.fusion import fusion_switch  # noqa: E402
 from ranx.normalization import norm_switch  # noqa: E402
@@ -65,15 +66,19 @@ def ranx_fuse(runs: list[RunDict], params: FusionParams) -> RunDict:
     extra = {name: getattr(params, name) for name in RANX_PARAMS.get(params.method, ())}
     if params.method in ("wsum", "wmnz"):
         extra["weights"] = list(params.weights or [1.0] * len(runs))
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)  # ranx's parallel loops lost documents and queries now and then
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba's type-safety warnings inside ranx
         if len(rruns) > 1:
             fused = ranx.fuse(rruns, norm=params.norm, method=params.method, params=extra)
         else:
-            normed = rruns if params.norm is None else [norm_switch(params.norm)(rruns[0])]
-            if params.norm == "borda":
-                normed = norm_switch("borda")(rruns)
+            # ranx's borda normalisation fails to compile for one run; with one run its candidates are
+            # the run's own documents, so it is ranx's rank normalisation (1 - r/n).
+            norm = "rank" if params.norm == "borda" else params.norm
+            normed = rruns if norm is None else [norm_switch(norm)(rruns[0])]
             fused = fusion_switch(params.method)(normed, **extra)
+    numba.set_num_threads(threads)
     return {q: dict(r) for q, r in fused.to_dict().items() if r}
 
 
@@ -99,14 +104,20 @@ run_dicts = st.dictionaries(st.sampled_from(["q1", "q2", "q3", "10"]), ranking, 
 
 
 @pytest.mark.parametrize(("method", "norm"), COMBOS)
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 @given(runs=st.lists(run_dicts, min_size=1, max_size=4), weights=st.lists(scores, min_size=4, max_size=4))
 def test_it_equals_ranx(method: str, norm: str | None, runs: list[RunDict], weights: list[float]) -> None:
     runs = [{q: r for q, r in run.items() if r} for run in runs]
-    if not any(r for run in runs for r in run.values()):
-        return
+    assume(any(r for run in runs for r in run.values()))
+    if norm == "zmuv":
+        # ranx's zmuv divides by zero on an empty ranking (numba raises inside its parallel loop, and
+        # the rest of that run is lost), so for it every run holds every query.
+        assume(len({frozenset(run) for run in runs}) == 1)
     w = tuple(weights[: len(runs)]) if method in ("wsum", "wmnz") else None
     params = FusionParams(method, norm=norm, weights=w, **PARAMS)
+    note(repr(runs))
     assert_same(fuse([as_run(r) for r in runs], params), ranx_fuse(runs, params))
 
 
