@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -46,7 +47,7 @@ def tie_free(run: RunDict) -> RunDict:
     return {q: {d: float(len(r) - i) for i, d in enumerate(ordered_docs(r))} for q, r in run.items()}
 
 
-def ranx_run(run: RunDict, qids: list[str]) -> ranx.Run:
+def ranx_run(run: RunDict, qids: list[str]) -> Any:
     out = ranx.Run()
     for q in qids:
         inner = TypedDict.empty(key_type=types.unicode_type, value_type=types.float64)
