@@ -4,7 +4,7 @@
     fused = fuse([run_a, run_b], FusionParams("rrf", k=60))
 
 `optimize_weights` picks `wsum`/`wmnz` weights (or RRF's k) by grid search, with k-fold
-cross-validation over queries for the held-out score; `trec_lines` writes a fused run.
+cross-validation over queries for the held-out score; `write_trec_run` writes a fused run.
 """
 
 from evalcore.fusion.combine import fuse

@@ -31,7 +31,7 @@ def ranked_rows(run: Run, depth: int | None = None) -> tuple[np.ndarray, np.ndar
 def write_trec_run(run: Run, path: str | os.PathLike[str], *, tag: str, depth: int | None = None) -> int:
     """Write `run` to `path` in TREC format; returns the number of lines written.
 
-    Scores are written with Python's shortest round-trip repr (`repr(float)`), so reading the file
+    Scores are written as Arrow's shortest text that reads back as the same float (2.0 as `2`), so reading the file
     back gives the same scores.
     """
     if any(c in tag for c in " \t\n") or not tag:
