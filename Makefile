@@ -115,6 +115,13 @@ bench: bench-clicks
 bench-clicks: $(VENV)/.dev-installed
 	$(PY) -m benchmarks.clicks
 
+# Fusion of ten 1M-line runs (evalcore.fusion against ranx's fuse on the same runs): wall and CPU seconds.
+.PHONY: bench-fusion
+bench: bench-fusion
+
+bench-fusion: $(VENV)/.dev-installed
+	$(PY) -m benchmarks.fusion
+
 # Not part of `make bench`: it starts gunicorn and writes to a PostgreSQL database (created if missing).
 bench-annotation-load: $(VENV)/.dev-installed
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/evalplatform_load} \

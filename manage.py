@@ -20,6 +20,7 @@ STANDALONE_COMMANDS = {
     "ppi_evaluate": "monitoring.management.commands.ppi_evaluate",
     "derive_click_judgments": "monitoring.management.commands.derive_click_judgments",
     "run_overlap": "monitoring.management.commands.run_overlap",
+    "fuse_runs": "monitoring.management.commands.fuse_runs",
 }
 
 

@@ -26,6 +26,7 @@ MISSING_FILE_ARGS = {
     "ppi_evaluate": ["--run", "absent.run", "--machine", "m.qrels", "--human", "h.qrels", "-m", "map"],
     "derive_click_judgments": ["--log", "absent.csv", "--model", "coec"],
     "run_overlap": ["--run", "absent.run", "--run", "b.run"],
+    "fuse_runs": ["--run", "absent.run", "--method", "sum", "--out", "out.run"],
 }
 
 

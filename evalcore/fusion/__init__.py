@@ -1,0 +1,38 @@
+"""Fusion of runs with ranx's methods and normalisations, vectorised over all rows at once.
+
+    from evalcore.fusion import FusionParams, fuse
+    fused = fuse([run_a, run_b], FusionParams("rrf", k=60))
+
+`optimize_weights` picks `wsum`/`wmnz` weights (or RRF's k) by grid search, with k-fold
+cross-validation over queries for the held-out score; `write_trec_run` writes a fused run.
+"""
+
+from evalcore.fusion.combine import fuse
+from evalcore.fusion.optimize import FoldResult, Optimization, optimize_fusion
+from evalcore.fusion.output import write_trec_run
+from evalcore.fusion.params import (
+    METHOD_ALIASES,
+    METHODS,
+    NORMS,
+    RANK_METHODS,
+    WEIGHTED_METHODS,
+    FusionParams,
+    method_name,
+    norm_name,
+)
+
+__all__ = [
+    "METHODS",
+    "METHOD_ALIASES",
+    "NORMS",
+    "RANK_METHODS",
+    "WEIGHTED_METHODS",
+    "FoldResult",
+    "FusionParams",
+    "Optimization",
+    "fuse",
+    "method_name",
+    "norm_name",
+    "optimize_fusion",
+    "write_trec_run",
+]
