@@ -197,3 +197,17 @@ class TestGapsBeforeThePool:
         done = loop.run_gaps_judge(run=linked["runs"][1], qrels=linked["source"], depth=2)
         assert done.prioritised == 0
         assert not Task.objects.filter(project=linked["project"], priority__isnull=False).exists()
+
+
+@pytest.mark.django_db
+class TestLinks:
+    def test_the_leaderboard_links_the_reuse_page_and_the_diff_and_the_reuse_page_links_back(
+        self, linked: dict[str, Any], theo: User
+    ) -> None:
+        source, client = linked["source"], signed_in(theo)
+        team = source.team.slug
+        board = client.get(f"/teams/{team}/leaderboard/{source.pk}/").content.decode()
+        assert f'href="/teams/{team}/qrels/{source.pk}/reuse/"' in board
+        assert f'href="/teams/{team}/leaderboard/{source.pk}/diff/"' in board
+        reuse = client.get(f"/teams/{team}/qrels/{source.pk}/reuse/").content.decode()
+        assert f'href="/teams/{team}/leaderboard/{source.pk}/" id="back-to-leaderboard"' in reuse
