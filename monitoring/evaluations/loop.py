@@ -172,9 +172,10 @@ def previous_source(source: QrelsSource) -> QrelsSource | None:
 
 
 @transaction.atomic
-def qrels_build_rescore(*, build_id: int) -> list[Evaluation]:
+def qrels_build_rescore(*, build_id: int, enqueue: bool = True) -> list[Evaluation]:
     """For a done build of a project linked to a team: the team's source for it, and the same evaluations
-    as on the source of the version before, queued on commit. Returns the evaluations (new or found)."""
+    as on the source of the version before, queued on commit (unless `enqueue` is False: the caller runs
+    them, as the demo does). Returns the evaluations (new or found)."""
     build = QrelsBuild.objects.select_related("project__team").filter(pk=build_id).first()
     if build is None or build.status != JobStatus.DONE or build.project.team is None:
         return []
@@ -195,6 +196,7 @@ def qrels_build_rescore(*, build_id: int) -> list[Evaluation]:
             measures=evaluation.measures,
             rel_level=evaluation.rel_level,
             complete=evaluation.complete,
+            enqueue=enqueue,
         )  # fmt: skip
         for evaluation in done
     ]
