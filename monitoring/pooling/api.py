@@ -23,6 +23,7 @@ from monitoring.pooling import selectors
 from monitoring.pooling import services as pooling
 from monitoring.pooling.models import DEFAULTS, JudgingPool
 from monitoring.pooling.planner import pool_planner_context
+from monitoring.reuse.api import PlannerOut
 
 TAGS = ["judging: pools from runs"]
 NOT_FOUND = OpenApiResponse(
@@ -100,21 +101,6 @@ class SimulationOut(serializers.Serializer):
     budget = serializers.IntegerField(required=False, allow_null=True)
     strategies = SimulationCurveOut(many=True, required=False, help_text="Each strategy's steps.")
     reason = serializers.CharField(required=False, help_text="Why there is no simulation.")
-
-
-class PlannerRowOut(serializers.Serializer):
-    min_diff = serializers.FloatField()
-    ttest = serializers.IntegerField(allow_null=True, help_text="Topics needed by the paired t-test.")
-    anova = serializers.IntegerField(allow_null=True, help_text="Topics needed by one-way ANOVA.")
-
-
-class PlannerOut(serializers.Serializer):
-    variance = serializers.FloatField()
-    pilot_topics = serializers.IntegerField()
-    n_systems = serializers.IntegerField()
-    alpha = serializers.FloatField()
-    power = serializers.FloatField()
-    rows = PlannerRowOut(many=True)
 
 
 class PoolOut(JobStateOut):
