@@ -26,6 +26,7 @@ from monitoring.models import QrelsSource
 from monitoring.pooling import services as pooling
 from monitoring.pooling.models import JudgingPool
 from monitoring.pooling.planner import SIMULATED, pool_planner_context, topic_scores
+from tests.conftest import THEO, browser_log_in
 from tests.monitoring.test_judging_loop import carol, linked, signed_in  # noqa: F401 - fixtures
 from tests.monitoring.test_pooling import run_pending
 
@@ -211,3 +212,25 @@ class TestLinks:
         assert f'href="/teams/{team}/leaderboard/{source.pk}/diff/"' in board
         reuse = client.get(f"/teams/{team}/qrels/{source.pk}/reuse/").content.decode()
         assert f'href="/teams/{team}/leaderboard/{source.pk}/" id="back-to-leaderboard"' in reuse
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_pool_page_draws_the_simulation_beside_its_numbers_and_the_planner(
+    page: Any, live_server: Any, linked: dict[str, Any], theo: User
+) -> None:
+    """Headless Chromium: the simulated yield by strategy is drawn (plotly's SVG), its table and the
+    planner's beside it."""
+    pool = pool_of(linked, theo, budget=6)
+    browser_log_in(page, live_server, THEO.username, THEO.password)
+    page.goto(f"{live_server.url}/projects/web/pools/{pool.pk}/")
+    page.wait_for_selector("#figure-simulation-chart .main-svg", timeout=30_000)
+    assert page.locator("#figure-simulation-chart .legendtext").count() == len(SIMULATED)
+    assert page.locator("#simulation-table tbody tr").count() == sum(
+        len(curve["steps"]) for curve in pool.simulation["strategies"]
+    )
+    assert page.locator("#planner-table tbody tr").count() == 3
+    page.locator("#pool-leaderboard-link").click()
+    assert (
+        page.url == f"{live_server.url}/teams/{linked['source'].team.slug}/leaderboard/{linked['source'].pk}/"
+    )
