@@ -298,7 +298,7 @@ def _simulated_users() -> dict[str, Any]:
     return users
 
 
-def _expected_grades(project: Project) -> dict[int, int]:
+def expected_grades(project: Project) -> dict[int, int]:
     """Task id -> the grade a careful judge gives (gold labels for gold tasks)."""
     expected = {(q.qid, key): grade for q in DEMO_QUERIES for key, grade in q.expected.items()}
     rows = Task.objects.filter(project=project).values_list("id", "topic__qid", "document__doc_id")
@@ -321,7 +321,7 @@ def demo_annotations_simulate(project: Project) -> int:
         return 0
     project.too_fast_policy = Project.TooFastPolicy.FLAG
     project.save(update_fields=["too_fast_policy"])
-    expected = _expected_grades(project)
+    expected = expected_grades(project)
     # The imported pairs only: a pool built from runs later may add pairs no careful grade is known for.
     tasks = [
         task
@@ -340,15 +340,15 @@ def demo_annotations_simulate(project: Project) -> int:
         rng.shuffle(mine)
         moment = SIMULATION_START
         for task in mine:
-            grade, seconds = _simulated_answer(rng, careful=simulated.careful, expected=expected[task.pk])
+            grade, seconds = simulated_answer(rng, careful=simulated.careful, expected=expected[task.pk])
             comment = _simulated_comment(careful=simulated.careful, grade=grade, expected=expected[task.pk])
             answers.append((users[simulated.username], task, grade, seconds, moment, comment))
             moment += timedelta(seconds=seconds + rng.uniform(1, 4))
-    _store_answers(project, answers)
+    store_answers(project, answers)
     return len(answers)
 
 
-def _simulated_answer(rng: random.Random, *, careful: bool, expected: int) -> tuple[int, float]:
+def simulated_answer(rng: random.Random, *, careful: bool, expected: int) -> tuple[int, float]:
     if careful:
         draw = rng.random()
         off = 0 if draw < 0.82 else rng.choice((-1, 1)) * (1 if draw < 0.96 else 2)
@@ -367,7 +367,7 @@ def _simulated_comment(*, careful: bool, grade: int, expected: int) -> str:
     return "The page answers the question well enough, I think, though not directly."
 
 
-def _store_answers(project: Project, answers: list[tuple[Any, Task, int, float, datetime, str]]) -> None:
+def store_answers(project: Project, answers: list[tuple[Any, Task, int, float, datetime, str]]) -> None:
     """Assignments and annotations in bulk, and the task counters they imply."""
     minimum = project.min_seconds_per_task
     assignments = Assignment.objects.bulk_create(

@@ -115,6 +115,13 @@ def parse_args() -> argparse.Namespace:
         "--timeline", action="store_true", help="print requests, p50 and p99 for each second of the run"
     )
     parser.add_argument("--keep", action="store_true", help="keep the project, users and tokens")
+    parser.add_argument(
+        "--pool", choices=("mtf", "bandit-mm-ns"), default=None,
+        help="add an adaptive pool of that strategy to the project (three synthetic runs of a team linked "
+        "to it, read to depth 20, budget --pool-budget): its tasks are served first and a Celery worker, "
+        "started here, re-orders them from the answers as they arrive",
+    )  # fmt: skip
+    parser.add_argument("--pool-budget", type=int, default=5000, help="the pool's budget (5,000 pairs)")
     return parser.parse_args()
 
 
@@ -161,9 +168,11 @@ def ensure_database(config: dict[str, Any]) -> None:
         print(f"created database {config['NAME']}")
 
 
-def create_project(run_id: str, *, tasks: int, clients: int, overlap: int) -> tuple[str, list[str]]:
+def create_project(
+    run_id: str, *, tasks: int, clients: int, overlap: int, pool: str | None = None, pool_budget: int = 0
+) -> tuple[str, list[str]]:
     """The project (its slug) and one API token per annotator; each annotator `<run_id>-a<i>` signs in
-    to the pages with `PASSWORD`."""
+    to the pages with `PASSWORD`. With `pool`, an adaptive pool of that strategy built in it (`add_pool`)."""
     from django.contrib.auth.hashers import make_password
     from django.contrib.auth.models import User
     from rest_framework.authtoken.models import Token
@@ -207,8 +216,85 @@ def create_project(run_id: str, *, tasks: int, clients: int, overlap: int) -> tu
         ]
     )
     tokens = Token.objects.bulk_create([Token(user=user, key=Token.generate_key()) for user in users])
+    if pool is not None and tasks:
+        add_pool(
+            project, lead, strategy=pool, budget=pool_budget, topics=n_topics, docs_per_topic=docs_per_topic
+        )
     hotpath.tasks_analyze_after(len(rows))  # as a judging import does (outside a transaction: at once)
     return project.slug, [token.key for token in tokens]
+
+
+#: The pool's runs: each ranks this many of a topic's documents, in an order of its own.
+POOL_RUNS, POOL_DEPTH = 3, 20
+
+
+def add_pool(
+    project: Any, lead: Any, *, strategy: str, budget: int, topics: int, docs_per_topic: int
+) -> None:
+    """A team `<slug>` linked to the project with `POOL_RUNS` synthetic runs over its topics (each a seeded
+    permutation of the topic's documents, so the runs overlap in part), pooled by `strategy` to depth
+    `POOL_DEPTH` within `budget`, built here: its tasks get their priorities before the clock starts."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from evalplatform.models import Team
+    from monitoring.files import uploads
+    from monitoring.pooling import services as pooling
+
+    team = Team.objects.create(slug=project.slug, name=f"Load {project.slug}")
+    project.team = team
+    project.save(update_fields=["team"])
+    rng = np.random.default_rng(0)
+    runs = []
+    for number in range(POOL_RUNS):
+        lines = []
+        for topic in range(topics):
+            docs = topic * docs_per_topic + rng.permutation(docs_per_topic)[:POOL_DEPTH]
+            lines += [f"q{topic} Q0 d{doc} {rank} {100 - rank} r{number}" for rank, doc in enumerate(docs, 1)]
+        text = "\n".join(lines) + "\n"
+        upload = SimpleUploadedFile(f"r{number}.run", text.encode(), content_type="text/plain")
+        runs.append(uploads.run_upload(team=team, upload=upload, uploaded_by=lead))
+    pool = pooling.pool_create(
+        project=project, runs=runs, strategy=strategy, budget=budget, depth=POOL_DEPTH, enqueue=False
+    )
+    outcome = pooling.pool_build_run(pool_id=pool.pk)
+    pool.refresh_from_db()
+    print(f"pool: {strategy}, {pool.candidates_count:,} pairs pooled, {pool.pending:,} prioritised tasks "
+          f"({outcome.status})")  # fmt: skip
+
+
+def start_worker() -> subprocess.Popen[bytes]:
+    """A Celery worker (one process, `--pool solo`: its CPU is one pid's) on the benchmark's database and
+    broker, for the pool's re-prioritisation jobs."""
+    command = [sys.executable, "-m", "celery", "-A", "evalplatform", "worker", "-Q", "default,heavy",
+               "--pool", "solo", "--hostname", f"load-{os.getpid()}@%h", "--without-mingle",
+               "--without-gossip", "--loglevel", "warning"]  # fmt: skip
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "evalplatform.settings"}
+    worker = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    from evalplatform.celery import app
+
+    deadline = time.monotonic() + 60  # ready before the clock starts
+    while time.monotonic() < deadline and worker.poll() is None:
+        if app.control.ping(destination=[f"load-{os.getpid()}@{socket.gethostname()}"], timeout=1.0):
+            break
+    else:
+        raise SystemExit("the Celery worker did not answer a ping within 60 s")
+    return worker
+
+
+def pool_jobs(slug: str) -> dict[str, int]:
+    """The pool's re-prioritisation jobs by status, and its judged pairs."""
+    from django.db.models import Count
+
+    from monitoring.pooling.models import JudgingPool, PoolReprioritise
+
+    jobs = dict(
+        PoolReprioritise.objects.filter(pool__project__slug=slug)
+        .values_list("status")
+        .annotate(n=Count("pk"))
+        .values_list("status", "n")
+    )
+    judged = JudgingPool.objects.filter(project__slug=slug).values_list("judged", flat=True).first() or 0
+    return {**jobs, "judged": judged}
 
 
 def integrity(slug: str, accepted: set[int]) -> dict[str, int]:
@@ -247,8 +333,10 @@ def delete_project(run_id: str) -> None:
     from django.contrib.auth.models import User
 
     from annotations.models import Project
+    from evalplatform.models import Team
 
     Project.objects.filter(slug=run_id).delete()
+    Team.objects.filter(slug=run_id).delete()  # the pool's team and runs (`--pool`)
     User.objects.filter(username__startswith=f"{run_id}-").delete()
 
 
@@ -826,7 +914,16 @@ def run_mode(args: argparse.Namespace, mode: str, *, floor_per_s: float | None) 
     print(
         f"\n== {mode}: setting up {run_id}: {tasks:,} tasks, {args.clients} annotators, overlap {args.overlap}"
     )
-    slug, tokens = create_project(run_id, tasks=tasks, clients=args.clients, overlap=args.overlap)
+    pool = args.pool if mode != "floor" else None
+    slug, tokens = create_project(
+        run_id,
+        tasks=tasks,
+        clients=args.clients,
+        overlap=args.overlap,
+        pool=pool,
+        pool_budget=args.pool_budget,
+    )
+    worker = start_worker() if pool else None
     if mode == "floor":
         floor_table(create=True)
     vacuum()
@@ -841,12 +938,19 @@ def run_mode(args: argparse.Namespace, mode: str, *, floor_per_s: float | None) 
             vacuumer.start()
             vacuumer.connected.wait(30)
         meter = CpuMeter(settings.DATABASES["default"], server.pid, exclude={vacuumer.backend_pid})
+        worker_cpu = process_cpu_seconds(worker.pid) if worker else 0.0
         tally, begin, elapsed = asyncio.run(
             drive(port, slug, tokens, args.ramp_up + args.seconds, mode=mode, rate=rate, run_id=run_id,
                   on_start=meter.start)
         )  # fmt: skip
         cpu = meter.stop()
+        # The worker's CPU over the run (its jobs' database backends are among the database's above).
+        worker_cpu = process_cpu_seconds(worker.pid) - worker_cpu if worker else 0.0
+        jobs = pool_jobs(slug) if pool else {}
     finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(timeout=30)
         if vacuumer.is_alive():
             vacuumer.stop.set()
             vacuumer.join()
@@ -905,6 +1009,10 @@ def run_mode(args: argparse.Namespace, mode: str, *, floor_per_s: float | None) 
         "web_cpu_ms_per_answer": round(web_ms, 3), "db_cpu_ms_per_answer": round(db_ms, 3), "load_average": [round(value, 2) for value in load],
         "target_met": met,
     }  # fmt: skip
+    if pool:
+        result["pool"] = {"strategy": pool, "budget": args.pool_budget, "reprioritisations": jobs,
+                          "worker_cpu_s": round(worker_cpu, 2)}  # fmt: skip
+        print(f"pool {pool}: re-prioritisations {jobs}; worker CPU {worker_cpu:.1f} s")
     print(json.dumps(result))
     return result
 

@@ -26,9 +26,18 @@ scores with `FRAUD_OPTIONS`), so their dashboards are not empty either:
   log-normal amounts; `FRAUD_COMPROMISED` accounts are taken over at some moment, after which most of
   their transactions are frauds (2% of all); a noisy model scores them.
 
-Last, the team's runs are pooled into the judging project (`demo_pool_load`: a `bandit-mm-ns` pool
-whose budget leaves some twenty pairs to judge), so its pool page is not empty and the demo annotators
-are served the pool's pairs first.
+Then the team's runs are pooled into the judging project (`demo_pool_load`: a `bandit-mm-ns` pool
+whose budget leaves some twenty pairs to judge), so the demo annotators are served the pool's pairs
+first; its build replays every strategy for the planner.
+
+Last, the judging loop runs end to end (`demo_loop_load`, issue 23): the careful simulated annotators
+(carol and dave) answer the pool's first `DEMO_LOOP_ANSWERS` pending pairs on their topics q01-q07 (the
+curated grade where the demo knows one, else 0: a page the curation does not list for the question is
+taken as off-topic; q08-q10 stay alice's and bob's), the pool is re-ordered, a qrels build v2 is made
+with v1's parameters, the team's runs are re-scored on it (the re-scoring service called here and its
+evaluations run in this process, not on a worker), and the pool's simulation is computed again with v2
+as the oracle. So the leaderboard on v2 has its coverage columns, the diff page v1 -> v2 shows what the
+new judgments changed, and the pool page shows the yield and the planner.
 
 Everything is idempotent: a second load finds the team, the runs and sets (by name), the evaluations (one
 per input and options) and the comparison, and changes nothing.
@@ -36,16 +45,30 @@ per input and options) and the comparison, and changes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.urls import reverse
 
-from annotations.demo import DEMO_LEAD
+from annotations import qrels
+from annotations.demo import (
+    DEMO_LEAD,
+    SIMULATED_ANNOTATORS,
+    SIMULATED_TOPICS,
+    SIMULATION_SEED,
+    SIMULATION_START,
+    expected_grades,
+    simulated_answer,
+    store_answers,
+)
 from annotations.models import Document, Project, QrelsBuild, Task
 from evalcore.fraud import FraudOptions
 from evalplatform.auth import User
@@ -53,6 +76,7 @@ from evalplatform.jobs import JobStatus
 from evalplatform.models import Team
 from evalplatform.teams import Role, team_member_set
 from monitoring.alerts import services as alerts
+from monitoring.evaluations import loop
 from monitoring.evaluations import services as evaluations
 from monitoring.files import uploads
 from monitoring.models import (
@@ -67,7 +91,8 @@ from monitoring.models import (
     Run,
 )
 from monitoring.pooling import services as pooling
-from monitoring.pooling.models import JudgingPool
+from monitoring.pooling.models import JudgingPool, PoolReprioritise
+from monitoring.pooling.planner import pool_simulate
 from monitoring.recsys_fraud import services as recsys_fraud
 
 DEMO_TEAM_SLUG = "search"
@@ -262,6 +287,10 @@ class DemoSearchTeam:
     recommendation_evaluation: RecommendationEvaluation | None = None
     fraud_evaluation: FraudScoreEvaluation | None = None
     pool: JudgingPool | None = None
+    #: The loop's second version: v2 built after the careful annotators answered some of the pool.
+    qrels_v2: QrelsSource | None = None
+    evaluations_v2: list[Evaluation] = field(default_factory=list)
+    loop_answers: int = 0
 
 
 def demo_search_team_load() -> DemoSearchTeam | None:
@@ -292,6 +321,8 @@ def demo_search_team_load() -> DemoSearchTeam | None:
         )
     demo_alert_rules_create(team=team, qrels=qrels, project=project, created_by=analyst)
     demo.pool = demo_pool_load(project=project, runs=demo.runs)
+    with alerts.alerts_checked_here():
+        demo_loop_load(demo, project=project, v1=build)
     return demo
 
 
@@ -320,6 +351,79 @@ def demo_pool_load(*, project: Project, runs: Sequence[Run]) -> JudgingPool:
     pooling.pool_build_run(pool_id=pool.pk)
     pool.refresh_from_db()
     return pool
+
+
+#: The loop's answers: the careful simulated annotators answer this many of the pool's pending tasks on
+#: the topics they judge (`annotations.demo.SIMULATED_TOPICS`; q08-q10 stay alice's and bob's), in the
+#: pool's priority order, each of them every task.
+DEMO_LOOP_ANSWERS = 12
+#: Where the loop's answers start: a day after the simulated annotators' first session.
+DEMO_LOOP_START = SIMULATION_START + timedelta(days=1)
+
+
+def demo_loop_load(demo: DemoSearchTeam, *, project: Project, v1: QrelsBuild) -> None:
+    """The judging loop end to end (issue 23): the careful annotators answer part of the pool, a qrels
+    build v2 with v1's parameters is made here, the team's runs are re-scored on it here (the re-scoring
+    service run synchronously, its evaluations run in this process), and the pool's figures and planner
+    follow. Idempotent: a done v2 is found again and nothing is answered twice."""
+    if demo.pool is None:
+        return
+    v2 = QrelsBuild.objects.filter(project=project, version=v1.version + 1).first()
+    if v2 is None:
+        demo.loop_answers = demo_pool_answer(project=project, pool=demo.pool)
+        with contextlib.suppress(IntegrityError), transaction.atomic():  # one pending per pool
+            PoolReprioritise.objects.create(pool=demo.pool)  # run here, as the worker would
+        for job_id in PoolReprioritise.objects.filter(pool=demo.pool, status=JobStatus.PENDING).values_list(
+            "pk", flat=True
+        ):
+            pooling.pool_reprioritise_run(job_id=job_id)
+        v2 = qrels.qrels_build_create(
+            project=project, created_by=v1.created_by, tolerance=v1.tolerance, aggregation=v1.aggregation,
+            min_accuracy=v1.min_accuracy, min_gold=v1.min_gold, min_labels=v1.min_labels,
+            use_adjudications=v1.use_adjudications, enqueue=False,
+        )  # fmt: skip
+        qrels.qrels_build_run(build_id=v2.pk)
+        v2.refresh_from_db()
+    if v2.status != JobStatus.DONE:
+        return
+    for evaluation in loop.qrels_build_rescore(build_id=v2.pk, enqueue=False):
+        if not evaluation.is_finished:
+            evaluations.evaluation_run(evaluation_id=evaluation.pk)
+            evaluation.refresh_from_db()
+        demo.evaluations_v2.append(evaluation)
+    demo.qrels_v2 = QrelsSource.objects.get(team=demo.team, build=v2)
+    if demo.pool.simulation.get("qrels") != demo.qrels_v2.pk:  # the planner's oracle: the newest version
+        demo.pool = pool_simulate(pool_id=demo.pool.pk)
+    demo.pool.refresh_from_db()
+
+
+def demo_pool_answer(*, project: Project, pool: JudgingPool) -> int:
+    """carol and dave answer the first `DEMO_LOOP_ANSWERS` pending pool tasks of their topics, as careful
+    annotators do (`annotations.demo`): the pair's curated grade where the demo knows one; a pair the
+    runs brought in that the demo's curation does not list counts as off-topic (grade 0), with the same
+    careful noise around it. Returns the answers stored."""
+    tasks = list(
+        Task.objects.filter(
+            pool_links__pool=pool, label_count=0, assigned_count=0, is_gold=False, priority__isnull=False,
+            topic__qid__in=SIMULATED_TOPICS,
+        ).order_by("priority", "pk")[:DEMO_LOOP_ANSWERS]
+    )  # fmt: skip
+    if not tasks:
+        return 0
+    expected = expected_grades(project)
+    users = get_user_model().objects.in_bulk(
+        [a.username for a in SIMULATED_ANNOTATORS if a.careful], field_name="username"
+    )
+    rng = random.Random(SIMULATION_SEED + 23)
+    answers = []
+    for _, user in sorted(users.items()):
+        moment = DEMO_LOOP_START
+        for task in tasks:
+            grade, seconds = simulated_answer(rng, careful=True, expected=expected.get(task.pk, 0))
+            answers.append((user, task, grade, seconds, moment, ""))
+            moment += timedelta(seconds=seconds + rng.uniform(1, 4))
+    store_answers(project, answers)
+    return len(answers)
 
 
 #: The demo's alert rules beside the stream's default embedding ones, one per family, each breaking on
@@ -487,7 +591,27 @@ def demo_team_summary(demo: DemoSearchTeam) -> dict[str, object]:
         "recommendation": _evaluation_summary(demo.recommendation_evaluation),
         "fraud": _evaluation_summary(demo.fraud_evaluation),
         "pool": None if demo.pool is None else {"strategy": demo.pool.strategy, **demo.pool.summary()},
+        "loop": None
+        if demo.qrels_v2 is None
+        else {
+            "qrels": demo.qrels_v2.name,
+            "leaderboard": demo.qrels_v2.get_absolute_url(),
+            "diff": reverse("monitoring:leaderboard-diff", args=[demo.team.slug, demo.qrels_v2.pk]),
+            "runs": [
+                {
+                    "name": e.run.name,
+                    "status": e.status,
+                    "map": _measure(e, "map"),
+                    "judged_10": _measure(e, "Judged@10"),
+                }
+                for e in demo.evaluations_v2
+            ],
+        },
     }
+
+
+def _measure(evaluation: Evaluation, measure: str) -> float | None:
+    return next((row.value for row in evaluation.results if row.measure == measure), None)
 
 
 def _evaluation_summary(

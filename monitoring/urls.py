@@ -57,6 +57,7 @@ urlpatterns = [
     path(POOLS, pools.pool_list, name="pool-list"),
     path(POOLS + "<int:pk>/", pools.pool_detail, name="pool-detail"),
     path(POOLS + "<int:pk>/yield.csv", pools.pool_yield_csv, name="pool-yield-csv"),
+    path(POOLS + "<int:pk>/simulation.csv", pools.pool_simulation_csv, name="pool-simulation-csv"),
     path(POOLS + "<int:pk>/state.json", pools.pool_state, name="pool-state"),
     path(POOLS + "<int:pk>/refresh/", pools.pool_refresh, name="pool-refresh"),
     # Alerts (`monitoring.alerts.views`).

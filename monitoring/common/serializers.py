@@ -512,6 +512,10 @@ class GapsOut(serializers.Serializer):
     existing = serializers.IntegerField(help_text="Pairs that were tasks already (none added twice).")
     missing_topic = serializers.IntegerField(help_text="Skipped: a topic the project lacks.")
     missing_document = serializers.IntegerField(help_text="Skipped: a document the project lacks.")
+    prioritised = serializers.IntegerField(
+        help_text="Tasks given the urgent priority: served before the project's pools' tasks (a project "
+        "that serves by priority only)."
+    )
 
 
 class CoverageQueuedOut(serializers.Serializer):

@@ -15,13 +15,14 @@ version.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from django.db import transaction
 
 from annotations.imports import pairs_add
-from annotations.models import ProjectMembership, QrelsBuild
+from annotations.models import Project, ProjectMembership, QrelsBuild, Task
 from evalcore.coverage import DEFAULT_GAP_DEPTH, unjudged_pairs
 from evalplatform.auth import AnyUser, User
 from evalplatform.errors import InputError
@@ -31,6 +32,7 @@ from monitoring.evaluations.selectors import leaderboard
 from monitoring.evaluations.services import evaluation_create, read_qrels, read_run
 from monitoring.files.uploads import qrels_source_for_build
 from monitoring.models import Evaluation, QrelsSource, Run
+from monitoring.pooling.services import URGENT_PRIORITY
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +68,8 @@ class GapsJudged:
     existing: int
     missing_topic: int
     missing_document: int
+    #: The gaps' tasks given `URGENT_PRIORITY` (served before the project's pools' tasks).
+    prioritised: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -86,12 +90,42 @@ def run_gaps_judge(*, run: Run, qrels: QrelsSource, depth: int = DEFAULT_GAP_DEP
     project = qrels.build.project
     pairs = unjudged_pairs(read_run(run), read_qrels(qrels), depth=depth)
     added = pairs_add(project=project, pairs=pairs)
+    urgent = gaps_prioritise(project=project, pairs=pairs)
     logger.info("gaps of run %s on qrels %s: %s", run.pk, qrels.pk, added)
     return GapsJudged(
         run=run.pk, qrels=qrels.pk, project=project.slug, depth=depth, unjudged=added.requested,
         created=added.created, existing=added.existing, missing_topic=added.missing_topic,
-        missing_document=added.missing_document,
+        missing_document=added.missing_document, prioritised=urgent,
     )  # fmt: skip
+
+
+@transaction.atomic
+def gaps_prioritise(*, project: Project, pairs: Sequence[tuple[str, str]]) -> int:
+    """In a project that serves by priority, give the pairs' tasks nobody started `URGENT_PRIORITY`;
+    returns how many changed. The rows are locked in id order, skipping those a claim holds right now (as
+    the pools' re-ordering does), so this never waits on a claim."""
+    # Read afresh: the project a source's build carries may predate its first pool.
+    if not pairs or not Project.objects.filter(pk=project.pk, has_priorities=True).exists():
+        return 0
+    wanted = set(pairs)
+    rows = Task.objects.filter(
+        project=project, is_gold=False, assigned_count=0, label_count=0,
+        topic__qid__in={qid for qid, _ in wanted}, document__doc_id__in={doc for _, doc in wanted},
+    ).exclude(priority=URGENT_PRIORITY)  # fmt: skip
+    candidates = [
+        pk
+        for pk, qid, doc in rows.values_list("pk", "topic__qid", "document__doc_id")
+        if (qid, doc) in wanted
+    ]
+    if not candidates:
+        return 0
+    ids = list(
+        Task.objects.filter(pk__in=candidates, assigned_count=0)
+        .order_by("pk")
+        .select_for_update(skip_locked=True)
+        .values_list("pk", flat=True)
+    )
+    return Task.objects.filter(pk__in=ids).update(priority=URGENT_PRIORITY)
 
 
 # --- coverage for evaluations made before it was stored ----------------------------------------------
@@ -138,9 +172,10 @@ def previous_source(source: QrelsSource) -> QrelsSource | None:
 
 
 @transaction.atomic
-def qrels_build_rescore(*, build_id: int) -> list[Evaluation]:
+def qrels_build_rescore(*, build_id: int, enqueue: bool = True) -> list[Evaluation]:
     """For a done build of a project linked to a team: the team's source for it, and the same evaluations
-    as on the source of the version before, queued on commit. Returns the evaluations (new or found)."""
+    as on the source of the version before, queued on commit (unless `enqueue` is False: the caller runs
+    them, as the demo does). Returns the evaluations (new or found)."""
     build = QrelsBuild.objects.select_related("project__team").filter(pk=build_id).first()
     if build is None or build.status != JobStatus.DONE or build.project.team is None:
         return []
@@ -161,6 +196,7 @@ def qrels_build_rescore(*, build_id: int) -> list[Evaluation]:
             measures=evaluation.measures,
             rel_level=evaluation.rel_level,
             complete=evaluation.complete,
+            enqueue=enqueue,
         )  # fmt: skip
         for evaluation in done
     ]

@@ -22,6 +22,8 @@ from monitoring.files.models import Run
 from monitoring.pooling import selectors
 from monitoring.pooling import services as pooling
 from monitoring.pooling.models import DEFAULTS, JudgingPool
+from monitoring.pooling.planner import pool_planner_context
+from monitoring.reuse.api import PlannerOut
 
 TAGS = ["judging: pools from runs"]
 NOT_FOUND = OpenApiResponse(
@@ -77,6 +79,30 @@ class PoolFiguresOut(serializers.Serializer):
     judged_percent = serializers.IntegerField(allow_null=True)
 
 
+class SimulationStepOut(serializers.Serializer):
+    judged = serializers.IntegerField()
+    relevant_found = serializers.IntegerField()
+    kendall_tau = serializers.FloatField(
+        allow_null=True,
+        help_text="Kendall's tau of the runs' ranking on the judgments so far vs on the oracle.",
+    )
+
+
+class SimulationCurveOut(serializers.Serializer):
+    strategy = serializers.CharField()
+    steps = SimulationStepOut(many=True)
+
+
+class SimulationOut(serializers.Serializer):
+    qrels = serializers.IntegerField(required=False, help_text="The qrels source used as the oracle.")
+    qrels_name = serializers.CharField(required=False)
+    measure = serializers.CharField(required=False, help_text="The measure that ranks the runs.")
+    step = serializers.IntegerField(required=False)
+    budget = serializers.IntegerField(required=False, allow_null=True)
+    strategies = SimulationCurveOut(many=True, required=False, help_text="Each strategy's steps.")
+    reason = serializers.CharField(required=False, help_text="Why there is no simulation.")
+
+
 class PoolOut(JobStateOut):
     id = serializers.IntegerField()
     url = serializers.SerializerMethodField()
@@ -92,6 +118,10 @@ class PoolOut(JobStateOut):
     rel_level = serializers.IntegerField()
     adaptive = serializers.BooleanField(source="is_adaptive")
     figures = PoolFiguresOut(source="summary")
+    simulation = SimulationOut(
+        help_text="Every strategy replayed on the pool's runs with the team's newest qrels of the project as "
+        "the oracle (computed by the build): relevant found and Kendall's tau against judgments."
+    )
 
     def get_url(self, pool: JudgingPool) -> str:
         return link(self, "pool", pool.project.slug, pool.pk)
@@ -105,6 +135,12 @@ class YieldPointOut(serializers.Serializer):
 class PoolProgressOut(PoolFiguresOut):
     refreshed_at = serializers.DateTimeField(allow_null=True)
     yield_curve = YieldPointOut(many=True, help_text="After each judgment, in the order judged.")
+    simulation = SimulationOut()
+    planner = PlannerOut(
+        allow_null=True,
+        help_text="Topic set size (Sakai 2016) from the pool's runs' per-topic scores on the newest qrels.",
+    )
+    planner_reason = serializers.CharField(help_text="Why there is no planner (empty when there is one).")
 
 
 @extend_schema(
@@ -164,9 +200,12 @@ def pool_detail(request: Request, slug: str, pk: int) -> Response:
 def pool_progress(request: Request, slug: str, pk: int) -> Response:
     project = selectors.get_pool_project(request.user, slug)
     pool = selectors.get_pool(project=project, pk=pk)
+    plan = pool_planner_context(pool)
     body = {
         **pool.summary(),
         "refreshed_at": pool.refreshed_at,
         "yield_curve": [{"judged": p.judged, "relevant": p.relevant} for p in selectors.yield_points(pool)],
+        "simulation": pool.simulation,
+        **{key: plan[key] for key in ("planner", "planner_reason")},
     }
     return Response(PoolProgressOut(body).data)

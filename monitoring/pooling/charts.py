@@ -36,3 +36,61 @@ def yield_figure(pool: JudgingPool) -> dict[str, Any] | None:
             yaxis={"title": {"text": "Relevant found"}, "rangemode": "tozero"},
         ),
     )
+
+
+#: One colour per strategy of the simulation (in `evalcore.pooling.STRATEGIES` order).
+STRATEGY_COLOURS = ("#6b7280", "#2457c5", "#0f9d58", "#d97706", "#b3261e", "#7c3aed")
+
+
+def simulation_figure(simulation: dict[str, Any]) -> dict[str, Any] | None:
+    """Relevant found (left) and Kendall's tau (right, dotted) against judgments, one colour per strategy
+    (None without a stored simulation)."""
+    curves = simulation.get("strategies") or []
+    if not curves:
+        return None
+    traces = []
+    for number, curve in enumerate(curves):
+        strategy, steps = curve["strategy"], curve["steps"]
+        colour = STRATEGY_COLOURS[number % len(STRATEGY_COLOURS)]
+        judged = [0] + [step["judged"] for step in steps]
+        traces.append(
+            scatter(
+                x=judged,
+                y=[0] + [step["relevant_found"] for step in steps],
+                mode="lines",
+                name=strategy,
+                legendgroup=strategy,
+                line={"color": colour},
+                hovertemplate=f"{strategy}: %{{x}} judged, %{{y}} relevant<extra></extra>",
+            )  # fmt: skip
+        )
+        traces.append(
+            scatter(
+                x=judged[1:],
+                y=[step["kendall_tau"] for step in steps],
+                mode="lines",
+                name=f"{strategy} τ",
+                legendgroup=strategy,
+                showlegend=False,
+                yaxis="y2",
+                line={"color": colour, "dash": "dot"},
+                hovertemplate=f"{strategy}: %{{x}} judged, τ = %{{y:.3f}}<extra></extra>",
+            )  # fmt: skip
+        )
+    return figure(
+        traces,
+        layout(
+            LAYOUT,
+            showlegend=True,
+            height=420,
+            margin={"l": 70, "r": 70, "t": 30, "b": 60},
+            xaxis={"title": {"text": "Pairs judged (simulated)"}, "rangemode": "tozero"},
+            yaxis={"title": {"text": "Relevant found (solid)"}, "rangemode": "tozero"},
+            yaxis2={
+                "title": {"text": "Kendall's τ vs the oracle (dotted)"},
+                "overlaying": "y",
+                "side": "right",
+                "range": [-1, 1],
+            },  # fmt: skip
+        ),
+    )

@@ -75,6 +75,14 @@ class JudgingPool(Job):
         default=list, blank=True, help_text="Relevant found after each judgment, in the order judged."
     )
     refreshed_at = models.DateTimeField(null=True, blank=True)
+    # The planner's simulation, computed by the build job (`services.pool_simulation_compute`).
+    simulation = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Every strategy replayed on the pool's runs with the team's newest qrels of this project "
+        'as the oracle: {"qrels", "qrels_name", "measure", "step", "budget", "strategies": [{"strategy", "steps"}]}, '
+        'or {"reason"} when there was none.',
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

@@ -3,7 +3,9 @@
 `pool_create` checks the request and queues the build on commit. The build (`pool_build_run`, the task's
 one call) reads the runs, pools their top `depth` per topic over the project's topics
 (`evalcore.pooling.candidates_from_runs`), leaves out the candidates whose document the project lacks
-(counted in `skipped_missing`), and materialises the order (`_materialise`).
+(counted in `skipped_missing`), replays every strategy on the runs with the team's newest qrels of the
+project as the oracle for the planner (`planner.simulation_compute`), and materialises the order
+(`_materialise`).
 
 Materialising an order: the pool's history is replayed (`pool_history`: the pool's pairs that have a
 counted answer, in the order of their first one, relevant when their mean counted grade reaches
@@ -13,6 +15,8 @@ counted answer, in the order of their first one, relevant when their mean counte
   constraint; a task the project had is reused and linked, never duplicated);
 - each wanted task nobody started gets the priority `judged + its position` (claims serve prioritised
   fresh tasks first, lowest first); the update is one statement over the tasks whose priority changed;
+  a task with a negative priority (`URGENT_PRIORITY`: a run's gaps, asked for from the leaderboard) keeps
+  it and is never dropped: it is served before every pool's tasks;
 - the pool's pending tasks that left the budgeted order lose their priority, and those the pool created
   that nobody holds or answered are deleted (locked first, SKIP LOCKED: a claim in flight keeps its task);
 - a spent budget ends the pool (`done`).
@@ -29,9 +33,11 @@ deterministic), so re-running a job changes nothing.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from django.db import IntegrityError, transaction
@@ -47,8 +53,10 @@ from evalplatform.jobs import JobOutcome, ProgressFn, job_enqueue, job_enqueue_o
 from monitoring.evaluations.services import read_run
 from monitoring.files.models import Run
 from monitoring.pooling.models import JudgingPool, PoolReprioritise, PoolTask
+from monitoring.pooling.planner import simulation_compute
 
 Stage = JudgingPool.Stage
+logger = logging.getLogger(__name__)
 
 #: The build's and the re-prioritisation's hard time limit on the worker.
 TIME_LIMIT = 30 * 60
@@ -61,6 +69,9 @@ TASK = Task._meta.db_table
 LIVE = (Stage.JUDGING, Stage.DONE)
 #: The most runs one pool reads.
 MAX_RUNS = 100
+#: The priority of tasks asked for outside any pool's order ("judge the gaps" of a leaderboard run):
+#: below every pool's (theirs start at 0), so claims serve them first; pools never change or drop them.
+URGENT_PRIORITY = -1
 
 #: Project id -> until when this process takes a pending re-prioritisation as asked for (monotonic).
 _joined: dict[int, float] = {}
@@ -121,6 +132,8 @@ def pool_create(
 class Built:
     candidates: PoolCandidates
     skipped_missing: int
+    #: The planner's simulation (`planner.simulation_compute`).
+    simulation: dict[str, Any]
 
 
 def pool_build_run(*, pool_id: int) -> JobOutcome:
@@ -132,9 +145,9 @@ def _build_compute(pool: JudgingPool, progress: ProgressFn) -> Built:
     runs = list(pool.runs.order_by("pk"))
     data = []
     for number, run in enumerate(runs, start=1):
-        progress((number - 1) / (len(runs) + 1), f"Reading run {number} of {len(runs)}: {run.name}")
+        progress(0.5 * (number - 1) / (len(runs) + 1), f"Reading run {number} of {len(runs)}: {run.name}")
         data.append(read_run(run))
-    progress(len(runs) / (len(runs) + 1), "Pooling the runs")
+    progress(0.5 * len(runs) / (len(runs) + 1), "Pooling the runs")
     qids = set(Topic.objects.filter(project=pool.project_id).values_list("qid", flat=True))
     pooled = candidates_from_runs(data, depth=pool.depth, names=run_names(runs), qids=qids)
     docnos = set(pooled.docnos)
@@ -142,7 +155,15 @@ def _build_compute(pool: JudgingPool, progress: ProgressFn) -> Built:
         Document.objects.filter(project=pool.project_id, doc_id__in=docnos).values_list("doc_id", flat=True)
     )
     keep = np.array([docno in present for docno in pooled.docnos], dtype=bool)
-    return Built(candidates_subset(pooled, keep), int((~keep).sum()))
+    candidates = candidates_subset(pooled, keep)
+    pool.candidates_count = len(candidates)
+    # The planner's simulation is an extra: its failure (an empty or unreadable oracle) never fails the build.
+    try:
+        simulation = simulation_compute(pool, lambda done, note: progress(0.5 + 0.5 * (done or 0.0), note))
+    except Exception as error:
+        logger.warning("pool %s: simulation failed: %s", pool.pk, error)
+        simulation = {"reason": f"The simulation failed: {error}"}
+    return Built(candidates, int((~keep).sum()), simulation)
 
 
 def run_names(runs: Sequence[Run]) -> list[str]:
@@ -176,6 +197,7 @@ def _build_store(pool: JudgingPool, built: Built) -> None:
     pool.candidates = built.candidates.to_bytes()
     pool.candidates_count = len(built.candidates)
     pool.skipped_missing = built.skipped_missing
+    pool.simulation = built.simulation
     history = pool_history(pool, built.candidates)
     done = _materialise(pool, built.candidates, history)
     pool.tasks_created, pool.tasks_reused = done.created, done.reused
@@ -297,9 +319,9 @@ def _priorities_set(pool: JudgingPool, desired: dict[int, int]) -> int:
     Updated in the order `unnest` gives, it deadlocked with claims that held one task while waiting for
     another; a skipped row is brought up to date by the next re-prioritisation."""
     current = dict(
-        Task.objects.filter(pool_links__pool=pool, assigned_count=0, label_count=0).values_list(
-            "pk", "priority"
-        )
+        Task.objects.filter(pool_links__pool=pool, assigned_count=0, label_count=0)
+        .exclude(priority__lt=0)  # urgent (the gaps of a run): not the pool's to re-order
+        .values_list("pk", "priority")
     )
     changes = {pk: desired.get(pk) for pk, priority in current.items() if desired.get(pk) != priority}
     if not changes:
@@ -332,6 +354,7 @@ def _dropped_delete(pool: JudgingPool, *, keep: set[int]) -> int:
     dropped = (
         Task.objects.filter(pool_links__pool=pool, pool_links__created=True, assigned_count=0, label_count=0)
         .exclude(pk__in=keep)
+        .exclude(priority__lt=0)  # urgent (the gaps of a run): wanted outside the pool
         .exclude(Exists(Assignment.objects.filter(task=OuterRef("pk"))))
         .exclude(Exists(PoolTask.objects.filter(task=OuterRef("pk")).exclude(pool=pool)))
     )

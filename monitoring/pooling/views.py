@@ -15,8 +15,9 @@ from evalplatform.csvexport import csv_response
 from evalplatform.errors import InputError
 from monitoring.pooling import selectors
 from monitoring.pooling import services as pooling
-from monitoring.pooling.charts import yield_figure
+from monitoring.pooling.charts import simulation_figure, yield_figure
 from monitoring.pooling.forms import PoolForm
+from monitoring.pooling.planner import pool_planner_context, simulation_rows
 
 
 @login_required
@@ -53,15 +54,18 @@ def pool_list(request: SignedInRequest, slug: str) -> HttpResponse:
 def pool_detail(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
     project = selectors.get_pool_project(request.user, slug)
     pool = selectors.get_pool(project=project, pk=pk)
+    planner_context = pool_planner_context(pool)
     context = {
         "project": project,
         "pool": pool,
         "runs": list(pool.runs.order_by("name", "pk")),
         "figure": yield_figure(pool),
         "points": selectors.yield_table(pool),
-        # The judging budget planner (issue 23, point 6) is shown here once it exists: its view puts
-        # `planner` in this context and `monitoring/_pool_planner.html` lays it out.
-        "planner": None,
+        # The judging budget planner (issue 23, point 6): `monitoring/_pool_planner.html` lays it out.
+        **planner_context,
+        "simulation_figure": simulation_figure(planner_context["simulation"]),
+        "leaderboard_source": planner_context["planner_source"],
+        "may_see_team": selectors.may_pool(request.user, project),
     }
     return render(request, "monitoring/pool_detail.html", context)
 
@@ -100,3 +104,20 @@ def pool_state(request: SignedInRequest, slug: str, pk: int) -> JsonResponse:
     project = selectors.get_pool_project(request.user, slug)
     pool = selectors.get_pool(project=project, pk=pk)
     return JsonResponse({**pool.state(), "pool": pool.summary()})
+
+
+@login_required
+@require_safe
+def pool_simulation_csv(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
+    """The planner's simulation: one row per strategy and step (a header alone without one)."""
+    project = selectors.get_pool_project(request.user, slug)
+    pool = selectors.get_pool(project=project, pk=pk)
+    rows = (
+        (row["strategy"], row["judged"], row["relevant_found"], row["kendall_tau"])
+        for row in simulation_rows(pool.simulation or {})
+    )
+    return csv_response(
+        f"{project.slug}-pool-{pool.pk}-simulation.csv",
+        ["strategy", "judged", "relevant_found", "kendall_tau"],
+        rows,
+    )

@@ -46,6 +46,7 @@ from monitoring.evaluations import services as evaluations
 from monitoring.files import uploads
 from monitoring.models import AlertEvent, ComparisonPair, MonitorRun, NotificationChannel, ReuseAnalysis
 from monitoring.pooling import services as pooling
+from monitoring.pooling.models import JudgingPool
 from monitoring.recsys_fraud import services as recsys_fraud
 from series.models import Series
 from series.subjects import stream_series
@@ -152,7 +153,7 @@ def world_build() -> World:
     )
     evaluations.comparison_run(comparison_id=comparison.pk)
     pool = pooling.pool_create(project=a, runs=[run, weak], strategy="mtf", budget=6, depth=4, enqueue=False)
-    assert pooling.pool_build_run(pool_id=pool.pk).status == "done"
+    assert pooling.pool_build_run(pool_id=pool.pk).status == "done", JudgingPool.objects.get(pk=pool.pk).error
 
     files = {role: csv_file(f"{role}.csv", text) for role, text in demo_recsys_texts().items()}
     recs = recsys_fraud.recommendation_set_upload(team=team, name="popular", **files)
@@ -317,6 +318,7 @@ MATRIX: dict[str, Row] = {
     "monitoring:pool-list": page("project", LEAD, POOLERS),
     "monitoring:pool-detail": page("project", LEAD, None, pk="pool"),
     "monitoring:pool-yield-csv": page("project", LEAD, None, pk="pool"),
+    "monitoring:pool-simulation-csv": page("project", LEAD, None, pk="pool"),
     "monitoring:pool-state": page("project", LEAD, None, pk="pool"),
     "monitoring:pool-refresh": page("project", None, LEAD, pk="pool"),
     "monitoring-api:pools": api("project", LEAD, POOLERS),

@@ -16,13 +16,16 @@ from django.core.management import call_command
 from django.http import HttpRequest
 from django.test import Client
 
-from annotations.models import Project
+from annotations.demo import SIMULATED_TOPICS
+from annotations.models import Annotation, Project, QrelsBuild
 from annotations.qrels import qrels_export
 from evalcore import trec
 from evalcore.comparison import DEFAULT_MEASURES
 from evalcore.retrieval import evaluate
 from evalplatform.models import Team, TeamMembership
 from monitoring import demo
+from monitoring.evaluations import selectors
+from monitoring.evaluations.diffs import leaderboard_diff
 from monitoring.evaluations.services import with_coverage
 from monitoring.models import (
     Comparison,
@@ -31,6 +34,7 @@ from monitoring.models import (
     QrelsSource,
     Run,
 )
+from monitoring.pooling.models import JudgingPool
 from series.models import MetricValue
 from tests.conftest import WorkerProcess
 from tests.monitoring.stored import comparison_rows
@@ -51,13 +55,13 @@ class TestDemoSearchTeam:
         roles = dict(TeamMembership.objects.filter(team=team).values_list("user__username", "role"))
         assert roles == {"analyst": "editor", "lead": "viewer"}
         assert Project.objects.get(slug="python-help").team == team
-        source = QrelsSource.objects.get(team=team)
+        source = QrelsSource.objects.get(team=team, build__version=1)
         assert (source.kind, source.build.version, source.name) == ("build", 1, "python-help v1")
         assert loaded["team"]["slug"] == "search" and loaded["team"]["qrels"] == "python-help v1"
 
     def test_it_ships_two_runs_evaluated_as_evalcore_evaluates_them(self, tmp_path: Path) -> None:
         call_command("load_demo", stdout=StringIO())
-        source = QrelsSource.objects.get(team__slug="search")
+        source = QrelsSource.objects.get(team__slug="search", build__version=1)
         qrels_file = tmp_path / "v1.qrels"
         qrels_file.write_text(qrels_export(source.build, fmt="trec"))
         runs = {run.name: run for run in Run.objects.filter(team__slug="search")}
@@ -67,7 +71,7 @@ class TestDemoSearchTeam:
         assert "k1 = 0.9, b = 0.4" in runs["bm25"].description
         for run in runs.values():
             assert run.uploaded_by.username == "analyst" and run.num_queries == 10
-            evaluation = Evaluation.objects.get(run=run)
+            evaluation = Evaluation.objects.get(run=run, qrels=source)
             assert (evaluation.status, evaluation.qrels, evaluation.measures) == (
                 "done", source, with_coverage(DEFAULT_MEASURES)
             )  # fmt: skip
@@ -126,7 +130,7 @@ class TestDemoSearchTeam:
         out = StringIO()
         call_command("load_demo", stdout=out)
         line = out.getvalue().splitlines()[-1]
-        source, comparison = QrelsSource.objects.get(), Comparison.objects.get()
+        source, comparison = QrelsSource.objects.get(build__version=1), Comparison.objects.get()
         assert line.startswith("Demo search team 'search': runs bm25 (map 0.")
         assert (
             "dense-lsa (map 0." in line
@@ -158,7 +162,7 @@ def test_it_lets_the_analyst_upload_two_runs_through_the_web_and_compare_them(
     team_page = client.get("/teams/search/").content.decode()
     assert "bm25" in team_page and "dense-lsa" in team_page
     project = Project.objects.get(slug="python-help")
-    source = QrelsSource.objects.get(team__slug="search")
+    source = QrelsSource.objects.get(team__slug="search", build__version=1)
     tuned = {
         "bm25-tuned": lambda docs, queries: demo.bm25_scores(docs, queries, k1=1.2, b=0.75),
         "lsa-64": lambda docs, queries: demo.lsa_scores(docs, queries, dimensions=64),
@@ -171,7 +175,7 @@ def test_it_lets_the_analyst_upload_two_runs_through_the_web_and_compare_them(
              "tags": "mine", "evaluate_on": source.pk},
         )  # fmt: skip
         assert response.status_code == 302, response.content.decode()[:2000]
-    evaluations = Evaluation.objects.filter(team__slug="search")
+    evaluations = Evaluation.objects.filter(team__slug="search", qrels=source)
     assert wait_for(lambda: evaluations.filter(status="done").count() == 4), celery_worker_process.log()
 
     leaderboard = client.get(source.get_absolute_url())
@@ -235,3 +239,55 @@ class TestRanking:
         assert text == "q1 Q0 b 1 0.900000 t\nq1 Q0 c 2 0.500000 t\nq1 Q0 a 3 0.500000 t\n"
         deep = demo.run_text(["q1"], ["a", "b", "c", "d"], scores, tag="t", depth=2)
         assert deep.count("\n") == 2
+
+
+@pytest.mark.django_db
+class TestDemoLoop:
+    """The judging loop end to end in the demo (issue 23's "done when")."""
+
+    def test_the_careful_annotators_answer_part_of_the_pool_on_their_topics_only(
+        self, loaded: dict[str, Any]
+    ) -> None:
+        pool = JudgingPool.objects.get(project__slug="python-help")
+        answered = Annotation.objects.filter(
+            task__pool_links__pool=pool, created_at__gte=demo.DEMO_LOOP_START
+        )
+        assert set(answered.values_list("annotator__username", flat=True)) == {"carol", "dave"}
+        assert answered.count() == 2 * demo.DEMO_LOOP_ANSWERS
+        assert set(answered.values_list("task__topic__qid", flat=True)) <= set(SIMULATED_TOPICS)
+        assert pool.judged > 0 and pool.pending > 0 and len(pool.yield_curve) == pool.judged
+        assert loaded["team"]["pool"]["judged"] == pool.judged
+
+    def test_v2_is_built_with_v1s_parameters_and_the_runs_are_rescored_on_it_with_coverage(
+        self, loaded: dict[str, Any]
+    ) -> None:
+        v1, v2 = QrelsBuild.objects.filter(project__slug="python-help").order_by("version")
+        params = ("tolerance", "aggregation", "min_accuracy", "min_gold", "min_labels", "use_adjudications")
+        assert [getattr(v2, name) for name in params] == [getattr(v1, name) for name in params]
+        assert v2.status == "done" and v2.pairs_kept > v1.pairs_kept
+        source = QrelsSource.objects.get(team__slug="search", build=v2)
+        board = selectors.leaderboard(qrels=source)
+        assert sorted(row.run.name for row in board.rows) == ["bm25", "dense-lsa"]
+        assert all(row.coverage.computed for row in board.rows)
+        assert loaded["team"]["loop"]["qrels"] == "python-help v2"
+        assert all(
+            run["status"] == "done" and run["judged_10"] is not None for run in loaded["team"]["loop"]["runs"]
+        )
+
+    def test_the_diff_shows_changes_and_the_pool_page_the_yield_and_the_planner(
+        self, loaded: dict[str, Any], client: Client
+    ) -> None:
+        source = QrelsSource.objects.get(team__slug="search", build__version=2)
+        v1 = QrelsSource.objects.get(team__slug="search", build__version=1)
+        diff = leaderboard_diff(old=v1, new=source)
+        changed = [row for measure in diff.measures for row in measure.rows if row.change]
+        assert changed, "v2 changed no score"
+        assert client.login(request=HttpRequest(), username="analyst", password="demo-analyst-pass")
+        page = client.get(f"/teams/search/leaderboard/{source.pk}/diff/")
+        assert page.status_code == 200 and "python-help v1" in page.content.decode()
+        pool = JudgingPool.objects.get(project__slug="python-help")
+        assert pool.simulation["qrels"] == source.pk
+        assert client.login(request=HttpRequest(), username="lead", password="demo-lead-pass")
+        pool_page = client.get(f"/projects/python-help/pools/{pool.pk}/").content.decode()
+        assert 'id="figure-yield"' in pool_page and 'id="planner-table"' in pool_page
+        assert 'id="simulation-table"' in pool_page

@@ -266,7 +266,7 @@ class TestJudgeTheGaps:
         url = f"/api/teams/search/leaderboard/{source.pk}/runs/{late.pk}/gaps/"
         body = signed_in(theo).post(url, {"depth": 2}, content_type="application/json").json()
         assert body == {"run": late.pk, "qrels": source.pk, "project": "web", "depth": 2, "unjudged": 8,
-                        "created": 6, "existing": 0, "missing_topic": 2, "missing_document": 0}  # fmt: skip
+                        "created": 6, "existing": 0, "missing_topic": 2, "missing_document": 0, "prioritised": 0}  # fmt: skip
         bad = signed_in(theo).post(url, {"depth": 5000}, content_type="application/json")
         assert bad.status_code == 400 and "depth" in bad.json()
 

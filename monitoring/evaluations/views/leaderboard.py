@@ -173,4 +173,5 @@ def gaps_message(run: str, done: loop.GapsJudged) -> str:
         f"{run}: {done.unjudged} unjudged pairs in its top {done.depth}; {done.created} added to "
         f"{done.project} as tasks, {done.existing} already tasks, {skipped} skipped "
         f"({done.missing_topic} of topics and {done.missing_document} of documents the project lacks)."
+        + (f" {done.prioritised} served first, before the project's pools." if done.prioritised else "")
     )

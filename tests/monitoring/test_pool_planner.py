@@ -1,0 +1,236 @@
+"""The pool page's planner (issue 23, point 6) and the gaps served before a pool (point 2): the topic set
+size from the pool's runs' stored per-topic scores on the team's newest qrels version, the simulation
+every strategy replays in the pool's build (page, CSV, API), and "judge the gaps" in a project that
+serves by priority."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from django.contrib.auth.models import User
+
+from annotations import services as judging
+from annotations.models import Task
+from evalcore import trec
+from evalcore.pooling import PoolParams, simulate_pooling
+from evalcore.retrieval import evaluate
+from evalcore.reuse import topic_set_size_table
+from monitoring.evaluations import loop
+from monitoring.evaluations.services import read_qrels
+from monitoring.models import QrelsSource
+from monitoring.pooling import services as pooling
+from monitoring.pooling.models import JudgingPool
+from monitoring.pooling.planner import SIMULATED, pool_planner_context, topic_scores
+from tests.conftest import THEO, browser_log_in
+from tests.monitoring.test_judging_loop import carol, linked, signed_in  # noqa: F401 - fixtures
+from tests.monitoring.test_pooling import run_pending
+
+__all__ = ["carol", "linked"]
+
+
+def pool_of(linked: dict[str, Any], theo: User, **params: Any) -> JudgingPool:
+    params = {"strategy": "mtf", "budget": None, "depth": 10, **params}
+    pool = pooling.pool_create(project=linked["project"], runs=linked["runs"], created_by=theo, enqueue=False,
+                               **params)  # fmt: skip
+    assert pooling.pool_build_run(pool_id=pool.pk).status == "done", JudgingPool.objects.get(pk=pool.pk).error
+    return JudgingPool.objects.get(pk=pool.pk)
+
+
+def read_runs(linked: dict[str, Any]) -> list[Any]:
+    return [trec.read_run(run.file.path) for run in linked["runs"]]
+
+
+@pytest.mark.django_db
+class TestSimulation:
+    def test_the_build_stores_every_strategy_replayed_with_the_newest_version_as_the_oracle(
+        self, linked: dict[str, Any], theo: User
+    ) -> None:
+        pool = pool_of(linked, theo, budget=12)
+        simulation = pool.simulation
+        assert simulation["qrels"] == linked["source"].pk and simulation["measure"] == "map"
+        assert [curve["strategy"] for curve in simulation["strategies"]] == list(SIMULATED)
+        qrels = read_qrels(linked["source"])
+        for strategy, steps in ((c["strategy"], c["steps"]) for c in simulation["strategies"]):
+            expected = simulate_pooling(
+                read_runs(linked), qrels, PoolParams(strategy, budget=12, depth=10), step=simulation["step"],
+                names=[run.name for run in linked["runs"]],
+            )  # fmt: skip
+            assert steps == [
+                {"judged": s.judged, "relevant_found": s.relevant_found, "kendall_tau": s.kendall_tau}
+                for s in expected
+            ]
+            assert steps[-1]["judged"] == 12
+
+    def test_judging_every_pooled_pair_finds_every_relevant_one_and_agrees_with_the_oracle(
+        self, linked: dict[str, Any], theo: User
+    ) -> None:
+        pool = pool_of(linked, theo)
+        qrels = read_qrels(linked["source"])
+        relevant = {
+            (str(qrels.qids[code]), docno)
+            for code, docno, rel in zip(qrels.qid_codes.tolist(), qrels.docno_strings(), qrels.rels.tolist(),
+                                        strict=True)
+            if rel >= 1
+        }  # fmt: skip
+        pooled = set()  # a direct loop over the run files: each run's top 10 on the qrels' topics
+        for run in linked["runs"]:
+            for line in Path(run.file.path).read_text().split("\n"):
+                if line and int(line.split()[3]) <= 10:
+                    pooled.add((line.split()[0], line.split()[2]))
+        for steps in (curve["steps"] for curve in pool.simulation["strategies"]):
+            assert steps[-1]["relevant_found"] == len(pooled & relevant)
+            assert steps[-1]["kendall_tau"] == pytest.approx(1.0)
+
+    def test_it_says_why_there_is_no_simulation_without_a_version(
+        self, linked: dict[str, Any], theo: User
+    ) -> None:
+        QrelsSource.objects.filter(pk=linked["source"].pk).delete()
+        pool = pool_of(linked, theo, budget=4)
+        assert "no qrels version" in pool.simulation["reason"]
+        page = signed_in(theo).get(f"/projects/web/pools/{pool.pk}/").content.decode()
+        assert 'id="no-simulation"' in page and "no qrels version" in page
+        assert "No qrels version of this project is a qrels source of the team yet" in page
+
+
+@pytest.mark.django_db
+class TestPlanner:
+    def test_it_plans_from_the_stored_per_topic_scores_as_the_topic_set_size_design_does(
+        self, linked: dict[str, Any], theo: User
+    ) -> None:
+        pool = pool_of(linked, theo, budget=4)
+        qids, names, matrix = topic_scores(pool, linked["source"])
+        qrels = read_qrels(linked["source"])
+        columns = []
+        for data in read_runs(linked):
+            result = evaluate(qrels, data, ["map"])
+            got, values = result.per_query_array(result.specs[0].key)
+            columns.append(dict(zip(got.tolist(), values.tolist(), strict=True)))
+        reference = np.array([[column[q] for column in columns] for q in qids])
+        assert qids == ["q0", "q1", "q2"] and names == ["good", "late"]
+        np.testing.assert_allclose(matrix, reference)
+        context = pool_planner_context(pool)
+        table = topic_set_size_table(reference, n_systems=2).as_dict()
+        assert context["planner"]["rows"] == table["rows"]
+        assert context["planner"]["variance"] == pytest.approx(table["variance"])
+
+    def test_the_page_shows_the_planner_the_simulation_with_its_numbers_and_links_the_leaderboard(
+        self, linked: dict[str, Any], theo: User
+    ) -> None:
+        pool = pool_of(linked, theo, budget=6)
+        client = signed_in(theo)
+        page = client.get(f"/projects/web/pools/{pool.pk}/").content.decode()
+        assert 'id="planner-table"' in page and 'id="simulation-table"' in page
+        assert 'id="figure-simulation"' in page
+        assert f'href="/teams/{linked["source"].team.slug}/leaderboard/{linked["source"].pk}/"' in page
+        rows = list(
+            csv.reader(
+                io.StringIO(client.get(f"/projects/web/pools/{pool.pk}/simulation.csv").content.decode())
+            )
+        )
+        assert rows[0] == ["strategy", "judged", "relevant_found", "kendall_tau"]
+        stored = [
+            [curve["strategy"], str(step["judged"]), str(step["relevant_found"])]
+            for curve in pool.simulation["strategies"]
+            for step in curve["steps"]
+        ]
+        assert [row[:3] for row in rows[1:]] == stored
+        for strategy, judged, found in stored[:3]:
+            assert f'<td>{strategy}</td><td class="num">{judged}</td><td class="num">{found}</td>' in page
+
+    def test_the_api_progress_has_the_simulation_and_the_planner(
+        self, linked: dict[str, Any], theo: User
+    ) -> None:
+        pool = pool_of(linked, theo, budget=6)
+        body = signed_in(theo).get(f"/api/projects/web/pools/{pool.pk}/progress/").json()
+        assert body["simulation"]["strategies"] == pool.simulation["strategies"]
+        assert body["planner"]["n_systems"] == 2 and body["planner_reason"] == ""
+        detail = signed_in(theo).get(f"/api/projects/web/pools/{pool.pk}/").json()
+        assert detail["simulation"]["qrels"] == linked["source"].pk
+
+    def test_it_says_why_without_two_evaluated_runs(self, linked: dict[str, Any], theo: User) -> None:
+        pool = pool_of(linked, theo, budget=4)
+        linked["runs"][1].evaluations.all().delete()
+        context = pool_planner_context(pool)
+        assert context["planner"] is None and "at least two" in context["planner_reason"]
+
+
+@pytest.mark.django_db
+class TestGapsBeforeThePool:
+    def test_the_gaps_are_served_before_the_pools_pending_tasks_and_its_reordering_leaves_them(
+        self, linked: dict[str, Any], theo: User, carol: User
+    ) -> None:
+        project = linked["project"]
+        pool = pool_of(linked, theo, strategy="take-rrf", budget=16)  # past the pairs v1 judged
+        project.refresh_from_db()
+        assert project.has_priorities
+        done = loop.run_gaps_judge(run=linked["runs"][1], qrels=linked["source"], depth=2)
+        gaps = {(f"q{i}", f"d{i}-{j}") for i in range(3) for j in (5, 4)}
+        tasks = Task.objects.filter(project=project).select_related("topic", "document")
+        urgent = {(t.topic.qid, t.document.doc_id) for t in tasks if t.priority == pooling.URGENT_PRIORITY}
+        assert urgent == gaps and done.prioritised == 6
+        pool_pairs = {
+            (t.topic.qid, t.document.doc_id) for t in tasks if t.priority is not None and t.priority >= 0
+        }
+        assert pool_pairs  # the pool still wants some pairs
+        served = []
+        for _ in range(6):
+            claim = judging.task_claim(project=project, annotator=carol)
+            assert claim.assignment is not None
+            task = claim.assignment.task
+            served.append((task.topic.qid, task.document.doc_id))
+            judging.annotation_submit(
+                project=project, annotator=carol, assignment_id=claim.assignment.pk, grade=1
+            )
+            if len(served) == 2:
+                run_pending(pool)  # a re-ordering between answers keeps the gaps first
+        assert set(served) == gaps
+        run_pending(pool)
+        assert not Task.objects.filter(
+            project=project, priority=pooling.URGENT_PRIORITY, label_count=0
+        ).exists()
+
+    def test_without_priorities_the_gaps_get_none(self, linked: dict[str, Any]) -> None:
+        done = loop.run_gaps_judge(run=linked["runs"][1], qrels=linked["source"], depth=2)
+        assert done.prioritised == 0
+        assert not Task.objects.filter(project=linked["project"], priority__isnull=False).exists()
+
+
+@pytest.mark.django_db
+class TestLinks:
+    def test_the_leaderboard_links_the_reuse_page_and_the_diff_and_the_reuse_page_links_back(
+        self, linked: dict[str, Any], theo: User
+    ) -> None:
+        source, client = linked["source"], signed_in(theo)
+        team = source.team.slug
+        board = client.get(f"/teams/{team}/leaderboard/{source.pk}/").content.decode()
+        assert f'href="/teams/{team}/qrels/{source.pk}/reuse/"' in board
+        assert f'href="/teams/{team}/leaderboard/{source.pk}/diff/"' in board
+        reuse = client.get(f"/teams/{team}/qrels/{source.pk}/reuse/").content.decode()
+        assert f'href="/teams/{team}/leaderboard/{source.pk}/" id="back-to-leaderboard"' in reuse
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_pool_page_draws_the_simulation_beside_its_numbers_and_the_planner(
+    page: Any, live_server: Any, linked: dict[str, Any], theo: User
+) -> None:
+    """Headless Chromium: the simulated yield by strategy is drawn (plotly's SVG), its table and the
+    planner's beside it."""
+    pool = pool_of(linked, theo, budget=6)
+    browser_log_in(page, live_server, THEO.username, THEO.password)
+    page.goto(f"{live_server.url}/projects/web/pools/{pool.pk}/")
+    page.wait_for_selector("#figure-simulation-chart .main-svg", timeout=30_000)
+    assert page.locator("#figure-simulation-chart .legendtext").count() == len(SIMULATED)
+    assert page.locator("#simulation-table tbody tr").count() == sum(
+        len(curve["steps"]) for curve in pool.simulation["strategies"]
+    )
+    assert page.locator("#planner-table tbody tr").count() == 3
+    page.locator("#pool-leaderboard-link").click()
+    assert (
+        page.url == f"{live_server.url}/teams/{linked['source'].team.slug}/leaderboard/{linked['source'].pk}/"
+    )
