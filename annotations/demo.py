@@ -419,7 +419,7 @@ def demo_machine_labels(project: Project) -> list[dict[str, Any]]:
     """
     rng = random.Random(DEMO_JUDGE_SEED)
     top = max(project.grades)
-    expected = _expected_grades(project)
+    expected = expected_grades(project)
     rows = Task.objects.filter(project=project).order_by("topic__qid", "document__doc_id")
     labels = []
     for task_id, qid, doc_id in rows.values_list("id", "topic__qid", "document__doc_id"):
