@@ -59,8 +59,14 @@ def ranked_lists(a: Run, b: Run, *, depth: int) -> RankedLists:
     >>> a = Run.from_dict({"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}, "q2": {"x": 1.0}})
     >>> b = Run.from_dict({"q1": {"d3": 9.0, "d1": 9.0}, "q3": {"y": 1.0}})
     >>> lists = ranked_lists(a, b, depth=2)
-    >>> lists.qids.tolist(), lists.a.tolist(), lists.b.tolist(), lists.only_a, lists.only_b
-    (['q1'], [[0, 1]], [[2, 0]], ('q2',), ('q3',))
+    >>> lists.qids.tolist(), lists.a.shape, lists.b.shape, lists.only_a, lists.only_b
+    (['q1'], (1, 2), (1, 2), ('q2',), ('q3',))
+
+    The ids are codes shared by both matrices (their values are arbitrary): b's second document (d1, tied
+    with d3 and after it by document id descending) is a's first, and b's first (d3) is not in a's top 2.
+
+    >>> bool(lists.b[0, 1] == lists.a[0, 0]), bool(lists.b[0, 0] in lists.a[0])
+    (True, False)
     """
     if depth < 1:
         raise ValueError("the depth k must be at least 1")

@@ -277,7 +277,7 @@ class TestJudgeTheGaps:
         call_command("judge_gaps", *args, "--json", stdout=first)
         assert json.loads(first.getvalue()) == {
             "run": late.pk, "qrels": source.pk, "project": "web", "depth": 2, "unjudged": 8, "created": 6,
-            "existing": 0, "missing_topic": 2, "missing_document": 0,
+            "existing": 0, "missing_topic": 2, "missing_document": 0, "prioritised": 0,
         }  # fmt: skip
         call_command("judge_gaps", *args, stdout=again)
         assert "0 added to web, 6 already there, 2 skipped (topic not in the project)" in again.getvalue()
