@@ -35,7 +35,7 @@ from annotations.models import (
 )
 from evalcore.agreement import LongLabels
 from evalcore.errors import FormatError
-from evalcore.jsonable import json_number, json_numbers
+from evalcore.jsonable import json_number
 from evalcore.machine_judges import (
     JudgeCalibration,
     MachineLabels,
@@ -43,6 +43,7 @@ from evalcore.machine_judges import (
     krippendorff_alpha_with_humans,
     read_machine_labels,
 )
+from evalcore.machine_judges import calibration_json as evalcore_calibration_json
 from evalplatform.auth import User
 from evalplatform.jobs import JobStatus
 from evalplatform.uploads import upload_chunks, upload_name, upload_size, upload_too_large
@@ -248,70 +249,13 @@ def calibration_against(labels: JudgeLabels, reference: dict[Pair, int]) -> Judg
 
 
 def calibration_json(report: JudgeCalibration | None) -> dict[str, Any] | None:
-    """The figures as JSON-ready data, the shape of `calibrate_judge --json` (undefined figures null)."""
+    """The figures as JSON-ready data, the shape of `calibrate_judge --json` (undefined figures null;
+    `per_topic` and `per_confidence` empty lists where undefined)."""
     if report is None:
         return None
-    grade, topic, bands = report.per_grade, report.per_topic, report.per_confidence
-    data: dict[str, Any] = {
-        "pairs": report.pairs,
-        "grades": [json_number(g, integer=True) for g in report.grades],
-        **{
-            name: json_number(getattr(report, name))
-            for name in (
-                "exact_agreement",
-                "cohen_kappa",
-                "cohen_kappa_linear",
-                "cohen_kappa_quadratic",
-                "krippendorff_alpha_ordinal",
-                "mean_human",
-                "mean_machine",
-                "bias",
-            )
-        },  # fmt: skip
-        "confusion": report.confusion.tolist(),
-        "leaning": report.leaning,
-        "per_grade": [
-            {
-                "grade": json_number(g, integer=True),
-                "pairs": int(p),
-                "mean_machine": m,
-                "bias": b,
-                "stricter": s,
-                "agreeing": a,
-                "lenient": le,
-            }
-            for g, p, m, b, s, a, le in zip(
-                grade.grades,
-                grade.pairs,
-                json_numbers(grade.mean_machine),
-                json_numbers(grade.bias),
-                json_numbers(grade.stricter),
-                json_numbers(grade.agreeing),
-                json_numbers(grade.lenient),
-                strict=True,
-            )
-        ],  # fmt: skip
-        "per_topic": [],
-        "per_confidence": [],
-    }
-    if topic is not None:
-        data["per_topic"] = [
-            {"topic": str(t), "pairs": int(p), "exact_agreement": e, "cohen_kappa": k,
-             "cohen_kappa_quadratic": q, "bias": b}
-            for t, p, e, k, q, b in zip(
-                topic.topics, topic.pairs, json_numbers(topic.exact_agreement), json_numbers(topic.cohen_kappa),
-                json_numbers(topic.cohen_kappa_quadratic), json_numbers(topic.bias), strict=True,
-            )
-        ]  # fmt: skip
-    if bands is not None:
-        data["per_confidence"] = [
-            {"low": float(low), "high": float(high), "pairs": int(p), "mean_confidence": c,
-             "exact_agreement": e, "mean_abs_error": m}
-            for low, high, p, c, e, m in zip(
-                bands.edges[:-1], bands.edges[1:], bands.pairs, json_numbers(bands.mean_confidence),
-                json_numbers(bands.exact_agreement), json_numbers(bands.mean_abs_error), strict=True,
-            )
-        ]  # fmt: skip
+    data = evalcore_calibration_json(report)
+    data.setdefault("per_topic", [])
+    data.setdefault("per_confidence", [])
     return data
 
 

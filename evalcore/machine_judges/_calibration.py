@@ -22,6 +22,7 @@ from evalcore.agreement import (
     krippendorff_alpha_from_coincidence,
 )
 from evalcore.agreement._stats import MAX_VALUES, Level, check_level
+from evalcore.jsonable import json_number, json_numbers
 from evalcore.stats._validation import FloatArray, IntArray, StatsInputError
 
 #: A grade bias smaller than this (in grade steps) reads as even, neither stricter nor more lenient.
@@ -310,3 +311,53 @@ def _topic_agreement(topics: ArrayLike, topic_ids: ArrayLike | None, h_code: Int
         cohen_kappa_quadratic=cohen_kappa_from_confusion(counts, values=grades, weights="quadratic"),
         bias=np.bincount(topic, weights=difference, minlength=t) / pairs,
     )
+
+
+def calibration_json(report: JudgeCalibration, **head: int) -> dict[str, Any]:
+    """The figures as one JSON-ready object, the shape of `calibrate_judge --json` (`head`: counts put
+    right after `pairs`). `confusion[h][m]` counts the pairs of human grade `grades[h]` and machine grade
+    `grades[m]`; undefined figures are null; `per_topic` and `per_confidence` are there when defined."""
+    grade, topic, bands = report.per_grade, report.per_topic, report.per_confidence
+    data: dict[str, Any] = {
+        "pairs": report.pairs,
+        **head,
+        "grades": [json_number(g, integer=True) for g in report.grades],
+        "exact_agreement": json_number(report.exact_agreement),
+        "cohen_kappa": json_number(report.cohen_kappa),
+        "cohen_kappa_linear": json_number(report.cohen_kappa_linear),
+        "cohen_kappa_quadratic": json_number(report.cohen_kappa_quadratic),
+        "krippendorff_alpha_ordinal": json_number(report.krippendorff_alpha_ordinal),
+        "confusion": report.confusion.tolist(),
+        "mean_human": json_number(report.mean_human),
+        "mean_machine": json_number(report.mean_machine),
+        "bias": json_number(report.bias),
+        "leaning": report.leaning,
+        "per_grade": [
+            {"grade": json_number(g, integer=True), "pairs": int(p), "mean_machine": m, "bias": b,
+             "stricter": s, "agreeing": a, "lenient": le}
+            for g, p, m, b, s, a, le in zip(
+                grade.grades, grade.pairs, json_numbers(grade.mean_machine), json_numbers(grade.bias),
+                json_numbers(grade.stricter), json_numbers(grade.agreeing), json_numbers(grade.lenient),
+                strict=True,
+            )
+        ],
+    }  # fmt: skip
+    if topic is not None:
+        data["per_topic"] = [
+            {"topic": str(t), "pairs": int(p), "exact_agreement": e, "cohen_kappa": k,
+             "cohen_kappa_quadratic": q, "bias": b}
+            for t, p, e, k, q, b in zip(
+                topic.topics, topic.pairs, json_numbers(topic.exact_agreement), json_numbers(topic.cohen_kappa),
+                json_numbers(topic.cohen_kappa_quadratic), json_numbers(topic.bias), strict=True,
+            )
+        ]  # fmt: skip
+    if bands is not None:
+        data["per_confidence"] = [
+            {"low": float(low), "high": float(high), "pairs": int(p), "mean_confidence": c,
+             "exact_agreement": e, "mean_abs_error": m}
+            for low, high, p, c, e, m in zip(
+                bands.edges[:-1], bands.edges[1:], bands.pairs, json_numbers(bands.mean_confidence),
+                json_numbers(bands.exact_agreement), json_numbers(bands.mean_abs_error), strict=True,
+            )
+        ]  # fmt: skip
+    return data

@@ -121,52 +121,11 @@ def _graded(qrels: Qrels) -> int:
 
 
 def as_json(report: JudgeCalibration, ranking: RankingAgreement | None, **coverage: int) -> dict[str, object]:
-    """The figures as one object: `confusion[h][m]` counts the pairs of human grade `grades[h]` and
-    machine grade `grades[m]`; undefined figures are null."""
-    grade, topic = report.per_grade, report.per_topic
-    data: dict[str, object] = {
-        "pairs": report.pairs,
-        **coverage,
-        "grades": [json_number(g, integer=True) for g in report.grades],
-        "exact_agreement": json_number(report.exact_agreement),
-        "cohen_kappa": json_number(report.cohen_kappa),
-        "cohen_kappa_linear": json_number(report.cohen_kappa_linear),
-        "cohen_kappa_quadratic": json_number(report.cohen_kappa_quadratic),
-        "krippendorff_alpha_ordinal": json_number(report.krippendorff_alpha_ordinal),
-        "confusion": report.confusion.tolist(),
-        "mean_human": json_number(report.mean_human),
-        "mean_machine": json_number(report.mean_machine),
-        "bias": json_number(report.bias),
-        "leaning": report.leaning,
-        "per_grade": [
-            {"grade": json_number(g, integer=True), "pairs": int(p), "mean_machine": m, "bias": b,
-             "stricter": s, "agreeing": a, "lenient": le}
-            for g, p, m, b, s, a, le in zip(
-                grade.grades, grade.pairs, json_numbers(grade.mean_machine), json_numbers(grade.bias),
-                json_numbers(grade.stricter), json_numbers(grade.agreeing), json_numbers(grade.lenient),
-                strict=True,
-            )
-        ],
-    }  # fmt: skip
-    if topic is not None:
-        data["per_topic"] = [
-            {"topic": str(t), "pairs": int(p), "exact_agreement": e, "cohen_kappa": k,
-             "cohen_kappa_quadratic": q, "bias": b}
-            for t, p, e, k, q, b in zip(
-                topic.topics, topic.pairs, json_numbers(topic.exact_agreement), json_numbers(topic.cohen_kappa),
-                json_numbers(topic.cohen_kappa_quadratic), json_numbers(topic.bias), strict=True,
-            )
-        ]  # fmt: skip
-    bands = report.per_confidence
-    if bands is not None:
-        data["per_confidence"] = [
-            {"low": float(low), "high": float(high), "pairs": int(p), "mean_confidence": c,
-             "exact_agreement": e, "mean_abs_error": m}
-            for low, high, p, c, e, m in zip(
-                bands.edges[:-1], bands.edges[1:], bands.pairs, json_numbers(bands.mean_confidence),
-                json_numbers(bands.exact_agreement), json_numbers(bands.mean_abs_error), strict=True,
-            )
-        ]  # fmt: skip
+    """The figures as one object (`evalcore.machine_judges.calibration_json`), with the ranking agreement
+    when runs were given; undefined figures are null."""
+    from evalcore.machine_judges import calibration_json
+
+    data = calibration_json(report, **coverage)
     if ranking is not None:
         data["ranking"] = {
             "measure": ranking.measure,
