@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
-from evalplatform.models import Team
+from monitoring.management.commands.upload_run import find_team
 from monitoring.models import QrelsSource
 from monitoring.models import Run as RunRow
 from monitoring.reuse import services
@@ -22,9 +22,7 @@ def add_source_arguments(parser: CommandParser, *, required: bool = True) -> Non
 
 
 def source_and_runs(team: str, qrels: int) -> tuple[QrelsSource, list[RunRow]]:
-    found = Team.objects.filter(slug=team).first()
-    if found is None:
-        raise CommandError(f"There is no team {team!r}.")
+    found = find_team(team)
     source = QrelsSource.objects.filter(team=found, pk=qrels).select_related("build").first()
     if source is None:
         raise CommandError(f"The team {team} has no qrels source {qrels}.")

@@ -13,9 +13,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evalplatform.errors import InputError
-from evalplatform.models import Team
 from monitoring.evaluations.loop import DEFAULT_GAP_DEPTH, MAX_GAP_DEPTH, GapsJudged, run_gaps_judge
 from monitoring.management.commands.leaderboard_diff import find_source
+from monitoring.management.commands.upload_run import find_team
 from monitoring.models import Run
 
 
@@ -47,9 +47,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        team = Team.objects.filter(slug=options["team"]).first()
-        if team is None:
-            raise CommandError(f"There is no team {options['team']!r}.")
+        team = find_team(options["team"])
         qrels = find_source(team, options["qrels"])
         spec = options["run"]
         runs = Run.objects.filter(team=team)

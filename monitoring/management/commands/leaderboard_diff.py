@@ -16,6 +16,7 @@ from evalplatform.errors import InputError
 from evalplatform.models import Team
 from monitoring.evaluations.diffs import LeaderboardDiff, MeasureDiff, leaderboard_diff
 from monitoring.management.commands.evaluate import BUILD_SPEC
+from monitoring.management.commands.upload_run import find_team
 from monitoring.models import QrelsSource
 
 
@@ -72,9 +73,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        team = Team.objects.filter(slug=options["team"]).first()
-        if team is None:
-            raise CommandError(f"There is no team {options['team']!r}.")
+        team = find_team(options["team"])
         old, new = find_source(team, options["old"]), find_source(team, options["new"])
         try:
             diff = leaderboard_diff(old=old, new=new, measures=options["measures"])

@@ -39,11 +39,17 @@ def add_user_option(parser: CommandParser) -> None:
     )
 
 
-def team_and_user(slug: str, username: str | None) -> tuple[Team, User | None]:
-    """The team, and the acting user when one is named: an editor of the team (or a superuser)."""
+def find_team(slug: str) -> Team:
+    """The team of that slug, or a CommandError saying there is none."""
     team = Team.objects.filter(slug=slug).first()
     if team is None:
         raise CommandError(f"There is no team {slug!r}.")
+    return team
+
+
+def team_and_user(slug: str, username: str | None) -> tuple[Team, User | None]:
+    """The team, and the acting user when one is named: an editor of the team (or a superuser)."""
+    team = find_team(slug)
     if not username:
         return team, None
     user = get_user_model().objects.filter(username=username).first()
