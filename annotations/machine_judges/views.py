@@ -52,8 +52,10 @@ def machine_judges(request: SignedInRequest, slug: str) -> HttpResponse:
         else:
             messages.success(request, f"{data['file'].name}: {result.summary}")
             return redirect("annotations:machine-judge", project.slug, result.judge)
-    judges = MachineJudge.objects.filter(project=project).annotate(
-        n_labels=Count("labels", distinct=True), n_routed=Count("routings", distinct=True)
+    judges = (
+        MachineJudge.objects.filter(project=project)
+        .select_related("project")
+        .annotate(n_labels=Count("labels", distinct=True), n_routed=Count("routings", distinct=True))
     )
     return render(
         request,

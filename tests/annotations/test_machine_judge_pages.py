@@ -244,3 +244,20 @@ def test_build_qrels_takes_the_sources(project: Project, tmp_path: Path) -> None
         )
     with pytest.raises(CommandError, match="names its machine judge"):
         call_command("build_qrels", project.slug, "--sources", "machine", stdout=StringIO())
+
+
+def test_the_judges_list_reads_a_fixed_number_of_queries(
+    lead_client: Client, project: Project, django_assert_max_num_queries: Any
+) -> None:
+    """The list page's queries do not grow with the judges listed (one judge, then four)."""
+    url = f"/projects/{project.slug}/machine-judges/"
+    lead_client.post(url, {"file": upload(), "name": "j0", "version": "1", "kind": "llm"})
+    with django_assert_max_num_queries(20) as one:
+        assert lead_client.get(url).status_code == 200
+    ceiling = len(one.captured_queries)  # now: the next request clears the connection's query log
+    for number in range(1, 4):
+        lead_client.post(url, {"file": upload(), "name": f"j{number}", "version": "1", "kind": "llm"})
+    assert MachineJudge.objects.filter(project=project).count() == 4
+    with django_assert_max_num_queries(ceiling):
+        page = lead_client.get(url)
+    assert page.status_code == 200 and all(f"j{number}" in page.content.decode() for number in range(4))

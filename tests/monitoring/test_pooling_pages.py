@@ -235,3 +235,18 @@ class TestCommand:
         assert served == ["d0-2", "d1-2", "d2-2"]  # the run's first document of each topic, topics in turn
         # The project had no other task: the budget spent, the queue is empty.
         assert judging.task_claim(project=project, annotator=alice).status == "empty"
+
+
+@pytest.mark.django_db
+def test_the_pools_list_reads_a_fixed_number_of_queries(
+    lead: Client, project: Project, runs: list[Run], django_assert_max_num_queries: Any
+) -> None:
+    """The list page's queries do not grow with the pools listed (one pool, then three)."""
+    first = built(project, runs, strategy="depth", budget=3)
+    with django_assert_max_num_queries(25) as one:
+        assert lead.get("/projects/web/pools/").status_code == 200
+    ceiling = len(one.captured_queries)  # now: the next request clears the connection's query log
+    more = [built(project, runs, strategy=strategy, budget=3) for strategy in ("mtf", "take-rrf")]
+    with django_assert_max_num_queries(ceiling):
+        page = lead.get("/projects/web/pools/").content.decode()
+    assert all(f'href="/projects/web/pools/{pool.pk}/"' in page for pool in (first, *more))
