@@ -20,6 +20,7 @@ columns keys each by its trec_eval name) and labelled with what trec_eval prints
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 
@@ -217,6 +218,10 @@ def _ir_aliases() -> dict[tuple[str, bool], Measure]:
             table[(m.ir_name.lower(), m.param in ("cutoff", "fraction"))] = m
     table[("ndcg(gain=linear)", False)] = MEASURES["ndcg"]
     table[("ndcg(gain=linear)", True)] = MEASURES["ndcg_cut"]
+    # ir-measures' nDCG(dcg=...): log2 is trec_eval's linear gain, exp-log2 gdeval's 2^rel - 1.
+    for dcg, whole, cut in (("log2", "ndcg", "ndcg_cut"), ("exp-log2", "ndcg_exp", "ndcg_exp_cut")):
+        table[(f"ndcg(dcg={dcg})", False)] = MEASURES[whole]
+        table[(f"ndcg(dcg={dcg})", True)] = MEASURES[cut]
     table[("map", False)] = MEASURES["map"]
     table[("mrr", False)] = MEASURES["recip_rank"]
     table[("mrr", True)] = MEASURES["recip_rank_cut"]
@@ -224,6 +229,57 @@ def _ir_aliases() -> dict[tuple[str, bool], Measure]:
 
 
 _IR_ALIASES = _ir_aliases()
+
+
+#: Measures whose ir-measures parameters are keywords (`RBP(p=0.9)`), by lower-case name.
+_KEYWORD_MEASURES: dict[str, Measure] = {
+    m.ir_name.lower(): m for m in MEASURES.values() if m.options and m.ir_name
+}
+_TRUTH = {"true": 1.0, "false": 0.0}
+#: ir-measures' only choice for SDCG's dcg, accepted and dropped.
+_FIXED_OPTIONS = {("sdcg", "dcg"): "log2"}
+
+
+def _keyword_value(name: str, option: str, text: str) -> float:
+    if option == "normalize":
+        if text.lower() not in _TRUTH:
+            raise UnknownMeasureError(f"{name!r}: normalize is true or false")
+        return _TRUTH[text.lower()]
+    try:
+        value = float(text)
+    except ValueError:
+        raise UnknownMeasureError(f"{name!r}: {option} must be a number") from None
+    if not math.isfinite(value):
+        raise UnknownMeasureError(f"{name!r}: {option} must be a finite number")
+    if option == "p" and not 0 < value <= 1:
+        raise UnknownMeasureError(f"{name!r}: p lies in (0, 1]")
+    if option == "cutoff" and (value != int(value) or value < 1):
+        raise UnknownMeasureError(f"{name!r}: a cutoff must be a positive integer")
+    return value
+
+
+def _keyword_spec(
+    measure: Measure, name: str, options: dict[str, str], cutoff: str | None, rel: int | None
+) -> MeasureSpec:
+    """`RBP(p=0.9)`, `SDCG(max_rel=3)@10`: the keyword parameters, in the measure's order."""
+    given = {k: v for k, v in options.items() if _FIXED_OPTIONS.get((measure.name.lower(), k)) != v}
+    if cutoff is not None:
+        given["cutoff"] = cutoff
+    unknown = [k for k in given if k not in measure.options]
+    if unknown:
+        takes = ", ".join("@k" if option == "cutoff" else option for option in measure.options)
+        given_as = "@k" if unknown[0] == "cutoff" else unknown[0]
+        raise UnknownMeasureError(f"{name!r}: {measure.ir_name} takes {takes}, not {given_as}")
+    params = []
+    for option, default in zip(measure.options, measure.default_params, strict=True):
+        value = default if option not in given else _keyword_value(name, option, given[option])
+        if math.isnan(value):
+            written = "@k" if option == "cutoff" else f"{option}="
+            raise UnknownMeasureError(f"{name!r}: {measure.ir_name} needs {written}")
+        params.append(value)
+    if "max_rel" in measure.options and params[-1] <= params[-2]:
+        raise UnknownMeasureError(f"{name!r}: max_rel must be above min_rel")
+    return MeasureSpec(measure, tuple(params), rel, name)
 
 
 def _ir_options(name: str, text: str | None) -> tuple[int | None, dict[str, str]]:
@@ -237,7 +293,7 @@ def _ir_options(name: str, text: str | None) -> tuple[int | None, dict[str, str]
             except ValueError:
                 raise UnknownMeasureError(f"{name!r}: rel must be an integer") from None
         else:
-            options[key.strip()] = value.strip()
+            options[key.strip()] = value.strip().strip("'\"")  # ir-measures quotes text: dcg='exp-log2'
     return rel, options
 
 
@@ -256,6 +312,11 @@ def _parse_ir_columns(name: str) -> tuple[MeasureSpec, ...] | None:
     if not m:
         return None
     rel, options = _ir_options(name, m["opts"])
+    keyword = _KEYWORD_MEASURES.get(m["base"].lower())
+    if keyword is not None:
+        if rel is not None and not keyword.uses_rel_level:
+            raise UnknownMeasureError(f"{name!r}: {keyword.ir_name} does not use a relevance level")
+        return (_keyword_spec(keyword, name, options, m["param"], rel),)
     param: MeasureParam = None
     if m["base"].lower() == "setf" and "beta" in options:
         param = (_atof(options.pop("beta")),)
