@@ -225,6 +225,22 @@ def _ir_aliases() -> dict[tuple[str, bool], Measure]:
     table[("map", False)] = MEASURES["map"]
     table[("mrr", False)] = MEASURES["recip_rank"]
     table[("mrr", True)] = MEASURES["recip_rank_cut"]
+    # The other spellings ir-measures registers for the same measures.
+    for alias, canonical in (
+        ("bpref", "bpref"),
+        ("precision", "p"),
+        ("recall", "r"),
+        ("rprec", "rprec"),
+        ("ndcg", "ndcg"),
+        ("map", "ap"),
+        ("setrelp", "setp(relative=true)"),
+        ("setp(relative=false)", "setp"),
+    ):
+        for has_param in (False, True):
+            if (canonical, has_param) in table:
+                table.setdefault((alias, has_param), table[(canonical, has_param)])
+    table[("setp(relative=true)", False)] = MEASURES["set_relative_P"]
+    table[("setrelp", False)] = MEASURES["set_relative_P"]
     return table
 
 
@@ -317,6 +333,8 @@ def _parse_ir_columns(name: str) -> tuple[MeasureSpec, ...] | None:
         if rel is not None and not keyword.uses_rel_level:
             raise UnknownMeasureError(f"{name!r}: {keyword.ir_name} does not use a relevance level")
         return (_keyword_spec(keyword, name, options, m["param"], rel),)
+    if options.get("judged_only", "").lower() == "false":
+        del options["judged_only"]  # ir-measures' default, which its measures spell out in full
     param: MeasureParam = None
     if m["base"].lower() == "setf" and "beta" in options:
         param = (_atof(options.pop("beta")),)

@@ -5,8 +5,8 @@ SetF), per query on seeded random runs with ties, unjudged and negatively judged
 without relevant documents and qrels queries the run lacks.
 
 Ties: trec_eval and gdeval order tied documents by document id descending, as we do. cwl_eval keeps
-the run's own order among ties, so its runs are written in that order; compat orders ties by id
-ascending, so its runs have no ties and a test pins our order instead.
+the run's own order among ties, so its runs are written in that order; compat and judged order ties
+by id ascending, so their runs have no ties and a test pins our order instead.
 """
 
 from __future__ import annotations
@@ -46,6 +46,12 @@ CWL = [
 GDEVAL = ["ERR@5", "ERR@20", "nDCG(dcg='exp-log2')@10", "nDCG(dcg='exp-log2')@3"]
 COMPAT = ["Compat", "Compat(p=0.8,normalize=False)", "Compat(p=0.99)"]
 PYTREC = ["infAP", "infAP(rel=2)", "NumRet", "NumRet(rel=2)", "SetF(beta=0.5)", "SetF(rel=2)"]
+#: ir-measures' other spellings, and its defaults written out.
+PYTREC_ALIASES = [
+    "BPref", "Precision@5", "Recall@10", "RPrec", "NDCG@10", "MAP@10", "SetRelP", "SetP(relative=True)",
+    "P(judged_only=False)@3", "nDCG(dcg='log2',judged_only=False)@5", "AP(rel=2,judged_only=False)",
+    "Success@3", "IPrec@0.3", "SetAP", "SetR", "NumRel(rel=2)", "RR(rel=2)", "Rprec(rel=3)",
+]  # fmt: skip
 
 
 def random_case(rng: random.Random, *, ties: bool) -> tuple[Judgments, Ranking]:
@@ -186,6 +192,13 @@ class TestAgainstPytrecEval:
     @pytest.mark.parametrize("ties", [False, True])
     def test_it_matches_ir_measures_pytrec_eval_provider(self, ties) -> None:
         assert_match("pytrec_eval", PYTREC, ties=ties, seed=4, cases=15, tol=1e-12)
+
+    def test_it_reads_ir_measures_other_spellings_of_trec_eval_measures(self) -> None:
+        assert_match("pytrec_eval", PYTREC_ALIASES, ties=True, seed=6, cases=10, tol=1e-12)
+
+    def test_it_matches_the_judged_provider(self) -> None:
+        # The judged provider orders tied documents by id ascending: no ties here.
+        assert_match("judged", ["Judged@5", "Judged@20"], ties=False, seed=8, cases=10, tol=1e-12)
 
 
 class TestAggregates:
