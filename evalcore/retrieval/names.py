@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from evalcore.errors import EvalCoreError
 from evalcore.metrics import MetricSpec, close_names, did_you_mean
+from evalcore.retrieval.gain import GainsAt
 from evalcore.retrieval.measures import MEASURES, NICKNAMES, TREC_NAMES, Measure
 from evalcore.retrieval.precision import MeasureParam
 from evalcore.retrieval.ranking import Gains
@@ -298,6 +299,31 @@ def _keyword_spec(
     return MeasureSpec(measure, tuple(params), rel, name)
 
 
+_IR_GAINS = re.compile(r"(?:^|,)\s*gains\s*=\s*\{(?P<pairs>[^{}]*)\}\s*")
+
+
+def _ir_gains(name: str, text: str | None) -> tuple[str | None, tuple[tuple[int, float], ...] | None]:
+    """ir-measures' `gains={0:0,1:1,2:3}` taken out of the options: (the other options, the gains)."""
+    match = _IR_GAINS.search(text or "")
+    if match is None:
+        return text, None
+    pairs = []
+    for item in filter(None, (i.strip() for i in match["pairs"].split(","))):
+        level, colon, gain = item.partition(":")
+        try:
+            pairs.append((int(level), float(gain)))
+        except ValueError:
+            raise UnknownMeasureError(
+                f"{name!r}: gains are written {{grade:gain,...}}, as gains={{0:0,1:1,2:3}}"
+            ) from None
+        if not colon:
+            raise UnknownMeasureError(
+                f"{name!r}: gains are written {{grade:gain,...}}, as gains={{0:0,1:1,2:3}}"
+            )
+    rest = (text or "")[: match.start()] + ("," if match.start() else "") + (text or "")[match.end() :]
+    return rest.strip(","), tuple(pairs)
+
+
 def _ir_options(name: str, text: str | None) -> tuple[int | None, dict[str, str]]:
     rel: int | None = None
     options: dict[str, str] = {}
@@ -327,7 +353,8 @@ def _parse_ir_columns(name: str) -> tuple[MeasureSpec, ...] | None:
     m = _IR_STYLE.match(name)
     if not m:
         return None
-    rel, options = _ir_options(name, m["opts"])
+    opts, gains = _ir_gains(name, m["opts"])
+    rel, options = _ir_options(name, opts)
     keyword = _KEYWORD_MEASURES.get(m["base"].lower())
     if keyword is not None:
         if rel is not None and not keyword.uses_rel_level:
@@ -350,6 +377,14 @@ def _parse_ir_columns(name: str) -> tuple[MeasureSpec, ...] | None:
         return None
     if rel is not None and not measure.uses_rel_level:
         raise UnknownMeasureError(f"{name!r}: {measure.trec_name} does not use a relevance level")
+    if gains is not None:
+        if measure.name not in ("ndcg", "ndcg_cut"):
+            raise UnknownMeasureError(f"{name!r}: gains apply to nDCG with dcg='log2' only")
+        cut = math.inf
+        if has_param:
+            _output_name(measure, m["param"], rel, name, "")  # checks the cutoff
+            cut = float(m["param"])
+        return (MeasureSpec(MEASURES["ndcg"], GainsAt("linear", gains, cut), rel, name),)
     if has_param:
         return (_output_name(measure, m["param"], rel, name, ""),)
     defaults = _defaults(measure, rel, name, "", sep="@")

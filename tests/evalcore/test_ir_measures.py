@@ -24,6 +24,7 @@ from cwl.ruler.ranking import RankingMaker
 from ir_measures.providers.cwl_eval import IrmQrelHandler
 
 from evalcore.retrieval import Qrels, Run, UnknownMeasureError, evaluate, parse_measure
+from evalcore.retrieval.gain import GainsAt
 from evalcore.retrieval.measures import MEASURES
 
 Judgments = dict[str, dict[str, int]]
@@ -44,13 +45,14 @@ CWL = [
     "BPM(T=1.5,max_rel=4)@7",
 ]
 GDEVAL = ["ERR@5", "ERR@20", "nDCG(dcg='exp-log2')@10", "nDCG(dcg='exp-log2')@3"]
-COMPAT = ["Compat", "Compat(p=0.8,normalize=False)", "Compat(p=0.99)"]
+COMPAT = ["Compat", "Compat(p=0.8,normalize=False)", "Compat(p=0.99)", "Compat(p=1.0)"]
 PYTREC = ["infAP", "infAP(rel=2)", "NumRet", "NumRet(rel=2)", "SetF(beta=0.5)", "SetF(rel=2)"]
 #: ir-measures' other spellings, and its defaults written out.
 PYTREC_ALIASES = [
     "BPref", "Precision@5", "Recall@10", "RPrec", "NDCG@10", "MAP@10", "SetRelP", "SetP(relative=True)",
     "P(judged_only=False)@3", "nDCG(dcg='log2',judged_only=False)@5", "AP(rel=2,judged_only=False)",
     "Success@3", "IPrec@0.3", "SetAP", "SetR", "NumRel(rel=2)", "RR(rel=2)", "Rprec(rel=3)",
+    "nDCG(gains={0:0,1:1,2:3,3:7,4:15})@10", "nDCG(gains={1:5,3:0})", "NDCG(gains={0:1})@4",
 ]  # fmt: skip
 
 
@@ -166,6 +168,16 @@ class TestAgainstGdeval:
     def test_it_matches_gdeval_to_its_five_printed_decimals(self, ties) -> None:
         assert_match("gdeval", GDEVAL, ties=ties, seed=9, cases=12, tol=5.1e-6)
 
+    def test_it_takes_the_whole_ranking_for_err_without_a_cutoff(self) -> None:
+        rng = random.Random(12)
+        for _ in range(5):
+            qrels, run = random_case(rng, ties=True)
+            expected = theirs("gdeval", qrels, run, ["ERR@1000"])
+            got = ours(qrels, run, ["ERR"])
+            assert {q: v["ERR"] for q, v in got.items()} == pytest.approx(
+                {q: v["ERR@1000"] for q, v in expected.items()}, abs=5.1e-6
+            )
+
     def test_it_computes_err_by_hand(self) -> None:
         # Grades 3 then 4: R = 7/16, then 15/16 reached with 9/16.
         result = evaluate(
@@ -242,6 +254,13 @@ class TestNames:
             ("BPM(T=2,max_rel=4)@5", "BPM", (5.0, 2.0, 0.0, 4.0), None),
             ("nDCG(dcg='exp-log2')@10", "ndcg_exp_cut", 10.0, None),
             ("nDCG(dcg=log2)@10", "ndcg_cut", 10.0, None),
+            (
+                "nDCG(gains={0:0,1:1,2:3})@10",
+                "ndcg",
+                GainsAt("linear", ((0, 0.0), (1, 1.0), (2, 3.0)), 10.0),
+                None,
+            ),
+            ("nDCG(gains={2:9})", "ndcg", GainsAt("linear", ((2, 9.0),)), None),
         ],
     )
     def test_it_reads_ir_measures_keyword_parameters(self, name, base, param, rel) -> None:
@@ -260,6 +279,8 @@ class TestNames:
             ("Compat(normalize=maybe)", "normalize is true or false"),
             ("SDCG(min_rel=3,max_rel=3)@5", "max_rel must be above min_rel"),
             ("ERR@0", "a cutoff must be a positive integer"),
+            ("P(gains={1:2})@3", "gains apply to nDCG with dcg='log2' only"),
+            ("nDCG(gains={1})@3", "gains are written"),
         ],
     )
     def test_it_refuses_parameters_the_measure_does_not_take(self, name, message) -> None:
