@@ -5,8 +5,8 @@ SetF), per query on seeded random runs with ties, unjudged and negatively judged
 without relevant documents and qrels queries the run lacks.
 
 Ties: trec_eval and gdeval order tied documents by document id descending, as we do. cwl_eval keeps
-the run's own order among ties, so its runs are written in that order; compat and judged order ties
-by id ascending, so their runs have no ties and a test pins our order instead.
+the run's own order among ties, so its runs are written in that order; compat, judged and msmarco
+order ties by id ascending, so their runs have no ties and a test pins our order instead.
 """
 
 from __future__ import annotations
@@ -207,6 +207,10 @@ class TestAgainstPytrecEval:
 
     def test_it_reads_ir_measures_other_spellings_of_trec_eval_measures(self) -> None:
         assert_match("pytrec_eval", PYTREC_ALIASES, ties=True, seed=6, cases=10, tol=1e-12)
+
+    def test_it_matches_the_msmarco_provider(self) -> None:
+        # MS MARCO's script orders tied documents by id ascending: no ties here.
+        assert_match("msmarco", ["RR@10", "RR(rel=2)@5", "RR"], ties=False, seed=13, cases=10, tol=1e-12)
 
     def test_it_matches_the_judged_provider(self) -> None:
         # The judged provider orders tied documents by id ascending: no ties here.
