@@ -226,22 +226,17 @@ def _ir_aliases() -> dict[tuple[str, bool], Measure]:
     table[("map", False)] = MEASURES["map"]
     table[("mrr", False)] = MEASURES["recip_rank"]
     table[("mrr", True)] = MEASURES["recip_rank_cut"]
-    # The other spellings ir-measures registers for the same measures.
+    # ir-measures' other spellings (BPref, NDCG and RPrec differ only in case, which the lookup ignores).
     for alias, canonical in (
-        ("bpref", "bpref"),
         ("precision", "p"),
         ("recall", "r"),
-        ("rprec", "rprec"),
-        ("ndcg", "ndcg"),
         ("map", "ap"),
-        ("setrelp", "setp(relative=true)"),
         ("setp(relative=false)", "setp"),
     ):
         for has_param in (False, True):
             if (canonical, has_param) in table:
                 table.setdefault((alias, has_param), table[(canonical, has_param)])
-    table[("setp(relative=true)", False)] = MEASURES["set_relative_P"]
-    table[("setrelp", False)] = MEASURES["set_relative_P"]
+    table[("setp(relative=true)", False)] = table[("setrelp", False)] = MEASURES["set_relative_P"]
     return table
 
 
@@ -311,17 +306,10 @@ def _ir_gains(name: str, text: str | None) -> tuple[str | None, tuple[tuple[int,
     for item in filter(None, (i.strip() for i in match["pairs"].split(","))):
         level, colon, gain = item.partition(":")
         try:
-            pairs.append((int(level), float(gain)))
+            pairs.append((int(level), float(gain if colon else "")))
         except ValueError:
-            raise UnknownMeasureError(
-                f"{name!r}: gains are written {{grade:gain,...}}, as gains={{0:0,1:1,2:3}}"
-            ) from None
-        if not colon:
-            raise UnknownMeasureError(
-                f"{name!r}: gains are written {{grade:gain,...}}, as gains={{0:0,1:1,2:3}}"
-            )
-    rest = (text or "")[: match.start()] + ("," if match.start() else "") + (text or "")[match.end() :]
-    return rest.strip(","), tuple(pairs)
+            raise UnknownMeasureError(f"{name!r}: gains are written as in gains={{0:0,1:1,2:3}}") from None
+    return _IR_GAINS.sub("", text or "", count=1).strip(","), tuple(pairs)
 
 
 def _ir_options(name: str, text: str | None) -> tuple[int | None, dict[str, str]]:

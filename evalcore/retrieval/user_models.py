@@ -40,7 +40,8 @@ def _rbp_weights(p: float) -> np.ndarray:
 def rbp(ctx: RankingContext, param: MeasureParam, level: int) -> np.ndarray:
     """RBP = sum over relevant ranks i <= 1000 of W(i), W(i) = p^(i-1) / sum(p^(j-1), j <= 1000)."""
     weights = _rbp_weights(values(param)[0])
-    keep = (ctx.hit_rel >= level) & (ctx.hit_rank <= CWL_DEPTH)
+    # cwl_eval reads a negative grade as 0 first, so that with rel=0 every judged document counts.
+    keep = (np.maximum(ctx.hit_rel, 0) >= level) & (ctx.hit_rank <= CWL_DEPTH)
     return ctx.count(ctx.hit_query[keep], weights[ctx.hit_rank[keep] - 1])
 
 

@@ -34,6 +34,7 @@ CWL = [
     "RBP(p=0.8,rel=1)",
     "RBP(p=0.95,rel=2)",
     "RBP(p=0.5,rel=3)",
+    "RBP(p=0.9,rel=0)",
     "SDCG(max_rel=4)@5",
     "SDCG(min_rel=1,max_rel=3)@10",
     "NERR8(max_rel=4)@5",
@@ -284,7 +285,7 @@ class TestNames:
             ("SDCG(min_rel=3,max_rel=3)@5", "max_rel must be above min_rel"),
             ("ERR@0", "a cutoff must be a positive integer"),
             ("P(gains={1:2})@3", "gains apply to nDCG with dcg='log2' only"),
-            ("nDCG(gains={1})@3", "gains are written"),
+            ("nDCG(gains={1})@3", "gains are written as in"),
         ],
     )
     def test_it_refuses_parameters_the_measure_does_not_take(self, name, message) -> None:
