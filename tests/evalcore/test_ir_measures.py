@@ -230,6 +230,16 @@ class TestAggregates:
                 tol = 5.1e-6 if provider == "gdeval" else 1e-12
                 assert got == pytest.approx({parsed[m]: v for m, v in expected.items()}, abs=tol)
 
+    def test_it_sums_the_counts_over_the_evaluated_queries_as_ir_measures_does_without_complete(self) -> None:
+        rng = random.Random(2)
+        names = ["NumQ", "NumRet", "NumRel", "NumRet(rel=1)", "NumRelRet", "NumRel(rel=2)"]
+        parsed = {ir_measures.parse_measure(n): n for n in names}
+        for _ in range(8):
+            qrels, run = random_case(rng, ties=True)
+            expected = ir_measures.providers.registry["pytrec_eval"].calc_aggregate(list(parsed), qrels, run)
+            got = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), names).aggregate
+            assert got == {parsed[m]: v for m, v in expected.items()}
+
     def test_it_scores_zero_without_relevant_documents_and_one_residual_for_a_missing_query(self) -> None:
         qrels = {"1": {"a": 0, "b": -1}, "2": {"c": 2}}
         run = {"1": {"a": 1.0, "b": 0.5, "z": 0.1}}
