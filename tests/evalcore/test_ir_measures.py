@@ -232,7 +232,7 @@ class TestAggregates:
 
     def test_it_sums_the_counts_over_the_evaluated_queries_as_ir_measures_does_without_complete(self) -> None:
         rng = random.Random(2)
-        names = ["NumQ", "NumRet", "NumRel", "NumRet(rel=1)", "NumRelRet", "NumRel(rel=2)"]
+        names = ["NumQ", "NumRet", "NumRel", "NumRelRet", "NumRet(rel=2)", "NumRel(rel=2)"]
         parsed = {ir_measures.parse_measure(n): n for n in names}
         for _ in range(8):
             qrels, run = random_case(rng, ties=True)
