@@ -265,6 +265,8 @@ def _keyword_value(name: str, option: str, text: str) -> float:
         raise UnknownMeasureError(f"{name!r}: {option} must be a finite number")
     if option == "p" and not 0 < value <= 1:
         raise UnknownMeasureError(f"{name!r}: p lies in (0, 1]")
+    if option == "T" and value <= 0:
+        raise UnknownMeasureError(f"{name!r}: T, the gain wanted, must be above 0")
     if option == "cutoff" and (value != int(value) or value < 1):
         raise UnknownMeasureError(f"{name!r}: a cutoff must be a positive integer")
     return value

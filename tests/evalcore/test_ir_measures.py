@@ -294,6 +294,7 @@ class TestNames:
             ("Compat(normalize=maybe)", "normalize is true or false"),
             ("SDCG(min_rel=3,max_rel=3)@5", "max_rel must be above min_rel"),
             ("ERR@0", "a cutoff must be a positive integer"),
+            ("INST(T=0,max_rel=3)", "T, the gain wanted, must be above 0"),
             ("P(gains={1:2})@3", "gains apply to nDCG with dcg='log2' only"),
             ("nDCG(gains={1})@3", "gains are written as in"),
         ],
