@@ -23,6 +23,7 @@ from cwl.ruler.measures.cwl_rbp import RBPCWLMetric
 from cwl.ruler.ranking import RankingMaker
 from ir_measures.providers.cwl_eval import IrmQrelHandler
 
+from evalcore.metrics import UnknownMetricError, metric_registry
 from evalcore.retrieval import Qrels, Run, UnknownMeasureError, evaluate, parse_measure
 from evalcore.retrieval.gain import GainsAt
 from evalcore.retrieval.measures import MEASURES
@@ -319,6 +320,13 @@ class TestNames:
             match=f"unknown measure '{re.escape(name)}'; did you mean .*{re.escape(suggestion)}",
         ):
             parse_measure(name)
+
+    def test_it_resolves_and_suggests_them_in_the_metric_registry_as_alert_rules_do(self) -> None:
+        registry = metric_registry()
+        assert registry.resolve("SDCG(max_rel=3)@10") is MEASURES["SDCG"]
+        assert registry.resolve("RBP_residual(p=0.9)").direction == "lower"
+        with pytest.raises(UnknownMetricError, match=re.escape("did you mean 'SDCG(max_rel=3)@10'?")):
+            registry.resolve("SDGC(max_rel=3)@10")
 
     def test_it_declares_each_new_measure_with_its_direction_and_range(self) -> None:
         assert MEASURES["RBP_residual"].direction == "lower"
