@@ -95,6 +95,8 @@ def _aggregate(spec: MeasureSpec, values: np.ndarray, ctx: RankingContext, compl
     if how == "gmean":
         total += missing * math.log(MIN_GEO_MEAN)  # a missing query's AP counts as the floor
         return math.exp(total / count) if count else 0.0
+    if spec.measure.missing:
+        total += missing * spec.measure.missing  # RBP's residual: nothing of a missing query is known
     return total / count if count else 0.0
 
 

@@ -8,6 +8,8 @@ at each position) restart at every query and add their terms in rank order, as t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from evalcore.retrieval.precision import MeasureParam, cutoff, safe_div
@@ -51,8 +53,18 @@ def _ndcg(ctx: RankingContext, k: float, gains: Gains) -> np.ndarray:
     return np.where(ideal > 0, safe_div(_dcg(ctx, k, gains), ideal), 0.0)
 
 
+@dataclass(frozen=True)
+class GainsAt(Gains):
+    """Gains with a cutoff: ir-measures' `nDCG(gains={0:0,1:1,2:3})@10`, which nDCG's kernel takes."""
+
+    cutoff: float = np.inf
+
+
 def ndcg(ctx: RankingContext, param: MeasureParam, level: int) -> np.ndarray:
-    return _ndcg(ctx, np.inf, _gains(param))
+    gains = _gains(param)
+    if isinstance(gains, GainsAt):
+        return _ndcg(ctx, gains.cutoff, Gains(gains.kind, gains.overrides))
+    return _ndcg(ctx, np.inf, gains)
 
 
 def ndcg_cut(ctx: RankingContext, param: MeasureParam, level: int) -> np.ndarray:

@@ -27,7 +27,7 @@ import numpy as np
 
 from evalcore.metrics import Direction, MetricSpec
 from evalcore.retrieval import average_precision as ap
-from evalcore.retrieval import gain, precision
+from evalcore.retrieval import compatibility, gain, precision, user_models
 from evalcore.retrieval.average_precision import MIN_GEO_MEAN
 from evalcore.retrieval.precision import MeasureParam
 from evalcore.retrieval.ranking import RankingContext
@@ -69,15 +69,23 @@ class Measure(MetricSpec):
     per_query: bool = True  # trec_eval prints it for each query with -q
     summary: bool = True  # trec_eval prints it for "all"
     defaults: tuple[float, ...] | None = None  # parameters of the bare name, when not the usual ones
+    #: ir-measures' keyword parameters (`RBP(p=0.9)`, `SDCG(max_rel=3)@10`, `@k` being `cutoff`), in
+    #: the order of the parameter tuple, their defaults in `defaults` (NaN: the name must give it).
+    options: tuple[str, ...] = ()
+    #: A name that evaluates it, for the registry-wide tests, when the bare name needs parameters.
+    example_name: str = ""
 
     @property
     def trec_name(self) -> str:
         return self.printed_name or self.name
 
+    #: What a query of the qrels that the run lacks scores under -c, when not 0 (RBP's residual: 1).
+    missing: float = 0.0
+
     @property
     def missing_value(self) -> float:
         """What a query of the qrels that the run lacks contributes under complete=True (-c)."""
-        return float(np.log(MIN_GEO_MEAN)) if self.aggregate == "gmean" else 0.0
+        return float(np.log(MIN_GEO_MEAN)) if self.aggregate == "gmean" else self.missing
 
     @property
     def default_params(self) -> tuple[float, ...]:
@@ -539,6 +547,171 @@ _REGISTRY: tuple[Measure, ...] = (
         param="cutoff",
         uses_rel_level=False,
         trec_style=False,
+    ),
+)
+
+# --- the measures ir-measures names that trec_eval lacks, each checked against the ir-measures provider
+# that computes it (cwl_eval, gdeval, compat); parameters by keyword, as ir-measures writes them ----
+
+_REQUIRED = float("nan")
+
+
+def _keyword(
+    name: str, label: str, kernel: Kernel, doc: str, *, options: dict[str, float], **extra: Any
+) -> Measure:
+    extra.setdefault("uses_rel_level", False)
+    return _measure(
+        name,
+        label,
+        kernel,
+        doc,
+        ir_name=name,
+        param="values",
+        trec_style=False,
+        options=tuple(options),
+        defaults=tuple(options.values()),
+        **extra,
+    )
+
+
+def _graded(k: bool = False, **first: float) -> dict[str, float]:
+    """A cwl_eval measure's options: its own, then the grades scaled to [0, 1]."""
+    return {**({"cutoff": _REQUIRED} if k else {}), **first, "min_rel": 0.0, "max_rel": _REQUIRED}
+
+
+_CWL = (
+    "Gains as cwl_eval gives them: max(grade, 0) clipped to [min_rel, max_rel] and scaled to [0, 1];\n"
+    "weights normalised over 1,000 ranks (cwl_eval's depth)."
+)
+
+_REGISTRY += (
+    _keyword(
+        "RBP",
+        "Rank-biased precision",
+        user_models.rbp,
+        "RBP (Moffat and Zobel 2008) = sum over relevant ranks i of (1 - p) * p^(i-1), persistence p\n"
+        "(default 0.8), relevant meaning rel >= l (`RBP(p=0.9,rel=2)`); as cwl_eval computes it, over\n"
+        "ranks 1 to 1000 with weights p^(i-1) / sum(p^(j-1), j <= 1000).\n\n"
+        ">>> example('RBP(p=0.5)')\n0.625",
+        options={"p": 0.8},
+        uses_rel_level=True,
+    ),
+    _keyword(
+        "RBP_residual",
+        "Rank-biased precision residual",
+        user_models.rbp_residual,
+        "RBP's residual: how much RBP could still rise, the weight of the unjudged ranks and of the ranks\n"
+        "past the end of the run (down to 1000), as cwl_eval -r reports it; RBP_residual(p=0.9) goes with\n"
+        "RBP(p=0.9); under -c a query the run lacks has residual 1.\n\n"
+        ">>> example('RBP_residual(p=0.5)')\n0.125",
+        options={"p": 0.8},
+        direction="lower",
+        uses_rel_level=True,
+        missing=1.0,
+    ),
+    _keyword(
+        "ERR",
+        "Expected reciprocal rank",
+        user_models.err,
+        "ERR@k (Chapelle et al. 2009), as gdeval computes it: sum over ranks i <= k of R(i) / i *\n"
+        "prod(1 - R(j), j < i), R = (2^grade - 1) / 16 (gdeval's grades run to 4; higher ones count as 4,\n"
+        "negative ones as 0). Without @k, the whole ranking.\n\n"
+        ">>> example('ERR@2')\n0.1875",
+        options={"cutoff": float("inf")},
+    ),
+    _keyword(
+        "Compat",
+        "Compatibility",
+        compatibility.compat,
+        "Compatibility (Clarke, Vtyurina and Smucker 2020): the rank-biased overlap, persistence p\n"
+        "(default 0.95), of the ranking with the ideal ranking of the documents of grade > 0, divided by\n"
+        "the ideal's own when normalize (the default; `Compat(p=0.8,normalize=false)`).\n\n"
+        ">>> example('Compat(p=0.8)')\n0.3834",
+        options={"p": 0.95, "normalize": 1.0},
+    ),
+    _keyword(
+        "SDCG",
+        "Scaled DCG at k",
+        user_models.sdcg,
+        "SDCG@k (cwl_eval): DCG@k divided by the DCG@k of k documents of the highest grade, as if the\n"
+        "collection held that many: sum over i <= k of gain(i) / log2(i + 1), over sum of 1 / log2(i + 1).\n"
+        + _CWL
+        + "\n\n>>> example('SDCG(max_rel=3)@2')\n0.4088",
+        options=_graded(k=True),
+        example_name="SDCG(max_rel=3)@10",
+    ),
+    _keyword(
+        "NERR8",
+        "Nearly expected reciprocal rank (eq. 8) at k",
+        user_models.nerr8,
+        "NERR8@k (Azzopardi, Moffat and Mackenzie 2021, eq. 8): a C/W/L user who goes on after rank i < k\n"
+        "with probability 1 - gain(i) and stops at k.\n"
+        + _CWL
+        + "\n\n>>> example('NERR8(max_rel=3)@2')\n0.5",
+        options=_graded(k=True),
+        example_name="NERR8(max_rel=3)@10",
+    ),
+    _keyword(
+        "NERR9",
+        "Nearly expected reciprocal rank (eq. 9) at k",
+        user_models.nerr9,
+        "NERR9@k (eq. 9): goes on after rank i < k with probability i / (i + 1) * (1 - gain(i)).\n"
+        + _CWL
+        + "\n\n>>> example('NERR9(max_rel=3)@2')\n0.5714",
+        options=_graded(k=True),
+        example_name="NERR9(max_rel=3)@10",
+    ),
+    _keyword(
+        "NERR10",
+        "Nearly expected reciprocal rank (eq. 10)",
+        user_models.nerr10,
+        "NERR10 (eq. 10): goes on with probability p * (1 - gain(i)), p default 0.9.\n"
+        + _CWL
+        + "\n\n>>> example('NERR10(max_rel=3)')\n0.2372",
+        options=_graded(p=0.9),
+        example_name="NERR10(max_rel=3)",
+    ),
+    _keyword(
+        "NERR11",
+        "Nearly expected reciprocal rank (eq. 12)",
+        user_models.nerr11,
+        "NERR11 (eq. 12): goes on with probability ((i + 2T - 1) / (i + 2T))^2 * (1 - gain(i)), T default 1.\n"
+        + _CWL
+        + "\n\n>>> example('NERR11(max_rel=3)')\n0.4865",
+        options=_graded(T=1.0),
+        example_name="NERR11(max_rel=3)",
+    ),
+    _keyword(
+        "INST",
+        "INST",
+        user_models.inst,
+        "INST (Moffat et al. 2015): goes on with probability ((i + T + T_i - 1) / (i + T + T_i))^2, T_i = T\n"
+        "- the gain down to rank i, T (the gain wanted) default 1.\n"
+        + _CWL
+        + "\n\n>>> example('INST(max_rel=3)')\n0.3802",
+        options=_graded(T=1.0),
+        example_name="INST(max_rel=3)",
+    ),
+    _keyword(
+        "INSQ",
+        "INSQ",
+        user_models.insq,
+        "INSQ (Moffat et al. 2012): goes on with probability ((i + 2T - 1) / (i + 2T))^2, T default 1.\n"
+        + _CWL
+        + "\n\n>>> example('INSQ(max_rel=3)')\n0.2912",
+        options=_graded(T=1.0),
+        example_name="INSQ(max_rel=3)",
+    ),
+    _keyword(
+        "BPM",
+        "Bejeweled player model at k",
+        user_models.bpm,
+        "BPM@k, static (Zhang et al. 2017): reads on while the gain so far is below T (default 1) and\n"
+        "fewer than k documents were read; the mean gain of those read.\n"
+        + _CWL
+        + "\n\n>>> example('BPM(max_rel=3)@2')\n0.3333",
+        options=_graded(k=True, T=1.0),
+        example_name="BPM(max_rel=3)@10",
     ),
 )
 

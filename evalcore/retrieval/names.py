@@ -20,11 +20,13 @@ columns keys each by its trec_eval name) and labelled with what trec_eval prints
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 
 from evalcore.errors import EvalCoreError
 from evalcore.metrics import MetricSpec, close_names, did_you_mean
+from evalcore.retrieval.gain import GainsAt
 from evalcore.retrieval.measures import MEASURES, NICKNAMES, TREC_NAMES, Measure
 from evalcore.retrieval.precision import MeasureParam
 from evalcore.retrieval.ranking import Gains
@@ -217,13 +219,99 @@ def _ir_aliases() -> dict[tuple[str, bool], Measure]:
             table[(m.ir_name.lower(), m.param in ("cutoff", "fraction"))] = m
     table[("ndcg(gain=linear)", False)] = MEASURES["ndcg"]
     table[("ndcg(gain=linear)", True)] = MEASURES["ndcg_cut"]
+    # ir-measures' nDCG(dcg=...): log2 is trec_eval's linear gain, exp-log2 gdeval's 2^rel - 1.
+    for dcg, whole, cut in (("log2", "ndcg", "ndcg_cut"), ("exp-log2", "ndcg_exp", "ndcg_exp_cut")):
+        table[(f"ndcg(dcg={dcg})", False)] = MEASURES[whole]
+        table[(f"ndcg(dcg={dcg})", True)] = MEASURES[cut]
     table[("map", False)] = MEASURES["map"]
     table[("mrr", False)] = MEASURES["recip_rank"]
     table[("mrr", True)] = MEASURES["recip_rank_cut"]
+    # ir-measures' other spellings (BPref, NDCG and RPrec differ only in case, which the lookup ignores).
+    for alias, canonical in (
+        ("precision", "p"),
+        ("recall", "r"),
+        ("map", "ap"),
+        ("setp(relative=false)", "setp"),
+    ):
+        for has_param in (False, True):
+            if (canonical, has_param) in table:
+                table.setdefault((alias, has_param), table[(canonical, has_param)])
+    table[("setp(relative=true)", False)] = table[("setrelp", False)] = MEASURES["set_relative_P"]
     return table
 
 
 _IR_ALIASES = _ir_aliases()
+
+
+#: Measures whose ir-measures parameters are keywords (`RBP(p=0.9)`), by lower-case name.
+_KEYWORD_MEASURES: dict[str, Measure] = {
+    m.ir_name.lower(): m for m in MEASURES.values() if m.options and m.ir_name
+}
+_TRUTH = {"true": 1.0, "false": 0.0}
+#: ir-measures' only choice for SDCG's dcg, accepted and dropped.
+_FIXED_OPTIONS = {("sdcg", "dcg"): "log2"}
+
+
+def _keyword_value(name: str, option: str, text: str) -> float:
+    if option == "normalize":
+        if text.lower() not in _TRUTH:
+            raise UnknownMeasureError(f"{name!r}: normalize is true or false")
+        return _TRUTH[text.lower()]
+    try:
+        value = float(text)
+    except ValueError:
+        raise UnknownMeasureError(f"{name!r}: {option} must be a number") from None
+    if not math.isfinite(value):
+        raise UnknownMeasureError(f"{name!r}: {option} must be a finite number")
+    if option == "p" and not 0 < value <= 1:
+        raise UnknownMeasureError(f"{name!r}: p lies in (0, 1]")
+    if option == "T" and value <= 0:
+        raise UnknownMeasureError(f"{name!r}: T, the gain wanted, must be above 0")
+    if option == "cutoff" and (value != int(value) or value < 1):
+        raise UnknownMeasureError(f"{name!r}: a cutoff must be a positive integer")
+    return value
+
+
+def _keyword_spec(
+    measure: Measure, name: str, options: dict[str, str], cutoff: str | None, rel: int | None
+) -> MeasureSpec:
+    """`RBP(p=0.9)`, `SDCG(max_rel=3)@10`: the keyword parameters, in the measure's order."""
+    given = {k: v for k, v in options.items() if _FIXED_OPTIONS.get((measure.name.lower(), k)) != v}
+    if cutoff is not None:
+        given["cutoff"] = cutoff
+    unknown = [k for k in given if k not in measure.options]
+    if unknown:
+        takes = ", ".join("@k" if option == "cutoff" else option for option in measure.options)
+        given_as = "@k" if unknown[0] == "cutoff" else unknown[0]
+        raise UnknownMeasureError(f"{name!r}: {measure.ir_name} takes {takes}, not {given_as}")
+    params = []
+    for option, default in zip(measure.options, measure.default_params, strict=True):
+        value = default if option not in given else _keyword_value(name, option, given[option])
+        if math.isnan(value):
+            written = "@k" if option == "cutoff" else f"{option}="
+            raise UnknownMeasureError(f"{name!r}: {measure.ir_name} needs {written}")
+        params.append(value)
+    if "max_rel" in measure.options and params[-1] <= params[-2]:
+        raise UnknownMeasureError(f"{name!r}: max_rel must be above min_rel")
+    return MeasureSpec(measure, tuple(params), rel, name)
+
+
+_IR_GAINS = re.compile(r"(?:^|,)\s*gains\s*=\s*\{(?P<pairs>[^{}]*)\}\s*")
+
+
+def _ir_gains(name: str, text: str | None) -> tuple[str | None, tuple[tuple[int, float], ...] | None]:
+    """ir-measures' `gains={0:0,1:1,2:3}` taken out of the options: (the other options, the gains)."""
+    match = _IR_GAINS.search(text or "")
+    if match is None:
+        return text, None
+    pairs = []
+    for item in filter(None, (i.strip() for i in match["pairs"].split(","))):
+        level, colon, gain = item.partition(":")
+        try:
+            pairs.append((int(level), float(gain if colon else "")))
+        except ValueError:
+            raise UnknownMeasureError(f"{name!r}: gains are written as in gains={{0:0,1:1,2:3}}") from None
+    return _IR_GAINS.sub("", text or "", count=1).strip(","), tuple(pairs)
 
 
 def _ir_options(name: str, text: str | None) -> tuple[int | None, dict[str, str]]:
@@ -237,7 +325,7 @@ def _ir_options(name: str, text: str | None) -> tuple[int | None, dict[str, str]
             except ValueError:
                 raise UnknownMeasureError(f"{name!r}: rel must be an integer") from None
         else:
-            options[key.strip()] = value.strip()
+            options[key.strip()] = value.strip().strip("'\"")  # ir-measures quotes text: dcg='exp-log2'
     return rel, options
 
 
@@ -255,7 +343,15 @@ def _parse_ir_columns(name: str) -> tuple[MeasureSpec, ...] | None:
     m = _IR_STYLE.match(name)
     if not m:
         return None
-    rel, options = _ir_options(name, m["opts"])
+    opts, gains = _ir_gains(name, m["opts"])
+    rel, options = _ir_options(name, opts)
+    keyword = _KEYWORD_MEASURES.get(m["base"].lower())
+    if keyword is not None:
+        if rel is not None and not keyword.uses_rel_level:
+            raise UnknownMeasureError(f"{name!r}: {keyword.ir_name} does not use a relevance level")
+        return (_keyword_spec(keyword, name, options, m["param"], rel),)
+    if options.get("judged_only", "").lower() == "false":
+        del options["judged_only"]  # ir-measures' default, which its measures spell out in full
     param: MeasureParam = None
     if m["base"].lower() == "setf" and "beta" in options:
         param = (_atof(options.pop("beta")),)
@@ -271,6 +367,14 @@ def _parse_ir_columns(name: str) -> tuple[MeasureSpec, ...] | None:
         return None
     if rel is not None and not measure.uses_rel_level:
         raise UnknownMeasureError(f"{name!r}: {measure.trec_name} does not use a relevance level")
+    if gains is not None:
+        if measure.name not in ("ndcg", "ndcg_cut"):
+            raise UnknownMeasureError(f"{name!r}: gains apply to nDCG with dcg='log2' only")
+        cut = math.inf
+        if has_param:
+            _output_name(measure, m["param"], rel, name, "")  # checks the cutoff
+            cut = float(m["param"])
+        return (MeasureSpec(MEASURES["ndcg"], GainsAt("linear", gains, cut), rel, name),)
     if has_param:
         return (_output_name(measure, m["param"], rel, name, ""),)
     defaults = _defaults(measure, rel, name, "", sep="@")

@@ -119,6 +119,7 @@ class RankingContext:
     num_qrels_queries: int
     qrels_rels: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # every judgment
     run_id: str | None = None
+    hit_score: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the run's score of each hit
     _cache: dict[object, object] = field(default_factory=dict, repr=False)
 
     @property
@@ -304,4 +305,5 @@ def build_context(qrels: Qrels, run: Run) -> RankingContext:
         num_qrels_queries=len(qrels.qids),
         qrels_rels=qrels.rels,
         run_id=run.run_id,
+        hit_score=run.scores[run_rows][order],
     )

@@ -316,6 +316,7 @@ def _stacked_context(base: RankingContext, grades: np.ndarray) -> RankingContext
         num_qrels_queries=k * base.num_qrels_queries,
         qrels_rels=grades.ravel(),
         run_id=base.run_id,
+        hit_score=np.tile(base.hit_score, k),
     )
 
 

@@ -80,7 +80,7 @@ class MeasuresMixin(forms.Form):
         required=False,
         label="More measures",
         help_text="Separated by spaces or commas: trec_eval names (P_20, ndcg_cut_5, map_cut_100) or "
-        "ir-measures names (nDCG@5, RR, R@1000).",
+        "ir-measures names (nDCG@5, RR, R@1000, RBP(p=0.9, rel=2)).",
     )
     rel_level = forms.IntegerField(
         initial=PARAMS.rel_level, min_value=-100, max_value=100, label="Relevance level (-l)",
@@ -95,7 +95,8 @@ class MeasuresMixin(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        extra = [name for name in re.split(r"[\s,]+", cleaned.get("more_measures") or "") if name]
+        # Names are separated by commas or spaces, except inside parentheses: RBP(p=0.9, rel=2).
+        extra = re.findall(r"(?:[^\s,()]|\([^()]*\))+", cleaned.get("more_measures") or "")
         names = list(dict.fromkeys([*cleaned.get("measures", []), *extra]))
         try:
             cleaned["measure_names"] = check_measures(names)

@@ -611,7 +611,7 @@ class TestRegistry:
         run = Run.from_dict(
             {"q1": {"a": 1.0, "b": 1.0, "c": 0.5, "d": 0.1}, "q2": {"z": 2.0}, "q3": {"y": 1.0}}
         )
-        for spec in parse_measure(name):
+        for spec in parse_measure(measure.example_name or name):  # a name with the parameters it needs
             result = evaluate(qrels, run, [spec.key])
             assert result.values[spec.key].shape == (3,)
             assert measure.in_range(result.aggregate[spec.key]), spec.key

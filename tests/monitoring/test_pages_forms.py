@@ -141,13 +141,15 @@ class TestEvaluationForm:
         django_capture_on_commit_callbacks: Any,
     ) -> None:  # fmt: skip
         qrels, good, _ = sources
-        form = {"run": good.pk, "qrels": qrels.pk, "measures": ["map", "P_10"], "more_measures": "nDCG@5, RR(rel=2)",
+        form = {"run": good.pk, "qrels": qrels.pk, "measures": ["map", "P_10"], "more_measures": "nDCG@5, RR(rel=2) RBP(p=0.9, rel=2)",
                 "rel_level": "2", "complete": "on"}  # fmt: skip
         with django_capture_on_commit_callbacks(execute=True):
             response = editor.post("/teams/search/evaluations/new/", form)
         evaluation = Evaluation.objects.get()
         assert response.status_code == 302 and response["Location"] == evaluation.get_absolute_url()
-        assert evaluation.measures == with_coverage(["map", "P_10", "nDCG@5", "RR(rel=2)"])
+        assert evaluation.measures == with_coverage(
+            ["map", "P_10", "nDCG@5", "RR(rel=2)", "RBP(p=0.9, rel=2)"]
+        )
         assert (evaluation.rel_level, evaluation.complete, evaluation.created_by) == (2, True, theo)
         assert queued.sent == [
             ("monitoring.tasks.evaluation_run", (evaluation.pk,), {"countdown": 0, "retry": False})
