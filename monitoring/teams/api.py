@@ -70,9 +70,12 @@ class MemberOut(serializers.Serializer):
 
 
 class MemberAddOut(MemberOut):
-    mail_error = serializers.CharField(
-        allow_blank=True, help_text="Why the invitation mail failed, if it did."
+    mail_error = serializers.SerializerMethodField(
+        help_text="Why the invitation mail failed (empty when it was sent, or nobody was invited)."
     )
+
+    def get_mail_error(self, membership: Any) -> str:
+        return str(self.context.get("mail_error", ""))
 
 
 class MemberIn(serializers.Serializer):
@@ -147,7 +150,7 @@ def member_list(request: Request, team: str) -> Response:
             )
     except ValidationError as exc:
         raise serializers.ValidationError({"person": exc.messages}) from None
-    out = MemberAddOut(member).data | {"mail_error": invitation.mail_error}
+    out = MemberAddOut(member, context={"mail_error": invitation.mail_error}).data
     return Response(out, status=status.HTTP_201_CREATED)
 
 
