@@ -7,12 +7,12 @@ import json
 from typing import Any
 
 from django import forms
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
 from annotations.imports import DEFAULT_DEPTH, FORMATS, KINDS
 from annotations.models import MAX_GRADE, Project, ProjectMembership
 from evalplatform.models import Team
+from evalplatform.people import PersonField
 from evalplatform.teams import teams_for_user
 
 
@@ -152,15 +152,10 @@ class ProjectForm(forms.ModelForm):
 
 
 class MemberForm(forms.Form):
-    username = forms.CharField(max_length=150, help_text="An existing account.")
+    username = PersonField(
+        help_text="An account's username or email; an email with no account is invited to set a password."
+    )
     role = forms.ChoiceField(choices=ProjectMembership.Role.choices, initial=ProjectMembership.Role.ANNOTATOR)
-
-    def clean_username(self) -> Any:
-        username = self.cleaned_data["username"].strip()
-        user = get_user_model().objects.filter(username=username, is_active=True).first()
-        if user is None:
-            raise ValidationError(f"There is no active account named {username!r}.")
-        return user
 
 
 FORMAT_CHOICES = [("", "Detect from the file")] + [

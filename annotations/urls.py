@@ -15,6 +15,7 @@ urlpatterns = [
     path("projects/<slug:slug>/", views.project_detail, name="project-detail"),
     path("projects/<slug:slug>/settings/", views.project_edit, name="project-edit"),
     path("projects/<slug:slug>/members/", views.member_add, name="member-add"),
+    path("projects/<slug:slug>/members/<int:pk>/remove/", views.member_remove, name="member-remove"),
     path("projects/<slug:slug>/import/", views.project_import, name="project-import"),
     path("projects/<slug:slug>/import/<int:pk>/", views.import_job, name="import-job"),
     path("projects/<slug:slug>/guidelines/", views.guidelines, name="guidelines"),

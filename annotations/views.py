@@ -10,15 +10,16 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Page, Paginator
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import get_template
 from django.urls import reverse
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from annotations import hooks, selectors, services
 from annotations.forms import ImportForm, MemberForm, ProjectForm
@@ -34,6 +35,8 @@ from annotations.models import (
 )
 from evalcore.errors import FormatError
 from evalplatform.auth import SignedInRequest
+from evalplatform.forms import ConfirmForm
+from evalplatform.people import invitation_message, person_account
 from evalplatform.roles import Role as PlatformRole
 from evalplatform.roles import user_has_role
 
@@ -121,18 +124,53 @@ def project_edit(request: SignedInRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def member_add(request: SignedInRequest, slug: str) -> HttpResponse:
+    """Add a member by username or email (an email with no account is invited), or change their role."""
     project = selectors.get_lead_project(request.user, slug)
     form = MemberForm(request.POST)
     if form.is_valid():
-        user, role = form.cleaned_data["username"], form.cleaned_data["role"]
-        services.membership_set(project=project, user=user, role=role)
-        messages.success(
-            request, f"{user.get_username()} joined {project.name} as {Role(role).label.lower()}."
-        )
-    else:
-        for error in form.errors.get("username", []) + form.errors.get("role", []):
-            messages.error(request, str(error))
+        person, role = form.cleaned_data["username"], form.cleaned_data["role"]
+        group = PlatformRole.PROJECT_LEAD if role == Role.LEAD else PlatformRole.ANNOTATOR
+        what = f"the {project.name} project as {Role(role).label.lower()}"
+        try:
+            with transaction.atomic():
+                invitation = person_account(
+                    person, group=group, invited_by=request.user, request=request, what=what
+                )
+                services.membership_set(project=project, user=invitation.user, role=role)
+        except ValidationError as exc:
+            form.add_error("username", exc)
+        else:
+            level, text = invitation_message(invitation, what)
+            getattr(messages, level)(request, text)
+            return redirect("annotations:project-detail", project.slug)
+    for error in form.errors.get("username", []) + form.errors.get("role", []):
+        messages.error(request, str(error))
     return redirect("annotations:project-detail", project.slug)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def member_remove(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
+    """A confirmation naming what goes (GET), then the member taken off the project (POST)."""
+    project = selectors.get_lead_project(request.user, slug)
+    member = get_object_or_404(ProjectMembership.objects.select_related("user"), project=project, pk=pk)
+    name = member.user.get_username()
+    form = ConfirmForm(request.POST or None, expected=f"remove {name}")
+    if request.method == "POST" and form.is_valid():
+        services.membership_remove(project=project, user=member.user)
+        messages.success(request, f"Took {name} off {project.name}.")
+        return redirect("annotations:project-detail", project.slug)
+    context = {
+        "title": f"Take {name} off {project.name}?",
+        "consequences": [
+            f"{name} can no longer claim or answer tasks of {project.name}; the tasks they hold go back to the pool.",
+            "Their answers stay, and count in quality figures and qrels builds as before.",
+        ],
+        "form": form, "button": f"Remove {name}", "project": project,
+        "cancel": reverse("annotations:project-detail", args=[project.slug]),
+    }  # fmt: skip
+    status = 200 if request.method == "GET" else 400
+    return render(request, "evalplatform/confirm.html", context, status=status)
 
 
 @login_required

@@ -56,3 +56,37 @@ def team_member_set(*, team: Team, user: User, role: str = Role.VIEWER) -> TeamM
     """Add a member, or change their role."""
     membership, _ = TeamMembership.objects.update_or_create(team=team, user=user, defaults={"role": role})
     return membership
+
+
+def can_create_team(user: AnyUser) -> bool:
+    """Editors of a team (and superusers, and holders of the `add_team` permission) may start teams."""
+    if not user.is_authenticated:
+        return False
+    if getattr(user, "is_superuser", False) or user.has_perm("evalplatform.add_team"):
+        return True
+    return TeamMembership.objects.filter(user=user, role=Role.EDITOR).exists()
+
+
+class LastEditorError(ValueError):
+    """A change would leave the team with no editor."""
+
+
+@transaction.atomic
+def team_member_change(*, membership: TeamMembership, role: str | None) -> TeamMembership | None:
+    """Set a member's role (`role`), or take them off the team (`role=None`); a team keeps one editor at
+    least (the check locks the team's editor rows, so two editors demoting each other cannot both win)."""
+    editors = list(
+        TeamMembership.objects.select_for_update()
+        .filter(team_id=membership.team_id, role=Role.EDITOR)
+        .values_list("pk", flat=True)
+    )
+    if editors == [membership.pk] and role != Role.EDITOR:
+        raise LastEditorError(
+            f"{membership.user.get_username()} is the team's only editor: make another member an editor first."
+        )
+    if role is None:
+        membership.delete()
+        return None
+    membership.role = role
+    membership.save(update_fields=["role"])
+    return membership

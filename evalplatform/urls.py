@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, reverse_lazy
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from evalplatform import api, charts, csp, views
@@ -17,6 +17,19 @@ urlpatterns = [
     path("vendor/plotly-<str:version>.min.js", charts.plotly_js, name="plotly-js"),
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # An invited person's link (evalplatform.people): Django's password-reset confirmation, as "set".
+    path(
+        "accounts/set-password/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(
+            template_name="registration/password_set.html", success_url=reverse_lazy("password-set-done")
+        ),
+        name="password-set",
+    ),
+    path(
+        "accounts/set-password/done/",
+        auth_views.PasswordResetCompleteView.as_view(template_name="registration/password_set_done.html"),
+        name="password-set-done",
+    ),
     path("admin/", admin.site.urls),
     path("api/me/", api.me, name="api-me"),
     path("", include("annotations.urls")),

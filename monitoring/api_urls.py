@@ -26,6 +26,8 @@ app_name = "monitoring-api"
 urlpatterns = [
     path("teams/", teams.team_list, name="teams"),
     path("teams/<slug:team>/", teams.team_detail, name="team"),
+    path("teams/<slug:team>/members/", teams.member_list, name="team-members"),
+    path("teams/<slug:team>/members/<int:pk>/", teams.member_detail, name="team-member"),
     path("teams/<slug:team>/runs/", files.run_list, name="runs"),
     # Pools built from runs, under the judging project they feed (its leads).
     path("projects/<slug:slug>/pools/", pools.pool_list, name="pools"),

@@ -17,6 +17,7 @@ from monitoring.files import views as uploads
 from monitoring.pooling import views as pools
 from monitoring.recsys_fraud import views as recsys_fraud
 from monitoring.reuse import views as reuse
+from monitoring.teams import members
 from monitoring.teams import views as teams
 
 app_name = "monitoring"
@@ -29,7 +30,12 @@ FRAUD_EVALUATION = "fraud-scores/evaluations/<int:pk>/"
 
 urlpatterns = [
     path("teams/", teams.team_list, name="team-list"),
+    path("teams/new/", members.team_create_view, name="team-create"),
     path(TEAM, teams.team_home, name="team"),
+    path(TEAM + "edit/", members.team_edit, name="team-edit"),
+    path(TEAM + "members/", members.team_members, name="team-members"),
+    path(TEAM + "members/<int:pk>/role/", members.team_member_role, name="team-member-role"),
+    path(TEAM + "members/<int:pk>/remove/", members.team_member_remove, name="team-member-remove"),
     path(TEAM + "runs/new/", uploads.run_upload, name="run-upload"),
     path(TEAM + "runs/<int:pk>/", runs.run_detail, name="run-detail"),
     path(TEAM + "qrels/new/", uploads.qrels_add, name="qrels-add"),

@@ -8,7 +8,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from evalplatform.auth import SignedInRequest
-from evalplatform.teams import get_team_for_member
+from evalplatform.teams import can_create_team, get_team_for_member
 from monitoring.evaluations import selectors
 
 #: Rows per list on the team's home (newest first).
@@ -19,7 +19,8 @@ LIST_LIMIT = 50
 @require_safe
 def team_list(request: SignedInRequest) -> HttpResponse:
     memberships = selectors.team_memberships(user=request.user)
-    return render(request, "monitoring/team_list.html", {"memberships": memberships})
+    context = {"memberships": memberships, "can_create": can_create_team(request.user)}
+    return render(request, "monitoring/team_list.html", context)
 
 
 @login_required

@@ -143,14 +143,14 @@ class TestMembers:
             {"username": THEO.username, "role": "annotator"},
             follow=True,
         ).content.decode()
-        assert "theo joined Web as annotator." in page
+        assert "theo joined the Web project as annotator." in page
         assert ProjectMembership.objects.get(project=project, user=theo).role == "annotator"
 
     def test_it_reports_an_unknown_username(self, lead_client: Client, project: Project) -> None:
         page = lead_client.post(
             f"/projects/{project.slug}/members/", {"username": "nobody", "role": "annotator"}, follow=True
         ).content.decode()
-        assert "There is no active account named &#x27;nobody&#x27;." in page
+        assert "There is no account named &#x27;nobody&#x27; (give an email to invite someone)." in page
 
 
 @pytest.mark.django_db

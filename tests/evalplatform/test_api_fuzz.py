@@ -211,6 +211,7 @@ def world(db: None, wsgi_requests_in_the_test_transaction: None) -> World:
     )
     assert pooling.pool_build_run(pool_id=pool.pk).status == "done"
     ids["pools"] = pool.pk
+    ids["members"] = team.memberships.get(user=lead).pk
     return World(lead=lead, annotator=annotator, project=project, team=team, ids=ids, stream="query-encoder")
 
 

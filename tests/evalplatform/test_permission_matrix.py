@@ -37,7 +37,7 @@ from annotations import imports, qrels
 from annotations.models import Annotation, GoldLabel, MachineJudge, MachineLabel, Project, Task
 from annotations.quality import services as quality
 from evalplatform.charts import plotly_js_version
-from evalplatform.models import Team
+from evalplatform.models import Team, TeamMembership
 from evalplatform.teams import team_create, team_member_set
 from monitoring.alerts import services as alerts
 from monitoring.demo import FRAUD_OPTIONS, demo_fraud_text, demo_recsys_texts
@@ -189,6 +189,8 @@ def world_build() -> World:
         "pair": ComparisonPair.objects.filter(comparison=comparison).values_list("pk", flat=True)[0],
         "recs": recs.pk, "recs_eval": recs_eval.pk, "scores": scores.pk, "fraud_eval": fraud_eval.pk,
         "snapshot": snapshot.pk, "monitor": monitor.pk, "rule": rule.pk, "channel": channel.pk, "event": event.pk,
+        "membership": TeamMembership.objects.get(team=team, user=users["viewer"]).pk,
+        "project_membership": a.memberships.get(user=carol).pk,
         "import_job": import_job.pk, "machine_judge": judge.pk, "reuse_analysis": reuse_analysis.pk, "pool": pool.pk, "series": Series.objects.get(kind="project", team=team).pk,
     }  # fmt: skip
     return World(a=a, b=b, team=team, ids=ids, users={"anon": None, **users})
@@ -209,6 +211,8 @@ MEMBERS = ANNOTATOR | LEAD
 QUALITY = LEAD | {"viewer", "editor"}
 TEAM = frozenset({"viewer", "editor", "admin"})
 EDITORS = frozenset({"editor", "admin"})
+#: Editors of a team (theo of T, otto of fraud) and the admin start teams.
+TEAM_CREATORS = frozenset({"editor", "outsider", "admin"})
 #: Judging a run's gaps adds tasks to the judging project: editors of the team who lead the project (A's
 #: lead is no member of T, T's editor leads no project: the admin alone here).
 GAP_JUDGES = frozenset({"admin"})
@@ -251,6 +255,8 @@ MATRIX: dict[str, Row] = {
     "plotly-js": Row("public", ALL, None),
     "login": Row("public", ALL, ALL),
     "logout": Row("public", None, ALL),
+    "password-set": Row("public", ALL, ALL),  # an invitation's link; this one is not valid: the page says so
+    "password-set-done": Row("public", ALL, None),
     "api-me": api("site", SIGNED),
     "api-schema": Row("public", ALL, None),
     "api-docs": Row("public", ALL, None),
@@ -259,14 +265,16 @@ MATRIX: dict[str, Row] = {
     "annotations:project-list": page("site", SIGNED, post=None),
     "annotations:project-create": page("site", LEAD, LEAD),  # project leads (a group) and the admin
     "monitoring:team-list": page("site", SIGNED, post=None),
+    "monitoring:team-create": page("site", TEAM_CREATORS, TEAM_CREATORS),
     "annotations-api:projects": api("site", SIGNED),
-    "monitoring-api:teams": api("site", SIGNED),
+    "monitoring-api:teams": api("site", SIGNED, TEAM_CREATORS),
     "monitoring-api:metrics": api("site", SIGNED),
     "monitoring-api:metric": api("site", SIGNED),
     # Project A: its annotator judges, its lead (and the admin) runs it, team T reads quality and qrels.
     "annotations:project-detail": page("project", MEMBERS, post=None),
     "annotations:project-edit": page("project", LEAD, LEAD),
     "annotations:member-add": page("project", None, LEAD),
+    "annotations:member-remove": page("project", LEAD, LEAD, pk="project_membership"),
     "annotations:project-import": page("project", LEAD, LEAD),
     "annotations:import-job": page("project", LEAD, None, pk="import_job"),
     "annotations:guidelines": page("project", MEMBERS, post=None),
@@ -330,6 +338,10 @@ MATRIX: dict[str, Row] = {
     "annotations-api:machine-judge-routed": api("project", LEAD, pk="machine_judge"),
     # Team T: its members read, its editors (and the admin) write.
     "monitoring:team": page("team", TEAM, post=None),
+    "monitoring:team-edit": page("team", EDITORS, EDITORS),
+    "monitoring:team-members": page("team", TEAM, EDITORS),
+    "monitoring:team-member-role": page("team", None, EDITORS, pk="membership"),
+    "monitoring:team-member-remove": page("team", EDITORS, EDITORS, pk="membership"),
     "monitoring:run-upload": page("team", EDITORS, EDITORS),
     "monitoring:run-detail": page("team", TEAM, pk="run", post=None),
     "monitoring:qrels-add": page("team", EDITORS, EDITORS),
@@ -374,6 +386,8 @@ MATRIX: dict[str, Row] = {
     "monitoring:fraud-evaluation": page("team", TEAM, pk="fraud_eval", post=None),
     "monitoring:fraud-csv": page("team", TEAM, pk="fraud_eval", post=None),
     "monitoring-api:team": api("team", TEAM),
+    "monitoring-api:team-members": api("team", TEAM, EDITORS),
+    "monitoring-api:team-member": api("team", TEAM, pk="spare_membership", patch=EDITORS, delete=EDITORS),
     "monitoring-api:runs": api("team", TEAM, EDITORS),
     "monitoring-api:run": api("team", TEAM, pk="run"),
     "monitoring-api:run-download": api("team", TEAM, pk="run"),
@@ -442,6 +456,8 @@ PARAMS = {
     "assignment_id": 0,
     "annotation_id": 0,
     "analysis": "reusability",
+    "uidb64": "MQ",
+    "token": "not-a-token",
 }
 QUERIES = {
     "monitoring:leaderboard-diff": "?from={build_qrels}",
@@ -501,7 +517,10 @@ def logged_in(user: User | None) -> Client:
 
 
 def spare(name: str, world: World) -> dict[str, Any]:
-    """Ids for one request that may destroy what it names: a channel of its own for each deletion."""
+    """Ids for one request that may destroy what it names: a channel or a team member of its own for each."""
+    if MATRIX[name].pk == "spare_membership":
+        user = User.objects.create_user(f"spare-{User.objects.count()}")
+        return {**world.ids, "spare_membership": team_member_set(team=world.team, user=user).pk}
     if MATRIX[name].pk != "spare_channel":
         return world.ids
     channel = NotificationChannel.objects.create(
