@@ -219,10 +219,11 @@ def _budget(job: LLMJudgeJob) -> Budget:
         max_cost=float(settings.LLM_JUDGE_MAX_COST),
     )
     spent = LLMJudgeAnswer.objects.filter(job=job).aggregate(
-        tokens=Sum(F("prompt_tokens") + F("completion_tokens")), cost=Sum("cost"), answers=Count("id"),
+        spent_tokens=Sum(F("prompt_tokens") + F("completion_tokens")), spent_cost=Sum("cost"), answers=Count("id"),
         dearest=Max(F("prompt_tokens") + F("completion_tokens")), dearest_cost=Max("cost"),
     )  # fmt: skip
-    budget.tokens, budget.cost, budget.answers = spent["tokens"] or 0, spent["cost"] or 0.0, spent["answers"]
+    budget.tokens, budget.cost = spent["spent_tokens"] or 0, spent["spent_cost"] or 0.0
+    budget.answers = spent["answers"]
     budget.dearest_tokens, budget.dearest_cost = spent["dearest"] or 0, spent["dearest_cost"] or 0.0
     return budget
 
@@ -309,12 +310,12 @@ def _answers_save(answers: list[LLMJudgeAnswer]) -> None:
             judge_id=a.judge_id,
             topic_id=a.topic_id,
             document_id=a.document_id,
-            grade=a.grade,
+            grade=int(a.grade or 0),  # graded answers only: never None here
             rationale=answer_rationale(a.raw_text)[:2000],
             raw_text=a.raw_text,
         )  # fmt: skip
         for a in answers
-        if a.status == LLMJudgeAnswer.Status.GRADED
+        if a.status == LLMJudgeAnswer.Status.GRADED and a.grade is not None
     ]
     with transaction.atomic():
         LLMJudgeAnswer.objects.bulk_create(
@@ -338,7 +339,7 @@ def llm_job_summary(job: LLMJudgeJob, asked: Asked) -> dict[str, Any]:
     rows = LLMJudgeAnswer.objects.filter(job=job)
     by_status = dict(rows.order_by().values_list("status").annotate(n=Count("id")))
     totals = rows.aggregate(
-        prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"), cost=Sum("cost"),
+        prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"), spent=Sum("cost"),
         estimated=Count("id", filter=Q(tokens_estimated=True)),
     )  # fmt: skip
     counts = {status: by_status.get(status, 0) for status in LLMJudgeAnswer.Status.values}
@@ -351,7 +352,7 @@ def llm_job_summary(job: LLMJudgeJob, asked: Asked) -> dict[str, Any]:
         "completion_tokens": completion_tokens,
         "tokens": prompt_tokens + completion_tokens,
         "tokens_estimated": totals["estimated"],
-        "cost": round(totals["cost"] or 0.0, 6),
+        "cost": round(totals["spent"] or 0.0, 6),
         "stopped_by_cap": asked.stopped_by == "cap",
         "stopped_by": asked.stopped_by,
         "stopped": asked.stopped,
