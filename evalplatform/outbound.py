@@ -15,8 +15,8 @@ The sender resolves again when it sends and connects to the very address it chec
 pinned to it, with the name kept for the Host header and TLS's SNI and certificate check), so a name that
 resolves elsewhere between the check and the connection (DNS rebinding) cannot get through. Redirects are
 never followed: an answer is an answer, a 3xx included. The whole request, from resolving to the status
-line and headers, has one deadline: a receiver that trickles a byte at a time is cut there, where a
-per-read timeout would wait for ever.
+line, the headers and the part of the body that is read, has one deadline: a receiver that trickles a byte
+at a time is cut there, where a per-read timeout would wait for ever.
 
 Framework-free: the caller passes the allowed networks and the deadline (`monitoring.alerts.notifications`
 reads them from the settings; so does the LLM judge's client, `annotations.machine_judges.llm_client`, which
@@ -316,6 +316,7 @@ def _post_to(
         ):
             connection.putheader(name, value)
         connection.endheaders(sent.body)
+        watchdog.sock = connection.sock  # getresponse() hands the socket to the response: keep it to cut
         response = connection.getresponse()
         if watchdog.fired:  # the socket was shut while the headers came: what was parsed may be cut short
             raise TimeoutError
@@ -384,6 +385,9 @@ class _Watchdog(threading.Thread):
         self.connection = connection
         self.seconds = seconds
         self.fired = False
+        #: The connected socket, once the request is sent (the connection forgets it when the answer says
+        #: Connection: close, and the body is then read from it through the response).
+        self.sock: socket.socket | None = None
         self._cancelled = threading.Event()
 
     def run(self) -> None:
@@ -391,7 +395,7 @@ class _Watchdog(threading.Thread):
             return
         self.fired = True
         while not self._cancelled.is_set():  # until connect() has made the socket, if it has not yet
-            sock = self.connection.sock
+            sock = self.sock or self.connection.sock
             if sock is not None:
                 # The plain socket's shutdown, also under TLS: it wakes the reader and leaves TLS state alone.
                 with contextlib.suppress(OSError):

@@ -82,6 +82,11 @@ class ChatServer:
                         self.send_header(name, value)
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
+                    if headers.get("X-Trickle"):  # the headers at once, then a byte of the body a while
+                        for byte in data:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            time.sleep(float(headers["X-Trickle"]))
                     self.wfile.write(data)
 
             def log_message(self, *args: Any) -> None:
@@ -399,3 +404,39 @@ class TestWebApiCommand:
         assert text.getvalue().startswith("llm:test-model vumbrela-1: Graded 4 pairs;")
         with pytest.raises(CommandError, match="no topic q7"):
             call_command("llm_judge", "--project", project.slug, "--topic", "q7", stdout=StringIO())
+
+
+def test_it_cuts_an_answer_that_trickles_past_the_deadline(
+    settings: Any, project: Project, endpoint: ChatServer
+) -> None:
+    settings.LLM_JUDGE_TIMEOUT_SECONDS = 1.0
+    settings.LLM_JUDGE_MAX_ATTEMPTS = 1
+    endpoint.answer = lambda number, body: (200, completion("##final score: 1"), {"X-Trickle": "0.2"})
+    started = time.monotonic()
+    job = run_job(project, topics=["q0"], limit=1)
+    assert time.monotonic() - started < 3 and job.status == "done"
+    failed = LLMJudgeAnswer.objects.get(job=job)
+    assert (failed.status, failed.attempts) == ("failed", 1) and failed.reason.startswith(
+        "timed out after 1 s"
+    )
+
+
+def test_the_llm_page_reads_a_fixed_number_of_queries(
+    lead_client: Client, project: Project, endpoint: ChatServer, django_assert_max_num_queries: Any
+) -> None:
+    """The LLM page and the machine judges' page list the last jobs in queries that do not grow with them."""
+    judge = llm.llm_judge_get(project)
+    LLMJudgeJob.objects.create(project=project, judge=judge, limit=1, status="done", result={"summary": "s0"})
+    counts = {}
+    for url in (f"/projects/{project.slug}/machine-judges/llm/", f"/projects/{project.slug}/machine-judges/"):
+        with django_assert_max_num_queries(25) as one:
+            assert lead_client.get(url).status_code == 200
+        counts[url] = len(one.captured_queries)
+    LLMJudgeJob.objects.bulk_create(
+        LLMJudgeJob(project=project, judge=judge, limit=1, status="done", result={"summary": f"s{n}"})
+        for n in (1, 2, 3)
+    )
+    for url, ceiling in counts.items():
+        with django_assert_max_num_queries(ceiling):
+            page = lead_client.get(url)
+        assert all(f"s{n}" in page.content.decode() for n in range(4))
