@@ -194,21 +194,23 @@ def llm_judge_run(*, job_id: int) -> JobOutcome:
     return job_run(LLMJudgeJob, pk=job_id, compute=_compute, store=_store)
 
 
-def _open_pairs(job: LLMJudgeJob) -> tuple[list[tuple[int, int]], int]:
-    """The pairs to ask for, in (qid, doc_id) order, and how many were answered before this job."""
+def _open_pairs(job: LLMJudgeJob) -> tuple[list[tuple[int, int]], int, int]:
+    """The pairs to ask for, in (qid, doc_id) order; how many were answered before this job; and how many
+    an earlier attempt of this job asked for (a redo after a lost worker)."""
     tasks = Task.objects.filter(project_id=job.project_id)
     if job.topics:
         tasks = tasks.filter(topic__qid__in=job.topics)
     answered = LLMJudgeAnswer.objects.filter(
         judge_id=job.judge_id, topic_id=OuterRef("topic_id"), document_id=OuterRef("document_id")
     ).exclude(status=LLMJudgeAnswer.Status.FAILED)
-    room = max(0, job.limit - LLMJudgeAnswer.objects.filter(job=job).count())  # a redo: what is left
+    earlier = LLMJudgeAnswer.objects.filter(job=job).count()
+    room = max(0, job.limit - earlier)
     pairs = list(
         tasks.filter(~Exists(answered))
         .order_by("topic__qid", "document__doc_id")
         .values_list("topic_id", "document_id")[:room]
     )
-    return pairs, tasks.filter(Exists(answered.exclude(job=job))).count()
+    return pairs, tasks.filter(Exists(answered.exclude(job=job))).count(), earlier
 
 
 def _budget(job: LLMJudgeJob) -> Budget:
@@ -231,7 +233,8 @@ def _budget(job: LLMJudgeJob) -> Budget:
 def _compute(job: LLMJudgeJob, progress: ProgressFn) -> Asked:
     if not llm_enabled():
         raise JobError(DISABLED_MESSAGE)
-    pairs, skipped = _open_pairs(job)
+    pairs, skipped, earlier = _open_pairs(job)
+    total = earlier + len(pairs)
     levels = scale_levels(job.project.scale)
     grades = frozenset(level.grade for level in levels)
     queries = dict(Topic.objects.filter(pk__in={t for t, _ in pairs}).values_list("pk", "title"))
@@ -249,15 +252,15 @@ def _compute(job: LLMJudgeJob, progress: ProgressFn) -> Asked:
             .values_list("pk", "title", "head")
         }
         answers: list[LLMJudgeAnswer] = []
-        stop = Asked(len(pairs), skipped)
+        stop = Asked(total, skipped)
         try:
             for topic_id, document_id in batch:
                 if reason := budget.stop_reason():
-                    stop = Asked(len(pairs), skipped, f"Stopped by {reason}.", "cap")
+                    stop = Asked(total, skipped, f"Stopped by {reason}.", "cap")
                     break
                 if time.monotonic() - started > JOB_SECONDS:
                     stop = Asked(
-                        len(pairs), skipped, "Stopped by the job's time limit: run it again to go on.", "time"
+                        total, skipped, "Stopped by the job's time limit: run it again to go on.", "time"
                     )
                     break
                 prompt = prompt_text(
@@ -277,7 +280,7 @@ def _compute(job: LLMJudgeJob, progress: ProgressFn) -> Asked:
         progress(asked / len(pairs), note)
         if stop.stopped:
             return stop
-    return Asked(len(pairs), skipped)
+    return Asked(total, skipped)
 
 
 def _answer(

@@ -26,7 +26,7 @@ from rest_framework.test import APIClient
 from annotations.machine_judges import llm
 from annotations.models import LLMJudgeAnswer, LLMJudgeJob, MachineJudge, MachineLabel, Project, Task
 from evalcore.llm_judge import PROMPT_VERSION
-from evalplatform.jobs import job_claim
+from evalplatform.jobs import JobOutcome, job_claim
 from tests.annotations.conftest import build_project
 
 pytestmark = pytest.mark.django_db
@@ -280,12 +280,12 @@ class TestGrading:
                            grade=1, raw_text="##final score: 1", prompt_tokens=100, completion_tokens=10)
             for t in first
         )  # fmt: skip
-        assert not isinstance(claim, type(None))
+        assert not isinstance(claim, JobOutcome)  # the first attempt holds it, then its worker dies
         LLMJudgeJob.objects.filter(pk=job.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
         assert llm.llm_judge_run(job_id=job.pk).status == "done"
         job.refresh_from_db()
         assert len(endpoint.requests) == 2 and job.attempts == 2  # the limit of 4, less the 2 answered
-        assert (job.result["graded"], job.result["tokens"]) == (4, 440)
+        assert (job.result["graded"], job.result["pairs"], job.result["tokens"]) == (4, 4, 440)
 
 
 class TestOutboundGuard:
