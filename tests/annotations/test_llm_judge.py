@@ -440,3 +440,16 @@ def test_the_llm_page_reads_a_fixed_number_of_queries(
         with django_assert_max_num_queries(ceiling):
             page = lead_client.get(url)
         assert all(f"s{n}" in page.content.decode() for n in range(4))
+
+
+def test_the_admin_shows_the_jobs_and_answers_read_only(
+    client: Client, project: Project, endpoint: ChatServer
+) -> None:
+    run_job(project, topics=["q0"], limit=1)
+    client.force_login(User.objects.create_superuser("root", "root@example.org", "root-password-123"))
+    for model in ("llmjudgejob", "llmjudgeanswer"):
+        page = client.get(f"/admin/annotations/{model}/")
+        assert page.status_code == 200 and "llm:test-model" in page.content.decode()
+    answer = LLMJudgeAnswer.objects.get()
+    detail = client.get(f"/admin/annotations/llmjudgeanswer/{answer.pk}/change/")
+    assert detail.status_code == 200 and "##final score: 0" in detail.content.decode()
