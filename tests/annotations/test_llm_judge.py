@@ -28,6 +28,7 @@ from annotations.models import LLMJudgeAnswer, LLMJudgeJob, MachineJudge, Machin
 from evalcore.llm_judge import PROMPT_VERSION
 from evalplatform.jobs import JobOutcome, job_claim
 from tests.annotations.conftest import build_project
+from tests.conftest import QueuedTasks
 
 pytestmark = pytest.mark.django_db
 
@@ -341,14 +342,19 @@ class TestOffByDefault:
 
 class TestWebApiCommand:
     def test_the_lead_starts_a_job_and_follows_it(
-        self, project: Project, lead_client: Client, endpoint: ChatServer
-    ) -> None:
+        self, project: Project, lead_client: Client, endpoint: ChatServer, queued: QueuedTasks,
+        django_capture_on_commit_callbacks: Any,
+    ) -> None:  # fmt: skip
         page = lead_client.get(f"/projects/{project.slug}/machine-judges/")
         assert 'id="llm-judge-form"' in page.content.decode()
-        response = lead_client.post(
-            f"/projects/{project.slug}/machine-judges/llm/", {"topics": "q1", "limit": 2}
-        )
+        with django_capture_on_commit_callbacks(execute=True):
+            response = lead_client.post(
+                f"/projects/{project.slug}/machine-judges/llm/", {"topics": "q1", "limit": 2}
+            )
         job = LLMJudgeJob.objects.get()
+        assert [(name, args) for name, args, _ in queued.sent] == [
+            ("annotations.tasks.llm_judge_run", (job.pk,))
+        ]
         assert response.status_code == 302 and response["Location"] == job.get_absolute_url()
         assert (job.topics, job.limit, job.status) == (["q1"], 2, "pending")
         assert llm.llm_judge_run(job_id=job.pk).status == "done"
