@@ -264,11 +264,13 @@ class TestGrading:
         assert job.result["cost"] == pytest.approx(0.14)
 
     def test_it_keeps_to_the_rate_limit(self, settings: Any, project: Project, endpoint: ChatServer) -> None:
-        settings.LLM_JUDGE_REQUESTS_PER_SECOND = 20.0
+        settings.LLM_JUDGE_REQUESTS_PER_SECOND = 10.0
         run_job(project)
         moments = [request["at"] for request in endpoint.requests]
-        gaps = [b - a for a, b in zip(moments, moments[1:], strict=False)]
-        assert len(moments) == 6 and min(gaps) > 0.8 / 20  # loosely: the server notes arrivals, not sends
+        # Loosely: the server notes arrivals, not sends, so one gap may shrink by the jitter of two arrivals;
+        # six requests at 10 a second span at least 0.5 s, unpaced they take a few milliseconds.
+        assert len(moments) == 6 and moments[-1] - moments[0] > 0.8 * 5 / 10
+        assert sum(b - a > 0.5 / 10 for a, b in zip(moments, moments[1:], strict=False)) >= 4
 
     def test_it_redoes_a_lost_workers_job_once_asking_only_what_is_left(
         self, project: Project, endpoint: ChatServer
