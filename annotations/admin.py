@@ -17,6 +17,8 @@ from annotations.models import (
     Document,
     GoldLabel,
     ImportJob,
+    LLMJudgeAnswer,
+    LLMJudgeJob,
     MachineJudge,
     MachineLabel,
     MachineRouting,
@@ -294,3 +296,20 @@ class MachineRoutingAdmin(ReadOnlyAdmin):
     list_filter = ["reason", "queue"]
     list_select_related = ["judge__project", "topic", "document"]
     raw_id_fields = ["judge", "topic", "document", "routed_by"]
+
+
+@admin.register(LLMJudgeJob)
+class LLMJudgeJobAdmin(ReadOnlyAdmin):
+    list_display = ["project", "judge", "limit", "status", "attempts", "created_at", "finished_at"]
+    list_filter = ["status", "project"]
+    list_select_related = ["project", "judge"]
+
+
+@admin.register(LLMJudgeAnswer)
+class LLMJudgeAnswerAdmin(ReadOnlyAdmin):
+    """Every answer of the LLM judge, its raw text verbatim: the record of what the model said."""
+
+    list_display = ["judge", "topic", "document", "status", "grade", "attempts", "answered_at"]
+    list_filter = ["status"]
+    list_select_related = ["judge__project", "topic", "document"]
+    raw_id_fields = ["judge", "job", "topic", "document"]

@@ -5,6 +5,7 @@ from django.urls import path
 from annotations import api
 from annotations.adjudication import api as adjudication_api
 from annotations.machine_judges import api as machine_api
+from annotations.machine_judges import llm_api
 from annotations.quality import api as quality_api
 
 app_name = "annotations-api"
@@ -50,4 +51,10 @@ urlpatterns = [
         machine_api.machine_judge_routed,
         name="machine-judge-routed",
     ),
+]
+
+# The LLM judge connector (issue 24.6; off unless LLM_JUDGE_ENABLED).
+urlpatterns += [
+    path("projects/<slug:slug>/llm-judge-jobs/", llm_api.llm_judge_jobs, name="llm-judge-jobs"),
+    path("projects/<slug:slug>/llm-judge-jobs/<int:pk>/", llm_api.llm_judge_job, name="llm-judge-job"),
 ]

@@ -853,6 +853,9 @@ class MachineLabel(models.Model):
     grade = models.SmallIntegerField()
     confidence = models.FloatField(null=True, blank=True)
     rationale = models.TextField(blank=True)
+    raw_text = models.TextField(
+        blank=True, help_text="The judge's whole answer, verbatim, where it answered in words (an LLM)."
+    )
 
     class Meta:
         ordering = ["judge", "topic", "document"]
@@ -904,3 +907,83 @@ class MachineRouting(models.Model):
 
     def __str__(self) -> str:
         return f"{self.judge}: {self.topic_id}/{self.document_id} ({self.reason})"
+
+
+class LLMJudgeJob(Job):
+    """A job that asks the LLM judge (`annotations.machine_judges.llm`, off unless LLM_JUDGE_ENABLED) to grade
+    a project's pairs: all tasks, or those of `topics`, up to `limit` pairs not yet answered by the same
+    judge (model and prompt version). Answers are written as they come, so a redo after a lost worker, or
+    another job, asks only for the pairs still unanswered. `result` holds the counts, the tokens and cost,
+    and why the job stopped early (a cap), once done."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="llm_judge_jobs")
+    judge = models.ForeignKey(MachineJudge, on_delete=models.CASCADE, related_name="llm_jobs")
+    topics = models.JSONField(default=list, blank=True, help_text="The topics' qids; empty: every topic.")
+    limit = models.PositiveIntegerField(help_text="Most pairs asked for in this job.")
+    result = models.JSONField(default=dict, blank=True, help_text="What the job did, once done.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    task_name = "annotations.tasks.llm_judge_run"
+    #: The first run, and one redo after a worker lost in the middle (it asks only for unanswered pairs).
+    max_attempts = 2
+    queue_down_hint = "Try again later, or run `python manage.py llm_judge --project SLUG` on the server."
+
+    class Meta:
+        ordering = ["project", "-created_at"]
+        indexes = [models.Index(fields=["status", "lease_expires_at"], name="llm_judge_job_claim")]
+
+    def __str__(self) -> str:
+        return f"LLM grading of {self.project} by {self.judge} ({self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("annotations:llm-judge-job", args=[self.project.slug, self.pk])
+
+
+class LLMJudgeAnswer(models.Model):
+    """The LLM judge's answer for one pair, whatever it was: `graded` (its grade is also the judge's
+    `MachineLabel`), `unparsable` or `refused` (recorded, never guessed: the pair is not asked again by this
+    judge), or `failed` (no answer after every attempt: asked again by the next job). The raw text is kept
+    verbatim; tokens are the endpoint's count, or an estimate where it gave none."""
+
+    class Status(models.TextChoices):
+        GRADED = "graded", "graded"
+        UNPARSABLE = "unparsable", "unparsable"
+        REFUSED = "refused", "refused"
+        FAILED = "failed", "failed"
+
+    judge = models.ForeignKey(MachineJudge, on_delete=models.CASCADE, related_name="llm_answers")
+    job = models.ForeignKey(
+        LLMJudgeJob, on_delete=models.SET_NULL, null=True, blank=True, related_name="answers"
+    )
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="+")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(max_length=12, choices=Status.choices)
+    grade = models.SmallIntegerField(null=True, blank=True)
+    raw_text = models.TextField(blank=True, help_text="The model's answer, verbatim.")
+    reason = models.TextField(blank=True, help_text="Why no grade was read, or why the request failed.")
+    attempts = models.PositiveSmallIntegerField(default=1)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    tokens_estimated = models.BooleanField(default=False)
+    cost = models.FloatField(default=0.0)
+    answered_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["judge", "topic", "document"]
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "topic", "document"], name="llm_answer_unique_pair"),
+            models.CheckConstraint(
+                condition=Q(status__in=["graded", "unparsable", "refused", "failed"]),
+                name="llm_answer_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="graded", grade__isnull=False)
+                | (~Q(status="graded") & Q(grade__isnull=True)),
+                name="llm_answer_grade_iff_graded",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge}: {self.topic_id}/{self.document_id} {self.status}"

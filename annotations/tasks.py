@@ -11,6 +11,7 @@ from __future__ import annotations
 from celery import Task, shared_task
 
 from annotations import imports, qrels
+from annotations.machine_judges import llm
 from annotations.quality import services as quality
 from evalplatform.jobs import JOB_TASK_OPTIONS, job_task_result
 
@@ -43,3 +44,13 @@ def qrels_build(self: Task, build_id: int) -> str:
 )
 def import_run(self: Task, job_id: int) -> str:
     return job_task_result(self, imports.import_job_run(job_id=job_id))
+
+
+@shared_task(
+    name="annotations.tasks.llm_judge_run",
+    time_limit=llm.TIME_LIMIT,
+    soft_time_limit=llm.TIME_LIMIT - 60,
+    **JOB_TASK_OPTIONS,
+)
+def llm_judge_run(self: Task, job_id: int) -> str:
+    return job_task_result(self, llm.llm_judge_run(job_id=job_id))

@@ -4,6 +4,7 @@ from django.urls import path
 
 from annotations import views
 from annotations.adjudication import views as adjudication_views
+from annotations.machine_judges import llm_views
 from annotations.machine_judges import views as machine_views
 from annotations.quality import views as quality_views
 
@@ -88,4 +89,10 @@ urlpatterns = [
         machine_views.machine_judge_route,
         name="machine-judge-route",
     ),
+]
+
+# The LLM judge connector (issue 24.6; off unless LLM_JUDGE_ENABLED).
+urlpatterns += [
+    path("projects/<slug:slug>/machine-judges/llm/", llm_views.llm_judge, name="llm-judge"),
+    path("projects/<slug:slug>/machine-judges/llm/<int:pk>/", llm_views.llm_judge_job, name="llm-judge-job"),
 ]

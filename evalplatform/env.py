@@ -5,6 +5,7 @@ Kept free of Django so the settings module and its tests can use them directly.
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 from collections.abc import Mapping, MutableMapping
@@ -38,6 +39,19 @@ def env_int(name: str, default: int, environ: Mapping[str, str] = os.environ) ->
         return int(raw)
     except ValueError as exc:
         raise EnvError(f"{name}={raw!r} is not an integer") from exc
+
+
+def env_float(name: str, default: float, environ: Mapping[str, str] = os.environ) -> float:
+    raw = environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise EnvError(f"{name}={raw!r} is not a number") from exc
+    if not math.isfinite(value):
+        raise EnvError(f"{name}={raw!r} is not a finite number")
+    return value
 
 
 def env_list(name: str, default: list[str], environ: Mapping[str, str] = os.environ) -> list[str]:

@@ -15,11 +15,12 @@ The sender resolves again when it sends and connects to the very address it chec
 pinned to it, with the name kept for the Host header and TLS's SNI and certificate check), so a name that
 resolves elsewhere between the check and the connection (DNS rebinding) cannot get through. Redirects are
 never followed: an answer is an answer, a 3xx included. The whole request, from resolving to the status
-line and headers, has one deadline: a receiver that trickles a byte at a time is cut there, where a
-per-read timeout would wait for ever.
+line, the headers and the part of the body that is read, has one deadline: a receiver that trickles a byte
+at a time is cut there, where a per-read timeout would wait for ever.
 
 Framework-free: the caller passes the allowed networks and the deadline (`monitoring.alerts.notifications`
-reads them from the settings).
+reads them from the settings; so does the LLM judge's client, `annotations.machine_judges.llm_client`, which
+also sends its own headers and reads a whole answer up to `body_limit` bytes).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -72,12 +73,14 @@ class OutboundURL:
 
 @dataclass(frozen=True)
 class Answer:
-    """What the receiver answered: its status, reason, Location (for a 3xx) and the start of its body."""
+    """What the receiver answered: its status, reason, Location (for a 3xx), the start of its body (or as
+    much as `body_limit` asked for) and its Retry-After header (for a 429 or 503), if any."""
 
     status: int
     reason: str
     location: str
     body: str
+    retry_after: str = ""
 
 
 def networks_parse(entries: Iterable[str]) -> tuple[IPNetwork, ...]:
@@ -245,8 +248,14 @@ def post(
     allowed: Sequence[IPNetwork] = (),
     timeout: float = 10.0,
     user_agent: str = "evalplatform",
+    headers: Mapping[str, str] | None = None,
+    body_limit: int = ANSWER_BYTES,
 ) -> Answer:
     """POST `body` to `url`, with the checks of the module docstring, within `timeout` seconds in all.
+
+    `headers` are sent besides the fixed ones (an Authorization, say); `body_limit` is how many bytes of
+    the answer's body are read, within the same deadline (a body cut by the deadline raises OutboundTimeout
+    when more than ANSWER_BYTES were asked for: the caller wants the whole answer).
 
     Raises OutboundRefused (the URL or an address is refused: do not retry), OutboundTimeout (no whole
     answer by the deadline) or OutboundFailed (no answer: unreachable, refused, reset). Any answer is
@@ -260,7 +269,8 @@ def post(
         if time.monotonic() >= deadline:
             break
         try:
-            return _post_to(parsed, address, sockaddr, family, body, content_type, user_agent, deadline)
+            sent = _Sent(body, content_type, user_agent, dict(headers or {}), body_limit)
+            return _post_to(parsed, address, sockaddr, family, sent, deadline)
         except OutboundTimeout:
             raise
         except OutboundFailed as error:
@@ -270,14 +280,23 @@ def post(
     raise OutboundFailed("; ".join(failures))
 
 
+@dataclass(frozen=True)
+class _Sent:
+    """What one POST sends, and how much of the answer's body it reads."""
+
+    body: bytes
+    content_type: str
+    user_agent: str
+    headers: dict[str, str]
+    body_limit: int
+
+
 def _post_to(
     url: OutboundURL,
     address: IPAddress,
     sockaddr: tuple[object, ...],
     family: int,
-    body: bytes,
-    content_type: str,
-    user_agent: str,
+    sent: _Sent,
     deadline: float,
 ) -> Answer:
     """One request on a connection to `sockaddr`, the address that was checked, cut at `deadline`."""
@@ -289,13 +308,15 @@ def _post_to(
         connection.putrequest("POST", url.target, skip_host=True, skip_accept_encoding=True)
         for name, value in (
             ("Host", url.host_header),
-            ("Content-Type", content_type),
-            ("Content-Length", str(len(body))),
-            ("User-Agent", user_agent),
+            ("Content-Type", sent.content_type),
+            ("Content-Length", str(len(sent.body))),
+            ("User-Agent", sent.user_agent),
             ("Connection", "close"),
+            *sent.headers.items(),
         ):
             connection.putheader(name, value)
-        connection.endheaders(body)
+        connection.endheaders(sent.body)
+        watchdog.sock = connection.sock  # getresponse() hands the socket to the response: keep it to cut
         response = connection.getresponse()
         if watchdog.fired:  # the socket was shut while the headers came: what was parsed may be cut short
             raise TimeoutError
@@ -306,21 +327,25 @@ def _post_to(
             ) from None
         raise OutboundFailed(f"{url.host} ({address}): {error or type(error).__name__}") from None
     else:
+        text = _start_of_body(response, sent.body_limit)
+        if watchdog.fired and sent.body_limit > ANSWER_BYTES:
+            raise OutboundTimeout(f"the answer from {url.host} ({address}) was cut by the deadline")
         return Answer(
             status=response.status,
             reason=response.reason,
             location=response.getheader("Location") or "",
-            body=_start_of_body(response),
+            body=text,
+            retry_after=response.getheader("Retry-After") or "",
         )
     finally:
         watchdog.cancel()
         connection.close()
 
 
-def _start_of_body(response: http.client.HTTPResponse) -> str:
+def _start_of_body(response: http.client.HTTPResponse, limit: int = ANSWER_BYTES) -> str:
     """The first bytes of the body, as far as they came before the deadline: the status is the answer."""
     try:
-        return response.read(ANSWER_BYTES).decode("utf-8", "replace")
+        return response.read(limit).decode("utf-8", "replace")
     except (OSError, http.client.HTTPException):
         return ""
 
@@ -360,6 +385,9 @@ class _Watchdog(threading.Thread):
         self.connection = connection
         self.seconds = seconds
         self.fired = False
+        #: The connected socket, once the request is sent (the connection forgets it when the answer says
+        #: Connection: close, and the body is then read from it through the response).
+        self.sock: socket.socket | None = None
         self._cancelled = threading.Event()
 
     def run(self) -> None:
@@ -367,7 +395,7 @@ class _Watchdog(threading.Thread):
             return
         self.fired = True
         while not self._cancelled.is_set():  # until connect() has made the socket, if it has not yet
-            sock = self.connection.sock
+            sock = self.sock or self.connection.sock
             if sock is not None:
                 # The plain socket's shutdown, also under TLS: it wakes the reader and leaves TLS state alone.
                 with contextlib.suppress(OSError):

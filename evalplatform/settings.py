@@ -19,6 +19,7 @@ from evalplatform.env import (
     default_broker_url,
     default_sqlite_url,
     env_bool,
+    env_float,
     env_int,
     env_list,
     filesystem_broker_options,
@@ -276,6 +277,56 @@ except ValueError as _error:
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10)
 if WEBHOOK_TIMEOUT_SECONDS < 1:
     raise ImproperlyConfigured("WEBHOOK_TIMEOUT_SECONDS must be at least 1.")
+
+# The LLM judge (`annotations.machine_judges.llm`, docs/llm-judge.md): off unless LLM_JUDGE_ENABLED, and then it
+# needs the base URL of an OpenAI-compatible API (`.../v1`, to which `/chat/completions` is added) and a model.
+# The key is read from the environment only (never stored, logged or shown). Requests go through
+# `evalplatform.outbound` as webhooks do: an internal address only inside LLM_JUDGE_ALLOWED_NETWORKS (a model
+# served on the local network), no redirect followed, LLM_JUDGE_TIMEOUT_SECONDS for each whole request. A job
+# sends at most LLM_JUDGE_REQUESTS_PER_SECOND, tries a pair up to LLM_JUDGE_MAX_ATTEMPTS times (429, 5xx,
+# timeouts; waits LLM_JUDGE_BACKOFF_SECONDS, doubled each time) and stops before its spend would pass
+# LLM_JUDGE_MAX_TOKENS tokens or LLM_JUDGE_MAX_COST (0: no cap in money; prices per 1,000 tokens below).
+LLM_JUDGE_ENABLED = env_bool("LLM_JUDGE_ENABLED", False)
+LLM_JUDGE_BASE_URL = os.environ.get("LLM_JUDGE_BASE_URL", "").strip()
+LLM_JUDGE_MODEL = os.environ.get("LLM_JUDGE_MODEL", "").strip()
+LLM_JUDGE_API_KEY = os.environ.get("LLM_JUDGE_API_KEY", "")
+LLM_JUDGE_ALLOWED_NETWORKS = env_list("LLM_JUDGE_ALLOWED_NETWORKS", [])
+LLM_JUDGE_TIMEOUT_SECONDS = env_float("LLM_JUDGE_TIMEOUT_SECONDS", 60.0)
+LLM_JUDGE_REQUESTS_PER_SECOND = env_float("LLM_JUDGE_REQUESTS_PER_SECOND", 1.0)
+LLM_JUDGE_MAX_ATTEMPTS = env_int("LLM_JUDGE_MAX_ATTEMPTS", 4)
+LLM_JUDGE_BACKOFF_SECONDS = env_float("LLM_JUDGE_BACKOFF_SECONDS", 2.0)
+LLM_JUDGE_MAX_TOKENS = env_int("LLM_JUDGE_MAX_TOKENS", 200_000)
+LLM_JUDGE_MAX_COST = env_float("LLM_JUDGE_MAX_COST", 0.0)
+LLM_JUDGE_PRICE_PROMPT_PER_1K = env_float("LLM_JUDGE_PRICE_PROMPT_PER_1K", 0.0)
+LLM_JUDGE_PRICE_COMPLETION_PER_1K = env_float("LLM_JUDGE_PRICE_COMPLETION_PER_1K", 0.0)
+LLM_JUDGE_ANSWER_MAX_TOKENS = env_int("LLM_JUDGE_ANSWER_MAX_TOKENS", 300)
+LLM_JUDGE_PASSAGE_MAX_CHARS = env_int("LLM_JUDGE_PASSAGE_MAX_CHARS", 4000)
+try:
+    networks_parse(LLM_JUDGE_ALLOWED_NETWORKS)
+except ValueError as _error:
+    raise ImproperlyConfigured(f"LLM_JUDGE_ALLOWED_NETWORKS: {_error}") from None
+if LLM_JUDGE_ENABLED and not (LLM_JUDGE_BASE_URL and LLM_JUDGE_MODEL):
+    raise ImproperlyConfigured("LLM_JUDGE_ENABLED needs LLM_JUDGE_BASE_URL and LLM_JUDGE_MODEL.")
+if LLM_JUDGE_MAX_ATTEMPTS < 1 or LLM_JUDGE_MAX_TOKENS < 1 or LLM_JUDGE_ANSWER_MAX_TOKENS < 1:
+    raise ImproperlyConfigured(
+        "LLM_JUDGE_MAX_ATTEMPTS, LLM_JUDGE_MAX_TOKENS and LLM_JUDGE_ANSWER_MAX_TOKENS must be at least 1."
+    )
+if (
+    min(LLM_JUDGE_TIMEOUT_SECONDS, LLM_JUDGE_REQUESTS_PER_SECOND) <= 0
+    or min(
+        LLM_JUDGE_BACKOFF_SECONDS,
+        LLM_JUDGE_MAX_COST,
+        LLM_JUDGE_PRICE_PROMPT_PER_1K,
+        LLM_JUDGE_PRICE_COMPLETION_PER_1K,
+    )
+    < 0
+):
+    raise ImproperlyConfigured(
+        "LLM_JUDGE_TIMEOUT_SECONDS and LLM_JUDGE_REQUESTS_PER_SECOND must be above 0; the backoff, cost cap "
+        "and prices cannot be negative."
+    )
+if LLM_JUDGE_PASSAGE_MAX_CHARS < 100:
+    raise ImproperlyConfigured("LLM_JUDGE_PASSAGE_MAX_CHARS must be at least 100.")
 
 # REST API.
 REST_FRAMEWORK = {

@@ -15,7 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from annotations import selectors
-from annotations.machine_judges import charts, services
+from annotations.machine_judges import charts, llm_views, services
 from annotations.machine_judges.forms import LabelsUploadForm, RouteForm
 from annotations.machine_judges.routing import judge_route
 from annotations.models import MachineJudge, MachineRouting, Project
@@ -60,7 +60,13 @@ def machine_judges(request: SignedInRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "annotations/machine_judges.html",
-        {"project": project, "judges": judges, "form": form, "error": error},
+        {
+            "project": project,
+            "judges": judges,
+            "form": form,
+            "error": error,
+            "llm": llm_views.page_context(project),
+        },  # fmt: skip
         status=400 if error or form.errors else 200,
     )
 

@@ -38,7 +38,7 @@ from schemathesis.generation import GenerationMode
 
 from annotations import imports
 from annotations import qrels as qrels_builds
-from annotations.models import MachineJudge, MachineLabel, Project, QualityRecompute, Task
+from annotations.models import LLMJudgeJob, MachineJudge, MachineLabel, Project, QualityRecompute, Task
 from annotations.quality import services as quality
 from evalplatform.models import Team
 from evalplatform.teams import team_create
@@ -203,6 +203,7 @@ def world(db: None, wsgi_requests_in_the_test_transaction: None) -> World:
         for t in Task.objects.filter(project=project)
     )
     ids["machine-judges"] = judge.pk
+    ids["llm-judge-jobs"] = LLMJudgeJob.objects.create(project=project, judge=judge, limit=5).pk
     ids["reuse-analyses"] = ReuseAnalysis.objects.create(
         team=team, qrels_id=ids["qrels"], kind="reusability", params={}
     ).pk

@@ -34,7 +34,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from annotations import imports, qrels
-from annotations.models import Annotation, GoldLabel, MachineJudge, MachineLabel, Project, Task
+from annotations.models import Annotation, GoldLabel, LLMJudgeJob, MachineJudge, MachineLabel, Project, Task
 from annotations.quality import services as quality
 from evalplatform.charts import plotly_js_version
 from evalplatform.models import Team, TeamMembership
@@ -193,6 +193,7 @@ def world_build() -> World:
         "project_membership": a.memberships.get(user=carol).pk,
         "import_job": import_job.pk, "machine_judge": judge.pk, "reuse_analysis": reuse_analysis.pk, "pool": pool.pk, "series": Series.objects.get(kind="project", team=team).pk,
     }  # fmt: skip
+    ids["llm_judge_job"] = LLMJudgeJob.objects.create(project=a, judge=judge, limit=5).pk
     return World(a=a, b=b, team=team, ids=ids, users={"anon": None, **users})
 
 
@@ -302,6 +303,9 @@ MATRIX: dict[str, Row] = {
     "annotations:machine-judge": page("project", LEAD, post=None, pk="machine_judge"),
     "annotations:machine-judge-csv": page("project", LEAD, post=None, pk="machine_judge"),
     "annotations:machine-judge-route": page("project", None, LEAD, pk="machine_judge"),
+    # The LLM judge (off by default: a lead's POST is answered 409, which counts as let through).
+    "annotations:llm-judge": page("project", LEAD, LEAD),
+    "annotations:llm-judge-job": page("project", LEAD, None, pk="llm_judge_job"),
     "annotations:qrels-diff": page("project", QUALITY, post=None),
     "annotations:qrels-download": page("project", QUALITY, post=None),
     "annotations-api:next": api("project", ANNOTATOR, ANNOTATOR),
@@ -336,6 +340,8 @@ MATRIX: dict[str, Row] = {
     "annotations-api:machine-judge": api("project", LEAD, pk="machine_judge"),
     "annotations-api:machine-judge-route": api("project", None, LEAD, pk="machine_judge"),
     "annotations-api:machine-judge-routed": api("project", LEAD, pk="machine_judge"),
+    "annotations-api:llm-judge-jobs": api("project", LEAD, LEAD),
+    "annotations-api:llm-judge-job": api("project", LEAD, pk="llm_judge_job"),
     # Team T: its members read, its editors (and the admin) write.
     "monitoring:team": page("team", TEAM, post=None),
     "monitoring:team-edit": page("team", EDITORS, EDITORS),
