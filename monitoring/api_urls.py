@@ -65,6 +65,7 @@ urlpatterns = [
     path("teams/<slug:team>/alert-rules/<int:pk>/", alerts.rule_detail, name="alert-rule"),
     path("teams/<slug:team>/channels/", alerts.channel_list, name="channels"),
     path("teams/<slug:team>/channels/<int:pk>/", alerts.channel_detail, name="channel"),
+    path("teams/<slug:team>/channels/<int:pk>/test/", alerts.channel_test, name="channel-test"),
     path("teams/<slug:team>/alerts/", alerts.event_list, name="alerts"),
     path(
         "teams/<slug:team>/alerts/<int:pk>/acknowledge/", alerts.event_acknowledge, name="alert-acknowledge"

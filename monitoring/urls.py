@@ -70,8 +70,11 @@ urlpatterns = [
     path(TEAM + "alerts/", alerts.alerts_page, name="alerts"),
     path(TEAM + "alerts/rules/", alerts.rule_create, name="alert-rule-create"),
     path(TEAM + "alerts/rules/<int:pk>/", alerts.rule_toggle, name="alert-rule-change"),
+    path(TEAM + "alerts/rules/<int:pk>/settings/", alerts.rule_detail, name="alert-rule-detail"),
     path(TEAM + "alerts/channels/", alerts.channel_create, name="channel-create"),
     path(TEAM + "alerts/channels/<int:pk>/delete/", alerts.channel_delete, name="channel-delete"),
+    path(TEAM + "alerts/channels/<int:pk>/", alerts.channel_detail, name="channel-detail"),
+    path(TEAM + "alerts/channels/<int:pk>/test/", alerts.channel_test, name="channel-test"),
     path(TEAM + "alerts/<int:pk>/acknowledge/", alerts.event_acknowledge, name="alert-acknowledge"),
     # Embedding streams (`monitoring.embeddings.views`).
     path(STREAM, streams.stream_detail, name="stream-detail"),

@@ -25,6 +25,7 @@ from evalplatform.errors import InputError
 from evalplatform.models import Team
 from evalplatform.teams import get_team_for_member
 from monitoring.alerts import services as alerts
+from monitoring.alerts.notifications import channel_test as channel_test_send
 from monitoring.alerts.notifications import webhook_url_check
 from monitoring.common.pagination import PAGE_PARAMETERS, page_of, paginate
 from monitoring.common.serializers import FIELD_ERRORS, FORBIDDEN, NOT_FOUND
@@ -194,7 +195,38 @@ class RuleOut(serializers.Serializer):
 
 
 class RulePatchIn(serializers.Serializer):
-    enabled = serializers.BooleanField()
+    """Any of a rule's settings (its series stays); checked as a new rule's."""
+
+    name = serializers.CharField(max_length=200, required=False)
+    metric = serializers.CharField(max_length=100, required=False)
+    comparator = serializers.ChoiceField(choices=list(COMPARATORS), required=False)
+    threshold = serializers.FloatField(required=False)
+    severity = serializers.ChoiceField(choices=list(SEVERITIES), required=False)
+    consecutive = serializers.IntegerField(min_value=1, max_value=alerts.MAX_CONSECUTIVE, required=False)
+    cooldown_minutes = serializers.IntegerField(min_value=0, max_value=60 * 24 * 30, required=False)
+    effect_metric = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    effect_threshold = serializers.FloatField(required=False, allow_null=True)
+    on_undefined = serializers.ChoiceField(choices=AlertRule.OnUndefined.choices, required=False)
+    enabled = serializers.BooleanField(required=False)
+    channels = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="The ids of the team's channels it notifies.",
+    )
+
+
+class ChannelPatchIn(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False)
+    kind = serializers.ChoiceField(choices=NotificationChannel.Kind.choices, required=False)
+    target = serializers.CharField(max_length=1000, required=False)
+    enabled = serializers.BooleanField(required=False)
+
+
+class ChannelTestOut(serializers.Serializer):
+    delivered = serializers.BooleanField()
+    answer = serializers.CharField(
+        help_text="What the channel answered, or why the message was not delivered."
+    )
 
 
 class EventOut(serializers.Serializer):
@@ -261,14 +293,40 @@ def channel_list(request: Request, team: str) -> Response:
     return Response(ChannelOut(channel).data, status=status.HTTP_201_CREATED)
 
 
-@extend_schema(
-    responses={204: None, 403: FORBIDDEN, 404: NOT_FOUND}, summary="Delete a channel (editors)", tags=TAGS
-)
-@api_view(["DELETE"])
+@extend_schema(methods=["DELETE"], responses={204: None, 403: FORBIDDEN, 404: NOT_FOUND},
+               summary="Delete a channel (editors)", tags=TAGS)  # fmt: skip
+@extend_schema(methods=["PATCH"], request=ChannelPatchIn, responses={200: ChannelOut, 400: FIELD_ERRORS, 403: FORBIDDEN, 404: NOT_FOUND},
+               summary="Change a channel: name, kind, target, on or off (editors)", tags=TAGS)  # fmt: skip
+@api_view(["PATCH", "DELETE"])
 def channel_detail(request: Request, team: str, pk: int) -> Response:
     membership = get_team_for_member(request.user, team, write=True)
-    get_one(NotificationChannel.objects.filter(team=membership.team), pk, "channel").delete()
-    return Response(status=status.HTTP_204_NO_CONTENT)
+    channel = get_one(NotificationChannel.objects.filter(team=membership.team), pk, "channel")
+    if request.method == "DELETE":
+        channel.delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+    data = ChannelPatchIn(data=request.data)
+    data.is_valid(raise_exception=True)
+    merged = {
+        f: data.validated_data.get(f, getattr(channel, f)) for f in ("name", "kind", "target", "enabled")
+    }
+    checked = ChannelIn(data=merged)
+    checked.is_valid(raise_exception=True)
+    for field, value in checked.validated_data.items():
+        setattr(channel, field, value)
+    channel.save(update_fields=["name", "kind", "target", "enabled"])
+    return Response(ChannelOut(channel).data)
+
+
+@extend_schema(request=None, responses={200: ChannelTestOut, 403: FORBIDDEN, 404: NOT_FOUND},
+               summary="Send a test message through a channel now, and what it answered (editors)", tags=TAGS)  # fmt: skip
+@api_view(["POST"])
+def channel_test(request: Request, team: str, pk: int) -> Response:
+    membership = get_team_for_member(request.user, team, write=True)
+    channel = get_one(
+        NotificationChannel.objects.filter(team=membership.team).select_related("team"), pk, "channel"
+    )
+    delivered, answer = channel_test_send(channel, by=request.user.get_username())
+    return Response({"delivered": delivered, "answer": answer})
 
 
 @extend_schema(methods=["GET"], parameters=PAGE_PARAMETERS, responses={200: page_of(RuleOut), 404: NOT_FOUND},
@@ -295,7 +353,7 @@ def rule_list(request: Request, team: str) -> Response:
 
 @extend_schema(methods=["GET"], responses={200: RuleOut, 404: NOT_FOUND}, summary="An alert rule", tags=TAGS)
 @extend_schema(methods=["PATCH"], request=RulePatchIn, responses={200: RuleOut, 403: FORBIDDEN},
-               summary="Enable or disable a rule (editors)", tags=TAGS)  # fmt: skip
+               summary="Change a rule: any of its settings, its channels, on or off (editors)", tags=TAGS)  # fmt: skip
 @extend_schema(
     methods=["DELETE"], responses={204: None, 403: FORBIDDEN}, summary="Delete a rule (editors)", tags=TAGS
 )
@@ -309,7 +367,18 @@ def rule_detail(request: Request, team: str, pk: int) -> Response:
     if request.method == "PATCH":
         data = RulePatchIn(data=request.data)
         data.is_valid(raise_exception=True)
-        AlertRule.objects.filter(pk=rule.pk).update(enabled=data.validated_data["enabled"])
+        changes = dict(data.validated_data)
+        channels = None
+        if "channels" in changes:
+            wanted = set(changes.pop("channels"))
+            channels = list(NotificationChannel.objects.filter(team=membership.team, pk__in=wanted))
+            if len(channels) != len(wanted):
+                raise serializers.ValidationError({"channels": ["Name the team's own channels."]})
+        try:
+            alerts.alert_rule_update(rule=rule, channels=channels, **changes)
+        except InputError as error:
+            field = error.field if isinstance(error, alerts.AlertRuleFieldError) else "non_field_errors"
+            raise serializers.ValidationError({field: [str(error)]}) from None
         rule = _rules(membership.team).get(pk=rule.pk)
     return Response(RuleOut(rule).data)
 

@@ -147,3 +147,50 @@ class ChannelForm(forms.ModelForm):
             self.add_error("target", "Give email addresses, separated by commas.")
         cleaned["target"] = target
         return cleaned
+
+
+class RuleEditForm(forms.Form):
+    """A rule's settings, its series kept (`alerts.alert_rule_update` checks them as a new rule's)."""
+
+    name = forms.CharField(max_length=200)
+    metric = forms.CharField(max_length=100, help_text="A metric of the series' family.")
+    comparator = forms.ChoiceField(choices=[(c, c) for c in COMPARATORS])
+    threshold = forms.FloatField()
+    severity = forms.ChoiceField(choices=[(s, s) for s in SEVERITIES])
+    consecutive = forms.IntegerField(
+        min_value=1, max_value=alerts.MAX_CONSECUTIVE, help_text="Values in a row that must break it."
+    )
+    cooldown_minutes = forms.IntegerField(
+        min_value=0, max_value=60 * 24 * 30, help_text="Notify at most once in this many minutes."
+    )
+    effect_metric = forms.CharField(
+        max_length=100, required=False, help_text="Optional: a second metric that must also pass its limit."
+    )
+    effect_threshold = forms.FloatField(
+        required=False, help_text="The effect metric's limit; empty: the monitor's calibrated one."
+    )
+    on_undefined = forms.ChoiceField(
+        label="When the value is undefined", choices=AlertRule.OnUndefined.choices
+    )
+    channels = forms.ModelMultipleChoiceField(
+        queryset=NotificationChannel.objects.none(), required=False, widget=forms.CheckboxSelectMultiple
+    )
+    enabled = forms.BooleanField(required=False)
+
+    def __init__(self, *args: Any, rule: AlertRule, **kwargs: Any) -> None:
+        initial = {name: getattr(rule, name) for name in alerts.RULE_EDITABLE}
+        initial["channels"] = list(rule.channels.all())
+        super().__init__(*args, initial=initial, **kwargs)
+        self.rule = rule
+        self.fields["channels"].queryset = NotificationChannel.objects.filter(team_id=rule.team_id)  # type: ignore[attr-defined]
+
+    def rule_fields(self) -> dict[str, Any]:
+        """The valid form as `alerts.alert_rule_update`'s arguments (its checks report to the view)."""
+        fields = {name: self.cleaned_data[name] for name in alerts.RULE_EDITABLE}
+        fields["effect_metric"] = (fields["effect_metric"] or "").strip()
+        return {**fields, "channels": self.cleaned_data["channels"]}
+
+
+class ChannelEditForm(ChannelForm):
+    class Meta(ChannelForm.Meta):
+        fields = ["name", "kind", "target", "enabled"]

@@ -22,6 +22,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.mail import send_mail
+from django.utils import timezone
 
 from evalcore.metrics import metric_registry
 from evalplatform import outbound
@@ -179,3 +180,29 @@ def _email_body(payload: dict[str, Any]) -> str:
     if attachment.get("title_link"):
         lines += ["", f"Details: {attachment['title_link']}"]
     return "\n".join(lines) + "\n"
+
+
+# --- a test message -----------------------------------------------------------------------------------------
+
+
+def channel_test(channel: NotificationChannel, *, by: str) -> tuple[bool, str]:
+    """Send a test message through the channel now (an editor's "send a test"): (delivered, what the
+    channel answered or why it failed). One attempt, within the webhook's total deadline or the mail
+    server's timeout: the page shows the answer, nothing is retried or stored."""
+    text = f"[TEST] evalplatform: a test message to the channel {channel.name} of {channel.team.name}, sent by {by}"
+    payload = {
+        "text": text,
+        "attachments": [
+            {
+                "color": "#439FE0",
+                "title": f"Test of {channel.name}",
+                "title_link": absolute_url(f"/teams/{channel.team.slug}/alerts/"),
+                "fields": [{"title": "channel", "value": channel.name, "short": True}],
+                "ts": int(timezone.now().timestamp()),
+            }
+        ],
+    }
+    try:
+        return True, _send(channel, payload)
+    except (DeliveryError, JobError) as error:
+        return False, str(error)

@@ -27,9 +27,11 @@ them (email, or a webhook's Slack-compatible JSON POST), on their own queue.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 from typing import Any, cast
@@ -130,13 +132,44 @@ def alert_rule_create(
     channels of another team.
     """
     channels = list(channels)
+    name = _rule_checked(
+        team=team, series=series, channels=channels, name=name, metric=metric, comparator=comparator,
+        threshold=threshold, severity=severity, consecutive=consecutive, effect_metric=effect_metric,
+        effect_threshold=effect_threshold, on_undefined=on_undefined,
+    )  # fmt: skip
+    rule = AlertRule.objects.create(
+        team=team, series=series, name=name, metric=metric, comparator=comparator,
+        threshold=float(threshold), severity=severity, consecutive=consecutive, cooldown_minutes=cooldown_minutes,
+        effect_metric=effect_metric, effect_threshold=effect_threshold, on_undefined=on_undefined,
+        created_by=created_by,
+    )  # fmt: skip
+    rule.channels.set(channels)
+    return rule
+
+
+def _rule_checked(
+    *,
+    team: Team,
+    series: Series,
+    channels: list[NotificationChannel],
+    name: str,
+    metric: str,
+    comparator: str,
+    threshold: float,
+    severity: str,
+    consecutive: int,
+    effect_metric: str,
+    effect_threshold: float | None,
+    on_undefined: str,
+) -> str:
+    """The checks a rule passes when it is made or changed; returns its name (a blank one is "rule")."""
     if series.team_id != team.pk or any(channel.team_id != team.pk for channel in channels):
         raise InputError("The series and the channels must belong to the rule's team.")
     metric_of_family_check("metric", metric, series.family)
     if effect_metric:
         metric_of_family_check("effect_metric", effect_metric, series.family)
     try:
-        rule_spec_check = RuleSpec(
+        spec = RuleSpec(
             name=name or "rule", metric=metric, comparator=comparator, threshold=float(threshold),  # type: ignore[arg-type]
             severity=severity, on_undefined=on_undefined,  # type: ignore[arg-type]
             effect=EffectRequirement(effect_metric, effect_threshold) if effect_metric else None,
@@ -145,14 +178,114 @@ def alert_rule_create(
         raise InputError(str(error)) from None
     if not 1 <= consecutive <= MAX_CONSECUTIVE:
         raise InputError(f"consecutive must lie between 1 and {MAX_CONSECUTIVE}.")
-    rule = AlertRule.objects.create(
-        team=team, series=series, name=rule_spec_check.name, metric=metric, comparator=comparator,
-        threshold=float(threshold), severity=severity, consecutive=consecutive, cooldown_minutes=cooldown_minutes,
-        effect_metric=effect_metric, effect_threshold=effect_threshold, on_undefined=on_undefined,
-        created_by=created_by,
+    return spec.name
+
+
+#: What an edit may change; the series stays (a rule on another series is another rule).
+RULE_EDITABLE = ("name", "metric", "comparator", "threshold", "severity", "consecutive", "cooldown_minutes",
+                 "effect_metric", "effect_threshold", "on_undefined", "enabled")  # fmt: skip
+
+
+@transaction.atomic
+def alert_rule_update(
+    *, rule: AlertRule, channels: Iterable[NotificationChannel] | None = None, **changes: Any
+) -> AlertRule:
+    """Change a rule (any of `RULE_EDITABLE`, and its channels), checked as `alert_rule_create` checks a
+    new one; then check it at once on its series' latest values, so that a new threshold opens or
+    resolves its alert now rather than at the next job."""
+    unknown = set(changes) - set(RULE_EDITABLE)
+    if unknown:
+        raise InputError(f"A rule's {', '.join(sorted(unknown))} cannot be changed.")
+    fields = {name: changes.get(name, getattr(rule, name)) for name in RULE_EDITABLE}
+    chosen = list(channels) if channels is not None else list(rule.channels.all())
+    fields["name"] = _rule_checked(
+        team=rule.team, series=rule.series, channels=chosen,
+        **{k: v for k, v in fields.items() if k not in {"cooldown_minutes", "enabled"}},
     )  # fmt: skip
-    rule.channels.set(channels)
+    if not fields["effect_metric"]:
+        fields["effect_threshold"] = None
+    for name, value in fields.items():
+        setattr(rule, name, value)
+    rule.save(update_fields=list(RULE_EDITABLE))
+    if channels is not None:
+        rule.channels.set(chosen)
+    if rule.enabled:
+        alerts_check_rule(rule)
     return rule
+
+
+@dataclass(frozen=True)
+class RuleCheck:
+    """What the rule made of one observation of its series: `verdict` is "breaks", "holds", "undefined"
+    or "absent" (the job reported no value for the metric); `fires` says whether the rule fired there
+    (`consecutive` breaking values in a row); `reason` says why in words."""
+
+    observed_at: Any
+    source: str
+    source_url: str
+    value: float | None
+    effect_value: float | None
+    verdict: str
+    fires: bool
+    reason: str
+
+
+def rule_recent_checks(rule: AlertRule, *, last: int = 20) -> list[RuleCheck]:
+    """The rule checked on each of its series' `last` latest observations, newest first: the value, the
+    condition, and whether the rule fired there and why (or why not). Read from the metric table; the
+    same decision `alerts_check_series` made (cooldowns only decide whether a notification is sent)."""
+    window = series_observations(
+        rule.series_id, [rule.metric, *([rule.effect_metric] if rule.effect_metric else [])],
+        last=last + rule.consecutive - 1,
+    )  # fmt: skip
+    spec = rule_spec(rule)
+    condition = spec.describe()
+    firings = [_firing(rule, observation) for observation in window]
+    checks = []
+    for i, observation in enumerate(window):
+        if i < len(window) - last:
+            continue  # only there to count the run of breaking values before the first row shown
+        value = observation.values.get(rule.metric)
+        effect = observation.values.get(rule.effect_metric) if rule.effect_metric else None
+        undefined = is_undefined(observation.values, spec)
+        breaks = firings[i] is not None
+        run = 0
+        while run <= i and firings[i - run] is not None:
+            run += 1
+        fires = breaks and run >= rule.consecutive
+        if undefined:
+            verdict = "undefined"
+            reason = {
+                "fire": "undefined value: the rule fires on undefined values",
+                "resolve": "undefined value: counts as holding (the alert resolves)",
+                "keep": "undefined value: the alert stays as it was",
+            }[rule.on_undefined]
+        elif breaks:
+            verdict = "breaks"
+            reason = f"{condition}: breaks" + (
+                ""
+                if rule.consecutive == 1
+                else f" ({min(run, rule.consecutive)} of {rule.consecutive} in a row)"
+            )
+        else:
+            verdict = "holds"
+            reason = f"{condition} is false"
+            if rule.effect_metric and effect is not None and value is not None:
+                reason += f" ({rule.metric} {value:.4g}, {rule.effect_metric} {effect:.4g})"
+        source, url = event_source(rule.series, observation)
+        checks.append(
+            RuleCheck(
+                observed_at=observation.observed_at,
+                source=source,
+                source_url=url,
+                value=None if undefined and (value is None or not math.isfinite(value)) else value,
+                effect_value=effect if effect is None or math.isfinite(effect) else None,
+                verdict=verdict,
+                fires=fires,
+                reason=reason,
+            )  # fmt: skip
+        )
+    return checks[::-1]
 
 
 #: The subject fields each kind of series is named by, when a rule names its series by subject.

@@ -6,17 +6,18 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from evalcore.metrics import metric_registry
 from evalplatform.auth import SignedInRequest
 from evalplatform.errors import InputError
 from evalplatform.teams import get_team_for_member
 from monitoring.alerts import services as alerts
-from monitoring.alerts.forms import ChannelForm, RuleForm
-from monitoring.models import AlertEvent, AlertRule, NotificationChannel
+from monitoring.alerts.forms import ChannelEditForm, ChannelForm, RuleEditForm, RuleForm
+from monitoring.alerts.notifications import channel_test as channel_test_send
+from monitoring.models import AlertEvent, AlertRule, Notification, NotificationChannel
 
 RESOLVED_SHOWN = 50
 
@@ -124,3 +125,77 @@ def channel_delete(request: SignedInRequest, team: str, pk: int) -> HttpResponse
         raise Http404("No such channel.")
     messages.success(request, "Deleted the channel.")
     return redirect("monitoring:alerts", found.slug)
+
+
+# --- one rule, one channel ----------------------------------------------------------------------------------
+
+#: Observations of a rule's series checked on its page, and its events listed there.
+RULE_CHECKS_SHOWN = 20
+RULE_EVENTS_SHOWN = 20
+#: A channel's latest notifications shown on its page.
+CHANNEL_NOTIFICATIONS_SHOWN = 20
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def rule_detail(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
+    """A rule: its settings (editors change them here), how it judged its series' latest values (why it
+    fired or not) and its alerts."""
+    membership = get_team_for_member(request.user, team, write=request.method == "POST")
+    rule = get_object_or_404(
+        AlertRule.objects.filter(team=membership.team).select_related("series", "team"), pk=pk
+    )
+    form = RuleEditForm(request.POST or None, rule=rule)
+    if request.method == "POST" and form.is_valid():
+        try:
+            alerts.alert_rule_update(rule=rule, **form.rule_fields())
+        except InputError as error:
+            field = error.field if isinstance(error, alerts.AlertRuleFieldError) else None
+            form.add_error(field if field in form.fields else None, str(error))
+        else:
+            messages.success(request, f"Saved the rule {rule.name}; it was checked on the latest values.")
+            return redirect("monitoring:alert-rule-detail", membership.team.slug, rule.pk)
+    context = {
+        "membership": membership, "team": membership.team, "rule": rule, "form": form,
+        "spec": metric_registry().find(rule.metric), "channels": list(rule.channels.all()),
+        "checks": alerts.rule_recent_checks(rule, last=RULE_CHECKS_SHOWN), "checks_shown": RULE_CHECKS_SHOWN,
+        "events": list(rule.events.select_related("acknowledged_by").order_by("-opened_at")[:RULE_EVENTS_SHOWN]),
+    }  # fmt: skip
+    status = 400 if request.method == "POST" else 200
+    return render(request, "monitoring/alert_rule.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def channel_detail(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
+    """A channel: editors change it (name, kind, target, on or off); everyone sees its latest deliveries."""
+    membership = get_team_for_member(request.user, team, write=request.method == "POST")
+    channel = get_object_or_404(NotificationChannel.objects.filter(team=membership.team), pk=pk)
+    form = ChannelEditForm(request.POST or None, instance=channel)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, f"Saved the channel {channel.name}.")
+        return redirect("monitoring:channel-detail", membership.team.slug, channel.pk)
+    notifications = (
+        Notification.objects.filter(channel=channel).select_related("event__rule").order_by("-pk")
+    )[:CHANNEL_NOTIFICATIONS_SHOWN]
+    context = {
+        "membership": membership, "team": membership.team, "channel": channel, "form": form,
+        "notifications": list(notifications), "rules": list(channel.rules.order_by("name")),
+    }  # fmt: skip
+    status = 400 if request.method == "POST" else 200
+    return render(request, "monitoring/alert_channel.html", context, status=status)
+
+
+@login_required
+@require_POST
+def channel_test(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
+    """Send a test message through the channel now and say what it answered."""
+    membership = get_team_for_member(request.user, team, write=True)
+    channel = get_object_or_404(NotificationChannel.objects.filter(team=membership.team), pk=pk)
+    delivered, answer = channel_test_send(channel, by=request.user.get_username())
+    if delivered:
+        messages.success(request, f"Test message delivered through {channel.name}: {answer}.")
+    else:
+        messages.error(request, f"Test message not delivered through {channel.name}: {answer}")
+    return redirect("monitoring:channel-detail", membership.team.slug, channel.pk)
