@@ -7,11 +7,21 @@ The facade: read files with `evalcore.trec`, then
     result.per_query_array("map")
 
 Measures live in one registry (`MEASURES`); `parse_measure` reads trec_eval and ir-measures names.
+Preference judgments (trec_eval -R prefs / qrels_prefs) go to `evaluate_prefs`; `with_zscores` turns a
+result into trec_eval -Z's z-scores.
 """
 
 from evalcore.retrieval.classification import f1_weighted, topk_accuracy
 from evalcore.retrieval.data import DuplicateRowError, Qrels, Run
-from evalcore.retrieval.evaluation import NoCommonQueriesError, RetrievalResult, evaluate, format_trec
+from evalcore.retrieval.evaluation import (
+    NoCommonQueriesError,
+    RetrievalResult,
+    evaluate,
+    evaluate_prefs,
+    format_trec,
+    restrict_run,
+    with_zscores,
+)
 from evalcore.retrieval.measures import DEFAULT_CUTOFFS, MEASURES, NICKNAMES, Measure
 from evalcore.retrieval.names import (
     OFFICIAL_MEASURES,
@@ -20,6 +30,7 @@ from evalcore.retrieval.names import (
     parse_measure,
     parse_measures,
 )
+from evalcore.retrieval.preferences import PreferenceError, Prefs
 
 __all__ = [
     "DEFAULT_CUTOFFS",
@@ -30,14 +41,19 @@ __all__ = [
     "Measure",
     "MeasureSpec",
     "NoCommonQueriesError",
+    "PreferenceError",
+    "Prefs",
     "Qrels",
     "RetrievalResult",
     "Run",
     "UnknownMeasureError",
     "evaluate",
+    "evaluate_prefs",
     "f1_weighted",
     "format_trec",
     "parse_measure",
     "parse_measures",
+    "restrict_run",
     "topk_accuracy",
+    "with_zscores",
 ]

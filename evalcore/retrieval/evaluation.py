@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -14,8 +14,9 @@ from evalcore.errors import EvalCoreError
 from evalcore.retrieval.average_precision import MIN_GEO_MEAN
 from evalcore.retrieval.data import Qrels, Run
 from evalcore.retrieval.measures import ORDER
-from evalcore.retrieval.names import OFFICIAL_MEASURES, MeasureSpec, parse_measures
-from evalcore.retrieval.ranking import RankingContext, build_context
+from evalcore.retrieval.names import OFFICIAL_MEASURES, MeasureSpec, UnknownMeasureError, parse_measures
+from evalcore.retrieval.preferences import Prefs, build_prefs_context
+from evalcore.retrieval.ranking import RankingContext, _evaluated_queries, _join, _ranks, build_context
 
 
 class NoCommonQueriesError(EvalCoreError, ValueError):
@@ -41,6 +42,8 @@ class RetrievalResult:
     text: dict[str, np.ndarray] = field(default_factory=dict)
     text_specs: tuple[MeasureSpec, ...] = ()
     run_id: str | None = None
+    #: Values are z-scores (trec_eval -Z): printed with a "Z" before the name, every one as a decimal.
+    zscores: bool = False
 
     @cached_property
     def per_query(self) -> dict[str, dict[str, float | str]]:
@@ -105,6 +108,8 @@ def evaluate(
     *,
     rel_level: int = 1,
     complete: bool = False,
+    max_docs: int | None = None,
+    judged_only: bool = False,
 ) -> RetrievalResult:
     """Evaluate `run` against `qrels`, as `trec_eval [-l rel_level] [-c] -m ...` does.
 
@@ -118,10 +123,21 @@ def evaluate(
     {'P@1': 0.0, 'map': 0.5}
     >>> evaluate(qrels, run, ["map"], complete=True).aggregate
     {'map': 0.25}
+
+    `max_docs` keeps each query's first documents only (trec_eval -M); `judged_only` drops the
+    documents the qrels do not judge (with rel >= 0) before ranking (trec_eval -J):
+
+    >>> evaluate(qrels, run, ["P@1", "num_ret"], max_docs=1).aggregate
+    {'P@1': 0.0, 'num_ret': 1.0}
+    >>> evaluate(qrels, Run.from_dict({"q1": {"x": 3.0, "a": 1.0}}), ["P@1"], judged_only=True).aggregate
+    {'P@1': 1.0}
     """
     if isinstance(measures, str):
         measures = [measures]
     specs = parse_measures(list(OFFICIAL_MEASURES if measures is None else measures))
+    _refuse_other_formats(specs, "qrels")
+    if max_docs is not None or judged_only:
+        run = restrict_run(qrels, run, max_docs=max_docs, judged_only=judged_only)
     with small_pages():
         ctx = build_context(qrels, run)
     if ctx.num_queries == 0:
@@ -134,6 +150,101 @@ def evaluate(
     return RetrievalResult(
         ctx.qids, values, aggregate, numeric, ctx.missing_qids, complete, text, text_specs, run.run_id
     )
+
+
+def _refuse_other_formats(specs: Sequence[MeasureSpec], rel_format: str) -> None:
+    generic = {"runid", "num_q"}
+    wrong = [s.key for s in specs if s.measure.rel_format != rel_format and s.measure.name not in generic]
+    if wrong:
+        needs = "-R prefs or -R qrels_prefs" if rel_format == "qrels" else "qrels (-R qrels)"
+        raise UnknownMeasureError(f"{', '.join(wrong)} need {needs}")
+
+
+def restrict_run(qrels: Qrels, run: Run, *, max_docs: int | None = None, judged_only: bool = False) -> Run:
+    """The run as trec_eval evaluates it under -M (each query's first `max_docs` documents in its order)
+    and -J (then only the documents judged with rel >= 0). Only called when either is asked."""
+    keep = np.ones(len(run), dtype=bool)
+    if max_docs is not None:
+        keep &= _ranks(run, np.arange(len(run))) <= max_docs
+    if judged_only:
+        _, run_to_eval, qrels_to_eval = _evaluated_queries(qrels, run)
+        rows, qrels_rows = _join(qrels, run, run_to_eval, qrels_to_eval)
+        judged = np.zeros(len(run), dtype=bool)
+        judged[rows[qrels.rels[qrels_rows] >= 0]] = True
+        keep &= judged
+    if keep.all():
+        return run
+    return replace(run.take(np.flatnonzero(keep)), run_id=run.run_id)
+
+
+def evaluate_prefs(
+    prefs: Prefs, run: Run, measures: Sequence[str] | str | None = None, *, max_docs: int | None = None
+) -> RetrievalResult:
+    """Evaluate `run` against preference judgments, as `trec_eval -R prefs [-M n] -m ...` does.
+
+    `measures` defaults to trec_eval's `prefs` set; the preference measures and runid and num_q apply.
+    Queries of the prefs that the run lacks are skipped, as trec_eval skips them.
+    """
+    if isinstance(measures, str):
+        measures = [measures]
+    specs = parse_measures(list(["prefs"] if measures is None else measures))
+    _refuse_other_formats(specs, "prefs")
+    with small_pages():
+        ctx = build_prefs_context(prefs, run, max_docs=max_docs)
+    if ctx.num_queries == 0:
+        raise NoCommonQueriesError("no query has both results and preference judgments")
+    numeric = tuple(s for s in specs if not s.measure.text)
+    text_specs = tuple(s for s in specs if s.measure.text)
+    values = compute(ctx, numeric, 1)  # type: ignore[arg-type]
+    missing = np.zeros(0, dtype=object)
+    aggregate = {s.key: _reduce(s, values[s.key], missing=0) for s in numeric}
+    return RetrievalResult(ctx.qids, values, aggregate, numeric, missing, False, {}, text_specs, run.run_id)
+
+
+#: trec_eval's value for a measure and query that the z-score file lacks (or has with stddev 0 and
+#: another mean).
+MISSING_ZSCORE = -1000000.0
+
+
+def with_zscores(
+    result: RetrievalResult, table: Mapping[tuple[str, str], tuple[float, float]]
+) -> RetrievalResult:
+    """Each query's values as z-scores against `table` {(qid, measure): (mean, stddev)}, the aggregates
+    recomputed from them, as trec_eval -Z does; num_q stays the number of queries.
+
+    >>> qrels = Qrels.from_dict({"q1": {"a": 1}})
+    >>> result = evaluate(qrels, Run.from_dict({"q1": {"a": 1.0}}), ["P_1", "map"])
+    >>> with_zscores(result, {("q1", "P_1"): (0.5, 0.25)}).aggregate
+    {'P_1': 2.0, 'map': -1000000.0}
+    """
+    qids = [str(q) for q in result.qids.tolist()]
+    values: dict[str, np.ndarray] = {}
+    for spec in result.specs:
+        stats = np.array([table.get((qid, spec.label), (np.nan, np.nan)) for qid in qids], dtype=np.float64)
+        mean, stddev = (stats[:, 0], stats[:, 1]) if len(qids) else (np.zeros(0), np.zeros(0))
+        raw = result.values[spec.key]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(stddev != 0, (raw - mean) / np.where(stddev != 0, stddev, 1.0), 0.0)
+        z = np.where(np.isnan(mean) | ((stddev == 0) & (raw != mean)), MISSING_ZSCORE, z)
+        values[spec.key] = z
+    missing = len(result.missing_qids) if result.complete else 0
+    aggregate = {s.key: _reduce(s, values[s.key], missing=missing) for s in result.specs}
+    return replace(result, values=values, aggregate=aggregate, zscores=True)
+
+
+def _reduce(spec: MeasureSpec, values: np.ndarray, *, missing: int) -> float:
+    """An aggregate from per-query values alone (no qrels at hand): mean, sum, geometric mean, count."""
+    how = spec.measure.aggregate
+    count = len(values) + missing
+    if how == "queries":
+        return float(count)
+    total = _sequential_sum(values)
+    if how in ("sum", "relevant"):
+        return total
+    if how == "gmean":
+        total += missing * math.log(MIN_GEO_MEAN)
+        return math.exp(total / count) if count else 0.0
+    return total / count if count else 0.0
 
 
 def compute(ctx: RankingContext, specs: Sequence[MeasureSpec], rel_level: int) -> dict[str, np.ndarray]:
@@ -157,10 +268,10 @@ def _trec_order(spec: MeasureSpec) -> int:
     return ORDER[spec.measure.name]
 
 
-def _formatted(spec: MeasureSpec, values: np.ndarray) -> list[str]:
+def _formatted(spec: MeasureSpec, values: np.ndarray, zscores: bool = False) -> list[str]:
     if spec.measure.text:
         return [f"'{value}'" for value in values.tolist()]
-    if spec.measure.integer:
+    if spec.measure.integer and not zscores:
         return [str(int(round(value))) for value in values.tolist()]
     return [f"{value:6.4f}" for value in values.tolist()]
 
@@ -173,21 +284,30 @@ def format_trec(result: RetrievalResult, *, per_query: bool = False) -> str:
     for "all", and relstring only per query, as trec_eval does.
     """
     specs = sorted((*result.specs, *result.text_specs), key=_trec_order)
+    z = result.zscores
+
+    def name(spec: MeasureSpec) -> str:
+        # trec_eval -Z prints "Z" before each numeric measure's padded name.
+        return f"Z{spec.label:<22s}" if z and not spec.measure.text else f"{spec.label:<22s}"
+
     lines: list[str] = []
     if per_query:
         columns = [
-            (spec, _formatted(spec, result.text[spec.key] if spec.measure.text else result.values[spec.key]))
+            (
+                spec,
+                _formatted(spec, result.text[spec.key] if spec.measure.text else result.values[spec.key], z),
+            )
             for spec in specs
             if spec.measure.per_query
         ]
         for i, qid in enumerate(result.qids.tolist()):
-            lines.extend(f"{spec.label:<22s}\t{qid}\t{column[i]}" for spec, column in columns)
+            lines.extend(f"{name(spec)}\t{qid}\t{column[i]}" for spec, column in columns)
     for spec in specs:
         if not spec.measure.summary:
             continue
         if spec.measure.text:  # runid
             value = result.run_id or ""
         else:
-            value = _formatted(spec, np.array([result.aggregate[spec.key]]))[0]
-        lines.append(f"{spec.label:<22s}\tall\t{value}")
+            value = _formatted(spec, np.array([result.aggregate[spec.key]]), z)[0]
+        lines.append(f"{name(spec)}\tall\t{value}")
     return "\n".join(lines) + "\n"

@@ -28,11 +28,16 @@ import numpy as np
 from evalcore.metrics import Direction, MetricSpec
 from evalcore.retrieval import average_precision as ap
 from evalcore.retrieval import gain, precision
+from evalcore.retrieval import preferences as prefs
 from evalcore.retrieval.average_precision import MIN_GEO_MEAN
 from evalcore.retrieval.precision import MeasureParam
 from evalcore.retrieval.ranking import RankingContext
 
-Kernel = Callable[[RankingContext, MeasureParam, int], np.ndarray]
+#: A kernel's context is a `RankingContext`, or a `PrefsContext` for the preference measures.
+Kernel = (
+    Callable[[RankingContext, MeasureParam, int], np.ndarray]
+    | Callable[[prefs.PrefsContext, MeasureParam, int], np.ndarray]
+)
 #: How a measure takes parameters: none; cutoffs k (one output each, `P_10`); fractions (one output
 #: each, printed with two decimals, `iprec_at_recall_0.50`); a list of values (one output,
 #: `utility.1,-1,0,0`); or gain overrides (one output, `ndcg.1=3,2=9`).
@@ -69,6 +74,8 @@ class Measure(MetricSpec):
     per_query: bool = True  # trec_eval prints it for each query with -q
     summary: bool = True  # trec_eval prints it for "all"
     defaults: tuple[float, ...] | None = None  # parameters of the bare name, when not the usual ones
+    #: The relevance information it needs: "qrels", or "prefs" (trec_eval -R prefs / qrels_prefs).
+    rel_format: str = "qrels"
 
     @property
     def trec_name(self) -> str:
@@ -125,6 +132,98 @@ def _count(
     return _measure(
         name, label, kernel, doc, direction="neutral", range=(0.0, None), unit=unit, integer=True, **options
     )
+
+
+def _preference(name: str, label: str, kernel: Kernel, doc: str, **options: Any) -> Measure:
+    """A preference measure (trec_eval -R prefs or qrels_prefs); see `evalcore.retrieval.preferences`."""
+    return _measure(
+        name, label, kernel, doc, rel_format="prefs", uses_rel_level=False, trec_eval=True, **options
+    )
+
+
+def _preference_count(name: str, label: str, kernel: Kernel, doc: str) -> Measure:
+    return _count(
+        name, label, kernel, doc, unit="preferences", rel_format="prefs", uses_rel_level=False, trec_eval=True
+    )
+
+
+_PREFS_EXAMPLE = "\n\n>>> example('{name}')\n{value}"
+
+#: trec_eval 9.0.8's preference measures, in its output order (after num_nonrel_judged_ret).
+_PREFERENCE_MEASURES: tuple[Measure, ...] = (
+    _preference_count(
+        "prefs_num_prefs_poss", "Preferences possible", prefs.num_prefs_poss,
+        "The number of preferences A > B of the judgments, summed over JGs and queries."
+        + _PREFS_EXAMPLE.format(name="prefs_num_prefs_poss", value="3.0"),
+    ),
+    _preference_count(
+        "prefs_num_prefs_ful", "Preferences fulfilled", prefs.num_prefs_ful,
+        "Preferences A > B with A ranked above B (B possibly not retrieved)."
+        + _PREFS_EXAMPLE.format(name="prefs_num_prefs_ful", value="2.0"),
+    ),
+    _preference_count(
+        "prefs_num_prefs_ful_ret", "Preferences fulfilled, both retrieved", prefs.num_prefs_ful_ret,
+        "Preferences A > B with both retrieved and A above B."
+        + _PREFS_EXAMPLE.format(name="prefs_num_prefs_ful_ret", value="0.0"),
+    ),
+    _preference(
+        "prefs_simp", "Preferences fulfilled / possible", prefs.simp,
+        "Fulfilled / possible preferences over all JGs; a preference neither of whose documents is\n"
+        "retrieved counts as failed." + _PREFS_EXAMPLE.format(name="prefs_simp", value="0.6667"),
+    ),
+    _preference(
+        "prefs_pair", "Mean share of fulfilled preferences per document pair", prefs.pair,
+        "Mean over document pairs with a preference of the share of their preferences (over JGs) the\n"
+        "ranking fulfils; a pair neither of which is retrieved scores 0."
+        + _PREFS_EXAMPLE.format(name="prefs_pair", value="0.6667"),
+    ),
+    _preference(
+        "prefs_avgjg", "Preferences fulfilled / possible, averaged over JGs", prefs.avgjg,
+        "Fulfilled / possible preferences within each JG, averaged over the JGs."
+        + _PREFS_EXAMPLE.format(name="prefs_avgjg", value="0.6667"),
+    ),
+    _preference(
+        "prefs_avgjg_Rnonrel", "prefs_avgjg with R non-relevant documents", prefs.avgjg_rnonrel,
+        "prefs_avgjg with each JG's non-relevant documents (rel_level 0) cut to its first R or padded\n"
+        "to R, R its relevant documents (akin to bpref)."
+        + _PREFS_EXAMPLE.format(name="prefs_avgjg_Rnonrel", value="0.8"),
+    ),
+    _preference(
+        "prefs_simp_ret", "Preferences fulfilled / possible, both retrieved", prefs.simp_ret,
+        "prefs_simp over the preferences whose two documents are retrieved."
+        + _PREFS_EXAMPLE.format(name="prefs_simp_ret", value="0.0"),
+    ),
+    _preference(
+        "prefs_pair_ret", "prefs_pair over retrieved pairs", prefs.pair_ret,
+        "prefs_pair over the pairs whose two documents are retrieved."
+        + _PREFS_EXAMPLE.format(name="prefs_pair_ret", value="0.0"),
+    ),
+    _preference(
+        "prefs_avgjg_ret", "prefs_avgjg over retrieved pairs", prefs.avgjg_ret,
+        "prefs_avgjg over the preferences whose two documents are retrieved."
+        + _PREFS_EXAMPLE.format(name="prefs_avgjg_ret", value="0.0"),
+    ),
+    _preference(
+        "prefs_avgjg_Rnonrel_ret", "prefs_avgjg_Rnonrel over retrieved pairs", prefs.avgjg_rnonrel_ret,
+        "prefs_avgjg_Rnonrel with R and the non-relevant documents counted among the retrieved."
+        + _PREFS_EXAMPLE.format(name="prefs_avgjg_Rnonrel_ret", value="0.8"),
+    ),
+    _preference(
+        "prefs_simp_imp", "prefs_simp over pairs with a retrieved document", prefs.simp_imp,
+        "prefs_simp ignoring the preferences neither of whose documents is retrieved."
+        + _PREFS_EXAMPLE.format(name="prefs_simp_imp", value="0.6667"),
+    ),
+    _preference(
+        "prefs_pair_imp", "prefs_pair over pairs with a retrieved document", prefs.pair_imp,
+        "prefs_pair ignoring the pairs neither of which is retrieved."
+        + _PREFS_EXAMPLE.format(name="prefs_pair_imp", value="0.6667"),
+    ),
+    _preference(
+        "prefs_avgjg_imp", "prefs_avgjg over pairs with a retrieved document", prefs.avgjg_imp,
+        "prefs_avgjg ignoring the preferences neither of whose documents is retrieved."
+        + _PREFS_EXAMPLE.format(name="prefs_avgjg_imp", value="0.6667"),
+    ),
+)  # fmt: skip
 
 
 def _run_id(ctx: RankingContext, param: MeasureParam, level: int) -> np.ndarray:
@@ -482,6 +581,7 @@ _REGISTRY: tuple[Measure, ...] = (
         ">>> example('num_nonrel_judged_ret')\n1.0",
         trec_eval=True,
     ),
+    *_PREFERENCE_MEASURES,
     # --- not in trec_eval 9.0.8 ------------------------------------------------------------------
     _measure(
         "recip_rank_cut",
@@ -556,16 +656,22 @@ NICKNAMES: dict[str, tuple[str, ...]] = {
         "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
         "recip_rank", "iprec_at_recall", "P",
     ),
-    "all_trec": tuple(m.trec_name for m in _REGISTRY if m.trec_eval),
+    "all_trec": tuple(m.trec_name for m in _REGISTRY if m.trec_eval and m.rel_format == "qrels"),
+    "all_prefs": ("runid", "num_q", *(m.name for m in _PREFERENCE_MEASURES)),
+    "prefs": ("runid", "num_q", *(m.name for m in _PREFERENCE_MEASURES[:6])),
     "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall",
             "set_relative_P", "set_map", "set_F"),
 }  # fmt: skip
 
 
 def example(name: str) -> float | str:
-    """Evaluate one measure on the module's example (for the doctests), rounded to 4 decimals."""
+    """Evaluate one measure on the module's example (for the doctests), rounded to 4 decimals; a
+    preference measure on `prefs_example`'s."""
     from evalcore.retrieval.data import Qrels, Run
     from evalcore.retrieval.evaluation import evaluate
+
+    if name in MEASURES and MEASURES[name].rel_format == "prefs":
+        return prefs_example(name)
 
     qrels = Qrels.from_dict({"q1": {"d1": 2, "d2": 0, "d3": 1, "d5": 3}})
     run = replace(Run.from_dict({"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.7, "d4": 0.6}}), run_id="example")
@@ -575,6 +681,21 @@ def example(name: str) -> float | str:
     if not result.aggregate:  # runid
         return result.run_id or ""
     return round(next(iter(result.aggregate.values())), 4)
+
+
+def prefs_example(name: str) -> float:
+    """One preference measure on a small example, rounded to 4 decimals: one query, one JG ranking
+    d1 > d2 > d3 (levels 2, 1, 0), a run retrieving d2, d1 and d4 (d3 is not retrieved).
+
+    >>> prefs_example("prefs_simp")  # d1 > d3 and d2 > d3 fulfilled, d1 > d2 not
+    0.6667
+    """
+    from evalcore.retrieval.data import Run
+    from evalcore.retrieval.evaluation import evaluate_prefs
+
+    judged = prefs.Prefs.from_rows(["q1"] * 3, ["u"] * 3, ["s"] * 3, ["d1", "d2", "d3"], [2.0, 1.0, 0.0])
+    run = Run.from_dict({"q1": {"d2": 0.9, "d1": 0.8, "d4": 0.7}})
+    return round(next(iter(evaluate_prefs(judged, run, [name]).aggregate.values())), 4)
 
 
 #: The registry's view of the retrieval family (`evalcore.metrics.metric_registry`).

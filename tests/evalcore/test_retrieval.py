@@ -24,10 +24,12 @@ from evalcore.retrieval import (
     MEASURES,
     OFFICIAL_MEASURES,
     NoCommonQueriesError,
+    Prefs,
     Qrels,
     Run,
     UnknownMeasureError,
     evaluate,
+    evaluate_prefs,
     f1_weighted,
     format_trec,
     parse_measure,
@@ -600,8 +602,9 @@ class TestRegistry:
         assert isinstance(measure, MetricSpec) and measure.family == "retrieval"
         assert metric_registry().resolve(name) is measure
         assert measure.definition and "\n" not in measure.definition
+        counted = "preferences" if measure.rel_format == "prefs" else "documents"
         assert measure.unit == (
-            "queries" if name == "num_q" else "documents" if measure.integer else measure.unit
+            "queries" if name == "num_q" else counted if measure.integer else measure.unit
         )
 
     @pytest.mark.parametrize("name", sorted(m for m in MEASURES if not MEASURES[m].text))
@@ -611,8 +614,14 @@ class TestRegistry:
         run = Run.from_dict(
             {"q1": {"a": 1.0, "b": 1.0, "c": 0.5, "d": 0.1}, "q2": {"z": 2.0}, "q3": {"y": 1.0}}
         )
+        prefs = Prefs.from_rows(
+            ["q1", "q1", "q1", "q2", "q3"], ["u"] * 5, ["0"] * 5, ["a", "b", "c", "x", "y"], [2, 0, 1, 1, 0]
+        )
         for spec in parse_measure(name):
-            result = evaluate(qrels, run, [spec.key])
+            if measure.rel_format == "prefs":
+                result = evaluate_prefs(prefs, run, [spec.key])
+            else:
+                result = evaluate(qrels, run, [spec.key])
             assert result.values[spec.key].shape == (3,)
             assert measure.in_range(result.aggregate[spec.key]), spec.key
             if measure.aggregate == "mean":
