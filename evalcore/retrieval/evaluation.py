@@ -156,8 +156,8 @@ def _refuse_other_formats(specs: Sequence[MeasureSpec], rel_format: str) -> None
     generic = {"runid", "num_q"}
     wrong = [s.key for s in specs if s.measure.rel_format != rel_format and s.measure.name not in generic]
     if wrong:
-        needs = "-R prefs or -R qrels_prefs" if rel_format == "qrels" else "qrels (-R qrels)"
-        raise UnknownMeasureError(f"{', '.join(wrong)} need {needs}")
+        needs = "-R prefs or -R qrels_prefs" if rel_format == "qrels" else "-R qrels (a qrels file)"
+        raise UnknownMeasureError(f"{', '.join(wrong)}: only with {needs}")
 
 
 def restrict_run(qrels: Qrels, run: Run, *, max_docs: int | None = None, judged_only: bool = False) -> Run:
