@@ -4,6 +4,7 @@
 |----------------|-----------------------------------|---------------------------------------------|
 | `prefs`        | `qid jg jsg docno rel_level`      | preferences (`evalcore.retrieval.preferences`) |
 | `qrels_prefs`  | `qid iter docno rel`              | preferences: the iter column is the JG, JSG "0" |
+| `qrels_jg`     | `qid jg docno rel`                | qrels per judgment group (`evalcore.retrieval.judgment_groups`) |
 | zscores (`-Z`) | `qid measure mean stddev`         | {(qid, measure): (mean, stddev)}            |
 
 As trec_eval reads them: whitespace-separated fields, rel_level and the numbers as C's atof reads them
@@ -17,8 +18,11 @@ import re
 from pathlib import Path
 
 from evalcore.errors import FormatError
+from evalcore.retrieval.data import DuplicateRowError
+from evalcore.retrieval.judgment_groups import QrelsJG
 from evalcore.retrieval.preferences import Prefs
 
+_ATOL = re.compile(r"^[+-]?[0-9]+")
 _ATOF = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
@@ -69,6 +73,30 @@ def read_prefs(path: str | Path) -> Prefs:
 def read_qrels_prefs(path: str | Path) -> Prefs:
     """A qrels file read as preferences (`-R qrels_prefs`): the iter column is the JG, JSG "0"."""
     return _prefs(path, _rows(path, 4, "qid iter docno rel"), 1, None)
+
+
+def read_qrels_jg(path: str | Path) -> QrelsJG:
+    """A `-R qrels_jg` file: `qid jg docno rel` per line, rel read as C's atol reads it (`1.5` is 1).
+
+    A document judged twice by one JG is refused, naming both lines, as trec_eval refuses it.
+    """
+    rows = _rows(path, 4, "qid jg docno rel")
+    columns: tuple[list[str], list[str], list[str], list[int]] = ([], [], [], [])
+    for number, fields in rows:
+        match = _ATOL.match(fields[3])
+        if not match:
+            raise FormatError(str(path), number, f"relevance {fields[3]!r} is not an integer")
+        columns[0].append(fields[0])
+        columns[1].append(fields[1])
+        columns[2].append(fields[2])
+        columns[3].append(int(match.group()))
+    try:
+        return QrelsJG.from_rows(*columns)
+    except DuplicateRowError as exc:
+        first, second = (rows[i][0] for i in exc.rows)
+        raise FormatError(
+            str(path), second, f"document {exc.docno!r} is judged twice by one judgment group (line {first})"
+        ) from exc
 
 
 def read_zscores(path: str | Path) -> dict[tuple[str, str], tuple[float, float]]:

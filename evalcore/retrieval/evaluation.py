@@ -13,6 +13,7 @@ from evalcore.arrow import small_pages
 from evalcore.errors import EvalCoreError
 from evalcore.retrieval.average_precision import MIN_GEO_MEAN
 from evalcore.retrieval.data import Qrels, Run
+from evalcore.retrieval.judgment_groups import JudgmentGroupContext, QrelsJG, expand_run
 from evalcore.retrieval.measures import ORDER
 from evalcore.retrieval.names import OFFICIAL_MEASURES, MeasureSpec, UnknownMeasureError, parse_measures
 from evalcore.retrieval.preferences import Prefs, build_prefs_context
@@ -156,7 +157,9 @@ def _refuse_other_formats(specs: Sequence[MeasureSpec], rel_format: str) -> None
     generic = {"runid", "num_q"}
     wrong = [s.key for s in specs if s.measure.rel_format != rel_format and s.measure.name not in generic]
     if wrong:
-        needs = "-R prefs or -R qrels_prefs" if rel_format == "qrels" else "-R qrels (a qrels file)"
+        formats = {"qrels": "-R qrels (a qrels file)", "prefs": "-R prefs or -R qrels_prefs",
+                   "qrels_jg": "-R qrels_jg"}  # fmt: skip
+        needs = " or ".join(dict.fromkeys(formats[s.measure.rel_format] for s in specs if s.key in wrong))
         raise UnknownMeasureError(f"{', '.join(wrong)}: only with {needs}")
 
 
@@ -199,6 +202,43 @@ def evaluate_prefs(
     missing = np.zeros(0, dtype=object)
     aggregate = {s.key: _reduce(s, values[s.key], missing=0) for s in numeric}
     return RetrievalResult(ctx.qids, values, aggregate, numeric, missing, False, {}, text_specs, run.run_id)
+
+
+def evaluate_jg(
+    judgments: QrelsJG,
+    run: Run,
+    measures: Sequence[str] | str | None = None,
+    *,
+    rel_level: int = 1,
+    max_docs: int | None = None,
+    judged_only: bool = False,
+) -> RetrievalResult:
+    """Evaluate `run` against several users' qrels, as `trec_eval -R qrels_jg -m ...` does.
+
+    `measures` defaults to trec_eval's `qrels_jg` set (map_avgjg, P_avgjg, Rprec_mult_avgjg): each
+    judgment group is evaluated as its own query on the query's ranking, then averaged over the JGs.
+    """
+    if isinstance(measures, str):
+        measures = [measures]
+    specs = parse_measures(list(["qrels_jg"] if measures is None else measures))
+    _refuse_other_formats(specs, "qrels_jg")
+    expanded = expand_run(judgments, run)
+    if max_docs is not None or judged_only:
+        expanded = restrict_run(judgments.qrels, expanded, max_docs=max_docs, judged_only=judged_only)
+    with small_pages():
+        inner = build_context(judgments.qrels, expanded)
+    if inner.num_queries == 0:
+        raise NoCommonQueriesError("no query has both results and relevance judgments")
+    query_of = np.array([q.split("\x1f", 1)[0] for q in inner.qids.tolist()], dtype=object)
+    qids, group_query = np.unique(query_of, return_inverse=True)
+    ctx = JudgmentGroupContext(inner, group_query.reshape(-1), qids.astype(object), run.run_id)
+    numeric = tuple(s for s in specs if not s.measure.text)
+    text_specs = tuple(s for s in specs if s.measure.text)
+    values = compute(ctx, numeric, rel_level)  # type: ignore[arg-type]
+    aggregate = {s.key: _reduce(s, values[s.key], missing=0) for s in numeric}
+    return RetrievalResult(
+        ctx.qids, values, aggregate, numeric, np.zeros(0, dtype=object), False, {}, text_specs, run.run_id
+    )
 
 
 #: trec_eval's value for a measure and query that the z-score file lacks (or has with stddev 0 and

@@ -28,6 +28,7 @@ import numpy as np
 from evalcore.metrics import Direction, MetricSpec
 from evalcore.retrieval import average_precision as ap
 from evalcore.retrieval import gain, precision
+from evalcore.retrieval import judgment_groups as jg
 from evalcore.retrieval import preferences as prefs
 from evalcore.retrieval.average_precision import MIN_GEO_MEAN
 from evalcore.retrieval.precision import MeasureParam
@@ -74,7 +75,8 @@ class Measure(MetricSpec):
     per_query: bool = True  # trec_eval prints it for each query with -q
     summary: bool = True  # trec_eval prints it for "all"
     defaults: tuple[float, ...] | None = None  # parameters of the bare name, when not the usual ones
-    #: The relevance information it needs: "qrels", or "prefs" (trec_eval -R prefs / qrels_prefs).
+    #: The relevance information it needs: "qrels", "prefs" (trec_eval -R prefs / qrels_prefs) or
+    #: "qrels_jg" (-R qrels_jg).
     rel_format: str = "qrels"
 
     @property
@@ -222,6 +224,39 @@ _PREFERENCE_MEASURES: tuple[Measure, ...] = (
         "prefs_avgjg_imp", "prefs_avgjg over pairs with a retrieved document", prefs.avgjg_imp,
         "prefs_avgjg ignoring the preferences neither of whose documents is retrieved."
         + _PREFS_EXAMPLE.format(name="prefs_avgjg_imp", value="0.6667"),
+    ),
+)  # fmt: skip
+
+
+_JG_EXAMPLE = "\n\n>>> example('{name}')\n{value}"
+
+#: trec_eval 9.0.8's judgment-group measures (-R qrels_jg), then yaap, in its output order.
+_JUDGMENT_GROUP_MEASURES: tuple[Measure, ...] = (
+    _measure(
+        "map_avgjg", "MAP averaged over judgment groups", jg.map_avgjg,
+        "AP of each judgment group's qrels, averaged over the query's JGs (users)."
+        + _JG_EXAMPLE.format(name="map_avgjg", value="0.9167"),
+        rel_format="qrels_jg", trec_eval=True,
+    ),
+    _measure(
+        "P_avgjg", "Precision at k averaged over judgment groups", jg.p_avgjg,
+        "P@k of each judgment group's qrels, averaged over the query's JGs."
+        + _JG_EXAMPLE.format(name="P_avgjg_5", value="0.3"),
+        rel_format="qrels_jg", trec_eval=True, param="cutoff",
+    ),
+    _measure(
+        "Rprec_mult_avgjg", "Precision at x times R averaged over judgment groups", jg.rprec_mult_avgjg,
+        "Rprec_mult of each judgment group's qrels (R its own), averaged over the query's JGs."
+        + _JG_EXAMPLE.format(name="Rprec_mult_avgjg_1.00", value="0.75"),
+        rel_format="qrels_jg", trec_eval=True, param="fraction",
+        defaults=(0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0),
+    ),
+    _measure(
+        "yaap", "Yet another average precision", jg.yaap,
+        "yaap = log((1 + S) / (1 + R - S)), S the sum of precision at the relevant retrieved ranks\n"
+        "(AP times R): Robertson's smoothed AP (ECIR 2012), monotonic with AP on one query.\n\n"
+        ">>> example('yaap')\n0.1335",
+        range=(None, None), trec_eval=True,
     ),
 )  # fmt: skip
 
@@ -582,6 +617,7 @@ _REGISTRY: tuple[Measure, ...] = (
         trec_eval=True,
     ),
     *_PREFERENCE_MEASURES,
+    *_JUDGMENT_GROUP_MEASURES,
     # --- not in trec_eval 9.0.8 ------------------------------------------------------------------
     _measure(
         "recip_rank_cut",
@@ -656,7 +692,11 @@ NICKNAMES: dict[str, tuple[str, ...]] = {
         "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
         "recip_rank", "iprec_at_recall", "P",
     ),
-    "all_trec": tuple(m.trec_name for m in _REGISTRY if m.trec_eval and m.rel_format == "qrels"),
+    # trec_eval 9.0.8 names yaap in no set.
+    "all_trec": tuple(
+        m.trec_name for m in _REGISTRY if m.trec_eval and m.rel_format == "qrels" and m.name != "yaap"
+    ),
+    "qrels_jg": ("runid", "num_q", *(m.name for m in _JUDGMENT_GROUP_MEASURES[:3])),
     "all_prefs": ("runid", "num_q", *(m.name for m in _PREFERENCE_MEASURES)),
     "prefs": ("runid", "num_q", *(m.name for m in _PREFERENCE_MEASURES[:6])),
     "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall",
@@ -669,9 +709,13 @@ def example(name: str) -> float | str:
     preference measure on `prefs_example`'s."""
     from evalcore.retrieval.data import Qrels, Run
     from evalcore.retrieval.evaluation import evaluate
+    from evalcore.retrieval.names import parse_measure
 
-    if name in MEASURES and MEASURES[name].rel_format == "prefs":
+    rel_format = parse_measure(name)[0].measure.rel_format
+    if rel_format == "prefs":
         return prefs_example(name)
+    if rel_format == "qrels_jg":
+        return jg_example(name)
 
     qrels = Qrels.from_dict({"q1": {"d1": 2, "d2": 0, "d3": 1, "d5": 3}})
     run = replace(Run.from_dict({"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.7, "d4": 0.6}}), run_id="example")
@@ -696,6 +740,23 @@ def prefs_example(name: str) -> float:
     judged = prefs.Prefs.from_rows(["q1"] * 3, ["u"] * 3, ["s"] * 3, ["d1", "d2", "d3"], [2.0, 1.0, 0.0])
     run = Run.from_dict({"q1": {"d2": 0.9, "d1": 0.8, "d4": 0.7}})
     return round(next(iter(evaluate_prefs(judged, run, [name]).aggregate.values())), 4)
+
+
+def jg_example(name: str) -> float:
+    """One judgment-group measure on a small example, rounded to 4 decimals: one query judged by two
+    users, u1 finding d1 relevant and u2 d1 and d3; the run ranks d1, d2, d3.
+
+    >>> jg_example("map_avgjg")  # u1: AP 1, u2: (1 + 2/3) / 2
+    0.9167
+    """
+    from evalcore.retrieval.data import Run
+    from evalcore.retrieval.evaluation import evaluate_jg
+
+    judged = jg.QrelsJG.from_rows(
+        ["q1"] * 4, ["u1", "u1", "u2", "u2"], ["d1", "d3", "d1", "d3"], [1, 0, 1, 1]
+    )
+    run = Run.from_dict({"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.7}})
+    return round(next(iter(evaluate_jg(judged, run, [name]).aggregate.values())), 4)
 
 
 #: The registry's view of the retrieval family (`evalcore.metrics.metric_registry`).

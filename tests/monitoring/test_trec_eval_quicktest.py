@@ -9,11 +9,15 @@ import shutil
 from io import StringIO
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from evalcore.errors import FormatError
-from evalcore.retrieval import PreferenceError, Prefs, Run, evaluate_prefs
-from evalcore.trec_prefs import read_prefs, read_qrels_prefs, read_zscores
+from evalcore.retrieval import PreferenceError, Prefs, Qrels, Run, evaluate, evaluate_prefs
+from evalcore.retrieval.evaluation import evaluate_jg
+from evalcore.retrieval.judgment_groups import QrelsJG
+from evalcore.trec import read_qrels, read_run
+from evalcore.trec_prefs import read_prefs, read_qrels_jg, read_qrels_prefs, read_zscores
 from monitoring.common import cli
 from monitoring.management.commands.eval_retrieval import Program
 
@@ -260,3 +264,67 @@ class TestPreferenceFiles:
         assert evaluate_prefs(prefs, reversed_run, ["prefs_num_prefs_ful"]).aggregate == {
             "prefs_num_prefs_ful": 5.0
         }
+
+
+class TestJudgmentGroups:
+    def test_it_averages_each_users_qrels_as_trec_eval_does(self, test_dir: Path) -> None:
+        # Three users from qrels.test: as judged, with every third judgment dropped, and with the
+        # grades of query 302 raised to 2; each user's values come from the plain evaluator.
+        lines = [line.split() for line in (FIXTURES / "qrels.test").read_text().splitlines()]
+        users = {
+            "a": [(q, d, int(r)) for q, _, d, r in lines],
+            "b": [(q, d, int(r)) for i, (q, _, d, r) in enumerate(lines) if i % 3],
+            "c": [(q, d, 2 * int(r) if q == "302" else int(r)) for q, _, d, r in lines],
+        }
+        rows = [(q, user, d, r) for user, judged in users.items() for q, d, r in judged]
+        groups = QrelsJG.from_rows(*(list(c) for c in zip(*rows, strict=True)))
+        run = read_run(FIXTURES / "results.test")
+        names = ["map_avgjg", "P_avgjg.5,100", "Rprec_mult_avgjg.0.5,1.0,2.0"]
+        result = evaluate_jg(groups, run, names, rel_level=1)
+        plain = {
+            user: evaluate(
+                Qrels.from_dict({q: {d: r for qq, d, r in judged if qq == q} for q in ("301", "302", "303")}),
+                run,
+                ["map", "P.5,100", "Rprec_mult.0.5,1.0,2.0"],
+            )
+            for user, judged in users.items()
+        }
+        for key, base in [("map_avgjg", "map"), ("P_avgjg_5", "P_5"), ("P_avgjg_100", "P_100"),
+                          ("Rprec_mult_avgjg_0.50", "Rprec_mult_0.50"), ("Rprec_mult_avgjg_2.00", "Rprec_mult_2.00")]:  # fmt: skip
+            expected_values = np.mean([plain[u].values[base] for u in users], axis=0)
+            np.testing.assert_allclose(result.values[key], expected_values, rtol=1e-12)
+
+    def test_it_computes_yaap_from_ap_and_r(self) -> None:
+        qrels, run = read_qrels(FIXTURES / "qrels.test"), read_run(FIXTURES / "results.test")
+        result = evaluate(qrels, run, ["yaap", "map", "num_rel"])
+        total = result.values["map"] * result.values["num_rel"]
+        expected_values = np.log((1 + total) / (1 + result.values["num_rel"] - total))
+        np.testing.assert_allclose(result.values["yaap"], expected_values, rtol=1e-12)
+        assert "yaap" not in " ".join(trec_eval_all_trec_names())
+
+    def test_it_reads_qrels_jg_through_the_command(self, tmp_path: Path) -> None:
+        groups, run = tmp_path / "qrels.jg", tmp_path / "run"
+        groups.write_text("q1 u1 d1 1\nq1 u1 d3 0\n# a comment\nq1 u2 d1 1\nq1 u2 d3 1\n")
+        run.write_text("q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 0.8 r\nq1 Q0 d3 3 0.7 r\n")
+        out = trec_eval(f"-q -R qrels_jg -m map_avgjg -m P_avgjg.2 {groups} {run}")
+        assert out == [
+            "map_avgjg             \tq1\t0.9167", "P_avgjg_2             \tq1\t0.5000",
+            "map_avgjg             \tall\t0.9167", "P_avgjg_2             \tall\t0.5000",
+        ]  # fmt: skip
+
+    def test_it_names_a_document_judged_twice_by_one_group(self, tmp_path: Path) -> None:
+        path = tmp_path / "qrels.jg"
+        path.write_text("q1 u1 d1 1\nq1 u2 d1 0\nq1 u1 d1 0\n")
+        with pytest.raises(
+            FormatError, match=r"qrels.jg:3: document 'd1' is judged twice by one judgment group \(line 1\)"
+        ):
+            read_qrels_jg(path)
+        path.write_text("q1 u1 d1 high\n")
+        with pytest.raises(FormatError, match=r"qrels.jg:1: relevance 'high' is not an integer"):
+            read_qrels_jg(path)
+
+
+def trec_eval_all_trec_names() -> list[str]:
+    from evalcore.retrieval import NICKNAMES
+
+    return list(NICKNAMES["all_trec"])

@@ -10,7 +10,7 @@ from evalcore.jsonable import json_number
 from evalcore.retrieval import RetrievalResult, evaluate, format_trec
 from monitoring.common import cli
 
-REL_FORMATS = ("qrels", "prefs", "qrels_prefs")
+REL_FORMATS = ("qrels", "prefs", "qrels_prefs", "qrels_jg")
 
 
 class Program(cli.FileCommand):
@@ -58,8 +58,8 @@ class Program(cli.FileCommand):
         )  # fmt: skip
         parser.add_argument(
             "-R", "--Rel_info_format", dest="rel_format", choices=REL_FORMATS, default="qrels",
-            help="the relevance file's format: qrels, prefs (qid jg jsg docno rel_level) or qrels_prefs "
-            "(a qrels file read as preferences) (trec_eval -R)",
+            help="the relevance file's format: qrels, prefs (qid jg jsg docno rel_level), qrels_prefs "
+            "(a qrels file read as preferences) or qrels_jg (qid jg docno rel: qrels per user) (trec_eval -R)",
         )  # fmt: skip
         parser.add_argument(
             "-Z", "--Zscore", dest="zscores", metavar="FILE",
@@ -109,7 +109,9 @@ def _read_judgments(path: str, options: dict[str, Any], reading: dict[str, Any])
         return cli.read_qrels(path, fmt=options["qrels_format"], **reading)
     from evalcore import trec_prefs
 
-    reader = trec_prefs.read_prefs if options["rel_format"] == "prefs" else trec_prefs.read_qrels_prefs
+    readers = {"prefs": trec_prefs.read_prefs, "qrels_prefs": trec_prefs.read_qrels_prefs,
+               "qrels_jg": trec_prefs.read_qrels_jg}  # fmt: skip
+    reader = readers[options["rel_format"]]
     try:
         return reader(cli.require_file(path))
     except (EvalCoreError, UnicodeDecodeError) as exc:
@@ -124,6 +126,19 @@ def _evaluate(judgments: Any, run: Any, options: dict[str, Any]) -> RetrievalRes
             options["measures"] or ["official"],
             rel_level=options["level"],
             complete=options["complete"],
+            max_docs=options.get("max_docs"),
+            judged_only=options.get("judged_only", False),
+        )
+    elif options["rel_format"] == "qrels_jg":
+        if options["complete"]:
+            raise cli.CommandError("-c applies to -R qrels only")
+        from evalcore.retrieval.evaluation import evaluate_jg
+
+        result = evaluate_jg(
+            judgments,
+            run,
+            options["measures"] or ["qrels_jg"],
+            rel_level=options["level"],
             max_docs=options.get("max_docs"),
             judged_only=options.get("judged_only", False),
         )
