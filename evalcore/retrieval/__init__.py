@@ -7,7 +7,8 @@ The facade: read files with `evalcore.trec`, then
     result.per_query_array("map")
 
 Measures live in one registry (`MEASURES`); `parse_measure` reads trec_eval and ir-measures names.
-Preference judgments (trec_eval -R prefs / qrels_prefs) go to `evaluate_prefs`; `with_zscores` turns a
+Preference judgments (trec_eval -R prefs / qrels_prefs) go to `evaluate_prefs`, several users' qrels
+(-R qrels_jg) to `evaluate_jg`; `with_zscores` turns a
 result into trec_eval -Z's z-scores.
 """
 
@@ -17,11 +18,14 @@ from evalcore.retrieval.evaluation import (
     NoCommonQueriesError,
     RetrievalResult,
     evaluate,
+    evaluate_jg,
     evaluate_prefs,
     format_trec,
+    require_rel_format,
     restrict_run,
     with_zscores,
 )
+from evalcore.retrieval.judgment_groups import QrelsJG
 from evalcore.retrieval.measures import DEFAULT_CUTOFFS, MEASURES, NICKNAMES, Measure
 from evalcore.retrieval.names import (
     OFFICIAL_MEASURES,
@@ -44,15 +48,18 @@ __all__ = [
     "PreferenceError",
     "Prefs",
     "Qrels",
+    "QrelsJG",
     "RetrievalResult",
     "Run",
     "UnknownMeasureError",
     "evaluate",
+    "evaluate_jg",
     "evaluate_prefs",
     "f1_weighted",
     "format_trec",
     "parse_measure",
     "parse_measures",
+    "require_rel_format",
     "restrict_run",
     "topk_accuracy",
     "with_zscores",

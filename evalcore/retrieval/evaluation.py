@@ -136,7 +136,7 @@ def evaluate(
     if isinstance(measures, str):
         measures = [measures]
     specs = parse_measures(list(OFFICIAL_MEASURES if measures is None else measures))
-    _refuse_other_formats(specs, "qrels")
+    require_rel_format(specs, "qrels")
     if max_docs is not None or judged_only:
         run = restrict_run(qrels, run, max_docs=max_docs, judged_only=judged_only)
     with small_pages():
@@ -153,7 +153,9 @@ def evaluate(
     )
 
 
-def _refuse_other_formats(specs: Sequence[MeasureSpec], rel_format: str) -> None:
+def require_rel_format(specs: Sequence[MeasureSpec], rel_format: str) -> None:
+    """Refuse the measures that need other relevance information than `rel_format` (runid and num_q
+    need none): a preference measure asked of qrels, map asked of preferences."""
     generic = {"runid", "num_q"}
     wrong = [s.key for s in specs if s.measure.rel_format != rel_format and s.measure.name not in generic]
     if wrong:
@@ -191,7 +193,7 @@ def evaluate_prefs(
     if isinstance(measures, str):
         measures = [measures]
     specs = parse_measures(list(["prefs"] if measures is None else measures))
-    _refuse_other_formats(specs, "prefs")
+    require_rel_format(specs, "prefs")
     with small_pages():
         ctx = build_prefs_context(prefs, run, max_docs=max_docs)
     if ctx.num_queries == 0:
@@ -221,7 +223,7 @@ def evaluate_jg(
     if isinstance(measures, str):
         measures = [measures]
     specs = parse_measures(list(["qrels_jg"] if measures is None else measures))
-    _refuse_other_formats(specs, "qrels_jg")
+    require_rel_format(specs, "qrels_jg")
     expanded = expand_run(judgments, run)
     if max_docs is not None or judged_only:
         expanded = restrict_run(judgments.qrels, expanded, max_docs=max_docs, judged_only=judged_only)
