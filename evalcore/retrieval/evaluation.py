@@ -111,6 +111,7 @@ def evaluate(
     complete: bool = False,
     max_docs: int | None = None,
     judged_only: bool = False,
+    num_docs: int = 0,
 ) -> RetrievalResult:
     """Evaluate `run` against `qrels`, as `trec_eval [-l rel_level] [-c] -m ...` does.
 
@@ -126,12 +127,15 @@ def evaluate(
     {'map': 0.25}
 
     `max_docs` keeps each query's first documents only (trec_eval -M); `judged_only` drops the
-    documents the qrels do not judge (with rel >= 0) before ranking (trec_eval -J):
+    documents the qrels do not judge (with rel >= 0) before ranking (trec_eval -J); `num_docs` is the
+    collection's size (trec_eval -N), which only utility's fourth coefficient uses:
 
     >>> evaluate(qrels, run, ["P@1", "num_ret"], max_docs=1).aggregate
     {'P@1': 0.0, 'num_ret': 1.0}
     >>> evaluate(qrels, Run.from_dict({"q1": {"x": 3.0, "a": 1.0}}), ["P@1"], judged_only=True).aggregate
     {'P@1': 1.0}
+    >>> evaluate(qrels, run, ["utility.0,0,0,1"], num_docs=100).aggregate  # q1: 100 + 1 - 2 - 1
+    {'utility.0,0,0,1': 98.0}
     """
     if isinstance(measures, str):
         measures = [measures]
@@ -143,6 +147,7 @@ def evaluate(
         ctx = build_context(qrels, run)
     if ctx.num_queries == 0:
         raise NoCommonQueriesError("no query has both results and relevance judgments")
+    ctx.num_docs = float(num_docs)
     numeric = tuple(s for s in specs if not s.measure.text)
     text_specs = tuple(s for s in specs if s.measure.text)
     values = compute(ctx, numeric, rel_level)

@@ -191,9 +191,14 @@ class TestOptionSpellings:
         assert [line.split("\t")[2] for line in plain] == ["4", "0.5000", "0.0000"]
         assert [line.split("\t")[2] for line in judged] == ["2", "1.0000", "1.0000"]
 
-    def test_it_reads_n_and_changes_no_value(self, test_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_it_counts_the_collection_of_n_in_utility_only(
+        self, test_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         monkeypatch.chdir(test_dir)
         assert trec_eval("-N1000000 test/qrels.test test/results.test") == expected("out.test")
+        # m_utility.c: d * (N + rel_ret - ret - rel): 301 retrieves 500, 71 of its 474 relevant: 10000 + 71 - 500 - 474.
+        out = trec_eval("-q -N 10000 -m utility.0,0,0,1 test/qrels.test test/results.test")
+        assert out[0] == "utility_0,0,0,1       \t301\t9097.0000"
 
 
 class TestPreferenceFiles:

@@ -54,7 +54,7 @@ class Program(cli.FileCommand):
         )  # fmt: skip
         parser.add_argument(
             "-N", "--Number_docs_in_coll", dest="num_docs", type=int, metavar="NUM",
-            help="number of documents in the collection (trec_eval -N; read, used by no measure here)",
+            help="number of documents in the collection (trec_eval -N), for utility's fourth coefficient",
         )  # fmt: skip
         parser.add_argument(
             "-R", "--Rel_info_format", dest="rel_format", choices=REL_FORMATS, default="qrels",
@@ -128,6 +128,7 @@ def _evaluate(judgments: Any, run: Any, options: dict[str, Any]) -> RetrievalRes
             complete=options["complete"],
             max_docs=options.get("max_docs"),
             judged_only=options.get("judged_only", False),
+            num_docs=options.get("num_docs") or 0,
         )
     elif options["rel_format"] == "qrels_jg":
         if options["complete"]:
