@@ -341,11 +341,11 @@ def _rnonrel(
         r_ret, n_ret = c["rel_ret"], c["nonrel_ret"]
         full_ret = (c["ful_ret"] + r_ret * (r_ret - n_ret)) / (c["poss_ret"] + big_r * (r_ret - n_ret))
     pa, pb, pjg = prefs
-    for g in np.flatnonzero(big_r < big_n):
-        full[g] = _recount(g, partial[g], jg_index, level, r, jg_njr[g], pa, pb, pjg, doc_jg, doc, doc_level,
+    for g in np.flatnonzero(big_r < big_n).tolist():
+        full[g] = _recount(g, bool(partial[g]), jg_index, level, r, int(jg_njr[g]), pa, pb, pjg, doc_jg, doc, doc_level,
                            int(big_r[g]), retrieved_only=False)  # fmt: skip
-    for g in np.flatnonzero(r_ret < n_ret):
-        full_ret[g] = _recount(g, partial[g], jg_index, level, r, jg_njr[g], pa, pb, pjg, doc_jg, doc,
+    for g in np.flatnonzero(r_ret < n_ret).tolist():
+        full_ret[g] = _recount(g, bool(partial[g]), jg_index, level, r, int(jg_njr[g]), pa, pb, pjg, doc_jg, doc,
                                doc_level, int(big_r[g]), retrieved_only=True, keep=int(r_ret[g]))  # fmt: skip
     return full, full_ret
 
@@ -451,7 +451,10 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 def _sum(ctx: PrefsContext, *names: str) -> np.ndarray:
-    return ctx.per_query(sum(ctx.counts[n] for n in names).astype(np.float64))
+    total = np.zeros(len(ctx.jg_query), dtype=np.float64)
+    for name in names:
+        total += ctx.counts[name]
+    return ctx.per_query(total)
 
 
 def num_prefs_poss(ctx: PrefsContext, param: object, level: int) -> np.ndarray:

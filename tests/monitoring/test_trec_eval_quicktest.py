@@ -50,26 +50,27 @@ def test_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # prefs.results.test: results.test's ranking of 301 under each of prefs.test's 24 query ids.
     qids = sorted({line.split()[0] for line in (FIXTURES / "prefs.test").read_text().splitlines()})
     (folder / "prefs.results.test").write_text("".join(q + r[3:] for q in qids for r in of_query["301"]))
-    # qrels.rel_level, query 302 only: its relevant documents graded 3.
+    # qrels.123: qrels.comments.123 without its comment lines; qrels.rel_level: its judgment group 0.
+    judged = (FIXTURES / "qrels.comments.123").read_text().splitlines(keepends=True)
+    (folder / "qrels.123").write_text("".join(line for line in judged if not line.startswith("#")))
     (folder / "qrels.rel_level").write_text(
-        "".join(
-            " ".join([*f[:3], "3" if f[3] == "1" else f[3]]) + "\n"
-            for f in (line.split() for line in (FIXTURES / "qrels.test").read_text().splitlines())
-            if f[0] == "302"
-        )
+        "".join(line for line in judged if not line.startswith("#") and line.split()[1] == "0")
     )
     return root
 
 
-# Each line of trec_eval 9.0.8's `make quicktest`, with `./trec_eval` read as `manage.py eval_retrieval`.
+# Each line of trec_eval 9.0.8's `make quicktest`, with `./trec_eval` read as `manage.py eval_retrieval`
+# (out.test.aqZ, from a later trec_eval, has its own test below).
 QUICKTEST = [
     ("test/qrels.test test/results.test", "out.test"),
     ("-m all_trec test/qrels.test test/results.test", "out.test.a"),
     ("-m all_trec -q test/qrels.test test/results.test", "out.test.aq"),
     ("-m all_trec -q -c test/qrels.test test/results.trunc", "out.test.aqc"),
     ("-m all_trec -q -c -M100 test/qrels.test test/results.trunc", "out.test.aqcM"),
+    ("-m all_trec -mrelstring.20 -q -l2 test/qrels.rel_level test/results.test", "out.test.aql"),
     ("-m all_prefs -q -R prefs test/prefs.test test/prefs.results.test", "out.test.prefs"),
     ("-m all_prefs -q -R qrels_prefs test/qrels.test test/results.test", "out.test.qrels_prefs"),
+    ("-m qrels_jg -q -R qrels_jg  test/qrels.123 test/results.test", "out.test.qrels_jg"),
     (
         "-q -miprec_at_recall..10,.20,.25,.75,.50 -m P.5,7,3 -m recall.20,2000 -m Rprec_mult.5.0,0.2,0.35 "
         "-mutility.2,-1,0,0 -m 11pt_avg..25,.5,.75 -mndcg.1=3,2=9,4=4.5 -mndcg_cut.10,20,23.4 "
@@ -86,13 +87,6 @@ class TestQuicktest:
     ) -> None:
         monkeypatch.chdir(test_dir)
         assert trec_eval(argv) == expected(name)
-
-    def test_it_prints_query_302_of_out_test_aql(
-        self, test_dir: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.chdir(test_dir)
-        out = trec_eval("-m all_trec -mrelstring.20 -q -l2 test/qrels.rel_level test/results.test")
-        assert [line for line in out if "\t302\t" in line] == expected("out.test.aql.302")
 
     def test_it_prints_out_test_aqz(self, test_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         # out.test.aqZ comes from a trec_eval later than 9.0.8 (the one its zscores_file was made with):
@@ -122,6 +116,13 @@ class TestQuicktest:
         commented = trec_eval("-m all_prefs -q -R prefs test/prefs.comment.test test/prefs.results.test")
         assert commented == expected("out.test.prefs")
 
+    def test_it_reads_qrels_jg_with_comments_as_the_plain_file(
+        self, test_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.chdir(test_dir)
+        commented = trec_eval("-m qrels_jg -q -R qrels_jg test/qrels.comments.123 test/results.test")
+        assert commented == expected("out.test.qrels_jg")
+
     def test_it_keeps_prefs_comment_test_verbatim(self) -> None:
         text = (FIXTURES / "prefs.comment.test").read_text()
         assert len(text) == 6_960
@@ -131,7 +132,8 @@ class TestQuicktest:
     @pytest.mark.parametrize(
         ("name", "length"),
         [("out.test.prefs", 13_359), ("out.test.qrels_prefs", 1_963), ("out.test.aqcM", 9_355),
-         ("out.test.aqZ", 13_830), ("zscores_file", 8_527)],
+         ("out.test.aqZ", 13_830), ("zscores_file", 8_527), ("qrels.comments.123", 212_215),
+         ("out.test.qrels_jg", 2_785), ("out.test.aql", 12_477)],
     )  # fmt: skip
     def test_it_keeps_the_expected_files_at_their_original_length(self, name: str, length: int) -> None:
         assert len((FIXTURES / name).read_text()) == length
