@@ -38,6 +38,7 @@ from evalcore.retrieval.ranking import RankingContext
 Kernel = (
     Callable[[RankingContext, MeasureParam, int], np.ndarray]
     | Callable[[prefs.PrefsContext, MeasureParam, int], np.ndarray]
+    | Callable[[jg.JudgmentGroupContext, MeasureParam, int], np.ndarray]
 )
 #: How a measure takes parameters: none; cutoffs k (one output each, `P_10`); fractions (one output
 #: each, printed with two decimals, `iprec_at_recall_0.50`); a list of values (one output,
