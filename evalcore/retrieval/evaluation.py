@@ -323,8 +323,10 @@ def _formatted(spec: MeasureSpec, values: np.ndarray, zscores: bool = False) -> 
     return [f"{value:6.4f}" for value in values.tolist()]
 
 
-def format_trec(result: RetrievalResult, *, per_query: bool = False) -> str:
+def format_trec(result: RetrievalResult, *, per_query: bool = False, summary: bool = True) -> str:
     """trec_eval's text output: `measure<TAB>qid|all<TAB>value`, with the measure padded to 22.
+
+    `summary=False` leaves out the `all` lines (trec_eval -n).
 
     Lines follow trec_eval's order of measures, whatever order they were asked in. With `per_query`
     (trec_eval -q) each query's lines come first; runid, num_q, gm_map and gm_bpref are printed only
@@ -350,11 +352,11 @@ def format_trec(result: RetrievalResult, *, per_query: bool = False) -> str:
         for i, qid in enumerate(result.qids.tolist()):
             lines.extend(f"{name(spec)}\t{qid}\t{column[i]}" for spec, column in columns)
     for spec in specs:
-        if not spec.measure.summary:
+        if not (summary and spec.measure.summary):
             continue
         if spec.measure.text:  # runid
             value = result.run_id or ""
         else:
             value = _formatted(spec, np.array([result.aggregate[spec.key]]), z)[0]
         lines.append(f"{name(spec)}\tall\t{value}")
-    return "\n".join(lines) + "\n"
+    return "".join(line + "\n" for line in lines)

@@ -146,8 +146,10 @@ class TestOptionSpellings:
             ["-M100", "-M 100", "--Max_retrieved_per_topic 100", "--Max_retrieved_per_topic=100"],
             ["-l2", "-l 2", "--level 2"],
             ["-mP.5,10", "-m P.5,10", "--measure P.5,10", "-m P_5 -m P_10"],
-            ["-q", "--per-query"],
-            ["-c", "--complete"],
+            ["-q", "--per-query", "--query_eval_wanted"],
+            ["-c", "--complete", "--complete_rel_info_wanted"],
+            ["-l2", "--level_for_rel 2", "--level_for_rel=2"],
+            ["-T trec_results", "--Results_format trec_results", "-D 0", "--Debug_level 0", ""],
         ],
     )
     def test_it_reads_every_spelling_of_an_option_alike(
@@ -157,6 +159,12 @@ class TestOptionSpellings:
         measures = "" if spellings[0].startswith("-m") else "-m P.5,10 -m num_ret "
         outputs = [trec_eval(f"{measures}{s} test/qrels.test test/results.trunc") for s in spellings]
         assert all(out == outputs[0] for out in outputs) and outputs[0]
+
+    def test_it_leaves_out_the_summary_with_n(self, test_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.chdir(test_dir)
+        per_query = trec_eval("-q -n -m all_trec test/qrels.test test/results.test")
+        assert per_query == [line for line in expected("out.test.aq") if "\tall\t" not in line]
+        assert trec_eval("-n --nosummary -m map test/qrels.test test/results.test") == []
 
     def test_it_takes_the_files_as_options_too(self, test_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.chdir(test_dir)

@@ -44,6 +44,28 @@ class Program(cli.FileCommand):
             "-q", "--per-query", action="store_true", help="also print each query's values (trec_eval -q)"
         )
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+        # trec_eval's long names of -q, -c and -l, and its -n, -T and -D.
+        parser.add_argument(
+            "--query_eval_wanted", dest="per_query", action="store_true", help=argparse.SUPPRESS
+        )
+        parser.add_argument(
+            "--complete_rel_info_wanted", dest="complete", action="store_true", help=argparse.SUPPRESS
+        )
+        parser.add_argument("--level_for_rel", dest="level", type=int, help=argparse.SUPPRESS)
+        parser.add_argument(
+            "-n",
+            "--nosummary",
+            action="store_true",
+            help="leave out the summary (`all`) lines (trec_eval -n)",
+        )
+        parser.add_argument(
+            "-T", "--Results_format", dest="results_format", choices=("trec_results",), default="trec_results",
+            help="the run's format: trec_results, the only one trec_eval 9.0.8 has (trec_eval -T)",
+        )  # fmt: skip
+        parser.add_argument(
+            "-D", "--Debug_level", dest="debug_level", metavar="LEVEL",
+            help="trec_eval's debug level: read and ignored (no debug output here)",
+        )  # fmt: skip
         parser.add_argument(
             "-M", "--Max_retrieved_per_topic", dest="max_docs", type=int, metavar="NUM",
             help="evaluate only each query's first NUM documents (trec_eval -M)",
@@ -85,7 +107,8 @@ class Program(cli.FileCommand):
         if options["json"]:
             self.stdout.write(cli.dump_json(as_json(result, per_query=options["per_query"])))
         else:
-            self.stdout.write(format_trec(result, per_query=options["per_query"]), ending="")
+            text = format_trec(result, per_query=options["per_query"], summary=not options.get("nosummary"))
+            self.stdout.write(text, ending="")
 
 
 def _paths(options: dict[str, Any]) -> tuple[str, str]:
