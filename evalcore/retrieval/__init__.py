@@ -12,6 +12,9 @@ Preference judgments (trec_eval -R prefs / qrels_prefs) go to `evaluate_prefs`, 
 result into trec_eval -Z's z-scores.
 """
 
+from importlib import import_module
+from typing import Any
+
 from evalcore.retrieval.classification import f1_weighted, topk_accuracy
 from evalcore.retrieval.data import DuplicateRowError, Qrels, Run
 from evalcore.retrieval.evaluation import (
@@ -25,7 +28,6 @@ from evalcore.retrieval.evaluation import (
     restrict_run,
     with_zscores,
 )
-from evalcore.retrieval.judgment_groups import QrelsJG
 from evalcore.retrieval.measures import DEFAULT_CUTOFFS, MEASURES, NICKNAMES, Measure
 from evalcore.retrieval.names import (
     OFFICIAL_MEASURES,
@@ -34,7 +36,6 @@ from evalcore.retrieval.names import (
     parse_measure,
     parse_measures,
 )
-from evalcore.retrieval.preferences import PreferenceError, Prefs
 
 __all__ = [
     "DEFAULT_CUTOFFS",
@@ -64,3 +65,12 @@ __all__ = [
     "topk_accuracy",
     "with_zscores",
 ]
+
+#: Loaded on first use (`evalcore.retrieval.Prefs`): evaluating qrels never imports these modules.
+_LAZY = {"Prefs": "preferences", "PreferenceError": "preferences", "QrelsJG": "judgment_groups"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(f"evalcore.retrieval.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

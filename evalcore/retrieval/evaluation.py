@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,11 +14,13 @@ from evalcore.arrow import small_pages
 from evalcore.errors import EvalCoreError
 from evalcore.retrieval.average_precision import MIN_GEO_MEAN
 from evalcore.retrieval.data import Qrels, Run
-from evalcore.retrieval.judgment_groups import JudgmentGroupContext, QrelsJG, expand_run
 from evalcore.retrieval.measures import ORDER
 from evalcore.retrieval.names import OFFICIAL_MEASURES, MeasureSpec, UnknownMeasureError, parse_measures
-from evalcore.retrieval.preferences import Prefs, build_prefs_context
 from evalcore.retrieval.ranking import RankingContext, _evaluated_queries, _join, _ranks, build_context
+
+if TYPE_CHECKING:  # imported where used: evaluating qrels never loads them
+    from evalcore.retrieval.judgment_groups import QrelsJG
+    from evalcore.retrieval.preferences import Prefs
 
 
 class NoCommonQueriesError(EvalCoreError, ValueError):
@@ -195,6 +198,8 @@ def evaluate_prefs(
     `measures` defaults to trec_eval's `prefs` set; the preference measures and runid and num_q apply.
     Queries of the prefs that the run lacks are skipped, as trec_eval skips them.
     """
+    from evalcore.retrieval.preferences import build_prefs_context
+
     if isinstance(measures, str):
         measures = [measures]
     specs = parse_measures(list(["prefs"] if measures is None else measures))
@@ -225,6 +230,8 @@ def evaluate_jg(
     `measures` defaults to trec_eval's `qrels_jg` set (map_avgjg, P_avgjg, Rprec_mult_avgjg): each
     judgment group is evaluated as its own query on the query's ranking, then averaged over the JGs.
     """
+    from evalcore.retrieval.judgment_groups import JudgmentGroupContext, expand_run
+
     if isinstance(measures, str):
         measures = [measures]
     specs = parse_measures(list(["qrels_jg"] if measures is None else measures))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from importlib import import_module
 from typing import Any, Literal
 
 import numpy as np
@@ -28,18 +29,11 @@ import numpy as np
 from evalcore.metrics import Direction, MetricSpec
 from evalcore.retrieval import average_precision as ap
 from evalcore.retrieval import gain, precision
-from evalcore.retrieval import judgment_groups as jg
-from evalcore.retrieval import preferences as prefs
 from evalcore.retrieval.average_precision import MIN_GEO_MEAN
 from evalcore.retrieval.precision import MeasureParam
 from evalcore.retrieval.ranking import RankingContext
 
-#: A kernel's context is a `RankingContext`, or a `PrefsContext` for the preference measures.
-Kernel = (
-    Callable[[RankingContext, MeasureParam, int], np.ndarray]
-    | Callable[[prefs.PrefsContext, MeasureParam, int], np.ndarray]
-    | Callable[[jg.JudgmentGroupContext, MeasureParam, int], np.ndarray]
-)
+Kernel = Callable[[RankingContext, MeasureParam, int], np.ndarray]
 #: How a measure takes parameters: none; cutoffs k (one output each, `P_10`); fractions (one output
 #: each, printed with two decimals, `iprec_at_recall_0.50`); a list of values (one output,
 #: `utility.1,-1,0,0`); or gain overrides (one output, `ndcg.1=3,2=9`).
@@ -137,6 +131,19 @@ def _count(
     )
 
 
+def _lazy(module: str, name: str) -> Kernel:
+    """The kernel `name` of `evalcore.retrieval.<module>`, imported on first use: the preference and
+    judgment-group kernels take their own context (`PrefsContext`, `JudgmentGroupContext`), and
+    evaluating qrels never loads their modules."""
+
+    def kernel(ctx: Any, param: MeasureParam, level: int) -> np.ndarray:
+        result: np.ndarray = getattr(import_module(f"evalcore.retrieval.{module}"), name)(ctx, param, level)
+        return result
+
+    kernel.__name__ = kernel.__qualname__ = name
+    return kernel
+
+
 def _preference(name: str, label: str, kernel: Kernel, doc: str, **options: Any) -> Measure:
     """A preference measure (trec_eval -R prefs or qrels_prefs); see `evalcore.retrieval.preferences`."""
     return _measure(
@@ -155,74 +162,74 @@ _PREFS_EXAMPLE = "\n\n>>> example('{name}')\n{value}"
 #: trec_eval 9.0.8's preference measures, in its output order (after num_nonrel_judged_ret).
 _PREFERENCE_MEASURES: tuple[Measure, ...] = (
     _preference_count(
-        "prefs_num_prefs_poss", "Preferences possible", prefs.num_prefs_poss,
+        "prefs_num_prefs_poss", "Preferences possible", _lazy("preferences", "num_prefs_poss"),
         "The number of preferences A > B of the judgments, summed over JGs and queries."
         + _PREFS_EXAMPLE.format(name="prefs_num_prefs_poss", value="3.0"),
     ),
     _preference_count(
-        "prefs_num_prefs_ful", "Preferences fulfilled", prefs.num_prefs_ful,
+        "prefs_num_prefs_ful", "Preferences fulfilled", _lazy("preferences", "num_prefs_ful"),
         "Preferences A > B with A ranked above B (B possibly not retrieved)."
         + _PREFS_EXAMPLE.format(name="prefs_num_prefs_ful", value="2.0"),
     ),
     _preference_count(
-        "prefs_num_prefs_ful_ret", "Preferences fulfilled, both retrieved", prefs.num_prefs_ful_ret,
+        "prefs_num_prefs_ful_ret", "Preferences fulfilled, both retrieved", _lazy("preferences", "num_prefs_ful_ret"),
         "Preferences A > B with both retrieved and A above B."
         + _PREFS_EXAMPLE.format(name="prefs_num_prefs_ful_ret", value="0.0"),
     ),
     _preference(
-        "prefs_simp", "Preferences fulfilled / possible", prefs.simp,
+        "prefs_simp", "Preferences fulfilled / possible", _lazy("preferences", "simp"),
         "Fulfilled / possible preferences over all JGs; a preference neither of whose documents is\n"
         "retrieved counts as failed." + _PREFS_EXAMPLE.format(name="prefs_simp", value="0.6667"),
     ),
     _preference(
-        "prefs_pair", "Mean share of fulfilled preferences per document pair", prefs.pair,
+        "prefs_pair", "Mean share of fulfilled preferences per document pair", _lazy("preferences", "pair"),
         "Mean over document pairs with a preference of the share of their preferences (over JGs) the\n"
         "ranking fulfils; a pair neither of which is retrieved scores 0."
         + _PREFS_EXAMPLE.format(name="prefs_pair", value="0.6667"),
     ),
     _preference(
-        "prefs_avgjg", "Preferences fulfilled / possible, averaged over JGs", prefs.avgjg,
+        "prefs_avgjg", "Preferences fulfilled / possible, averaged over JGs", _lazy("preferences", "avgjg"),
         "Fulfilled / possible preferences within each JG, averaged over the JGs."
         + _PREFS_EXAMPLE.format(name="prefs_avgjg", value="0.6667"),
     ),
     _preference(
-        "prefs_avgjg_Rnonrel", "prefs_avgjg with R non-relevant documents", prefs.avgjg_rnonrel,
+        "prefs_avgjg_Rnonrel", "prefs_avgjg with R non-relevant documents", _lazy("preferences", "avgjg_rnonrel"),
         "prefs_avgjg with each JG's non-relevant documents (rel_level 0) cut to its first R or padded\n"
         "to R, R its relevant documents (akin to bpref)."
         + _PREFS_EXAMPLE.format(name="prefs_avgjg_Rnonrel", value="0.8"),
     ),
     _preference(
-        "prefs_simp_ret", "Preferences fulfilled / possible, both retrieved", prefs.simp_ret,
+        "prefs_simp_ret", "Preferences fulfilled / possible, both retrieved", _lazy("preferences", "simp_ret"),
         "prefs_simp over the preferences whose two documents are retrieved."
         + _PREFS_EXAMPLE.format(name="prefs_simp_ret", value="0.0"),
     ),
     _preference(
-        "prefs_pair_ret", "prefs_pair over retrieved pairs", prefs.pair_ret,
+        "prefs_pair_ret", "prefs_pair over retrieved pairs", _lazy("preferences", "pair_ret"),
         "prefs_pair over the pairs whose two documents are retrieved."
         + _PREFS_EXAMPLE.format(name="prefs_pair_ret", value="0.0"),
     ),
     _preference(
-        "prefs_avgjg_ret", "prefs_avgjg over retrieved pairs", prefs.avgjg_ret,
+        "prefs_avgjg_ret", "prefs_avgjg over retrieved pairs", _lazy("preferences", "avgjg_ret"),
         "prefs_avgjg over the preferences whose two documents are retrieved."
         + _PREFS_EXAMPLE.format(name="prefs_avgjg_ret", value="0.0"),
     ),
     _preference(
-        "prefs_avgjg_Rnonrel_ret", "prefs_avgjg_Rnonrel over retrieved pairs", prefs.avgjg_rnonrel_ret,
+        "prefs_avgjg_Rnonrel_ret", "prefs_avgjg_Rnonrel over retrieved pairs", _lazy("preferences", "avgjg_rnonrel_ret"),
         "prefs_avgjg_Rnonrel with R and the non-relevant documents counted among the retrieved."
         + _PREFS_EXAMPLE.format(name="prefs_avgjg_Rnonrel_ret", value="0.8"),
     ),
     _preference(
-        "prefs_simp_imp", "prefs_simp over pairs with a retrieved document", prefs.simp_imp,
+        "prefs_simp_imp", "prefs_simp over pairs with a retrieved document", _lazy("preferences", "simp_imp"),
         "prefs_simp ignoring the preferences neither of whose documents is retrieved."
         + _PREFS_EXAMPLE.format(name="prefs_simp_imp", value="0.6667"),
     ),
     _preference(
-        "prefs_pair_imp", "prefs_pair over pairs with a retrieved document", prefs.pair_imp,
+        "prefs_pair_imp", "prefs_pair over pairs with a retrieved document", _lazy("preferences", "pair_imp"),
         "prefs_pair ignoring the pairs neither of which is retrieved."
         + _PREFS_EXAMPLE.format(name="prefs_pair_imp", value="0.6667"),
     ),
     _preference(
-        "prefs_avgjg_imp", "prefs_avgjg over pairs with a retrieved document", prefs.avgjg_imp,
+        "prefs_avgjg_imp", "prefs_avgjg over pairs with a retrieved document", _lazy("preferences", "avgjg_imp"),
         "prefs_avgjg ignoring the preferences neither of whose documents is retrieved."
         + _PREFS_EXAMPLE.format(name="prefs_avgjg_imp", value="0.6667"),
     ),
@@ -234,26 +241,26 @@ _JG_EXAMPLE = "\n\n>>> example('{name}')\n{value}"
 #: trec_eval 9.0.8's judgment-group measures (-R qrels_jg), then yaap, in its output order.
 _JUDGMENT_GROUP_MEASURES: tuple[Measure, ...] = (
     _measure(
-        "map_avgjg", "MAP averaged over judgment groups", jg.map_avgjg,
+        "map_avgjg", "MAP averaged over judgment groups", _lazy("judgment_groups", "map_avgjg"),
         "AP of each judgment group's qrels, averaged over the query's JGs (users)."
         + _JG_EXAMPLE.format(name="map_avgjg", value="0.9167"),
         rel_format="qrels_jg", trec_eval=True,
     ),
     _measure(
-        "P_avgjg", "Precision at k averaged over judgment groups", jg.p_avgjg,
+        "P_avgjg", "Precision at k averaged over judgment groups", _lazy("judgment_groups", "p_avgjg"),
         "P@k of each judgment group's qrels, averaged over the query's JGs."
         + _JG_EXAMPLE.format(name="P_avgjg_5", value="0.3"),
         rel_format="qrels_jg", trec_eval=True, param="cutoff",
     ),
     _measure(
-        "Rprec_mult_avgjg", "Precision at x times R averaged over judgment groups", jg.rprec_mult_avgjg,
+        "Rprec_mult_avgjg", "Precision at x times R averaged over judgment groups", _lazy("judgment_groups", "rprec_mult_avgjg"),
         "Rprec_mult of each judgment group's qrels (R its own), averaged over the query's JGs."
         + _JG_EXAMPLE.format(name="Rprec_mult_avgjg_1.00", value="0.75"),
         rel_format="qrels_jg", trec_eval=True, param="fraction",
         defaults=(0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0),
     ),
     _measure(
-        "yaap", "Yet another average precision", jg.yaap,
+        "yaap", "Yet another average precision", _lazy("judgment_groups", "yaap"),
         "yaap = log((1 + S) / (1 + R - S)), S the sum of precision at the relevant retrieved ranks\n"
         "(AP times R): Robertson's smoothed AP (ECIR 2012), monotonic with AP on one query.\n\n"
         ">>> example('yaap')\n0.1335",
@@ -737,8 +744,9 @@ def prefs_example(name: str) -> float:
     """
     from evalcore.retrieval.data import Run
     from evalcore.retrieval.evaluation import evaluate_prefs
+    from evalcore.retrieval.preferences import Prefs
 
-    judged = prefs.Prefs.from_rows(["q1"] * 3, ["u"] * 3, ["s"] * 3, ["d1", "d2", "d3"], [2.0, 1.0, 0.0])
+    judged = Prefs.from_rows(["q1"] * 3, ["u"] * 3, ["s"] * 3, ["d1", "d2", "d3"], [2.0, 1.0, 0.0])
     run = Run.from_dict({"q1": {"d2": 0.9, "d1": 0.8, "d4": 0.7}})
     return round(next(iter(evaluate_prefs(judged, run, [name]).aggregate.values())), 4)
 
@@ -752,10 +760,9 @@ def jg_example(name: str) -> float:
     """
     from evalcore.retrieval.data import Run
     from evalcore.retrieval.evaluation import evaluate_jg
+    from evalcore.retrieval.judgment_groups import QrelsJG
 
-    judged = jg.QrelsJG.from_rows(
-        ["q1"] * 4, ["u1", "u1", "u2", "u2"], ["d1", "d3", "d1", "d3"], [1, 0, 1, 1]
-    )
+    judged = QrelsJG.from_rows(["q1"] * 4, ["u1", "u1", "u2", "u2"], ["d1", "d3", "d1", "d3"], [1, 0, 1, 1])
     run = Run.from_dict({"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.7}})
     return round(next(iter(evaluate_jg(judged, run, [name]).aggregate.values())), 4)
 
