@@ -4,6 +4,7 @@ errors. The files and their provenance are in tests/fixtures/trec_eval/README.md
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 from io import StringIO
@@ -108,6 +109,19 @@ class TestQuicktest:
         assert float(differ[0][0].split("\t")[2]) == pytest.approx((0.7419 - mean) / stddev, abs=2e-3)
         mean, stddev = table[("302", "11pt_avg")]
         assert float(differ[1][0].split("\t")[2]) == pytest.approx((0.4360 - mean) / stddev, abs=2e-3)
+
+    def test_it_keeps_z_scores_of_counts_decimal_in_json(
+        self, test_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.chdir(test_dir)
+        out = json.loads(
+            "".join(trec_eval("-q --json -m num_ret -Z test/zscores_file test/qrels.test test/results.test"))
+        )
+        # 301 retrieves 500 against a mean of 967.0 and a stddev of 169.1719.
+        assert out["per_query"]["301"]["num_ret"] == pytest.approx((500 - 967.0) / 169.1719)
+        assert out["aggregate"]["num_ret"] == pytest.approx(
+            sum(v["num_ret"] for v in out["per_query"].values())
+        )
 
     def test_it_reads_prefs_with_comments_as_the_plain_file(
         self, test_dir: Path, monkeypatch: pytest.MonkeyPatch

@@ -198,7 +198,8 @@ def as_json(result: RetrievalResult, *, per_query: bool) -> dict[str, object]:
     runid's aggregate is the run's name; relstring, which trec_eval prints per query only, appears
     only under per_query.
     """
-    integer = {spec.key for spec in result.specs if spec.measure.integer}
+    # Counts are integers, except as z-scores (-Z).
+    integer = set() if result.zscores else {spec.key for spec in result.specs if spec.measure.integer}
     aggregate: dict[str, object] = {
         spec.key: result.run_id for spec in result.text_specs if spec.measure.summary
     }
