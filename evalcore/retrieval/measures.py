@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from importlib import import_module
 from typing import Any, Literal
 
 import numpy as np
@@ -69,11 +70,17 @@ class Measure(MetricSpec):
     per_query: bool = True  # trec_eval prints it for each query with -q
     summary: bool = True  # trec_eval prints it for "all"
     defaults: tuple[float, ...] | None = None  # parameters of the bare name, when not the usual ones
+<<<<<<< HEAD
     #: ir-measures' keyword parameters (`RBP(p=0.9)`, `SDCG(max_rel=3)@10`, `@k` being `cutoff`), in
     #: the order of the parameter tuple, their defaults in `defaults` (NaN: the name must give it).
     options: tuple[str, ...] = ()
     #: A name that evaluates it, for the registry-wide tests, when the bare name needs parameters.
     example_name: str = ""
+=======
+    #: The relevance information it needs: "qrels", "prefs" (trec_eval -R prefs / qrels_prefs) or
+    #: "qrels_jg" (-R qrels_jg).
+    rel_format: str = "qrels"
+>>>>>>> trecprefs
 
     @property
     def trec_name(self) -> str:
@@ -133,6 +140,144 @@ def _count(
     return _measure(
         name, label, kernel, doc, direction="neutral", range=(0.0, None), unit=unit, integer=True, **options
     )
+
+
+def _lazy(module: str, name: str) -> Kernel:
+    """The kernel `name` of `evalcore.retrieval.<module>`, imported on first use: the preference and
+    judgment-group kernels take their own context (`PrefsContext`, `JudgmentGroupContext`), and
+    evaluating qrels never loads their modules."""
+
+    def kernel(ctx: Any, param: MeasureParam, level: int) -> np.ndarray:
+        result: np.ndarray = getattr(import_module(f"evalcore.retrieval.{module}"), name)(ctx, param, level)
+        return result
+
+    kernel.__name__ = kernel.__qualname__ = name
+    return kernel
+
+
+def _preference(name: str, label: str, kernel: Kernel, doc: str, **options: Any) -> Measure:
+    """A preference measure (trec_eval -R prefs or qrels_prefs); see `evalcore.retrieval.preferences`."""
+    return _measure(
+        name, label, kernel, doc, rel_format="prefs", uses_rel_level=False, trec_eval=True, **options
+    )
+
+
+def _preference_count(name: str, label: str, kernel: Kernel, doc: str) -> Measure:
+    return _count(
+        name, label, kernel, doc, unit="preferences", rel_format="prefs", uses_rel_level=False, trec_eval=True
+    )
+
+
+_PREFS_EXAMPLE = "\n\n>>> example('{name}')\n{value}"
+
+#: trec_eval 9.0.8's preference measures, in its output order (after num_nonrel_judged_ret).
+_PREFERENCE_MEASURES: tuple[Measure, ...] = (
+    _preference_count(
+        "prefs_num_prefs_poss", "Preferences possible", _lazy("preferences", "num_prefs_poss"),
+        "The number of preferences A > B of the judgments, summed over JGs and queries."
+        + _PREFS_EXAMPLE.format(name="prefs_num_prefs_poss", value="3.0"),
+    ),
+    _preference_count(
+        "prefs_num_prefs_ful", "Preferences fulfilled", _lazy("preferences", "num_prefs_ful"),
+        "Preferences A > B with A ranked above B (B possibly not retrieved)."
+        + _PREFS_EXAMPLE.format(name="prefs_num_prefs_ful", value="2.0"),
+    ),
+    _preference_count(
+        "prefs_num_prefs_ful_ret", "Preferences fulfilled, both retrieved", _lazy("preferences", "num_prefs_ful_ret"),
+        "Preferences A > B with both retrieved and A above B."
+        + _PREFS_EXAMPLE.format(name="prefs_num_prefs_ful_ret", value="0.0"),
+    ),
+    _preference(
+        "prefs_simp", "Preferences fulfilled / possible", _lazy("preferences", "simp"),
+        "Fulfilled / possible preferences over all JGs; a preference neither of whose documents is\n"
+        "retrieved counts as failed." + _PREFS_EXAMPLE.format(name="prefs_simp", value="0.6667"),
+    ),
+    _preference(
+        "prefs_pair", "Mean share of fulfilled preferences per document pair", _lazy("preferences", "pair"),
+        "Mean over document pairs with a preference of the share of their preferences (over JGs) the\n"
+        "ranking fulfils; a pair neither of which is retrieved scores 0."
+        + _PREFS_EXAMPLE.format(name="prefs_pair", value="0.6667"),
+    ),
+    _preference(
+        "prefs_avgjg", "Preferences fulfilled / possible, averaged over JGs", _lazy("preferences", "avgjg"),
+        "Fulfilled / possible preferences within each JG, averaged over the JGs."
+        + _PREFS_EXAMPLE.format(name="prefs_avgjg", value="0.6667"),
+    ),
+    _preference(
+        "prefs_avgjg_Rnonrel", "prefs_avgjg with R non-relevant documents", _lazy("preferences", "avgjg_rnonrel"),
+        "prefs_avgjg with each JG's non-relevant documents (rel_level 0) cut to its first R or padded\n"
+        "to R, R its relevant documents (akin to bpref)."
+        + _PREFS_EXAMPLE.format(name="prefs_avgjg_Rnonrel", value="0.8"),
+    ),
+    _preference(
+        "prefs_simp_ret", "Preferences fulfilled / possible, both retrieved", _lazy("preferences", "simp_ret"),
+        "prefs_simp over the preferences whose two documents are retrieved."
+        + _PREFS_EXAMPLE.format(name="prefs_simp_ret", value="0.0"),
+    ),
+    _preference(
+        "prefs_pair_ret", "prefs_pair over retrieved pairs", _lazy("preferences", "pair_ret"),
+        "prefs_pair over the pairs whose two documents are retrieved."
+        + _PREFS_EXAMPLE.format(name="prefs_pair_ret", value="0.0"),
+    ),
+    _preference(
+        "prefs_avgjg_ret", "prefs_avgjg over retrieved pairs", _lazy("preferences", "avgjg_ret"),
+        "prefs_avgjg over the preferences whose two documents are retrieved."
+        + _PREFS_EXAMPLE.format(name="prefs_avgjg_ret", value="0.0"),
+    ),
+    _preference(
+        "prefs_avgjg_Rnonrel_ret", "prefs_avgjg_Rnonrel over retrieved pairs", _lazy("preferences", "avgjg_rnonrel_ret"),
+        "prefs_avgjg_Rnonrel with R and the non-relevant documents counted among the retrieved."
+        + _PREFS_EXAMPLE.format(name="prefs_avgjg_Rnonrel_ret", value="0.8"),
+    ),
+    _preference(
+        "prefs_simp_imp", "prefs_simp over pairs with a retrieved document", _lazy("preferences", "simp_imp"),
+        "prefs_simp ignoring the preferences neither of whose documents is retrieved."
+        + _PREFS_EXAMPLE.format(name="prefs_simp_imp", value="0.6667"),
+    ),
+    _preference(
+        "prefs_pair_imp", "prefs_pair over pairs with a retrieved document", _lazy("preferences", "pair_imp"),
+        "prefs_pair ignoring the pairs neither of which is retrieved."
+        + _PREFS_EXAMPLE.format(name="prefs_pair_imp", value="0.6667"),
+    ),
+    _preference(
+        "prefs_avgjg_imp", "prefs_avgjg over pairs with a retrieved document", _lazy("preferences", "avgjg_imp"),
+        "prefs_avgjg ignoring the preferences neither of whose documents is retrieved."
+        + _PREFS_EXAMPLE.format(name="prefs_avgjg_imp", value="0.6667"),
+    ),
+)  # fmt: skip
+
+
+_JG_EXAMPLE = "\n\n>>> example('{name}')\n{value}"
+
+#: trec_eval 9.0.8's judgment-group measures (-R qrels_jg), then yaap, in its output order.
+_JUDGMENT_GROUP_MEASURES: tuple[Measure, ...] = (
+    _measure(
+        "map_avgjg", "MAP averaged over judgment groups", _lazy("judgment_groups", "map_avgjg"),
+        "AP of each judgment group's qrels, averaged over the query's JGs (users)."
+        + _JG_EXAMPLE.format(name="map_avgjg", value="0.9167"),
+        rel_format="qrels_jg", trec_eval=True,
+    ),
+    _measure(
+        "P_avgjg", "Precision at k averaged over judgment groups", _lazy("judgment_groups", "p_avgjg"),
+        "P@k of each judgment group's qrels, averaged over the query's JGs."
+        + _JG_EXAMPLE.format(name="P_avgjg_5", value="0.3"),
+        rel_format="qrels_jg", trec_eval=True, param="cutoff",
+    ),
+    _measure(
+        "Rprec_mult_avgjg", "Precision at x times R averaged over judgment groups", _lazy("judgment_groups", "rprec_mult_avgjg"),
+        "Rprec_mult of each judgment group's qrels (R its own), averaged over the query's JGs."
+        + _JG_EXAMPLE.format(name="Rprec_mult_avgjg_1.00", value="0.75"),
+        rel_format="qrels_jg", trec_eval=True, param="fraction",
+        defaults=(0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0),
+    ),
+    _measure(
+        "yaap", "Yet another average precision", _lazy("judgment_groups", "yaap"),
+        "yaap = log((1 + S) / (1 + R - S)), S the sum of precision at the relevant retrieved ranks\n"
+        "(AP times R): Robertson's smoothed AP (ECIR 2012), monotonic with AP on one query.\n\n"
+        ">>> example('yaap')\n0.1335",
+        range=(None, None), trec_eval=True,
+    ),
+)  # fmt: skip
 
 
 def _run_id(ctx: RankingContext, param: MeasureParam, level: int) -> np.ndarray:
@@ -490,6 +635,8 @@ _REGISTRY: tuple[Measure, ...] = (
         ">>> example('num_nonrel_judged_ret')\n1.0",
         trec_eval=True,
     ),
+    *_PREFERENCE_MEASURES,
+    *_JUDGMENT_GROUP_MEASURES,
     # --- not in trec_eval 9.0.8 ------------------------------------------------------------------
     _measure(
         "recip_rank_cut",
@@ -729,16 +876,30 @@ NICKNAMES: dict[str, tuple[str, ...]] = {
         "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
         "recip_rank", "iprec_at_recall", "P",
     ),
-    "all_trec": tuple(m.trec_name for m in _REGISTRY if m.trec_eval),
+    # trec_eval 9.0.8 names yaap in no set.
+    "all_trec": tuple(
+        m.trec_name for m in _REGISTRY if m.trec_eval and m.rel_format == "qrels" and m.name != "yaap"
+    ),
+    "qrels_jg": ("runid", "num_q", *(m.name for m in _JUDGMENT_GROUP_MEASURES[:3])),
+    "all_prefs": ("runid", "num_q", *(m.name for m in _PREFERENCE_MEASURES)),
+    "prefs": ("runid", "num_q", *(m.name for m in _PREFERENCE_MEASURES[:6])),
     "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall",
             "set_relative_P", "set_map", "set_F"),
 }  # fmt: skip
 
 
 def example(name: str) -> float | str:
-    """Evaluate one measure on the module's example (for the doctests), rounded to 4 decimals."""
+    """Evaluate one measure on the module's example (for the doctests), rounded to 4 decimals; a
+    preference measure on `prefs_example`'s."""
     from evalcore.retrieval.data import Qrels, Run
     from evalcore.retrieval.evaluation import evaluate
+    from evalcore.retrieval.names import parse_measure
+
+    rel_format = parse_measure(name)[0].measure.rel_format
+    if rel_format == "prefs":
+        return prefs_example(name)
+    if rel_format == "qrels_jg":
+        return jg_example(name)
 
     qrels = Qrels.from_dict({"q1": {"d1": 2, "d2": 0, "d3": 1, "d5": 3}})
     run = replace(Run.from_dict({"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.7, "d4": 0.6}}), run_id="example")
@@ -748,6 +909,38 @@ def example(name: str) -> float | str:
     if not result.aggregate:  # runid
         return result.run_id or ""
     return round(next(iter(result.aggregate.values())), 4)
+
+
+def prefs_example(name: str) -> float:
+    """One preference measure on a small example, rounded to 4 decimals: one query, one JG ranking
+    d1 > d2 > d3 (levels 2, 1, 0), a run retrieving d2, d1 and d4 (d3 is not retrieved).
+
+    >>> prefs_example("prefs_simp")  # d1 > d3 and d2 > d3 fulfilled, d1 > d2 not
+    0.6667
+    """
+    from evalcore.retrieval.data import Run
+    from evalcore.retrieval.evaluation import evaluate_prefs
+    from evalcore.retrieval.preferences import Prefs
+
+    judged = Prefs.from_rows(["q1"] * 3, ["u"] * 3, ["s"] * 3, ["d1", "d2", "d3"], [2.0, 1.0, 0.0])
+    run = Run.from_dict({"q1": {"d2": 0.9, "d1": 0.8, "d4": 0.7}})
+    return round(next(iter(evaluate_prefs(judged, run, [name]).aggregate.values())), 4)
+
+
+def jg_example(name: str) -> float:
+    """One judgment-group measure on a small example, rounded to 4 decimals: one query judged by two
+    users, u1 finding d1 relevant and u2 d1 and d3; the run ranks d1, d2, d3.
+
+    >>> jg_example("map_avgjg")  # u1: AP 1, u2: (1 + 2/3) / 2
+    0.9167
+    """
+    from evalcore.retrieval.data import Run
+    from evalcore.retrieval.evaluation import evaluate_jg
+    from evalcore.retrieval.judgment_groups import QrelsJG
+
+    judged = QrelsJG.from_rows(["q1"] * 4, ["u1", "u1", "u2", "u2"], ["d1", "d3", "d1", "d3"], [1, 0, 1, 1])
+    run = Run.from_dict({"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.7}})
+    return round(next(iter(evaluate_jg(judged, run, [name]).aggregate.values())), 4)
 
 
 #: The registry's view of the retrieval family (`evalcore.metrics.metric_registry`).

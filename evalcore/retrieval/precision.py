@@ -198,4 +198,4 @@ def utility(ctx: RankingContext, param: MeasureParam, level: int) -> np.ndarray:
     a, b, c, d = values(param)
     rel_ret, ret, rel = _set_counts(ctx, level)
     # trec_eval's last term counts the collection's documents (-N), which it defaults to 0.
-    return a * rel_ret + b * (ret - rel_ret) + c * (rel - rel_ret) + d * (0.0 + rel_ret - ret - rel)
+    return a * rel_ret + b * (ret - rel_ret) + c * (rel - rel_ret) + d * (ctx.num_docs + rel_ret - ret - rel)

@@ -39,7 +39,7 @@ from evalcore.comparison import (
 )
 from evalcore.coverage import COVERAGE_MEASURES
 from evalcore.jsonable import json_number, json_numbers
-from evalcore.retrieval import Qrels, RetrievalResult, evaluate, parse_measures
+from evalcore.retrieval import Qrels, RetrievalResult, evaluate, parse_measures, require_rel_format
 from evalcore.retrieval import Run as RunData
 from evalcore.stats import DEFAULT_BOOTSTRAP
 from evalplatform.auth import User
@@ -97,7 +97,7 @@ def check_measures(measures: Sequence[str]) -> list[str]:
     if not names:
         raise InputError("Choose at least one measure.")
     try:
-        parse_measures(names)
+        require_rel_format(parse_measures(names), "qrels")  # evaluations read qrels, not preferences
     except Exception as error:
         raise InputError(str(error)) from None
     return names

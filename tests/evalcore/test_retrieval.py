@@ -24,16 +24,20 @@ from evalcore.retrieval import (
     MEASURES,
     OFFICIAL_MEASURES,
     NoCommonQueriesError,
+    Prefs,
     Qrels,
     Run,
     UnknownMeasureError,
     evaluate,
+    evaluate_prefs,
     f1_weighted,
     format_trec,
     parse_measure,
     parse_measures,
     topk_accuracy,
 )
+from evalcore.retrieval.evaluation import evaluate_jg
+from evalcore.retrieval.judgment_groups import QrelsJG
 from evalcore.retrieval.layout import KeyedLayout
 from evalcore.retrieval.measures import DEFAULT_RECALL_LEVELS, MIN_GEO_MEAN
 from evalcore.retrieval.ranking import Gains
@@ -224,7 +228,10 @@ class TestAgainstPytrecEval:
         covered = {spec.measure.trec_name for name in ALL_MEASURES for spec in parse_measure(name)}
         text_only = {"runid", "relstring"}
         assert covered | text_only == set(pytrec_eval.supported_measures)
-        assert covered | text_only == {m.trec_name for m in MEASURES.values() if m.trec_eval}
+        # pytrec_eval reads qrels only (no -R prefs or qrels_jg) and lacks yaap, which trec_eval 9.0.8
+        # names in no measure set.
+        qrels_measures = {m.trec_name for m in MEASURES.values() if m.trec_eval and m.rel_format == "qrels"}
+        assert covered | text_only == qrels_measures - {"yaap"}
 
     def test_it_breaks_ties_by_docno_descending_bytewise(self) -> None:
         qrels = {"q": {"B": 1, "a": 0, "10": 0, "9": 1}}
@@ -600,8 +607,9 @@ class TestRegistry:
         assert isinstance(measure, MetricSpec) and measure.family == "retrieval"
         assert metric_registry().resolve(name) is measure
         assert measure.definition and "\n" not in measure.definition
+        counted = "preferences" if measure.rel_format == "prefs" else "documents"
         assert measure.unit == (
-            "queries" if name == "num_q" else "documents" if measure.integer else measure.unit
+            "queries" if name == "num_q" else counted if measure.integer else measure.unit
         )
 
     @pytest.mark.parametrize("name", sorted(m for m in MEASURES if not MEASURES[m].text))
@@ -611,8 +619,18 @@ class TestRegistry:
         run = Run.from_dict(
             {"q1": {"a": 1.0, "b": 1.0, "c": 0.5, "d": 0.1}, "q2": {"z": 2.0}, "q3": {"y": 1.0}}
         )
+        prefs = Prefs.from_rows(
+            ["q1", "q1", "q1", "q2", "q3"], ["u"] * 5, ["0"] * 5, ["a", "b", "c", "x", "y"], [2, 0, 1, 1, 0]
+        )
         for spec in parse_measure(measure.example_name or name):  # a name with the parameters it needs
-            result = evaluate(qrels, run, [spec.key])
+            if measure.rel_format == "prefs":
+                result = evaluate_prefs(prefs, run, [spec.key])
+            elif measure.rel_format == "qrels_jg":
+                rows = [(q, "u", d, g) for q, docs in qrels.to_dict().items() for d, g in docs.items()]
+                groups = QrelsJG.from_rows(*(list(c) for c in zip(*rows, strict=True)))
+                result = evaluate_jg(groups, run, [spec.key])
+            else:
+                result = evaluate(qrels, run, [spec.key])
             assert result.values[spec.key].shape == (3,)
             assert measure.in_range(result.aggregate[spec.key]), spec.key
             if measure.aggregate == "mean":

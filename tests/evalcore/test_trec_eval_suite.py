@@ -68,19 +68,18 @@ class TestTrecEvalSuite:
     def test_it_prints_out_test_meas_params(self) -> None:
         assert trec_eval(QRELS, RESULTS, MEAS_PARAMS, q=True) == expected("out.test.meas_params")
 
-    def test_it_prints_the_302_lines_of_out_test_aql_at_level_2(self, tmp_path: Path) -> None:
-        # qrels.rel_level (not in the index) grades 302's relevant documents 3; its other queries are
-        # unknown, so only 302 is checked.
-        graded = tmp_path / "qrels.rel_level.302"
+    def test_it_prints_out_test_aql_at_level_2(self, tmp_path: Path) -> None:
+        # qrels.rel_level (not in the index) is judgment group 0 of qrels.comments.123 (see the README).
+        graded = tmp_path / "qrels.rel_level"
         graded.write_text(
             "".join(
-                " ".join(line.split()[:3] + ["3" if line.split()[3] == "1" else line.split()[3]]) + "\n"
-                for line in lines_of(QRELS)
-                if line.startswith("302 ")
+                line
+                for line in lines_of(FIXTURES / "qrels.comments.123")
+                if not line.startswith("#") and line.split()[1] == "0"
             )
         )
         out = trec_eval(graded, RESULTS, ["all_trec", "relstring.20"], q=True, level=2)
-        assert [line for line in out if "\t302\t" in line] == expected("out.test.aql.302")
+        assert out == expected("out.test.aql")
 
     def test_it_reads_the_files_with_comments_as_the_plain_ones(self) -> None:
         # trec_eval's Makefile: qrels.comment.test results.comment.test | diff - out.test

@@ -130,6 +130,8 @@ class TestEvaluation:
         qrels, run, _ = sources
         with pytest.raises(InputError, match="unknown measure"):
             evaluations.evaluation_create(run=run, qrels=qrels, measures=["mpa"], enqueue=False)
+        with pytest.raises(InputError, match="prefs_simp: only with -R prefs or -R qrels_prefs"):
+            evaluations.evaluation_create(run=run, qrels=qrels, measures=["map", "prefs_simp"], enqueue=False)
         foreign = uploads.run_upload(team=other_team, upload=upload("f.run", RUN(4, 1.0)))
         with pytest.raises(InputError, match="different teams"):
             evaluations.evaluation_create(run=foreign, qrels=qrels, enqueue=False)
