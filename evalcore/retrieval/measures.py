@@ -70,17 +70,14 @@ class Measure(MetricSpec):
     per_query: bool = True  # trec_eval prints it for each query with -q
     summary: bool = True  # trec_eval prints it for "all"
     defaults: tuple[float, ...] | None = None  # parameters of the bare name, when not the usual ones
-<<<<<<< HEAD
     #: ir-measures' keyword parameters (`RBP(p=0.9)`, `SDCG(max_rel=3)@10`, `@k` being `cutoff`), in
     #: the order of the parameter tuple, their defaults in `defaults` (NaN: the name must give it).
     options: tuple[str, ...] = ()
     #: A name that evaluates it, for the registry-wide tests, when the bare name needs parameters.
     example_name: str = ""
-=======
     #: The relevance information it needs: "qrels", "prefs" (trec_eval -R prefs / qrels_prefs) or
     #: "qrels_jg" (-R qrels_jg).
     rel_format: str = "qrels"
->>>>>>> trecprefs
 
     @property
     def trec_name(self) -> str:

@@ -119,12 +119,9 @@ class RankingContext:
     num_qrels_queries: int
     qrels_rels: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # every judgment
     run_id: str | None = None
-<<<<<<< HEAD
     hit_score: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the run's score of each hit
-=======
     #: The number of documents in the collection (trec_eval -N; 0 unless given), which utility's d uses.
     num_docs: float = 0.0
->>>>>>> trecprefs
     _cache: dict[object, object] = field(default_factory=dict, repr=False)
 
     @property
