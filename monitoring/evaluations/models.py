@@ -103,7 +103,9 @@ class Evaluation(Job):
 
 class Comparison(Job):
     """Several runs compared on the same qrels: per run and measure the mean with its CI, and for every
-    pair of runs a paired test, with the p-values of the whole family corrected together."""
+    pair of runs a paired test with its effect sizes, the p-values of the whole family corrected together;
+    per measure the statistics of many systems (`many_systems`), and per pair of runs the overlap of their
+    top-`overlap_k` lists (`overlap`)."""
 
     class Test(models.TextChoices):
         T = "t", "Paired t-test"

@@ -11,7 +11,9 @@ transaction.
 A comparison evaluates each run the same way on the same qrels and compares them with
 `evalcore.comparison.compare_scores` (paired tests, p-values corrected over runs x measures). Each run's
 mean and CI of each measure go to the metric table too, in no series (subgroup: the run's id); the paired
-tests are `ComparisonPair` rows.
+tests, with their effect sizes, are `ComparisonPair` rows. The same job stores, per measure, the two-way
+ANOVA, Tukey's HSD and discriminative power of the runs' per-query scores, and per pair of runs the overlap
+of their lists (`evalcore.comparison_extras`), on the comparison's row.
 """
 
 from __future__ import annotations
