@@ -26,7 +26,9 @@ JOB_TIMEOUT = 90_000
 def test_an_editor_fuses_two_runs_with_optimised_weights_through_the_web(
     page: Any, live_server: Any, celery_worker_process: WorkerProcess, team: Team, theo: User
 ) -> None:
-    qrels = uploads.qrels_upload(team=team, upload=upload("judged.qrels", QRELS), name="pilot", uploaded_by=theo)
+    qrels = uploads.qrels_upload(
+        team=team, upload=upload("judged.qrels", QRELS), name="pilot", uploaded_by=theo
+    )
     bm25 = uploads.run_upload(team=team, upload=upload("bm25.run", RUN(1, 1.5, "bm25")), uploaded_by=theo)
     dense = uploads.run_upload(team=team, upload=upload("dense.run", RUN(2, 0.4, "dense")), uploaded_by=theo)
     browser_log_in(page, live_server, THEO.username, THEO.password)
@@ -39,7 +41,10 @@ def test_an_editor_fuses_two_runs_with_optimised_weights_through_the_web(
     page.get_by_label("Method", exact=True).select_option("wsum")
     page.get_by_label("Weights", exact=True).fill("0.5")
     page.get_by_role("button", name="Fuse").click()
-    assert page.locator("#id_weights ~ [role=alert]").inner_text() == "Give one weight per run: 1 weights for 2 runs."
+    assert (
+        page.locator("#id_weights ~ [role=alert]").inner_text()
+        == "Give one weight per run: 1 weights for 2 runs."
+    )
 
     page.get_by_label("Weights", exact=True).fill("")
     page.get_by_label("Optimise on", exact=True).select_option(str(qrels.pk))
@@ -52,7 +57,9 @@ def test_an_editor_fuses_two_runs_with_optimised_weights_through_the_web(
         page.wait_for_selector("#fused-run", timeout=JOB_TIMEOUT)  # the page polls and reloads when done
     except Exception:
         jobs = list(Fusion.objects.values("pk", "status", "error", "attempts"))
-        raise AssertionError(f"no fused run on {page.url}; {jobs}; worker log:\n{celery_worker_process.log()[-4000:]}") from None
+        raise AssertionError(
+            f"no fused run on {page.url}; {jobs}; worker log:\n{celery_worker_process.log()[-4000:]}"
+        ) from None
     fusion = Fusion.objects.get()
     assert fusion.optimization is not None
     assert f"{fusion.optimization['mean_test_score']:.4f}" in page.locator("#held-out").inner_text()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,7 +34,9 @@ MEASURES_ASKED = ["map", "P_10"]
 def runs(team: Team, theo: User) -> tuple[Any, list[Any]]:
     qrels = uploads.qrels_upload(team=team, upload=upload("judged.qrels", QRELS), uploaded_by=theo)
     made = [
-        uploads.run_upload(team=team, upload=upload(f"{name}.run", RUN(seed, quality, name)), uploaded_by=theo)
+        uploads.run_upload(
+            team=team, upload=upload(f"{name}.run", RUN(seed, quality, name)), uploaded_by=theo
+        )
         for name, seed, quality in (("bm25", 1, 1.5), ("dense", 2, 0.3), ("mixed", 3, 0.8))
     ]
     return qrels, made
@@ -52,7 +53,10 @@ def compared(qrels: Any, runs: list[Any], **options: Any) -> Comparison:
 def score_matrix(qrels: Any, runs: list[Any], measure: str) -> np.ndarray:
     """evalcore's per-query scores of each run, aligned as the comparison aligns them."""
     judged = trec.read_qrels(qrels.file.path)
-    results = {str(run.pk): evaluate(judged, trec.read_run(run.file.path), MEASURES_ASKED, complete=True) for run in runs}
+    results = {
+        str(run.pk): evaluate(judged, trec.read_run(run.file.path), MEASURES_ASKED, complete=True)
+        for run in runs
+    }
     _, scores = align_results(results, MEASURES_ASKED, complete=False)
     return np.array([scores[str(run.pk)][measure] for run in runs])
 
@@ -87,13 +91,17 @@ class TestStoredStatistics:
                 i, j = ids.index(row["run_a_id"]), ids.index(row["run_b_id"])
                 assert row["mean_difference"] == pytest.approx(hsd.mean_difference[i, j], rel=1e-12)
                 assert row["p_value"] == pytest.approx(hsd.p_values[i, j], rel=1e-9)
-                assert (row["lower"], row["upper"]) == pytest.approx((hsd.lower[i, j], hsd.upper[i, j]), rel=1e-9)
+                assert (row["lower"], row["upper"]) == pytest.approx(
+                    (hsd.lower[i, j], hsd.upper[i, j]), rel=1e-9
+                )
                 assert row["significant"] == bool(hsd.p_values[i, j] < 0.1)
             power = discriminative_power(matrix, alpha=0.1, test="bootstrap", n_resamples=1000, seed=0)
             stored_power = stored["discriminative_power"]
             assert stored_power["significant"] == power.significant and stored_power["pairs"] == 3
             assert stored_power["share"] == pytest.approx(power.share)
-            assert [row["p_value"] for row in stored_power["p_values"]] == pytest.approx(power.p_values.tolist())
+            assert [row["p_value"] for row in stored_power["p_values"]] == pytest.approx(
+                power.p_values.tolist()
+            )
         assert comparison.many_systems["map"]["discriminative_power"]["significant"] >= 1  # bm25 beats dense
 
     def test_it_stores_evalcores_list_overlap_of_every_pair(self, runs: Any) -> None:
@@ -102,14 +110,18 @@ class TestStoredStatistics:
         assert len(comparison.overlap) == 3
         for entry in comparison.overlap:
             a, b = (next(run for run in made if run.pk == entry[key]) for key in ("run_a_id", "run_b_id"))
-            want = run_overlap(trec.read_run(a.file.path), trec.read_run(b.file.path), OverlapParams(k=5, p=0.8))
+            want = run_overlap(
+                trec.read_run(a.file.path), trec.read_run(b.file.path), OverlapParams(k=5, p=0.8)
+            )
             assert entry["qids"] == want.qids.tolist() and entry["num_q"] == 12
             for figure in MEASURES:
                 values = want.values[figure]
                 stored = np.array(entry["per_query"][figure], dtype=float)  # None (undefined) reads as NaN
                 np.testing.assert_allclose(stored, values, rtol=1e-12, equal_nan=True)
                 assert entry["mean"][figure] == pytest.approx(want.mean(figure), rel=1e-12)
-            assert sum(v is None for v in entry["per_query"]["kendall_tau"]) == np.isnan(want.kendall_tau).sum()
+            assert (
+                sum(v is None for v in entry["per_query"]["kendall_tau"]) == np.isnan(want.kendall_tau).sum()
+            )
             assert entry["shared"] == want.shared.tolist()
 
     def test_it_leaves_the_anova_and_tukey_out_for_two_runs(self, runs: Any) -> None:
@@ -142,7 +154,9 @@ class TestPagesAndApi:
         client.force_login(theo)
         return client
 
-    def test_it_shows_the_statistics_and_overlap_beside_the_tables(self, client_in: Client, comparison: Comparison) -> None:
+    def test_it_shows_the_statistics_and_overlap_beside_the_tables(
+        self, client_in: Client, comparison: Comparison
+    ) -> None:
         page = client_in.get(reverse("monitoring:comparison-detail", args=["search", comparison.pk]))
         html = page.content.decode()
         assert page.status_code == 200
@@ -152,7 +166,9 @@ class TestPagesAndApi:
         pair = ComparisonPair.objects.filter(comparison=comparison, measure="map").first()
         assert pair is not None and f"{pair.cohens_dz:.3f}" in html
 
-    def test_it_downloads_the_overlap_tukey_and_anova_as_csv(self, client_in: Client, comparison: Comparison) -> None:
+    def test_it_downloads_the_overlap_tukey_and_anova_as_csv(
+        self, client_in: Client, comparison: Comparison
+    ) -> None:
         args = ["search", comparison.pk]
         overlap = read_csv(client_in.get(reverse("monitoring:comparison-overlap-csv", args=args)))
         assert len(overlap) == 3 * (12 + 1)
@@ -162,11 +178,16 @@ class TestPagesAndApi:
         assert float(means["rbo_ext"]) == pytest.approx(first["mean"]["rbo_ext"])
         tukey = read_csv(client_in.get(reverse("monitoring:comparison-tukey-csv", args=args)))
         assert len(tukey) == 2 * 3
-        assert float(tukey[0]["p_value"]) == pytest.approx(comparison.many_systems[tukey[0]["measure"]]["tukey"]["pairs"][0]["p_value"])
+        assert float(tukey[0]["p_value"]) == pytest.approx(
+            comparison.many_systems[tukey[0]["measure"]]["tukey"]["pairs"][0]["p_value"]
+        )
         anova = read_csv(client_in.get(reverse("monitoring:comparison-anova-csv", args=args)))
         assert [row["source"] for row in anova] == ["systems", "topics", "residual"] * 2
         significance = read_csv(client_in.get(reverse("monitoring:comparison-csv", args=args)))
-        stored = {(p.measure, p.run_a_id, p.run_b_id): p for p in ComparisonPair.objects.filter(comparison=comparison)}
+        stored = {
+            (p.measure, p.run_a_id, p.run_b_id): p
+            for p in ComparisonPair.objects.filter(comparison=comparison)
+        }
         for row in significance:
             pair = stored[(row["measure"], int(row["run_a_id"]), int(row["run_b_id"]))]
             assert float(row["hedges_g"]) == pytest.approx(pair.hedges_g)
@@ -179,7 +200,9 @@ class TestPagesAndApi:
         assert body["many_systems"]["P_10"]["anova"] == comparison.many_systems["P_10"]["anova"]
         assert all(pair["cohens_dz"] is not None for pair in body["pairs"])
 
-    def test_the_form_refuses_a_bad_rbo_persistence_beside_the_field(self, client_in: Client, runs: Any) -> None:
+    def test_the_form_refuses_a_bad_rbo_persistence_beside_the_field(
+        self, client_in: Client, runs: Any
+    ) -> None:
         qrels, made = runs
         data = {"qrels": qrels.pk, "runs": [run.pk for run in made], "measures": ["map"], "test": "t",
                 "correction": "holm", "alpha": 0.05, "rel_level": 1, "overlap_k": 10, "rbo_p": 1.5}  # fmt: skip

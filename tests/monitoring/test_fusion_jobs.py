@@ -71,16 +71,35 @@ class TestFusionJob:
         run = fusion.result
         assert run is not None and run.team_id == team.pk
         assert Path(run.file.path).read_bytes() == want
-        assert (run.num_rows, run.num_queries) == (summary["lines"], summary["queries"]) == (fusion.num_rows, 12)
+        assert (
+            (run.num_rows, run.num_queries) == (summary["lines"], summary["queries"]) == (fusion.num_rows, 12)
+        )
         assert run.tags == sorted(["fused", fusion.method]) and run.run_tag == f"fused-{fusion.method}"
-        assert run.description.startswith(f"Fusion #{fusion.pk}: {fusion.method}") and "bm25, dense" in run.description
+        assert (
+            run.description.startswith(f"Fusion #{fusion.pk}: {fusion.method}")
+            and "bm25, dense" in run.description
+        )
 
     def test_it_optimises_the_weights_as_fuse_runs_does_and_keeps_the_held_out_score(
         self, team: Team, inputs: Any, tmp_path: Path
     ) -> None:
         qrels, bm25, dense = inputs
-        fusion = fused(team=team, runs=[bm25, dense], method="wsum", qrels=qrels, measure="map", folds=3, step=0.25)
-        args = ["--method", "wsum", "--optimize", "--qrels", qrels.file.path, "-m", "map", "--folds", "3", "--step", "0.25"]
+        fusion = fused(
+            team=team, runs=[bm25, dense], method="wsum", qrels=qrels, measure="map", folds=3, step=0.25
+        )
+        args = [
+            "--method",
+            "wsum",
+            "--optimize",
+            "--qrels",
+            qrels.file.path,
+            "-m",
+            "map",
+            "--folds",
+            "3",
+            "--step",
+            "0.25",
+        ]
         want, summary = command_file(tmp_path, [bm25, dense], *args)
         assert fusion.result is not None and Path(fusion.result.file.path).read_bytes() == want
         assert fusion.optimization == summary["optimization"]
@@ -91,7 +110,9 @@ class TestFusionJob:
         qrels, bm25, dense = inputs
         fusion = fused(team=team, runs=[bm25, dense], method="rrf")
         assert fusion.result is not None
-        evaluation = evaluations.evaluation_create(run=fusion.result, qrels=qrels, measures=["map"], enqueue=False)
+        evaluation = evaluations.evaluation_create(
+            run=fusion.result, qrels=qrels, measures=["map"], enqueue=False
+        )
         assert evaluations.evaluation_run(evaluation_id=evaluation.pk).status == "done"
         want = evaluate(trec.read_qrels(qrels.file.path), trec.read_run(fusion.result.file.path), ["map"])
         assert Evaluation.objects.get(pk=evaluation.pk).per_query["map"] == pytest.approx(
@@ -112,7 +133,9 @@ class TestFusionJob:
         _, bm25, dense = inputs
         with django_capture_on_commit_callbacks(execute=True):
             fusion = fusions.fusion_create(team=team, runs=[bm25, dense], method="sum")
-        assert queued.sent == [("monitoring.tasks.fusion_run", (fusion.pk,), {"countdown": 0, "retry": False})]
+        assert queued.sent == [
+            ("monitoring.tasks.fusion_run", (fusion.pk,), {"countdown": 0, "retry": False})
+        ]
         assert app.amqp.router.route({}, "monitoring.tasks.fusion_run")["queue"].name == "heavy"
 
     def test_it_fails_saying_which_input_was_deleted(self, team: Team, inputs: Any) -> None:
@@ -120,7 +143,10 @@ class TestFusionJob:
         fusion = fusions.fusion_create(team=team, runs=[bm25, dense], method="sum", enqueue=False)
         dense.delete()
         assert fusions.fusion_run(fusion_id=fusion.pk).status == "failed"
-        assert Fusion.objects.get(pk=fusion.pk).error == "Input runs deleted since the fusion was asked for: dense."
+        assert (
+            Fusion.objects.get(pk=fusion.pk).error
+            == "Input runs deleted since the fusion was asked for: dense."
+        )
 
     @pytest.mark.parametrize(
         ("options", "message"),
@@ -134,7 +160,9 @@ class TestFusionJob:
             ({"method": "wsum", "optimize": True, "measure": "gm_map"}, "arithmetic-mean measure"),
         ],
     )
-    def test_it_refuses_a_bad_request(self, team: Team, inputs: Any, options: dict[str, Any], message: str) -> None:
+    def test_it_refuses_a_bad_request(
+        self, team: Team, inputs: Any, options: dict[str, Any], message: str
+    ) -> None:
         qrels, bm25, dense = inputs
         if options.pop("optimize", False):
             options["qrels"] = qrels
@@ -169,7 +197,11 @@ class TestFusionPages:
             ({"weights": "1"}, "weights", "Give one weight per run: 1 weights for 2 runs."),
             ({"weights": "a, b"}, "weights", "Give numbers separated by commas, such as 0.3, 0.7."),
             ({"method": "sum", "qrels": "QRELS"}, "qrels", "Only wsum, wmnz, rrf can be optimised, not sum."),
-            ({"qrels": "QRELS", "step": 0.3}, "step", "The weight step must divide 1 (0.1, 0.25, ...), not 0.3."),
+            (
+                {"qrels": "QRELS", "step": 0.3},
+                "step",
+                "The weight step must divide 1 (0.1, 0.25, ...), not 0.3.",
+            ),
             ({"runs": ["BM25"]}, "runs", "Choose at least two runs to fuse."),
         ],
     )
@@ -180,7 +212,9 @@ class TestFusionPages:
         swap = {"QRELS": qrels.pk, "BM25": bm25.pk}
         changes = {key: [swap.get(v, v) for v in value] if isinstance(value, list) else swap.get(value, value)
                    for key, value in changes.items()}  # fmt: skip
-        response = editor.post(reverse("monitoring:fusion-create", args=["search"]), self.form_data(inputs, **changes))
+        response = editor.post(
+            reverse("monitoring:fusion-create", args=["search"]), self.form_data(inputs, **changes)
+        )
         assert response.status_code == 400
         assert response.context["form"].errors == {field: [message]}
         assert not Fusion.objects.exists()
@@ -202,10 +236,14 @@ class TestFusionPages:
         page = editor.get(fusion.get_absolute_url()).content.decode()
         assert f"{fusion.optimization['mean_test_score']:.4f}" in page and 'id="fusion-folds"' in page
         assert fusion.result is not None and fusion.result.name == "hybrid"
-        run_page = editor.get(reverse("monitoring:run-detail", args=["search", fusion.result_id])).content.decode()
+        run_page = editor.get(
+            reverse("monitoring:run-detail", args=["search", fusion.result_id])
+        ).content.decode()
         assert reverse("monitoring:fusion-detail", args=["search", fusion.pk]) in run_page
 
-    def test_a_viewer_reads_but_cannot_fuse(self, client: Client, vera: User, team: Team, inputs: Any) -> None:
+    def test_a_viewer_reads_but_cannot_fuse(
+        self, client: Client, vera: User, team: Team, inputs: Any
+    ) -> None:
         _, bm25, dense = inputs
         fusion = fused(team=team, runs=[bm25, dense], method="sum")
         client.force_login(vera)
@@ -224,9 +262,16 @@ class TestFusionApi:
             response = editor.post("/api/teams/search/fusions/", body, content_type="application/json")
         assert response.status_code == 202, response.content
         data = response.json()
-        assert (data["method"], data["norm"], data["weights"], data["status"]) == ("wsum", None, [0.2, 0.8], "pending")
+        assert (data["method"], data["norm"], data["weights"], data["status"]) == (
+            "wsum",
+            None,
+            [0.2, 0.8],
+            "pending",
+        )
         assert [item["id"] for item in data["inputs"]] == [dense.pk, bm25.pk]
-        assert queued.sent == [("monitoring.tasks.fusion_run", (data["id"],), {"countdown": 0, "retry": False})]
+        assert queued.sent == [
+            ("monitoring.tasks.fusion_run", (data["id"],), {"countdown": 0, "retry": False})
+        ]
         assert fusions.fusion_run(fusion_id=data["id"]).status == "done"
         done = editor.get(data["url"]).json()
         assert done["status"] == "done" and done["result"]["name"] == "fused-wsum"
@@ -242,7 +287,9 @@ class TestFusionApi:
             ({"method": "sum", "runs": ["BM25"]}, "runs"),
         ],
     )
-    def test_it_names_the_field_of_a_bad_request(self, editor: Client, inputs: Any, body: dict[str, Any], field: str) -> None:
+    def test_it_names_the_field_of_a_bad_request(
+        self, editor: Client, inputs: Any, body: dict[str, Any], field: str
+    ) -> None:
         qrels, bm25, dense = inputs
         swap = {"QRELS": qrels.pk, "BM25": bm25.pk}
         body = {"runs": [bm25.pk, dense.pk], **body}
@@ -255,7 +302,10 @@ class TestFusionApi:
         _, bm25, dense = inputs
         client.force_login(vera)
         body = {"runs": [bm25.pk, dense.pk], "method": "sum"}
-        assert client.post("/api/teams/search/fusions/", body, content_type="application/json").status_code == 403
+        assert (
+            client.post("/api/teams/search/fusions/", body, content_type="application/json").status_code
+            == 403
+        )
         assert client.get("/api/teams/search/fusions/").status_code == 200
 
     def test_it_lists_fusions_in_a_fixed_number_of_queries(
