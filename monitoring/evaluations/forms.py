@@ -188,16 +188,21 @@ class ComparisonForm(MeasuresMixin):
         self.order_fields(self.field_order)
 
     overlap_k = forms.IntegerField(
-        initial=OVERLAP.k, min_value=1, max_value=1000, label="Overlap depth k",
+        initial=OVERLAP.k, min_value=1, max_value=1000, required=False, label="Overlap depth k",
         help_text="How deep each run's list is compared with the others' (Jaccard@k, RBO, Kendall's tau).",
     )  # fmt: skip
     rbo_p = forms.FloatField(
-        initial=OVERLAP.p, label="RBO persistence p",
+        initial=OVERLAP.p, required=False, label="RBO persistence p",
         help_text="Rank-biased overlap's weight of depth, strictly between 0 and 1 (0.9: the top 10 weigh 86%).",
     )  # fmt: skip
 
+    def clean_overlap_k(self) -> int:
+        k = self.cleaned_data["overlap_k"]
+        return OVERLAP.k if k is None else int(k)
+
     def clean_rbo_p(self) -> float:
-        p = float(self.cleaned_data["rbo_p"])
+        p = self.cleaned_data["rbo_p"]
+        p = OVERLAP.p if p is None else float(p)
         if not 0 < p < 1:
             raise ValidationError("p must lie strictly between 0 and 1.")
         return p
