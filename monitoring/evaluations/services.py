@@ -21,7 +21,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -303,8 +303,8 @@ class ComparisonOutput:
     qids: list[str]
     summaries: list[dict[str, Any]]
     pairs: list[dict[str, Any]]
-    overlap: list[dict[str, Any]]
-    many_systems: dict[str, dict[str, Any]]
+    overlap: list[dict[str, Any]] = field(default_factory=list)
+    many_systems: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def comparison_run(*, comparison_id: int) -> JobOutcome:
