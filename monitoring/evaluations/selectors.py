@@ -198,10 +198,12 @@ def team_evaluations(*, team: Team) -> QuerySet[Evaluation]:
 
 
 def team_comparisons(*, team: Team) -> QuerySet[Comparison]:
-    """The team's comparisons, newest first, with their runs."""
+    """The team's comparisons, newest first, with their runs (not their per-query arrays, overlap and
+    statistics, which a list does not show)."""
     return (
         Comparison.objects.filter(team=team)
         .select_related("team", "qrels", "created_by")
+        .defer("per_query", "overlap", "many_systems")
         .prefetch_related("runs")
         .order_by("-created_at", "-pk")
     )
