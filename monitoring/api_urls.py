@@ -1,6 +1,6 @@
 """REST URLs of the evaluation service, included under /api/. Each slice's `api` module serves its
 part: `teams` (my teams), `files` (runs and qrels sources), `evaluations` (evaluations, per-query values,
-the leaderboard, comparisons), `recsys_fraud`, `embeddings`, `alerts`, `pooling` (pools built from runs, under a judging project); `common` the metric registry
+the leaderboard, comparisons), `recsys_fraud`, `embeddings`, `alerts`, `pooling` (pools built from runs, under a judging project), `fusion` (fusions of runs into a new run); `common` the metric registry
 (`/api/metrics/`), the input and output shapes (`serializers`), the page envelope (`pagination`) and the
 API's own read queries (`queries`).
 
@@ -16,6 +16,7 @@ from monitoring.common import api as metrics
 from monitoring.embeddings import api as streams
 from monitoring.evaluations.api import comparisons, evaluations, loop
 from monitoring.files import api as files
+from monitoring.fusion import api as fusion_api
 from monitoring.pooling import api as pools
 from monitoring.recsys_fraud import api as recsys_fraud
 from monitoring.reuse import api as reuse
@@ -61,6 +62,8 @@ urlpatterns = [
     ),
     path("teams/<slug:team>/comparisons/", comparisons.comparison_list, name="comparisons"),
     path("teams/<slug:team>/comparisons/<int:pk>/", comparisons.comparison_detail, name="comparison"),
+    path("teams/<slug:team>/fusions/", fusion_api.fusion_list, name="fusions"),
+    path("teams/<slug:team>/fusions/<int:pk>/", fusion_api.fusion_detail, name="fusion"),
     path("teams/<slug:team>/alert-rules/", alerts.rule_list, name="alert-rules"),
     path("teams/<slug:team>/alert-rules/<int:pk>/", alerts.rule_detail, name="alert-rule"),
     path("teams/<slug:team>/channels/", alerts.channel_list, name="channels"),

@@ -13,6 +13,7 @@ from monitoring.alerts import services as alerts
 from monitoring.embeddings import services as monitors
 from monitoring.evaluations import loop
 from monitoring.evaluations import services as evaluations
+from monitoring.fusion import services as fusions
 from monitoring.pooling import services as pooling
 from monitoring.recsys_fraud import services as recsys_fraud
 from monitoring.reuse import services as reuse
@@ -36,6 +37,16 @@ def evaluation_run(self: Task, evaluation_id: int) -> str:
 )
 def comparison_run(self: Task, comparison_id: int) -> str:
     return job_task_result(self, evaluations.comparison_run(comparison_id=comparison_id))
+
+
+@shared_task(
+    name="monitoring.tasks.fusion_run",
+    time_limit=fusions.TIME_LIMIT,
+    soft_time_limit=fusions.TIME_LIMIT - 60,
+    **JOB_TASK_OPTIONS,
+)
+def fusion_run(self: Task, fusion_id: int) -> str:
+    return job_task_result(self, fusions.fusion_run(fusion_id=fusion_id))
 
 
 @shared_task(

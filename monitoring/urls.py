@@ -14,6 +14,7 @@ from monitoring.alerts import views as alerts
 from monitoring.embeddings import views as streams
 from monitoring.evaluations.views import comparisons, diffs, jobs, leaderboard, runs
 from monitoring.files import views as uploads
+from monitoring.fusion import views as fusions
 from monitoring.pooling import views as pools
 from monitoring.recsys_fraud import views as recsys_fraud
 from monitoring.reuse import views as reuse
@@ -45,6 +46,11 @@ urlpatterns = [
     path(TEAM + "comparisons/new/", jobs.comparison_create, name="comparison-create"),
     path(TEAM + "comparisons/<int:pk>/", comparisons.comparison_detail, name="comparison-detail"),
     path(TEAM + "comparisons/<int:pk>/significance.csv", comparisons.comparison_csv, name="comparison-csv"),
+    path(TEAM + "comparisons/<int:pk>/overlap.csv", comparisons.overlap_csv, name="comparison-overlap-csv"),
+    path(TEAM + "comparisons/<int:pk>/tukey.csv", comparisons.tukey_csv, name="comparison-tukey-csv"),
+    path(TEAM + "comparisons/<int:pk>/anova.csv", comparisons.anova_csv, name="comparison-anova-csv"),
+    path(TEAM + "fusions/new/", fusions.fusion_create, name="fusion-create"),
+    path(TEAM + "fusions/<int:pk>/", fusions.fusion_detail, name="fusion-detail"),
     path(
         TEAM + "comparisons/<int:pk>/pairs/<int:pair>.csv", comparisons.pair_csv, name="comparison-pair-csv"
     ),

@@ -8,7 +8,7 @@ cross-validation over queries for the held-out score; `write_trec_run` writes a 
 """
 
 from evalcore.fusion.combine import fuse
-from evalcore.fusion.optimize import FoldResult, Optimization, optimize_fusion
+from evalcore.fusion.optimize import FoldResult, Optimization, chosen_text, optimization_json, optimize_fusion
 from evalcore.fusion.output import write_trec_run
 from evalcore.fusion.params import (
     METHOD_ALIASES,
@@ -30,9 +30,11 @@ __all__ = [
     "FoldResult",
     "FusionParams",
     "Optimization",
+    "chosen_text",
     "fuse",
     "method_name",
     "norm_name",
+    "optimization_json",
     "optimize_fusion",
     "write_trec_run",
 ]

@@ -19,11 +19,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from evalcore.fusion.combine import combine, fused_run, prepare, stack
 from evalcore.fusion.params import WEIGHTED_METHODS, FusionParams
+from evalcore.jsonable import json_number
 from evalcore.retrieval import Qrels, Run, evaluate, parse_measure
 
 
@@ -146,3 +148,35 @@ def optimize_fusion(
 def _last_best(means: np.ndarray) -> int:
     """The last index of the maximum, as ranx's `if score >= best_score` keeps the last."""
     return int(len(means) - 1 - np.argmax(means[::-1]))
+
+
+def chosen_text(params: FusionParams) -> str:
+    """What a search chose, as `fuse_runs` prints it: `k=60` for rrf, else `weights=0.3,0.7`."""
+    if params.method == "rrf":
+        return f"k={params.k:g}"
+    return "weights=" + ",".join(f"{w:g}" for w in params.weights or ())
+
+
+def optimization_json(optimization: Optimization) -> dict[str, Any]:
+    """The search as JSON (`fuse_runs --json`'s `optimization`, the fusion job's stored provenance):
+    `{"measure", "trials", "score", "chosen", "weights", "k", "mean_test_score", "folds": [...]}`."""
+    params = optimization.params
+    return {
+        "measure": optimization.measure,
+        "trials": optimization.trials,
+        "score": json_number(optimization.score),
+        "chosen": chosen_text(params),
+        "weights": list(params.weights) if params.weights is not None else None,
+        "k": params.k if params.method == "rrf" else None,
+        "mean_test_score": json_number(optimization.mean_test_score),
+        "folds": [
+            {
+                "fold": f.fold,
+                "test_queries": f.test_queries,
+                "train_score": json_number(f.train_score),
+                "test_score": json_number(f.test_score),
+                "chosen": chosen_text(f.params),
+            }
+            for f in optimization.folds
+        ],
+    }

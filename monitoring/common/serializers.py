@@ -18,6 +18,7 @@ from evalplatform.errors import InputError
 from evalplatform.jobs import JobStatus
 from evalplatform.models import TeamMembership
 from monitoring.evaluations import services as evaluations
+from monitoring.evaluations.models import OVERLAP
 from monitoring.evaluations.selectors import evaluation_results_attach, metric_spec
 from monitoring.models import PARAMS, Comparison, QrelsSource, Run
 
@@ -295,6 +296,20 @@ class ComparisonIn(serializers.Serializer):
     alpha = serializers.FloatField(
         default=PARAMS.alpha, help_text="Significance level, strictly between 0 and 1."
     )
+    overlap_k = serializers.IntegerField(
+        default=OVERLAP.k,
+        min_value=1,
+        max_value=1000,
+        help_text="Depth of the lists' overlap (Jaccard@k, RBO, tau).",
+    )
+    rbo_p = serializers.FloatField(
+        default=OVERLAP.p, help_text="RBO's persistence, strictly between 0 and 1."
+    )
+
+    def validate_rbo_p(self, p: float) -> float:
+        if not 0 < p < 1:
+            raise serializers.ValidationError("rbo_p must lie strictly between 0 and 1.")
+        return p
 
     def validate_runs(self, runs: list[Run]) -> list[Run]:
         distinct = list({run.pk: run for run in runs}.values())
@@ -397,6 +412,8 @@ class ComparisonOut(JobStateOut):
     correction = serializers.ChoiceField(choices=Comparison.Correction.choices)
     alpha = serializers.FloatField()
     confidence = serializers.FloatField()
+    overlap_k = serializers.IntegerField(help_text="Depth of the lists' overlap.")
+    rbo_p = serializers.FloatField(help_text="RBO's persistence p.")
 
     def get_url(self, comparison: Any) -> str:
         return link(self, "comparison", comparison.team.slug, comparison.pk)
@@ -426,6 +443,83 @@ class RunPairOut(serializers.Serializer):
     wins = serializers.IntegerField(help_text="Queries where a scored higher.")
     ties = serializers.IntegerField()
     losses = serializers.IntegerField(help_text="Queries where b scored higher.")
+    cohens_dz = serializers.FloatField(
+        allow_null=True, help_text="Cohen's d_z of a - b; null where undefined."
+    )
+    hedges_g = serializers.FloatField(allow_null=True, help_text="Hedges' g of a - b; null where undefined.")
+
+
+class OverlapOut(serializers.Serializer):
+    run_a_id = serializers.IntegerField()
+    run_b_id = serializers.IntegerField()
+    num_q = serializers.IntegerField(help_text="Queries both runs answer (those compared).")
+    only_a = serializers.IntegerField(help_text="Queries only run a answers.")
+    only_b = serializers.IntegerField(help_text="Queries only run b answers.")
+    mean = serializers.DictField(
+        child=serializers.FloatField(allow_null=True),
+        help_text="jaccard, rbo_min, rbo_res, rbo_ext, kendall_tau, tau_ap, tau_ap_symmetric: each the mean over "
+        "the queries where it is defined (null: nowhere).",
+    )
+    defined = serializers.DictField(child=serializers.IntegerField(), help_text="figure -> queries averaged.")
+
+
+class AnovaEffectOut(serializers.Serializer):
+    sum_sq = serializers.FloatField(allow_null=True)
+    df = serializers.IntegerField()
+    mean_sq = serializers.FloatField(allow_null=True)
+    f = serializers.FloatField(allow_null=True)
+    p_value = serializers.FloatField(allow_null=True)
+
+
+class AnovaOut(serializers.Serializer):
+    systems = AnovaEffectOut()
+    topics = AnovaEffectOut()
+    residual = AnovaEffectOut()
+    residual_variance = serializers.FloatField(allow_null=True, help_text="MS_residual.")
+
+
+class TukeyPairOut(serializers.Serializer):
+    run_a_id = serializers.IntegerField()
+    run_b_id = serializers.IntegerField()
+    mean_difference = serializers.FloatField(allow_null=True)
+    q = serializers.FloatField(allow_null=True, help_text="Studentized range statistic.")
+    p_value = serializers.FloatField(allow_null=True)
+    lower = serializers.FloatField(allow_null=True)
+    upper = serializers.FloatField(allow_null=True)
+    significant = serializers.BooleanField()
+
+
+class TukeyOut(serializers.Serializer):
+    design = serializers.CharField()
+    mse = serializers.FloatField(allow_null=True)
+    df = serializers.IntegerField()
+    confidence = serializers.FloatField()
+    pairs = TukeyPairOut(many=True)
+
+
+class PowerPairOut(serializers.Serializer):
+    run_a_id = serializers.IntegerField()
+    run_b_id = serializers.IntegerField()
+    p_value = serializers.FloatField(allow_null=True, help_text="Bootstrap ASL.")
+
+
+class DiscriminativePowerOut(serializers.Serializer):
+    test = serializers.CharField()
+    alpha = serializers.FloatField()
+    n_resamples = serializers.IntegerField()
+    seed = serializers.IntegerField()
+    pairs = serializers.IntegerField()
+    significant = serializers.IntegerField()
+    share = serializers.FloatField(allow_null=True)
+    min_significant_difference = serializers.FloatField(allow_null=True)
+    p_values = PowerPairOut(many=True)
+
+
+class ManySystemsOut(serializers.Serializer):
+    anova = AnovaOut(allow_null=True)
+    tukey = TukeyOut(allow_null=True)
+    discriminative_power = DiscriminativePowerOut(allow_null=True)
+    notes = serializers.ListField(child=serializers.CharField())
 
 
 class ComparisonDetailOut(ComparisonOut):
@@ -436,6 +530,13 @@ class ComparisonDetailOut(ComparisonOut):
     summaries = SummaryOut(many=True, help_text="Each run's mean of each measure with its CI, once done.")
     pairs = RunPairOut(
         many=True, source="pairs.all", help_text="Every pair of runs on every measure, once done."
+    )
+    overlap = OverlapOut(
+        many=True, help_text="Every pair of runs' list overlap (means; per query in the CSV)."
+    )
+    many_systems = serializers.DictField(
+        child=ManySystemsOut(),
+        help_text="measure -> two-way ANOVA and Tukey's HSD (null with fewer than 3 runs) and discriminative power.",
     )
 
     def get_num_queries(self, comparison: Comparison) -> int:

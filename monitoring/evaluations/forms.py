@@ -17,6 +17,7 @@ from evalcore.comparison import DEFAULT_MEASURES
 from evalplatform.errors import InputError
 from evalplatform.models import Team
 from monitoring.evaluations import selectors
+from monitoring.evaluations.models import OVERLAP
 from monitoring.evaluations.services import check_measures
 from monitoring.models import PARAMS, Comparison, QrelsSource, Run
 
@@ -166,7 +167,7 @@ class EvaluationForm(MeasuresMixin):
 
 class ComparisonForm(MeasuresMixin):
     field_order = ["qrels", "runs", "measures", "more_measures", "test", "correction", "alpha", "rel_level",
-                   "complete"]  # fmt: skip
+                   "complete", "overlap_k", "rbo_p"]  # fmt: skip
 
     test = forms.ChoiceField(choices=Comparison.Test.choices, initial=PARAMS.test, label="Test")
     correction = forms.ChoiceField(
@@ -186,6 +187,26 @@ class ComparisonForm(MeasuresMixin):
         )  # fmt: skip
         self.fields["measures"].initial = list(PARAMS.measures)
         self.order_fields(self.field_order)
+
+    overlap_k = forms.IntegerField(
+        initial=OVERLAP.k, min_value=1, max_value=1000, required=False, label="Overlap depth k",
+        help_text="How deep each run's list is compared with the others' (Jaccard@k, RBO, Kendall's tau).",
+    )  # fmt: skip
+    rbo_p = forms.FloatField(
+        initial=OVERLAP.p, required=False, label="RBO persistence p",
+        help_text="Rank-biased overlap's weight of depth, strictly between 0 and 1 (0.9: the top 10 weigh 86%).",
+    )  # fmt: skip
+
+    def clean_overlap_k(self) -> int:
+        k = self.cleaned_data["overlap_k"]
+        return OVERLAP.k if k is None else int(k)
+
+    def clean_rbo_p(self) -> float:
+        p = self.cleaned_data["rbo_p"]
+        p = OVERLAP.p if p is None else float(p)
+        if not 0 < p < 1:
+            raise ValidationError("p must lie strictly between 0 and 1.")
+        return p
 
     def clean_runs(self) -> list[Run]:
         runs = list(self.cleaned_data["runs"])

@@ -19,12 +19,15 @@ from django.db import models
 from django.urls import reverse
 
 from evalcore.comparison import CORRECTIONS, TESTS, ComparisonParams
+from evalcore.overlap import OverlapParams
 from evalplatform.jobs import Job
 from evalplatform.models import Team
 from monitoring.files.models import QrelsSource, Run
 
 #: Every default of an evaluation's and a comparison's parameters (`evalcore.comparison.ComparisonParams`).
 PARAMS = ComparisonParams()
+#: The defaults of a comparison's list overlap: depth k and RBO's persistence p (`evalcore.overlap`).
+OVERLAP = OverlapParams()
 
 
 def options_key(*, measures: list[str], rel_level: int, complete: bool) -> str:
@@ -100,7 +103,9 @@ class Evaluation(Job):
 
 class Comparison(Job):
     """Several runs compared on the same qrels: per run and measure the mean with its CI, and for every
-    pair of runs a paired test, with the p-values of the whole family corrected together."""
+    pair of runs a paired test with its effect sizes, the p-values of the whole family corrected together;
+    per measure the statistics of many systems (`many_systems`), and per pair of runs the overlap of their
+    top-`overlap_k` lists (`overlap`)."""
 
     class Test(models.TextChoices):
         T = "t", "Paired t-test"
@@ -125,8 +130,21 @@ class Comparison(Job):
     correction = models.CharField(max_length=16, choices=Correction.choices, default=PARAMS.correction)
     alpha = models.FloatField(default=PARAMS.alpha)
     confidence = models.FloatField(default=PARAMS.confidence)
+    overlap_k = models.PositiveSmallIntegerField(
+        default=OVERLAP.k, help_text="Depth of the lists whose overlap is measured (Jaccard@k, RBO, tau)."
+    )
+    rbo_p = models.FloatField(default=OVERLAP.p, help_text="Rank-biased overlap's persistence p.")
     # What the job found (each run's mean and CI of each measure are in `series.MetricValue`).
     qids = models.JSONField(default=list, blank=True, help_text="The queries every run was compared on.")
+    overlap = models.JSONField(
+        default=list, blank=True,
+        help_text="One `evalcore.comparison_extras.overlap_json` per pair of runs (by run id): per query and means.",
+    )  # fmt: skip
+    many_systems = models.JSONField(
+        default=dict, blank=True,
+        help_text="measure key -> `evalcore.comparison_extras.many_systems_json`: ANOVA, Tukey's HSD, "
+        "discriminative power.",
+    )  # fmt: skip
     per_query = models.JSONField(
         default=dict, blank=True,
         help_text="run id -> measure key -> one value per query of `qids` (those of the paired tests).",
@@ -145,6 +163,8 @@ class Comparison(Job):
         ordering = ["team", "-created_at"]
         constraints = [
             models.CheckConstraint(condition=models.Q(alpha__gt=0, alpha__lt=1), name="comparison_alpha"),
+            models.CheckConstraint(condition=models.Q(rbo_p__gt=0, rbo_p__lt=1), name="comparison_rbo_p"),
+            models.CheckConstraint(condition=models.Q(overlap_k__gte=1), name="comparison_overlap_k"),
         ]
 
     def __str__(self) -> str:
@@ -159,6 +179,9 @@ class Comparison(Job):
             measures=tuple(self.measures), rel_level=self.rel_level, complete=self.complete,
             test=self.test, correction=self.correction, alpha=self.alpha, confidence=self.confidence,  # type: ignore[arg-type]
         )  # fmt: skip
+
+    def overlap_params(self) -> OverlapParams:
+        return OverlapParams(k=self.overlap_k, p=self.rbo_p)
 
     @property
     def summaries(self) -> list[Any]:
@@ -192,6 +215,8 @@ class ComparisonPair(models.Model):
     wins = models.PositiveIntegerField(help_text="Queries where a scored higher.")
     ties = models.PositiveIntegerField()
     losses = models.PositiveIntegerField(help_text="Queries where b scored higher.")
+    cohens_dz = models.FloatField(null=True, blank=True, help_text="Cohen's d_z of a - b (null: undefined).")
+    hedges_g = models.FloatField(null=True, blank=True, help_text="Hedges' g of a - b (null: undefined).")
 
     class Meta:
         ordering = ["comparison", "measure", "p_adjusted"]

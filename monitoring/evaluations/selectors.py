@@ -28,6 +28,7 @@ from monitoring.models import (
     ComparisonPair,
     Evaluation,
     FraudScoreEvaluation,
+    Fusion,
     QrelsSource,
     RecommendationEvaluation,
     Run,
@@ -152,12 +153,13 @@ def comparison_summaries_attach(comparison: Comparison, *, per_query: bool = Tru
     return rows
 
 
-TeamJob = Evaluation | Comparison | RecommendationEvaluation | FraudScoreEvaluation
+TeamJob = Evaluation | Comparison | RecommendationEvaluation | FraudScoreEvaluation | Fusion
 
 #: The team's jobs a page can poll (`monitoring/_job.html`, `jobs.js`), by the name in their URL.
 JOB_MODELS: dict[str, type[TeamJob]] = {
     "evaluation": Evaluation,
     "comparison": Comparison,
+    "fusion": Fusion,
     "recommendation": RecommendationEvaluation,
     "fraud": FraudScoreEvaluation,
 }
@@ -196,10 +198,12 @@ def team_evaluations(*, team: Team) -> QuerySet[Evaluation]:
 
 
 def team_comparisons(*, team: Team) -> QuerySet[Comparison]:
-    """The team's comparisons, newest first, with their runs."""
+    """The team's comparisons, newest first, with their runs (not their per-query arrays, overlap and
+    statistics, which a list does not show)."""
     return (
         Comparison.objects.filter(team=team)
         .select_related("team", "qrels", "created_by")
+        .defer("per_query", "overlap", "many_systems")
         .prefetch_related("runs")
         .order_by("-created_at", "-pk")
     )
@@ -493,6 +497,35 @@ class QueryDifference:
         return self.a - self.b
 
 
+@dataclass(frozen=True)
+class OverlapRow:
+    """Two runs' list overlap (`evalcore.comparison_extras.overlap_json`), with the runs."""
+
+    run_a: Run
+    run_b: Run
+    data: dict[str, Any]
+
+    def per_query(self) -> list[dict[str, Any]]:
+        """One row per query both runs answer: qid, shared, then each figure (None where undefined)."""
+        data = self.data
+        figures = data["per_query"]
+        return [
+            {"qid": qid, "shared": data["shared"][i], **{name: values[i] for name, values in figures.items()}}
+            for i, qid in enumerate(data["qids"])
+        ]
+
+
+@dataclass(frozen=True)
+class ManySystems:
+    """One measure's statistics over all the compared runs (`evalcore.comparison_extras.many_systems_json`);
+    `tukey_rows` are (run a, run b, row) for every pair."""
+
+    measure: str
+    column: MeasureColumn
+    stats: dict[str, Any]
+    tukey_rows: list[tuple[Run, Run, dict[str, Any]]]
+
+
 @dataclass
 class ComparisonView:
     """A finished comparison laid out for its page: runs by id, measures, summaries and pairs."""
@@ -513,6 +546,29 @@ class ComparisonView:
             return first[0] if first else _missing("pair")
         found = next((pair for pair in self.pairs if str(pair.pk) == str(pk)), None)
         return found if found is not None else _missing("pair")
+
+    def overlaps(self) -> list[OverlapRow]:
+        """Each pair of runs' list overlap, as the job stored it (none for a comparison made before)."""
+        return [
+            OverlapRow(self.runs[entry["run_a_id"]], self.runs[entry["run_b_id"]], entry)
+            for entry in self.comparison.overlap
+            if entry["run_a_id"] in self.runs and entry["run_b_id"] in self.runs
+        ]
+
+    def many_systems(self) -> list[ManySystems]:
+        """Per measure, the ANOVA, Tukey's HSD (3+ runs) and discriminative power the job stored."""
+        found = []
+        for measure in self.measures:
+            stats = self.comparison.many_systems.get(measure)
+            if not stats:
+                continue
+            tukey = stats.get("tukey") or {}
+            rows = [
+                (self.runs[row["run_a_id"]], self.runs[row["run_b_id"]], row)
+                for row in tukey.get("pairs", [])
+            ]
+            found.append(ManySystems(measure, measure_column(measure), stats, rows))
+        return found
 
     def differences(self, pair: ComparisonPair) -> list[QueryDifference]:
         """Per query, run a's and run b's value of the pair's measure, largest gain of a first."""

@@ -11,7 +11,9 @@ transaction.
 A comparison evaluates each run the same way on the same qrels and compares them with
 `evalcore.comparison.compare_scores` (paired tests, p-values corrected over runs x measures). Each run's
 mean and CI of each measure go to the metric table too, in no series (subgroup: the run's id); the paired
-tests are `ComparisonPair` rows.
+tests, with their effect sizes, are `ComparisonPair` rows. The same job stores, per measure, the two-way
+ANOVA, Tukey's HSD and discriminative power of the runs' per-query scores, and per pair of runs the overlap
+of their lists (`evalcore.comparison_extras`), on the comparison's row.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +39,17 @@ from evalcore.comparison import (
     compare_scores,
     measure_summary,
 )
+from evalcore.comparison_extras import effect_size_json, many_systems_json, overlap_json
 from evalcore.coverage import COVERAGE_MEASURES
 from evalcore.jsonable import json_number, json_numbers
+from evalcore.overlap import OverlapParams
 from evalcore.retrieval import Qrels, RetrievalResult, evaluate, parse_measures, require_rel_format
 from evalcore.retrieval import Run as RunData
 from evalcore.stats import DEFAULT_BOOTSTRAP
 from evalplatform.auth import User
 from evalplatform.errors import InputError
 from evalplatform.jobs import JobError, JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
+from monitoring.evaluations.models import OVERLAP
 from monitoring.models import PARAMS, Comparison, ComparisonPair, Evaluation, QrelsSource, Run, options_key
 from series.services import MetricValueIn, metric_values_write
 from series.subjects import run_series
@@ -261,10 +266,13 @@ def comparison_create(
     test: str = PARAMS.test,
     correction: str = PARAMS.correction,
     alpha: float = PARAMS.alpha,
+    overlap_k: int = OVERLAP.k,
+    rbo_p: float = OVERLAP.p,
     created_by: User | None = None,
     enqueue: bool = True,
 ) -> Comparison:
-    """A comparison of at least two of the team's runs on `qrels`, queued on commit."""
+    """A comparison of at least two of the team's runs on `qrels`, queued on commit; `overlap_k` and
+    `rbo_p` are the depth and the persistence of the lists' overlap (`evalcore.overlap`)."""
     distinct = list({run.pk: run for run in runs}.values())
     if len(distinct) < 2:
         raise InputError("Choose at least two different runs to compare.")
@@ -275,9 +283,11 @@ def comparison_create(
             measures=tuple(check_measures(measures)), rel_level=rel_level, complete=complete,
             test=test, correction=correction, alpha=alpha,  # type: ignore[arg-type]
         )  # fmt: skip
-    except ComparisonParamsError as error:
+        overlap = OverlapParams(k=overlap_k, p=rbo_p)
+    except (ComparisonParamsError, ValueError) as error:
         raise InputError(str(error)) from None
     comparison = Comparison.objects.create(
+        overlap_k=overlap.k, rbo_p=overlap.p,
         team_id=qrels.team_id, qrels=qrels, measures=list(params.measures), rel_level=params.rel_level,
         complete=params.complete, test=params.test, correction=params.correction, alpha=params.alpha,
         confidence=params.confidence, created_by=created_by,
@@ -293,6 +303,8 @@ class ComparisonOutput:
     qids: list[str]
     summaries: list[dict[str, Any]]
     pairs: list[dict[str, Any]]
+    overlap: list[dict[str, Any]] = field(default_factory=list)
+    many_systems: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def comparison_run(*, comparison_id: int) -> JobOutcome:
@@ -306,9 +318,10 @@ def _compare(comparison: Comparison, progress: ProgressFn) -> ComparisonOutput:
     qrels = read_qrels(comparison.qrels)
     results: dict[str, RetrievalResult] = {}
     reported: dict[str, RetrievalResult] = {}
+    datas: dict[int, RunData] = {}
     for index, run in enumerate(runs):
-        progress(0.05 + 0.8 * index / len(runs), f"evaluating {run.name}")
-        data = read_run(run)
+        progress(0.05 + 0.75 * index / len(runs), f"evaluating {run.name}")
+        data = datas[run.pk] = read_run(run)
         # complete=True: every run covers every qrels query, so the per-query arrays line up for the
         # paired tests; each run's mean follows trec_eval's rule (-c or not), as its evaluation's.
         results[str(run.pk)] = _evaluate_data(qrels, data, comparison.measures, comparison.rel_level, True)
@@ -316,7 +329,7 @@ def _compare(comparison: Comparison, progress: ProgressFn) -> ComparisonOutput:
             results[str(run.pk)] if comparison.complete
             else _evaluate_data(qrels, data, comparison.measures, comparison.rel_level, False)
         )  # fmt: skip
-    progress(0.9, "testing")
+    progress(0.8, "testing")
     keys = [spec.key for spec in next(iter(results.values())).specs]
     bootstrap = replace(DEFAULT_BOOTSTRAP, confidence=comparison.confidence)
     try:
@@ -344,13 +357,36 @@ def _compare(comparison: Comparison, progress: ProgressFn) -> ComparisonOutput:
         pairs.append(
             {"run_a_id": int(pair.a), "run_b_id": int(pair.b), "measure": pair.measure, "diff": pair.diff,
              "p_value": pair.p_value, "p_adjusted": pair.p_adjusted, "significant": pair.significant,
-             "wins": int(np.sum(a > b)), "ties": int(np.sum(a == b)), "losses": int(np.sum(a < b))}
+             "wins": int(np.sum(a > b)), "ties": int(np.sum(a == b)), "losses": int(np.sum(a < b)),
+             **effect_size_json(a, b)}
         )  # fmt: skip
-    return ComparisonOutput(qids=[str(q) for q in qids], summaries=summaries, pairs=pairs)
+    progress(0.85, "statistics of many systems")
+    ids = [run.pk for run in runs]
+    many_systems = {
+        key: many_systems_json(
+            np.array([scores[str(pk)][key] for pk in ids]), ids, alpha=comparison.alpha,
+            confidence=comparison.confidence,
+        )
+        for key in keys
+    }  # fmt: skip
+    progress(0.93, "list overlap")
+    overlap_params = comparison.overlap_params()
+    overlap = [
+        overlap_json(datas[a], datas[b], run_a_id=a, run_b_id=b, params=overlap_params)
+        for index, a in enumerate(ids) for b in ids[index + 1:]
+    ]  # fmt: skip
+    return ComparisonOutput(
+        qids=[str(q) for q in qids],
+        summaries=summaries,
+        pairs=pairs,
+        overlap=overlap,
+        many_systems=many_systems,
+    )
 
 
 def _store_comparison(comparison: Comparison, output: ComparisonOutput) -> None:
     comparison.qids = output.qids
+    comparison.overlap, comparison.many_systems = output.overlap, output.many_systems
     comparison.per_query, comparison.num_queries = {}, {}
     for row in output.summaries:
         run = str(row["run_id"])

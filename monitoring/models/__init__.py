@@ -1,6 +1,6 @@
 """Models of the monitoring app. Each is defined in its slice and imported here, so that Django finds
 every one under the app label `monitoring`: runs and qrels sources (`files`), evaluations and
-comparisons (`evaluations`), pools built from runs (`pooling`), recommendation and fraud sets (`recsys_fraud`), embedding streams and
+comparisons (`evaluations`), fusions of runs (`fusion`), pools built from runs (`pooling`), recommendation and fraud sets (`recsys_fraud`), embedding streams and
 monitor runs (`embeddings`), alert rules, events and notifications (`alerts`).
 """
 
@@ -8,6 +8,7 @@ from monitoring.alerts.models import AlertEvent, AlertRule, Notification, Notifi
 from monitoring.embeddings.models import EmbeddingSnapshot, EmbeddingStream, MonitorRun
 from monitoring.evaluations.models import PARAMS, Comparison, ComparisonPair, Evaluation, options_key
 from monitoring.files.models import QrelsSource, Run
+from monitoring.fusion.models import Fusion
 from monitoring.pooling.models import JudgingPool, PoolReprioritise, PoolTask
 from monitoring.recsys_fraud.models import (
     RECSYS_FILE_ROLES,
@@ -34,6 +35,7 @@ __all__ = [
     "Evaluation",
     "FraudScoreEvaluation",
     "FraudScoreSet",
+    "Fusion",
     "JudgingPool",
     "PoolReprioritise",
     "PoolTask",

@@ -48,6 +48,7 @@ from monitoring.demo import demo_fraud_text, demo_recsys_texts
 from monitoring.embeddings import services as monitors
 from monitoring.evaluations import services as evaluations
 from monitoring.files import uploads
+from monitoring.fusion import services as fusions
 from monitoring.models import AlertEvent, NotificationChannel, ReuseAnalysis
 from monitoring.pooling import services as pooling
 from monitoring.recsys_fraud import services as recsys_fraud
@@ -132,6 +133,7 @@ def team_objects(team: Team, lead: User) -> dict[str, int]:
     evaluations.evaluation_run(evaluation_id=evaluation.pk)
     comparison = evaluations.comparison_create(qrels=qrels, runs=[run, other], enqueue=False)
     evaluations.comparison_run(comparison_id=comparison.pk)
+    fusion = fusions.fusion_create(team=team, runs=[run, other], method="sum", enqueue=False)
     recsys = recsys_fraud.recommendation_set_upload(
         team=team, uploaded_by=lead,
         **{role: csv_file(f"{role}.csv", text) for role, text in demo_recsys_texts().items()},
@@ -150,7 +152,7 @@ def team_objects(team: Team, lead: User) -> dict[str, int]:
     )
     return {
         "runs": run.pk, "other-run": other.pk, "qrels": qrels.pk, "leaderboard": qrels.pk,
-        "evaluations": evaluation.pk, "comparisons": comparison.pk, "recommendation-sets": recsys.pk,
+        "evaluations": evaluation.pk, "comparisons": comparison.pk, "fusions": fusion.pk, "recommendation-sets": recsys.pk,
         "recommendation-evaluations": recsys_evaluation.pk, "fraud-score-sets": scores.pk,
         "fraud-evaluations": fraud_evaluation.pk, "channels": channel.pk,
         **stream_objects(team, channel),
@@ -241,7 +243,7 @@ def body_references(world: World) -> dict[str, Any]:
     lookup to the options behind it."""
     ids = world.ids
     return {
-        "run": ids["runs"], "runs": [ids["runs"], ids["other-run"]], "qrels": ids["qrels"],
+        "run": ids["runs"], "runs": [ids["runs"], ids["other-run"]], "qrels": ids["qrels"], "optimize_on": ids["qrels"],
         "recommendation_set": ids["recommendation-sets"], "score_set": ids["fraud-score-sets"],
         "channels": [ids["channels"]], "stream": world.stream,
     }  # fmt: skip

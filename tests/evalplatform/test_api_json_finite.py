@@ -26,6 +26,7 @@ from django.test import Client
 
 from annotations.models import ImportJob, MachineJudge, Project, QrelsBuild
 from monitoring import models as monitoring_models
+from monitoring.fusion import services as fusions
 from monitoring.models import EmbeddingStream
 from monitoring.reuse import services as reuse
 from series.models import Series
@@ -40,7 +41,7 @@ PARAMETERS = {
     "EmbeddingStream.params", "AlertRule.threshold", "AlertRule.effect_threshold", "Evaluation.confidence",
     "Comparison.alpha", "Comparison.confidence", "RecommendationEvaluation.head_share",
     "FraudScoreEvaluation.target_fpr", "FraudScoreEvaluation.fp_cost", "FraudScoreEvaluation.fn_cost",
-    "JudgingPool.rbp_p",
+    "JudgingPool.rbp_p", "Comparison.rbo_p", "Fusion.step",
 }  # fmt: skip
 PLANTED = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 #: The model behind each `{id}` of a path, by the segment before it.
@@ -50,6 +51,7 @@ ID_MODELS: dict[str, type[models.Model]] = {
     "evaluations": monitoring_models.Evaluation,
     "fraud-evaluations": monitoring_models.FraudScoreEvaluation,
     "fraud-score-sets": monitoring_models.FraudScoreSet,
+    "fusions": monitoring_models.Fusion,
     "imports": ImportJob,
     "machine-judges": MachineJudge,
     "leaderboard": monitoring_models.QrelsSource,
@@ -216,6 +218,12 @@ def test_it_answers_strict_json_from_every_get_endpoint_with_undefined_values_st
     reuse.reuse_analysis_run(analysis_id=analysis.pk)
     analysis.refresh_from_db()
     assert analysis.status == "done", analysis.error
+    # A finished fusion optimised on that leaderboard's qrels, so its reply (weights, folds) is read too.
+    inputs = list(monitoring_models.Run.objects.filter(team__slug="search").order_by("pk")[:2])
+    fusion = fusions.fusion_create(
+        team=source.team, runs=inputs, method="wsum", qrels=source, folds=2, step=0.5, enqueue=False
+    )
+    assert fusions.fusion_run(fusion_id=fusion.pk).status == "done"
     editor, lead, annotator = (Client(raise_request_exception=False) for _ in range(3))
     editor.force_login(User.objects.get(username="analyst"))
     lead.force_login(User.objects.get(username="lead"))

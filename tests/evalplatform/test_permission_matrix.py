@@ -44,6 +44,7 @@ from monitoring.demo import FRAUD_OPTIONS, demo_fraud_text, demo_recsys_texts
 from monitoring.embeddings import services as monitors
 from monitoring.evaluations import services as evaluations
 from monitoring.files import uploads
+from monitoring.fusion import services as fusions
 from monitoring.models import AlertEvent, ComparisonPair, MonitorRun, NotificationChannel, ReuseAnalysis
 from monitoring.pooling import services as pooling
 from monitoring.pooling.models import JudgingPool
@@ -152,6 +153,7 @@ def world_build() -> World:
         qrels=source, runs=[run, weak], measures=("map",), enqueue=False
     )
     evaluations.comparison_run(comparison_id=comparison.pk)
+    fusion = fusions.fusion_create(team=team, runs=[run, weak], method="sum", enqueue=False)
     pool = pooling.pool_create(project=a, runs=[run, weak], strategy="mtf", budget=6, depth=4, enqueue=False)
     assert pooling.pool_build_run(pool_id=pool.pk).status == "done", JudgingPool.objects.get(pk=pool.pk).error
 
@@ -185,7 +187,7 @@ def world_build() -> World:
     ids = {
         "slug": "alpha", "team": "search", "stream": "encoder", "version": build.version, "fmt": "trec",
         "user_id": carol.pk, "username": "carol", "task_id": tasks[0].pk,
-        "run": run.pk, "qrels": source.pk, "build_qrels": build_source.pk, "evaluation": evaluation.pk, "comparison": comparison.pk,
+        "run": run.pk, "qrels": source.pk, "build_qrels": build_source.pk, "evaluation": evaluation.pk, "comparison": comparison.pk, "fusion": fusion.pk,
         "pair": ComparisonPair.objects.filter(comparison=comparison).values_list("pk", flat=True)[0],
         "recs": recs.pk, "recs_eval": recs_eval.pk, "scores": scores.pk, "fraud_eval": fraud_eval.pk,
         "snapshot": snapshot.pk, "monitor": monitor.pk, "rule": rule.pk, "channel": channel.pk, "event": event.pk,
@@ -358,6 +360,11 @@ MATRIX: dict[str, Row] = {
     "monitoring:comparison-detail": page("team", TEAM, pk="comparison", post=None),
     "monitoring:comparison-csv": page("team", TEAM, pk="comparison", post=None),
     "monitoring:comparison-pair-csv": page("team", TEAM, pk="comparison", post=None),
+    "monitoring:comparison-overlap-csv": page("team", TEAM, pk="comparison", post=None),
+    "monitoring:comparison-tukey-csv": page("team", TEAM, pk="comparison", post=None),
+    "monitoring:comparison-anova-csv": page("team", TEAM, pk="comparison", post=None),
+    "monitoring:fusion-create": page("team", EDITORS, EDITORS),
+    "monitoring:fusion-detail": page("team", TEAM, pk="fusion", post=None),
     "monitoring:leaderboard": page("team", TEAM, pk="qrels", post=None),
     "monitoring:leaderboard-csv": page("team", TEAM, pk="qrels", post=None),
     "monitoring:qrels-reuse": page("team", TEAM, pk="qrels", post=None),
@@ -414,6 +421,8 @@ MATRIX: dict[str, Row] = {
     "monitoring-api:evaluation-per-query": api("team", TEAM, pk="evaluation"),
     "monitoring-api:comparisons": api("team", TEAM, EDITORS),
     "monitoring-api:comparison": api("team", TEAM, pk="comparison"),
+    "monitoring-api:fusions": api("team", TEAM, EDITORS),
+    "monitoring-api:fusion": api("team", TEAM, pk="fusion"),
     "monitoring-api:alert-rules": api("team", TEAM, EDITORS),
     # Not DELETE: it would take the shared rule, and it is refused by the same `write=` check as PATCH.
     "monitoring-api:alert-rule": api("team", TEAM, pk="rule", patch=EDITORS),

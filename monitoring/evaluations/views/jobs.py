@@ -20,7 +20,7 @@ from monitoring.evaluations import services as evaluations
 from monitoring.evaluations.forms import ComparisonForm, EvaluationForm
 
 
-def _preselected(
+def preselected(
     request: HttpRequest, *, one: tuple[str, ...] = (), many: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """The choices a link preselects (`?run=3`, `?runs=1&runs=2`); the form checks them on submit."""
@@ -32,7 +32,7 @@ def _preselected(
 @login_required
 def evaluation_create(request: SignedInRequest, team: str) -> HttpResponse:
     membership = get_team_for_member(request.user, team, write=True)
-    initial = _preselected(request, one=("run", "qrels"))
+    initial = preselected(request, one=("run", "qrels"))
     form = EvaluationForm(request.POST or None, team=membership.team, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -60,7 +60,7 @@ def evaluation_create(request: SignedInRequest, team: str) -> HttpResponse:
 @login_required
 def comparison_create(request: SignedInRequest, team: str) -> HttpResponse:
     membership = get_team_for_member(request.user, team, write=True)
-    initial = _preselected(request, one=("qrels",), many=("runs",))
+    initial = preselected(request, one=("qrels",), many=("runs",))
     form = ComparisonForm(request.POST or None, team=membership.team, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -68,7 +68,8 @@ def comparison_create(request: SignedInRequest, team: str) -> HttpResponse:
             comparison = evaluations.comparison_create(
                 qrels=data["qrels"], runs=data["runs"], measures=data["measure_names"],
                 rel_level=data["rel_level"], complete=data["complete"], test=data["test"],
-                correction=data["correction"], alpha=data["alpha"], created_by=request.user,
+                correction=data["correction"], alpha=data["alpha"], overlap_k=data["overlap_k"], rbo_p=data["rbo_p"],
+                created_by=request.user,
             )  # fmt: skip
         except InputError as exc:
             form.add_error(None, str(exc))

@@ -15,6 +15,7 @@ from evalplatform.csvexport import csv_response
 from evalplatform.jobs import JobStatus
 from evalplatform.teams import get_team_for_member
 from monitoring.evaluations import charts, selectors
+from monitoring.fusion.selectors import run_fusion
 from monitoring.models import Evaluation
 
 #: How many of the worst queries the page lists.
@@ -34,6 +35,7 @@ def run_detail(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
         "run": run,
         "evaluations": evaluations,
         "chosen": chosen,
+        "fusion": run_fusion(run=run),
     }
     if chosen is not None and chosen.status == JobStatus.DONE:
         context.update(_distribution(chosen, request.GET.get("measure", "")))

@@ -8,7 +8,6 @@ from typing import Any
 
 from evalcore.errors import EvalCoreError
 from evalcore.fusion.params import METHODS, NORMS, FusionParams
-from evalcore.jsonable import json_number
 from evalcore.retrieval import UnknownMeasureError
 from monitoring.common import cli
 
@@ -136,17 +135,13 @@ def parse_params(options: dict[str, Any]) -> FusionParams:
         raise cli.CommandError(str(exc)) from exc
 
 
-def _chosen(params: FusionParams) -> str:
-    if params.method == "rrf":
-        return f"k={params.k:g}"
-    return "weights=" + ",".join(f"{w:g}" for w in params.weights or ())
-
-
 def as_json(
     params: FusionParams, options: dict[str, Any], queries: int, lines: int, optimization: Any
 ) -> dict[str, Any]:
     """`{"method", "norm", "weights", "k", "runs", "queries", "lines", "out", "optimization"}`."""
-    out: dict[str, Any] = {
+    from evalcore.fusion import optimization_json
+
+    return {
         "method": params.method,
         "norm": params.norm,
         "weights": list(params.weights) if params.weights is not None else None,
@@ -155,24 +150,5 @@ def as_json(
         "queries": queries,
         "lines": lines,
         "out": options["out"],
-        "optimization": None,
+        "optimization": optimization_json(optimization) if optimization is not None else None,
     }
-    if optimization is not None:
-        out["optimization"] = {
-            "measure": optimization.measure,
-            "trials": optimization.trials,
-            "score": json_number(optimization.score),
-            "chosen": _chosen(optimization.params),
-            "mean_test_score": json_number(optimization.mean_test_score),
-            "folds": [
-                {
-                    "fold": f.fold,
-                    "test_queries": f.test_queries,
-                    "train_score": json_number(f.train_score),
-                    "test_score": json_number(f.test_score),
-                    "chosen": _chosen(f.params),
-                }
-                for f in optimization.folds
-            ],
-        }
-    return out
