@@ -42,6 +42,8 @@ from annotations.models import (
     Task,
 )
 from evalplatform.auth import AnyUser, User
+from series.models import MetricValue, Series
+from series.services import series_key
 
 Role = ProjectMembership.Role
 #: Undo reaches back over the current work session: at most this many answers...
@@ -279,21 +281,96 @@ def open_totals_forget(project: Project) -> None:
 class OpenProject:
     project: Project
     remaining: int
+    #: The annotator's own answers in the project (skips included).
+    answered: int = 0
 
 
-def annotator_open_projects(*, user: User, limit: int = 10) -> list[OpenProject]:
-    """The projects where the user, as an annotator, still has tasks to judge, with how many: the same
-    `QueueCounts.remaining` the judge page shows (three small queries per project; `limit` projects at
-    most, the home page lists no more)."""
-    memberships = (
+def annotator_queues(*, user: User, limit: int = 10) -> list[OpenProject]:
+    """Every project the user annotates (`limit` at most), with the tasks left for them and how many they
+    answered: the `QueueCounts.remaining` the judge page shows (three small queries per project) and one
+    count of their answers for all of them."""
+    memberships = list(
         ProjectMembership.objects.filter(user=user, role=Role.ANNOTATOR)
         .select_related("project")
         .order_by("project__name")[:limit]
     )
-    counted = [
-        OpenProject(m.project, queue_counts(project=m.project, annotator=user).remaining) for m in memberships
+    answered = dict(
+        Annotation.objects.filter(annotator=user, project_id__in=[m.project_id for m in memberships])
+        .values("project_id")
+        .annotate(n=Count("pk"))
+        .values_list("project_id", "n")
+    )
+    return [
+        OpenProject(
+            m.project,
+            queue_counts(project=m.project, annotator=user).remaining,
+            answered.get(m.project_id, 0),
+        )
+        for m in memberships
     ]
-    return [entry for entry in counted if entry.remaining > 0]
+
+
+def annotator_open_projects(*, user: User, limit: int = 10) -> list[OpenProject]:
+    """The projects where the user, as an annotator, still has tasks to judge, with how many."""
+    return [entry for entry in annotator_queues(user=user, limit=limit) if entry.remaining > 0]
+
+
+@dataclass(frozen=True)
+class AccuracyPoint:
+    observed_at: datetime
+    exact: float | None
+    within_one: float | None
+
+
+@dataclass(frozen=True)
+class AccuracyTrend:
+    project: Project
+    points: list[AccuracyPoint]  # oldest first
+
+
+#: The annotator's figures on gold they see on their home: their accuracy, never which items were gold.
+TREND_METRICS = ("gold_accuracy", "gold_accuracy_within")
+
+
+def annotator_accuracy_trend(*, user: User, last: int = 12) -> list[AccuracyTrend]:
+    """The user's own accuracy on gold (exact and within one grade) at each of the last `last` quality
+    recomputes of every project they annotate, from the metric table (the annotator series that each
+    recompute writes). Two queries. Only figures: no gold label, no item, no other annotator."""
+    projects = {
+        m.project_id: m.project
+        for m in ProjectMembership.objects.filter(user=user, role=Role.ANNOTATOR).select_related("project")
+    }
+    if not projects:
+        return []
+    keys = {series_key(pk, user.pk): pk for pk in projects}
+    rows = (
+        MetricValue.objects.filter(
+            series__kind=Series.Kind.ANNOTATOR,
+            series__object_id=user.pk,
+            series__key__in=list(keys),
+            metric__in=TREND_METRICS,
+            subgroup="",
+        )  # fmt: skip
+        .order_by("series__key", "-observed_at", "-job_id")
+        .values_list("series__key", "job_id", "observed_at", "metric", "value")
+    )
+    by_project: dict[int, dict[int, dict[str, Any]]] = {}
+    for key, job_id, observed_at, metric, value in rows:
+        jobs = by_project.setdefault(keys[key], {})
+        if job_id not in jobs and len(jobs) >= last:
+            continue
+        jobs.setdefault(job_id, {"at": observed_at})[metric] = value
+    trends = []
+    for project_id, jobs in by_project.items():
+        points = sorted(
+            (
+                AccuracyPoint(j["at"], j.get("gold_accuracy"), j.get("gold_accuracy_within"))
+                for j in jobs.values()
+            ),
+            key=lambda p: p.observed_at,
+        )
+        trends.append(AccuracyTrend(projects[project_id], points))
+    return sorted(trends, key=lambda t: t.project.name)
 
 
 def gold_turn(*, counts: QueueCounts, project: Project, seed: int) -> bool:

@@ -6,6 +6,10 @@ non-members and 403 to members of the wrong role. Forms work without JavaScript 
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+from datetime import datetime
 from typing import Any
 
 from django.contrib import messages
@@ -14,7 +18,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Page, Paginator
 from django.db import transaction
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import get_template
@@ -35,6 +39,7 @@ from annotations.models import (
 )
 from evalcore.errors import FormatError
 from evalplatform.auth import SignedInRequest
+from evalplatform.csvexport import cell
 from evalplatform.forms import ConfirmForm
 from evalplatform.people import invitation_message, person_account
 from evalplatform.roles import Role as PlatformRole
@@ -462,3 +467,82 @@ def judge_continue(request: SignedInRequest, slug: str) -> HttpResponse:
     membership = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR)
     services.session_break_dismiss(membership=membership)
     return redirect("annotations:judge", slug)
+
+
+# --- every raw answer, for a lead -------------------------------------------------------------------------
+
+#: The columns of the answers export, in order (CSV header and JSON Lines keys).
+ANSWER_FIELDS = ("annotator", "qid", "doc_id", "grade", "skipped", "unclear", "too_fast", "gold", "answered_at",
+                 "seconds_spent", "comment")  # fmt: skip
+
+
+def _answer_rows(project: Project) -> Any:
+    """Every answer of the project, oldest first, as tuples in `ANSWER_FIELDS` order (streamed from the
+    database in chunks: memory stays flat whatever the project's size)."""
+    return (
+        Annotation.objects.filter(project=project)
+        .order_by("created_at", "pk")
+        .values_list(
+            "annotator__username",
+            "task__topic__qid",
+            "task__document__doc_id",
+            "grade",
+            "skipped",
+            "unclear",
+            "too_fast",
+            "task__is_gold",
+            "created_at",
+            "seconds_spent",
+            "comment",
+        )  # fmt: skip
+        .iterator(chunk_size=5000)
+    )
+
+
+@login_required
+@require_safe
+def answers_csv(request: SignedInRequest, slug: str) -> StreamingHttpResponse:
+    """Every raw answer of the project as CSV (leads): who, which pair, the grade (empty for a skip), the
+    flags, whether the pair is gold, when, seconds spent and the comment; cells neutralised."""
+    project = selectors.get_lead_project(request.user, slug)
+
+    def lines() -> Any:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(ANSWER_FIELDS)
+        for row in _answer_rows(project):
+            writer.writerow(
+                [cell(value.isoformat() if isinstance(value, datetime) else value) for value in row]
+            )
+            if buffer.tell() > 65536:
+                yield buffer.getvalue()
+                buffer.seek(0)
+                buffer.truncate()
+        yield buffer.getvalue()
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{project.slug}-answers.csv"'
+    return response
+
+
+@login_required
+@require_safe
+def answers_jsonl(request: SignedInRequest, slug: str) -> StreamingHttpResponse:
+    """The same answers as JSON Lines, one object per answer."""
+    project = selectors.get_lead_project(request.user, slug)
+
+    def lines() -> Any:
+        chunk: list[str] = []
+        for row in _answer_rows(project):
+            item = dict(zip(ANSWER_FIELDS, row, strict=True))
+            item["answered_at"] = item["answered_at"].isoformat()
+            chunk.append(json.dumps(item, ensure_ascii=False, allow_nan=False))
+            if len(chunk) >= 2000:
+                yield "\n".join(chunk) + "\n"
+                chunk = []
+        if chunk:
+            yield "\n".join(chunk) + "\n"
+
+    response = StreamingHttpResponse(lines(), content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{project.slug}-answers.jsonl"'
+    return response

@@ -10,9 +10,12 @@ from django.views.decorators.http import require_safe
 from evalplatform.auth import SignedInRequest
 from evalplatform.teams import can_create_team, get_team_for_member
 from monitoring.evaluations import selectors
+from monitoring.teams.activity import team_activity
 
 #: Rows per list on the team's home (newest first).
 LIST_LIMIT = 50
+#: Changes listed under "What changed".
+ACTIVITY_LIMIT = 20
 
 
 @login_required
@@ -41,5 +44,6 @@ def team_home(request: SignedInRequest, team: str) -> HttpResponse:
             ),
             "comparisons": list(selectors.team_comparisons(team=found)[:LIST_LIMIT]),
             "list_limit": LIST_LIMIT,
+            "activity": team_activity(teams=[found], limit=ACTIVITY_LIMIT),
         },
     )

