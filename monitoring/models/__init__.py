@@ -1,13 +1,14 @@
 """Models of the monitoring app. Each is defined in its slice and imported here, so that Django finds
 every one under the app label `monitoring`: runs and qrels sources (`files`), evaluations and
 comparisons (`evaluations`), pools built from runs (`pooling`), recommendation and fraud sets (`recsys_fraud`), embedding streams and
-monitor runs (`embeddings`), alert rules, events and notifications (`alerts`).
+monitor runs (`embeddings`), leaderboards scored on a machine judge's labels (`machine_judges`), alert rules, events and notifications (`alerts`).
 """
 
 from monitoring.alerts.models import AlertEvent, AlertRule, Notification, NotificationChannel
 from monitoring.embeddings.models import EmbeddingSnapshot, EmbeddingStream, MonitorRun
 from monitoring.evaluations.models import PARAMS, Comparison, ComparisonPair, Evaluation, options_key
 from monitoring.files.models import QrelsSource, Run
+from monitoring.machine_judges.models import MachineJudgeEvaluation
 from monitoring.pooling.models import JudgingPool, PoolReprioritise, PoolTask
 from monitoring.recsys_fraud.models import (
     RECSYS_FILE_ROLES,
@@ -35,6 +36,7 @@ __all__ = [
     "FraudScoreEvaluation",
     "FraudScoreSet",
     "JudgingPool",
+    "MachineJudgeEvaluation",
     "PoolReprioritise",
     "PoolTask",
     "QrelsSource",
