@@ -28,6 +28,7 @@ from monitoring.models import (
     ComparisonPair,
     Evaluation,
     FraudScoreEvaluation,
+    MachineJudgeEvaluation,
     QrelsSource,
     RecommendationEvaluation,
     Run,
@@ -152,7 +153,7 @@ def comparison_summaries_attach(comparison: Comparison, *, per_query: bool = Tru
     return rows
 
 
-TeamJob = Evaluation | Comparison | RecommendationEvaluation | FraudScoreEvaluation
+TeamJob = Evaluation | Comparison | RecommendationEvaluation | FraudScoreEvaluation | MachineJudgeEvaluation
 
 #: The team's jobs a page can poll (`monitoring/_job.html`, `jobs.js`), by the name in their URL.
 JOB_MODELS: dict[str, type[TeamJob]] = {
@@ -160,6 +161,7 @@ JOB_MODELS: dict[str, type[TeamJob]] = {
     "comparison": Comparison,
     "recommendation": RecommendationEvaluation,
     "fraud": FraudScoreEvaluation,
+    "ppi": MachineJudgeEvaluation,
 }
 # What `Job.state()` reads: the rows' results and parameters are not loaded.
 _STATE_FIELDS = ("id", "team_id", "status", "error", "progress", "progress_note", "attempts", "created_at",

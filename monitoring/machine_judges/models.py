@@ -94,6 +94,14 @@ class MachineJudgeEvaluation(Job):
     def __str__(self) -> str:
         return f"{self.qrels} on machine judge {self.judge_id} ({self.status})"
 
+    @property
+    def judge_ref(self) -> dict[str, Any]:
+        return {"id": self.judge_id, "name": str(self.judge)}
+
+    @property
+    def human_sample_or_none(self) -> dict[str, Any] | None:
+        return self.human_sample or None
+
     def estimates_of(self, run_id: int) -> dict[str, Any]:
         """`{measure: {ppi, ppi_plus_plus, human_only, machine_only, lambda}}` of one run ({} if none)."""
         if "_by_run" not in self.__dict__:

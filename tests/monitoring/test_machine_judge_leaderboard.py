@@ -5,9 +5,15 @@ CSV, API, query ceiling), who may start it, and the ranking comparison on the ju
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from annotations.models import Document, MachineJudge, MachineJudgeRanking, MachineLabel, Topic
 from evalcore.machine_judges import ppi_evaluate, queries_restricted, ranking_agreement
@@ -93,3 +99,80 @@ class TestTheJob:
         stored = MachineJudgeRanking.objects.get(judge=judge)
         assert stored.build == linked["v1"] and stored.data["by_measure"]["map"] == got
         assert job.human_sample["random"] is False and "not chosen at random" in job.human_sample["rule"]
+
+
+@pytest.mark.django_db
+class TestTheLeaderboard:
+    def test_it_shows_the_three_estimates_of_the_sorted_measure_beside_each_run(
+        self, linked: dict[str, Any], judge: MachineJudge, vera: User
+    ) -> None:
+        job = computed(linked, judge)
+        source = linked["source"]
+        page = signed_in(vera).get(f"/teams/search/leaderboard/{source.pk}/?sort=map&judge={judge.pk}")
+        html = page.content.decode()
+        assert page.status_code == 200 and "Machine only" in html and 'id="ppi-table"' in html
+        good = linked["runs"][0]
+        ppi = job.estimates_of(good.pk)["map"]["ppi"]
+        assert f"{ppi['estimate']:.4f}" in html and f"[{ppi['ci_low']:.4f}, {ppi['ci_high']:.4f}]" in html
+        assert 'id="ppi-not-random"' in html and "ppi-stale" not in html
+        assert 'id="ppi-form"' not in html  # vera views: no compute button
+
+    def test_it_picks_the_judge_of_the_newest_job_and_none_on_request(
+        self, linked: dict[str, Any], judge: MachineJudge, vera: User
+    ) -> None:
+        computed(linked, judge)
+        url = f"/teams/search/leaderboard/{linked['source'].pk}/"
+        assert 'id="ppi-table"' in signed_in(vera).get(url).content.decode()
+        assert 'id="ppi-table"' not in signed_in(vera).get(url + "?judge=none").content.decode()
+
+    def test_it_says_stale_once_the_judges_labels_change(
+        self, linked: dict[str, Any], judge: MachineJudge, vera: User
+    ) -> None:
+        computed(linked, judge)
+        label = MachineLabel.objects.filter(judge=judge).order_by("pk").first()
+        assert label is not None
+        MachineLabel.objects.filter(pk=label.pk).update(grade=(label.grade + 1) % 3)
+        html = signed_in(vera).get(f"/teams/search/leaderboard/{linked['source'].pk}/?judge={judge.pk}")
+        assert 'id="ppi-stale"' in html.content.decode()
+
+    def test_its_csv_and_api_carry_every_estimate_without_nan(
+        self, linked: dict[str, Any], judge: MachineJudge, vera: User
+    ) -> None:
+        job = computed(linked, judge)
+        source, good = linked["source"], linked["runs"][0]
+        client = signed_in(vera)
+        response = client.get(f"/teams/search/leaderboard/{source.pk}/leaderboard.csv?judge={judge.pk}")
+        rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+        row = next(row for row in rows if row["run_id"] == str(good.pk))
+        want = job.estimates_of(good.pk)
+        assert float(row["map_ppi"]) == want["map"]["ppi"]["estimate"]
+        assert float(row["P_5_machine_only_ci_high"]) == want["P_5"]["machine_only"]["ci_high"]
+        assert row["human_sample_random"] == "false" and row["human_queries"] == str(TOPICS)
+        api = client.get(f"/api/teams/search/leaderboard/{source.pk}/?machine_judge={judge.pk}")
+        body = json.loads(api.content, parse_constant=lambda name: pytest.fail(f"{name} in JSON"))
+        got = next(r for r in body["rows"] if r["run"]["id"] == good.pk)["machine_judge"]
+        assert got["map"]["ppi"] == want["map"]["ppi"] and body["machine_judge"]["job"]["id"] == job.pk
+
+    def test_its_queries_do_not_grow_with_the_runs(
+        self, linked: dict[str, Any], judge: MachineJudge, vera: User, theo: User
+    ) -> None:
+        computed(linked, judge)
+        client = signed_in(vera)
+        url = f"/teams/search/leaderboard/{linked['source'].pk}/?judge={judge.pk}"
+        client.get(url)
+        with CaptureQueriesContext(connection) as before:
+            assert client.get(url).status_code == 200
+        from monitoring.files import uploads
+        from tests.monitoring.conftest import upload
+        from tests.monitoring.test_judging_loop import run_text
+
+        for tag in ("third", "fourth"):
+            run = uploads.run_upload(team=linked["source"].team, upload=upload(f"{tag}.run", run_text([3, 2, 1, 0, 4, 5], tag)), uploaded_by=theo)  # fmt: skip
+            evaluation = evaluations.evaluation_create(
+                run=run, qrels=linked["source"], measures=MEASURES, enqueue=False
+            )
+            evaluations.evaluation_run(evaluation_id=evaluation.pk)
+        computed(linked, judge)
+        with CaptureQueriesContext(connection) as after:
+            assert client.get(url).status_code == 200
+        assert len(after) == len(before) <= 16, [q["sql"][:120] for q in after.captured_queries]
