@@ -327,7 +327,7 @@ def machine_judge_evaluation_store(job: MachineJudgeEvaluation, scored: Scored) 
     if build is not None and build.project.team_id == source.team_id:  # the project's own team's runs only
         MachineJudgeRanking.objects.update_or_create(
             judge_id=job.judge_id, build=build, team_id=source.team_id,
-            defaults={"data": {"job": job.pk, "qrels_version": build.version, "measures": scored.measures,
+            defaults={"data": {"job": job.pk, "qrels": source.pk, "qrels_version": build.version, "measures": scored.measures,
                                "by_measure": scored.ranking},
                       "computed_at": timezone.now()},
         )  # fmt: skip

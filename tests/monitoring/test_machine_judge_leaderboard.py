@@ -176,3 +176,30 @@ class TestTheLeaderboard:
         with CaptureQueriesContext(connection) as after:
             assert client.get(url).status_code == 200
         assert len(after) == len(before) <= 16, [q["sql"][:120] for q in after.captured_queries]
+
+
+@pytest.mark.django_db
+class TestTheJudgesPage:
+    def test_it_shows_the_stored_ranking_comparison_with_its_numbers_and_csv(
+        self, linked: dict[str, Any], judge: MachineJudge, lena: User
+    ) -> None:
+        client = signed_in(lena)
+        url = f"/projects/web/machine-judges/{judge.pk}/"
+        assert 'id="no-ranking"' in client.get(url).content.decode()
+        job = computed(linked, judge)
+        html = client.get(url + "?ranking_measure=P_5").content.decode()
+        block = job.ranking["P_5"]
+        assert 'id="ranking-table"' in html and "P_5 per run" in html
+        tau = block["kendall_tau"]
+        assert (f"{tau:.3f}" if tau is not None else "—") in html
+        assert f"/teams/search/leaderboard/{linked['source'].pk}/?judge={judge.pk}" in html
+        rows = list(csv.DictReader(io.StringIO(client.get(url + "ranking.csv").content.decode())))
+        assert len(rows) == len(MEASURES) * len(linked["runs"])
+        first = next(
+            r
+            for r in rows
+            if r["measure"] == "map" and r["run_id"] == str(job.ranking["map"]["runs"][0]["run"])
+        )
+        assert (
+            float(first["human"]) == job.ranking["map"]["runs"][0]["human"] and first["qrels_version"] == "1"
+        )
