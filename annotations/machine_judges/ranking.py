@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_safe
@@ -119,9 +119,6 @@ def machine_judge_ranking_csv(request: SignedInRequest, slug: str, pk: int) -> H
     """The stored ranking comparison as CSV, every measure (project leads, as the judge's page)."""
     project = selectors.get_lead_project(request.user, slug)
     judge = get_object_or_404(MachineJudge.objects.select_related("project"), project=project, pk=pk)
-    found = stored_ranking(judge)
-    if found is None:
-        raise Http404("No ranking of the linked team's runs on this judge's labels is stored yet.")
-    return csv_response(
-        f"{project.slug}-{judge.name}-v{judge.version}-ranking.csv", HEADER, ranking_rows(found.data)
-    )
+    found = stored_ranking(judge)  # none stored yet: the header alone
+    rows = ranking_rows(found.data) if found is not None else []
+    return csv_response(f"{project.slug}-{judge.name}-v{judge.version}-ranking.csv", HEADER, rows)

@@ -13,13 +13,32 @@ from rest_framework.response import Response
 from annotations.models import MachineJudge
 from evalplatform.errors import InputError
 from evalplatform.teams import get_team_for_member
-from monitoring.common.serializers import FIELD_ERRORS, FORBIDDEN, NOT_FOUND, MachineJudgeEvaluationOut
+from monitoring.common.serializers import (
+    FIELD_ERRORS,
+    FORBIDDEN,
+    NOT_FOUND,
+    MachineJudgeEvaluationOut,
+    ObjectRefOut,
+)
 from monitoring.evaluations import selectors
+from monitoring.evaluations.selectors import leaderboard
 from monitoring.machine_judges.models import MachineJudgeEvaluation
+from monitoring.machine_judges.selectors import judge_board
 from monitoring.machine_judges.services import machine_judge_evaluation_create
 from monitoring.models import QrelsSource
 
 TAGS = ["evaluation: evaluations"]
+
+
+class MachineJudgeScoringOut(serializers.Serializer):
+    judge = ObjectRefOut()
+    job = MachineJudgeEvaluationOut(allow_null=True, help_text="The newest scoring asked for (any status).")
+    done = MachineJudgeEvaluationOut(
+        allow_null=True, help_text="The newest done one (its figures are shown)."
+    )
+    stale = serializers.BooleanField(
+        help_text="The judge's labels or the evaluated runs changed since `done`."
+    )
 
 
 class MachineJudgeEvaluationIn(serializers.Serializer):
@@ -56,9 +75,11 @@ def judge_of(source: QrelsSource, pk: Any, field: str) -> MachineJudge:
 @extend_schema(
     methods=["GET"],
     parameters=[OpenApiParameter("machine_judge", int, required=True, description="The machine judge.")],
-    responses={200: MachineJudgeEvaluationOut, 400: FIELD_ERRORS, 404: NOT_FOUND},
-    summary="The newest scoring of a leaderboard on a machine judge's labels: its state and human sample",
-    description="The figures per run are on the leaderboard (`?machine_judge=`); 404 when none was asked.",
+    responses={200: MachineJudgeScoringOut, 400: FIELD_ERRORS, 404: NOT_FOUND},
+    summary="A leaderboard's scoring on a machine judge's labels: the newest job and the newest done one",
+    description="`job`: the newest scoring asked for (poll its status), null if none; `done`: the newest "
+    "done one, whose figures the leaderboard shows per run (`?machine_judge=` there); `stale`: the judge's "
+    "labels or the evaluated runs changed since `done`.",
     tags=TAGS,
 )
 @extend_schema(
@@ -78,16 +99,14 @@ def leaderboard_ppi(request: Request, team: str, pk: int) -> Response:
     source = selectors.get_qrels_source(team=membership.team, pk=pk)
     if request.method == "GET":
         judge = judge_of(source, request.query_params.get("machine_judge"), "machine_judge")
-        job = (
-            MachineJudgeEvaluation.objects.filter(qrels=source, judge=judge)
-            .order_by("-created_at", "-pk")
-            .first()
-        )
-        if job is None:
-            return Response(
-                {"detail": "Not scored on this judge's labels yet."}, status=status.HTTP_404_NOT_FOUND
-            )
-        return Response(MachineJudgeEvaluationOut(job).data)
+        machines = judge_board(qrels=source, asked=str(judge.pk), rows=leaderboard(qrels=source).rows)
+        body = {
+            "judge": machines.judge_ref,
+            "job": machines.job,
+            "done": machines.done,
+            "stale": machines.stale,
+        }
+        return Response(MachineJudgeScoringOut(body).data)
     data = MachineJudgeEvaluationIn(data=request.data)
     data.is_valid(raise_exception=True)
     params = dict(data.validated_data)

@@ -18,9 +18,12 @@ from django.test.utils import CaptureQueriesContext
 from annotations.models import Document, MachineJudge, MachineJudgeRanking, MachineLabel, Topic
 from evalcore.machine_judges import ppi_evaluate, queries_restricted, ranking_agreement
 from monitoring.evaluations import services as evaluations
+from monitoring.files import uploads
 from monitoring.machine_judges import services
 from monitoring.machine_judges.models import MachineJudgeEvaluation
-from tests.monitoring.test_judging_loop import DOCS, TOPICS, carol, linked, signed_in
+from tests.conftest import QueuedTasks
+from tests.monitoring.conftest import upload
+from tests.monitoring.test_judging_loop import DOCS, TOPICS, carol, linked, run_text, signed_in
 
 MEASURES = ["map", "P_5"]
 
@@ -162,9 +165,6 @@ class TestTheLeaderboard:
         client.get(url)
         with CaptureQueriesContext(connection) as before:
             assert client.get(url).status_code == 200
-        from monitoring.files import uploads
-        from tests.monitoring.conftest import upload
-        from tests.monitoring.test_judging_loop import run_text
 
         for tag in ("third", "fourth"):
             run = uploads.run_upload(team=linked["source"].team, upload=upload(f"{tag}.run", run_text([3, 2, 1, 0, 4, 5], tag)), uploaded_by=theo)  # fmt: skip
@@ -203,3 +203,44 @@ class TestTheJudgesPage:
         assert (
             float(first["human"]) == job.ranking["map"]["runs"][0]["human"] and first["qrels_version"] == "1"
         )
+
+
+@pytest.mark.django_db
+class TestStartingIt:
+    def test_an_editor_starts_it_once_and_the_same_state_finds_the_same_job(
+        self, linked: dict[str, Any], judge: MachineJudge, theo: User, queued: QueuedTasks,
+        django_capture_on_commit_callbacks: Any,
+    ) -> None:  # fmt: skip
+        source = linked["source"]
+        client = signed_in(theo)
+        url = f"/api/teams/search/leaderboard/{source.pk}/ppi/"
+        body = {"machine_judge": judge.pk, "sample": "random", "sample_size": 2, "seed": 1}
+        with django_capture_on_commit_callbacks(execute=True):
+            first = client.post(url, body, content_type="application/json")
+            again = client.post(url, body, content_type="application/json")
+        assert first.status_code == again.status_code == 202 and first.json()["id"] == again.json()["id"]
+        assert queued.names() == ["monitoring.tasks.machine_judge_evaluation_run"]
+        state = client.get(url + f"?machine_judge={judge.pk}").json()
+        assert state["job"]["id"] == first.json()["id"] and state["done"] is None
+        assert state["job"]["status"] == "pending" and state["job"]["sample_size"] == 2
+
+    def test_it_refuses_a_random_sample_without_a_size_beside_the_field(
+        self, linked: dict[str, Any], judge: MachineJudge, theo: User
+    ) -> None:
+        source = linked["source"]
+        url = f"/api/teams/search/leaderboard/{source.pk}/ppi/"
+        body = {"machine_judge": judge.pk, "sample": "random"}
+        answer = signed_in(theo).post(url, body, content_type="application/json")
+        assert answer.status_code == 400 and "sample_size" in answer.json()
+        page = signed_in(theo).post(
+            f"/teams/search/leaderboard/{source.pk}/ppi/",
+            {"judge": judge.pk, "sample": "random"},
+            follow=True,
+        )
+        assert "Queries drawn: Say how many queries to draw" in page.content.decode()
+        assert not MachineJudgeEvaluation.objects.exists()
+
+    def test_a_viewer_may_not_start_it(self, linked: dict[str, Any], judge: MachineJudge, vera: User) -> None:
+        url = f"/teams/search/leaderboard/{linked['source'].pk}/ppi/"
+        answer = signed_in(vera).post(url, {"judge": judge.pk, "sample": "all"})
+        assert answer.status_code == 403 and not MachineJudgeEvaluation.objects.exists()
