@@ -30,7 +30,9 @@ HEADER = ["measure", "run_id", "run", "human", "machine", "human_rank", "machine
 
 
 def stored_ranking(judge: MachineJudge) -> MachineJudgeRanking | None:
-    """The newest ranking of the project's own team's runs (newest build first)."""
+    """The newest ranking of the project's own team's runs (newest build first); None without a team."""
+    if judge.project.team_id is None:
+        return None
     return (
         MachineJudgeRanking.objects.filter(judge=judge, team_id=judge.project.team_id)
         .select_related("build", "team")
