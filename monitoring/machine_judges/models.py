@@ -95,6 +95,11 @@ class MachineJudgeEvaluation(Job):
         return f"{self.qrels} on machine judge {self.judge_id} ({self.status})"
 
     @property
+    def confidence_percent(self) -> str:
+        """The intervals' level as a page says it: 95 for alpha 0.05."""
+        return f"{100 * (1 - self.alpha):g}"
+
+    @property
     def judge_ref(self) -> dict[str, Any]:
         return {"id": self.judge_id, "name": str(self.judge)}
 
