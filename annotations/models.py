@@ -987,3 +987,29 @@ class LLMJudgeAnswer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.judge}: {self.topic_id}/{self.document_id} {self.status}"
+
+
+class MachineJudgeRanking(models.Model):
+    """How a machine judge ranks a team's runs beside people: each run's mean measure on the judge's labels
+    and on a human qrels build, with Kendall's tau-b and tau_AP per measure (`evalcore.machine_judges.
+    ranking_agreement`). Written by the monitoring job that scores the team's leaderboard on the judge's
+    labels (`monitoring.machine_judges`; this app never imports it), read by the judge's calibration page:
+    stored, never computed in a request. One row per (judge, build, team), replaced by each computation."""
+
+    judge = models.ForeignKey(MachineJudge, on_delete=models.CASCADE, related_name="rankings")
+    build = models.ForeignKey(QrelsBuild, on_delete=models.CASCADE, related_name="+")
+    team = models.ForeignKey("evalplatform.Team", on_delete=models.CASCADE, related_name="+")
+    data = models.JSONField(
+        default=dict,
+        help_text="{measures: [...], by_measure: {measure: {kendall_tau, tau_ap, topics, runs: [...]}}, ...}",
+    )
+    computed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["judge", "-computed_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "build", "team"], name="machine_judge_ranking_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge} ranking on build {self.build_id}"

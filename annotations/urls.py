@@ -5,6 +5,7 @@ from django.urls import path
 from annotations import views
 from annotations.adjudication import views as adjudication_views
 from annotations.machine_judges import llm_views
+from annotations.machine_judges import ranking as machine_ranking
 from annotations.machine_judges import views as machine_views
 from annotations.quality import views as quality_views
 
@@ -85,6 +86,11 @@ urlpatterns = [
         "projects/<slug:slug>/machine-judges/<int:pk>/calibration.csv",
         machine_views.machine_judge_csv,
         name="machine-judge-csv",
+    ),
+    path(
+        "projects/<slug:slug>/machine-judges/<int:pk>/ranking.csv",
+        machine_ranking.machine_judge_ranking_csv,
+        name="machine-judge-ranking-csv",
     ),
     path(
         "projects/<slug:slug>/machine-judges/<int:pk>/route/",

@@ -17,6 +17,7 @@ from monitoring.embeddings import api as streams
 from monitoring.evaluations.api import comparisons, evaluations, loop
 from monitoring.files import api as files
 from monitoring.fusion import api as fusion_api
+from monitoring.machine_judges import api as machine_judges
 from monitoring.pooling import api as pools
 from monitoring.recsys_fraud import api as recsys_fraud
 from monitoring.reuse import api as reuse
@@ -52,6 +53,9 @@ urlpatterns = [
     ),
     path(
         "teams/<slug:team>/leaderboard/<int:pk>/coverage/", loop.compute_coverage, name="leaderboard-coverage"
+    ),
+    path(
+        "teams/<slug:team>/leaderboard/<int:pk>/ppi/", machine_judges.leaderboard_ppi, name="leaderboard-ppi"
     ),
     path("teams/<slug:team>/evaluations/", evaluations.evaluation_list, name="evaluations"),
     path("teams/<slug:team>/evaluations/<int:pk>/", evaluations.evaluation_detail, name="evaluation"),

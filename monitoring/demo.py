@@ -39,6 +39,12 @@ evaluations run in this process, not on a worker), and the pool's simulation is 
 as the oracle. So the leaderboard on v2 has its coverage columns, the diff page v1 -> v2 shows what the
 new judgments changed, and the pool page shows the yield and the planner.
 
+Then the leaderboard on v2 is scored on the simulated machine judge's labels (`demo_machine_judge_score`,
+run here: `annotations.demo.DEMO_JUDGE`, a lenient copy of the careful grades): each run's human-only,
+machine-only and prediction-powered estimates with their intervals, the human sample `DEMO_PPI_SAMPLE`
+queries drawn at random (seed `DEMO_PPI_SEED`) among the ten people judged, and the rankings on the two
+sets of labels compared; so the leaderboard shows the PPI columns and the judge's page the ranking.
+
 Everything is idempotent: a second load finds the team, the runs and sets (by name), the evaluations (one
 per input and options) and the comparison, and changes nothing.
 """
@@ -60,6 +66,7 @@ from django.urls import reverse
 
 from annotations import qrels
 from annotations.demo import (
+    DEMO_JUDGE,
     DEMO_LEAD,
     SIMULATED_ANNOTATORS,
     SIMULATED_TOPICS,
@@ -69,7 +76,7 @@ from annotations.demo import (
     simulated_answer,
     store_answers,
 )
-from annotations.models import Document, Project, QrelsBuild, Task
+from annotations.models import Document, MachineJudge, Project, QrelsBuild, Task
 from evalcore.fraud import FraudOptions
 from evalplatform.auth import User
 from evalplatform.jobs import JobStatus
@@ -79,6 +86,8 @@ from monitoring.alerts import services as alerts
 from monitoring.evaluations import loop
 from monitoring.evaluations import services as evaluations
 from monitoring.files import uploads
+from monitoring.machine_judges import services as machine_judges
+from monitoring.machine_judges.models import MachineJudgeEvaluation
 from monitoring.models import (
     AlertRule,
     Comparison,
@@ -291,6 +300,8 @@ class DemoSearchTeam:
     qrels_v2: QrelsSource | None = None
     evaluations_v2: list[Evaluation] = field(default_factory=list)
     loop_answers: int = 0
+    #: The leaderboard on v2 scored on the simulated machine judge's labels (PPI; the rankings compared).
+    machine_judge_scoring: MachineJudgeEvaluation | None = None
 
 
 def demo_search_team_load() -> DemoSearchTeam | None:
@@ -323,7 +334,31 @@ def demo_search_team_load() -> DemoSearchTeam | None:
     demo.pool = demo_pool_load(project=project, runs=demo.runs)
     with alerts.alerts_checked_here():
         demo_loop_load(demo, project=project, v1=build)
+    demo.machine_judge_scoring = demo_machine_judge_score(demo, project=project, created_by=analyst)
     return demo
+
+
+#: The leaderboard's PPI in the demo: this many of the ten human-judged topics form the human sample.
+DEMO_PPI_SAMPLE = 5
+DEMO_PPI_SEED = 24
+
+
+def demo_machine_judge_score(
+    demo: DemoSearchTeam, *, project: Project, created_by: User | None = None
+) -> MachineJudgeEvaluation | None:
+    """The leaderboard on v2 scored on the demo's machine judge (its job run here; found again on a second
+    load, the labels and evaluations being the same). None without v2 or the judge."""
+    judge = MachineJudge.objects.filter(project=project, name=DEMO_JUDGE).order_by("-pk").first()
+    if demo.qrels_v2 is None or judge is None:
+        return None
+    job = machine_judges.machine_judge_evaluation_create(
+        qrels=demo.qrels_v2, judge=judge, sample=MachineJudgeEvaluation.Sample.RANDOM,
+        sample_size=DEMO_PPI_SAMPLE, seed=DEMO_PPI_SEED, created_by=created_by, enqueue=False,
+    )  # fmt: skip
+    if not job.is_finished:
+        machine_judges.machine_judge_evaluation_run(job_id=job.pk)
+        job.refresh_from_db()
+    return job
 
 
 #: The demo's pool from the team's runs: an adaptive strategy, each run read to this depth, and a budget
@@ -597,6 +632,14 @@ def demo_team_summary(demo: DemoSearchTeam) -> dict[str, object]:
             "qrels": demo.qrels_v2.name,
             "leaderboard": demo.qrels_v2.get_absolute_url(),
             "diff": reverse("monitoring:leaderboard-diff", args=[demo.team.slug, demo.qrels_v2.pk]),
+            "machine_judge": None
+            if demo.machine_judge_scoring is None
+            else {
+                "status": demo.machine_judge_scoring.status,
+                "human_queries": len(demo.machine_judge_scoring.human_sample.get("queries", [])),
+                "leaderboard": demo.qrels_v2.get_absolute_url()
+                + f"?judge={demo.machine_judge_scoring.judge_id}",
+            },
             "runs": [
                 {
                     "name": e.run.name,

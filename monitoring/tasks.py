@@ -14,6 +14,7 @@ from monitoring.embeddings import services as monitors
 from monitoring.evaluations import loop
 from monitoring.evaluations import services as evaluations
 from monitoring.fusion import services as fusions
+from monitoring.machine_judges import services as machine_judges
 from monitoring.pooling import services as pooling
 from monitoring.recsys_fraud import services as recsys_fraud
 from monitoring.reuse import services as reuse
@@ -47,6 +48,17 @@ def comparison_run(self: Task, comparison_id: int) -> str:
 )
 def fusion_run(self: Task, fusion_id: int) -> str:
     return job_task_result(self, fusions.fusion_run(fusion_id=fusion_id))
+
+
+@shared_task(
+    name="monitoring.tasks.machine_judge_evaluation_run",
+    time_limit=machine_judges.TIME_LIMIT,
+    soft_time_limit=machine_judges.TIME_LIMIT - 60,
+    **JOB_TASK_OPTIONS,
+)
+def machine_judge_evaluation_run(self: Task, job_id: int) -> str:
+    """A leaderboard scored on a machine judge's labels (`machine_judges.machine_judge_evaluation_run`)."""
+    return job_task_result(self, machine_judges.machine_judge_evaluation_run(job_id=job_id))
 
 
 @shared_task(

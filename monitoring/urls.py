@@ -15,6 +15,7 @@ from monitoring.embeddings import views as streams
 from monitoring.evaluations.views import comparisons, diffs, jobs, leaderboard, runs
 from monitoring.files import views as uploads
 from monitoring.fusion import views as fusions
+from monitoring.machine_judges import views as machine_judges
 from monitoring.pooling import views as pools
 from monitoring.recsys_fraud import views as recsys_fraud
 from monitoring.reuse import views as reuse
@@ -62,6 +63,7 @@ urlpatterns = [
     path(TEAM + "qrels/<int:pk>/reuse/<str:analysis>.csv", reuse.qrels_reuse_csv, name="qrels-reuse-csv"),
     path(TEAM + "leaderboard/<int:pk>/runs/<int:run>/gaps/", leaderboard.judge_gaps, name="leaderboard-gaps"),
     path(TEAM + "leaderboard/<int:pk>/coverage/", leaderboard.compute_coverage, name="leaderboard-coverage"),
+    path(TEAM + "leaderboard/<int:pk>/ppi/", machine_judges.leaderboard_ppi_compute, name="leaderboard-ppi"),
     path(TEAM + "leaderboard/<int:pk>/diff/", diffs.leaderboard_diff_page, name="leaderboard-diff"),
     path(TEAM + "leaderboard/<int:pk>/diff.csv", diffs.leaderboard_diff_csv, name="leaderboard-diff-csv"),
     path(TEAM + "jobs/<str:kind>/<int:pk>.json", jobs.job_state, name="job-state"),

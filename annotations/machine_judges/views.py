@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST, require_safe
 from annotations import selectors
 from annotations.machine_judges import charts, llm_views, services
 from annotations.machine_judges.forms import LabelsUploadForm, RouteForm
+from annotations.machine_judges.ranking import judge_ranking
 from annotations.machine_judges.routing import judge_route
 from annotations.models import MachineJudge, MachineRouting, Project
 from evalcore.errors import FormatError
@@ -97,6 +98,7 @@ def machine_judge(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
             "project": project, "judge": judge, "calibration": calibration, "blocks": blocks,
             "route_form": RouteForm(), "routings": routings[:ROUTED_SHOWN], "routed_total": sum(by_reason.values()),
             "by_reason": [(label, by_reason.get(value, 0)) for value, label in MachineRouting.Reason.choices],
+            "ranking": judge_ranking(judge, measure=request.GET.get("ranking_measure")),
         },
     )  # fmt: skip
 

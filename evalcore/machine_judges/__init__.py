@@ -15,7 +15,8 @@ and ``ppi_evaluate`` call them on files.
   Kendall's tau and tau_AP between the leaderboards of runs on the machine's and the humans' labels.
 - Corrected metrics: ``ppi_compare`` (prediction-powered inference, PPI++, human-only and
   machine-only estimates of a mean metric with normal intervals), its parts ``ppi_mean``,
-  ``ppi_tuning`` and ``sample_mean``, and ``ppi_evaluate`` for a run and two qrels.
+  ``ppi_tuning`` and ``sample_mean``, and ``ppi_evaluate`` for a run and two qrels (``ppi_evaluate_measures``: several measures
+  with one evaluation; ``queries_restricted``: a qrels cut to the human sample's queries).
 """
 
 from evalcore.machine_judges._calibration import (
@@ -50,8 +51,11 @@ from evalcore.machine_judges._ppi import (
 from evalcore.machine_judges._runs import (
     QueriesNotJudgedError,
     RankingAgreement,
+    is_query_mean,
     per_query_scores,
     ppi_evaluate,
+    ppi_evaluate_measures,
+    queries_restricted,
     ranking_agreement,
 )
 
@@ -73,14 +77,17 @@ __all__ = [
     "calibrate_judge",
     "calibration_json",
     "confidence_bands",
+    "is_query_mean",
     "krippendorff_alpha_with_humans",
     "leaning",
     "pair_labels",
     "per_query_scores",
     "ppi_compare",
     "ppi_evaluate",
+    "ppi_evaluate_measures",
     "ppi_mean",
     "ppi_tuning",
+    "queries_restricted",
     "ranking_agreement",
     "read_machine_labels",
     "sample_mean",

@@ -68,6 +68,20 @@ def ranking_agreement(
                             tau_ap(human_scores, machine_scores), int(shared.size))  # fmt: skip
 
 
+def is_query_mean(measure: str) -> bool:
+    """Whether ``measure`` is one measure averaged over queries (``map``, ``P_10``, ``ndcg_cut_10``),
+    the kind PPI estimates; False for ``num_rel``, ``gm_map``, text measures and unknown names.
+
+    >>> is_query_mean("ndcg_cut_10"), is_query_mean("gm_map"), is_query_mean("no such measure")
+    (True, False, False)
+    """
+    try:
+        specs = parse_measure(measure)
+    except Exception:  # an unknown name: not a measure PPI can average
+        return False
+    return len(specs) == 1 and specs[0].measure.aggregate == "mean" and not specs[0].measure.text
+
+
 def per_query_scores(
     run: Run, qrels: Qrels, measure: str, *, rel_level: int = 1
 ) -> tuple[np.ndarray, FloatArray]:
@@ -75,8 +89,7 @@ def per_query_scores(
     run lacks counting as 0 (trec_eval ``-c``). Only measures averaged over queries have a per-query
     value to average (``map``, ``P_10``, ``ndcg_cut_10``; not ``num_rel`` or ``gm_map``).
     """
-    specs = parse_measure(measure)
-    if len(specs) != 1 or specs[0].measure.aggregate != "mean" or specs[0].measure.text:
+    if not is_query_mean(measure):
         raise StatsInputError(
             f"{measure}: give one measure averaged over queries, such as map or ndcg_cut_10"
         )
@@ -84,7 +97,7 @@ def per_query_scores(
         result = evaluate(qrels, run, [measure], rel_level=rel_level, complete=True)
     except NoCommonQueriesError:
         return qrels.qids, np.zeros(len(qrels.qids))
-    return result.per_query_array(specs[0].key)
+    return result.per_query_array(parse_measure(measure)[0].key)
 
 
 def ppi_evaluate(
@@ -112,6 +125,56 @@ def ppi_evaluate(
             f"machine's (first: {missing[0]!r}); the human queries must be a sample of the machine's"
         )
     return ppi_compare(f_all, y, f_all[at], alpha=alpha, estimand=estimand)
+
+
+def ppi_evaluate_measures(
+    run: Run,
+    machine: Qrels,
+    human: Qrels,
+    measures: Sequence[str],
+    *,
+    alpha: float = 0.05,
+    rel_level: int = 1,
+    estimand: Estimand = "population",
+) -> dict[str, PPIComparison]:
+    """``ppi_evaluate`` for several measures at once: ``{measure: PPIComparison}``, the same values, with
+    one evaluation of the run on each qrels (a leaderboard's runs times its measures)."""
+    if not measures:
+        return {}
+    machine_qids, f_all = _per_query_table(run, machine, measures, rel_level)
+    human_qids, y = _per_query_table(run, human, measures, rel_level)
+    at = lookup(machine_qids, human_qids)
+    if (at < 0).any():
+        missing = human_qids[at < 0]
+        raise QueriesNotJudgedError(
+            f"{missing.size} human-judged quer{'y is' if missing.size == 1 else 'ies are'} not among the "
+            f"machine's (first: {missing[0]!r}); the human queries must be a sample of the machine's"
+        )
+    return {
+        name: ppi_compare(f_all[name], y[name], f_all[name][at], alpha=alpha, estimand=estimand)
+        for name in measures
+    }
+
+
+def _per_query_table(
+    run: Run, qrels: Qrels, measures: Sequence[str], rel_level: int
+) -> tuple[np.ndarray, dict[str, FloatArray]]:
+    """``(qids, {measure: values})`` on every query of ``qrels`` (``per_query_scores``, one evaluation)."""
+    for name in measures:
+        if not is_query_mean(name):
+            raise StatsInputError(f"{name}: give measures averaged over queries, such as map or ndcg_cut_10")
+    try:
+        result = evaluate(qrels, run, list(measures), rel_level=rel_level, complete=True)
+    except NoCommonQueriesError:
+        return qrels.qids, {name: np.zeros(len(qrels.qids)) for name in measures}
+    table = {name: result.per_query_array(parse_measure(name)[0].key) for name in measures}
+    qids = next(iter(table.values()))[0]
+    return qids, {name: values for name, (_, values) in table.items()}
+
+
+def queries_restricted(qrels: Qrels, qids: Sequence[str] | np.ndarray) -> Qrels:
+    """The judgments of ``qrels`` on the queries ``qids`` only (the human sample of a PPI estimate)."""
+    return _restricted(qrels, np.asarray(sorted(set(map(str, qids))), dtype=qrels.qids.dtype))
 
 
 def _restricted(qrels: Qrels, qids: np.ndarray) -> Qrels:

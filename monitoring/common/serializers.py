@@ -584,6 +584,51 @@ class LeaderboardRowOut(serializers.Serializer):
     finished_at = serializers.DateTimeField()
     results = serializers.DictField(child=ValueOut(), help_text="measure key -> value with its CI.")
     coverage = CoverageOut(help_text="How far the run's top ranks are judged, whatever `measures` holds.")
+    machine_judge = serializers.DictField(
+        child=serializers.DictField(), required=False,
+        help_text="With `machine_judge`: measure -> {human_only, machine_only, ppi, ppi_plus_plus} (each "
+        "{estimate, ci_low, ci_high, std_error}, null where undefined), lambda, queries, human_queries.",
+    )  # fmt: skip
+
+
+class EstimateOut(serializers.Serializer):
+    estimate = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    std_error = serializers.FloatField(allow_null=True)
+
+
+class HumanSampleOut(serializers.Serializer):
+    queries = serializers.ListField(child=serializers.CharField(), help_text="The human sample's query ids.")
+    random = serializers.BooleanField(help_text="Drawn at random by the job (sample=random).")
+    random_over_machine = serializers.BooleanField(
+        help_text="... and so a random sample of every query the machine judged (people judged them all)."
+    )
+    machine_queries = serializers.IntegerField(help_text="Queries the machine judged (N).")
+    human_judged = serializers.IntegerField(help_text="Of those, the ones people judged in these qrels.")
+    outside_machine = serializers.IntegerField(help_text="Human-judged queries the machine did not judge.")
+    rule = serializers.CharField(help_text="How the sample was formed, in words.")
+
+
+class MachineJudgeEvaluationOut(JobStateOut):
+    id = serializers.IntegerField()
+    judge = ObjectRefOut(source="judge_ref")
+    qrels = serializers.IntegerField(source="qrels_id")
+    sample = serializers.CharField()
+    sample_size = serializers.IntegerField()
+    seed = serializers.IntegerField()
+    alpha = serializers.FloatField()
+    estimand = serializers.CharField()
+    measures = serializers.ListField(child=serializers.CharField(), help_text="Estimated, once done.")
+    human_sample = HumanSampleOut(allow_null=True, source="human_sample_or_none")
+
+
+class MachineJudgeBoardOut(serializers.Serializer):
+    judge = ObjectRefOut()
+    job = MachineJudgeEvaluationOut(
+        allow_null=True, help_text="The newest done scoring, whose figures rows hold."
+    )
+    stale = serializers.BooleanField(help_text="The judge's labels or the evaluated runs changed since.")
 
 
 class LeaderboardOut(serializers.Serializer):
@@ -592,6 +637,7 @@ class LeaderboardOut(serializers.Serializer):
     specs = serializers.DictField(child=MeasureSpecOut(allow_null=True))
     sort = serializers.CharField(allow_null=True, help_text="The measure the rows are ranked by.")
     rows = LeaderboardRowOut(many=True)
+    machine_judge = MachineJudgeBoardOut(required=False, help_text="With `machine_judge`: the scoring shown.")
 
 
 # --- the judging loop: gaps and version diffs ---------------------------------------------------------

@@ -29,6 +29,7 @@ from monitoring.models import (
     Evaluation,
     FraudScoreEvaluation,
     Fusion,
+    MachineJudgeEvaluation,
     QrelsSource,
     RecommendationEvaluation,
     Run,
@@ -153,7 +154,14 @@ def comparison_summaries_attach(comparison: Comparison, *, per_query: bool = Tru
     return rows
 
 
-TeamJob = Evaluation | Comparison | RecommendationEvaluation | FraudScoreEvaluation | Fusion
+TeamJob = (
+    Evaluation
+    | Comparison
+    | RecommendationEvaluation
+    | FraudScoreEvaluation
+    | Fusion
+    | MachineJudgeEvaluation
+)
 
 #: The team's jobs a page can poll (`monitoring/_job.html`, `jobs.js`), by the name in their URL.
 JOB_MODELS: dict[str, type[TeamJob]] = {
@@ -162,6 +170,7 @@ JOB_MODELS: dict[str, type[TeamJob]] = {
     "fusion": Fusion,
     "recommendation": RecommendationEvaluation,
     "fraud": FraudScoreEvaluation,
+    "ppi": MachineJudgeEvaluation,
 }
 # What `Job.state()` reads: the rows' results and parameters are not loaded.
 _STATE_FIELDS = ("id", "team_id", "status", "error", "progress", "progress_note", "attempts", "created_at",

@@ -1,7 +1,8 @@
 """Models of the monitoring app. Each is defined in its slice and imported here, so that Django finds
 every one under the app label `monitoring`: runs and qrels sources (`files`), evaluations and
-comparisons (`evaluations`), fusions of runs (`fusion`), pools built from runs (`pooling`), recommendation and fraud sets (`recsys_fraud`), embedding streams and
-monitor runs (`embeddings`), alert rules, events and notifications (`alerts`).
+comparisons (`evaluations`), fusions of runs (`fusion`), pools built from runs (`pooling`), recommendation
+and fraud sets (`recsys_fraud`), embedding streams and monitor runs (`embeddings`), leaderboards scored on a
+machine judge's labels (`machine_judges`), alert rules, events and notifications (`alerts`).
 """
 
 from monitoring.alerts.models import AlertEvent, AlertRule, Notification, NotificationChannel
@@ -9,6 +10,7 @@ from monitoring.embeddings.models import EmbeddingSnapshot, EmbeddingStream, Mon
 from monitoring.evaluations.models import PARAMS, Comparison, ComparisonPair, Evaluation, options_key
 from monitoring.files.models import QrelsSource, Run
 from monitoring.fusion.models import Fusion
+from monitoring.machine_judges.models import MachineJudgeEvaluation
 from monitoring.pooling.models import JudgingPool, PoolReprioritise, PoolTask
 from monitoring.recsys_fraud.models import (
     RECSYS_FILE_ROLES,
@@ -37,6 +39,7 @@ __all__ = [
     "FraudScoreSet",
     "Fusion",
     "JudgingPool",
+    "MachineJudgeEvaluation",
     "PoolReprioritise",
     "PoolTask",
     "QrelsSource",

@@ -25,8 +25,10 @@ from evalcore.machine_judges import (
     per_query_scores,
     ppi_compare,
     ppi_evaluate,
+    ppi_evaluate_measures,
     ppi_mean,
     ppi_tuning,
+    queries_restricted,
     ranking_agreement,
     read_machine_labels,
     sample_mean,
@@ -428,6 +430,27 @@ def test_it_evaluates_a_run_with_machine_and_human_qrels() -> None:
     assert (result.queries, result.human_queries) == (40, 12)
     qids, values = per_query_scores(run, Qrels.from_dict(machine), "ndcg_cut_10")
     assert qids.tolist() == sorted(machine) and values == pytest.approx(f_all)
+
+
+def test_it_evaluates_several_measures_at_once_as_one_at_a_time() -> None:
+    rng = np.random.default_rng(5)
+    docs = [f"d{i}" for i in range(15)]
+    truth = {f"q{q:02d}": {d: int(rng.integers(0, 3)) for d in docs} for q in range(25)}
+    machine = Qrels.from_dict(
+        {q: {d: min(2, g + 1) for d, g in judged.items()} for q, judged in truth.items()}
+    )
+    run = Run.from_dict({q: {d: float(rng.random()) for d in docs} for q in sorted(truth)[2:]})
+    sample = sorted(rng.choice(sorted(truth), 8, replace=False).tolist())
+    human = queries_restricted(Qrels.from_dict(truth), sample)
+    assert human.qids.tolist() == sample and len(human) == 8 * len(docs)
+    measures = ["map", "P_5", "ndcg_cut_10"]
+    together = ppi_evaluate_measures(run, machine, human, measures, alpha=0.1, rel_level=2)
+    for measure in measures:
+        alone = ppi_evaluate(run, machine, human, measure, alpha=0.1, rel_level=2)
+        assert together[measure] == alone, measure
+    assert ppi_evaluate_measures(run, machine, human, []) == {}
+    with pytest.raises(StatsInputError, match="averaged over queries"):
+        ppi_evaluate_measures(run, machine, human, ["map", "num_rel"])
 
 
 def test_it_refuses_human_queries_the_machine_did_not_judge_and_unaveraged_measures() -> None:

@@ -42,6 +42,7 @@ PARAMETERS = {
     "Comparison.alpha", "Comparison.confidence", "RecommendationEvaluation.head_share",
     "FraudScoreEvaluation.target_fpr", "FraudScoreEvaluation.fp_cost", "FraudScoreEvaluation.fn_cost",
     "JudgingPool.rbp_p", "Comparison.rbo_p", "Fusion.step",
+    "MachineJudgeEvaluation.alpha",
 }  # fmt: skip
 PLANTED = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 #: The model behind each `{id}` of a path, by the segment before it.
@@ -163,7 +164,13 @@ def get_paths(schema: dict[str, Any], stream: EmbeddingStream) -> list[str]:
 
 
 #: Values for the query parameters an endpoint requires.
-QUERY = {"old": lambda build: build.version, "new": lambda build: build.version}
+QUERY = {
+    "old": lambda build: build.version,
+    "new": lambda build: build.version,
+    "machine_judge": lambda build: MachineJudge.objects.filter(project=build.project).values_list(
+        "pk", flat=True
+    )[0],
+}
 
 
 def page_paths() -> list[str]:

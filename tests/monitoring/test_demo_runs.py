@@ -140,6 +140,33 @@ class TestDemoSearchTeam:
             f"Log in as analyst and open /teams/search/ (leaderboard: {source.get_absolute_url()})."
         )
 
+    def test_its_leaderboard_shows_ppi_intervals_and_the_judges_page_the_ranking(
+        self, loaded: dict[str, Any]
+    ) -> None:
+        from django.contrib.auth.models import User
+
+        from monitoring.machine_judges.models import MachineJudgeEvaluation
+
+        job = MachineJudgeEvaluation.objects.get(judge__name="umbrela-sim")
+        assert job.status == "done" and job.qrels.build.version == 2, job.error
+        sample = job.human_sample
+        assert (
+            len(sample["queries"]) == demo.DEMO_PPI_SAMPLE
+            and sample["random"]
+            and sample["random_over_machine"]
+        )
+        assert loaded["team"]["loop"]["machine_judge"]["human_queries"] == demo.DEMO_PPI_SAMPLE
+        client = Client()
+        client.force_login(User.objects.get(username="lead"))  # a viewer of the team, the project's lead
+        url = loaded["team"]["loop"]["machine_judge"]["leaderboard"] + "&sort=ndcg_cut_10"
+        board = client.get(url).content.decode()
+        assert 'id="ppi-table"' in board and "chosen at random" in board
+        for entry in job.results:
+            ppi = entry["estimates"]["ndcg_cut_10"]["ppi"]
+            assert ppi["ci_low"] < ppi["estimate"] < ppi["ci_high"] and f"{ppi['estimate']:.4f}" in board
+        page = client.get(job.judge.get_absolute_url()).content.decode()
+        assert 'id="ranking-table"' in page and "qrels v2" in page
+
 
 def wait_for(predicate: Any, timeout: float = 60.0) -> bool:
     deadline = time.monotonic() + timeout

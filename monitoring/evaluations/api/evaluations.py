@@ -36,6 +36,7 @@ from monitoring.common.serializers import (
 )
 from monitoring.evaluations import selectors
 from monitoring.evaluations import services as evaluations
+from monitoring.machine_judges.selectors import JudgeBoard, judge_board
 from monitoring.models import Evaluation
 
 TAGS = ["evaluation: evaluations"]
@@ -150,7 +151,15 @@ def evaluation_per_query(request: Request, team: str, pk: int) -> Response:
 
 
 @extend_schema(
-    parameters=[OpenApiParameter("sort", str, description="The measure to rank by (default: the first).")],
+    parameters=[
+        OpenApiParameter("sort", str, description="The measure to rank by (default: the first)."),
+        OpenApiParameter(
+            "machine_judge",
+            int,
+            description="A machine judge of the qrels' judging project: each row gets its newest done "
+            "scoring's human-only, machine-only and PPI estimates (`machine_judge`), and the reply the job.",
+        ),  # fmt: skip
+    ],
     responses={200: LeaderboardOut, 400: FIELD_ERRORS, 404: NOT_FOUND},
     summary="Runs x measures on a qrels source: each run's newest finished evaluation there",
     description="Rows are ranked by `sort`, best first by the measure's direction in the registry; runs "
@@ -169,7 +178,8 @@ def leaderboard(request: Request, team: str, pk: int) -> Response:
             {"sort": [f"{sort!r} is not on this leaderboard; it has {choices}."]}
         )
     rows = board.sorted_by(sort) if sort else board.rows
-    data = {
+    machines = leaderboard_machine_judge(request, source, board.rows)
+    data: dict[str, Any] = {
         "qrels": source,
         "measures": board.measures,
         "specs": specs_of(board.measures),
@@ -188,8 +198,28 @@ def leaderboard(request: Request, team: str, pk: int) -> Response:
                     if measure in board.measures
                 },
                 "coverage": row.coverage.as_dict(),
+                **(
+                    {"machine_judge": machines.done.estimates_of(row.run.pk) if machines.done else {}}
+                    if machines
+                    else {}
+                ),
             }
             for rank, row in enumerate(rows, start=1)
         ],
     }
+    if machines is not None:
+        data["machine_judge"] = {"judge": machines.judge_ref, "job": machines.done, "stale": machines.stale}
     return Response(LeaderboardOut(data).data)
+
+
+def leaderboard_machine_judge(request: Request, source: Any, rows: Any) -> JudgeBoard | None:
+    """The `machine_judge` parameter's board (None without it); 400 for a judge not of the qrels' project."""
+    asked = request.query_params.get("machine_judge")
+    if asked is None:
+        return None
+    machines = judge_board(qrels=source, asked=asked, rows=rows)
+    if machines.judge is None:
+        raise serializers.ValidationError(
+            {"machine_judge": [f"{asked!r} is not a machine judge of the project these qrels come from."]}
+        )
+    return machines

@@ -1,6 +1,8 @@
 """The leaderboard of one qrels source: runs x chosen measures, with bootstrap CIs, sortable, as CSV; and
 every run's coverage (Judged@10, Judged@100, the unjudged share of its top 10 and 100, a warning under
-Judged@10 0.9) whatever the measures chosen, with "judge the gaps" for leads of the linked project."""
+Judged@10 0.9) whatever the measures chosen, with "judge the gaps" for leads of the linked project; and,
+for a machine judge of the linked project chosen with `?judge=`, each run's human-only, machine-only and
+prediction-powered estimates with their intervals (`monitoring.machine_judges`, read from its job)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ from evalplatform.models import TeamMembership
 from evalplatform.teams import get_team_for_member
 from monitoring.evaluations import charts, loop, selectors
 from monitoring.evaluations.selectors import LeaderboardRow, MeasureColumn, MeasureResult
+from monitoring.machine_judges.forms import MachineJudgeEvaluationForm
+from monitoring.machine_judges.selectors import ESTIMATES, JudgeBoard, judge_board
 from monitoring.models import QrelsSource
 
 #: `?sort=run` sorts by the run's name; any other value is a measure.
@@ -37,13 +41,17 @@ class LeaderboardPage:
     columns: list[MeasureColumn]  # the chosen ones, in order
     sort: str
     rows: list[LeaderboardRow]
+    machines: JudgeBoard
 
     def cells(self, row: LeaderboardRow) -> list[MeasureResult | None]:
         return [row.results.get(column.key) for column in self.columns]
 
     def query(self, **changes: str) -> str:
         """This page's query string with some parameters changed."""
-        params = {"sort": self.sort, "measures": ",".join(c.key for c in self.columns), **changes}
+        params = {
+            "sort": self.sort, "measures": ",".join(c.key for c in self.columns), "judge": self.machines.param,
+            **changes,
+        }  # fmt: skip
         return urlencode({key: value for key, value in params.items() if value})
 
 
@@ -66,7 +74,8 @@ def _page(request: HttpRequest, team: str, pk: int) -> tuple[TeamMembership, Lea
     else:
         rows = board.sorted_by(sort)
     columns = [selectors.measure_column(key) for key in measures]
-    return membership, LeaderboardPage(qrels, board.measures, columns, sort, rows)
+    machines = judge_board(qrels=qrels, asked=request.GET.get("judge"), rows=board.rows)
+    return membership, LeaderboardPage(qrels, board.measures, columns, sort, rows, machines)
 
 
 @login_required
@@ -78,7 +87,10 @@ def leaderboard(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
         "team": membership.team,
         "membership": membership,
         "page": page,
-        "rows": [(rank, row, page.cells(row)) for rank, row in enumerate(page.rows, start=1)],
+        "rows": [
+            (rank, row, page.cells(row), page.machines.cells(row, charted.key) if charted else [])
+            for rank, row in enumerate(page.rows, start=1)
+        ],
         "charted": charted,
         "figure": charts.leaderboard_figure(page.rows, column=charted) if charted and page.rows else None,
         "chart_rows": [(row.run, row.results.get(charted.key)) for row in page.rows] if charted else [],
@@ -92,8 +104,28 @@ def leaderboard(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
         "may_judge_gaps": loop.may_judge_gaps(user=request.user, membership=membership, qrels=page.qrels),
         "previous": loop.previous_source(page.qrels),
         "coverage_missing": sum(1 for row in page.rows if not row.coverage.computed),
+        **machine_judge_context(page, charted, membership),
     }
     return render(request, "monitoring/leaderboard.html", context)
+
+
+def machine_judge_context(
+    page: LeaderboardPage, charted: MeasureColumn | None, membership: TeamMembership
+) -> dict[str, Any]:
+    """The machine judge's block: its estimates of the charted measure per row, and the compute form."""
+    machines = page.machines
+    done = machines.done
+    measure = charted.key if charted and done and charted.key in done.measures else None
+    initial = {"judge": machines.judge.pk if machines.judge else None}
+    return {
+        "machines": machines,
+        "ppi_measure": measure,
+        "ppi_rows": [(row, machines.cells(row, measure)) for row in page.rows] if measure else [],
+        "measures_param": ",".join(column.key for column in page.columns),
+        "ppi_form": MachineJudgeEvaluationForm(judges=machines.judges, initial=initial)
+        if membership.can_edit and machines.judges
+        else None,
+    }
 
 
 @login_required
@@ -104,12 +136,24 @@ def leaderboard_csv(request: SignedInRequest, team: str, pk: int) -> HttpRespons
     for column in page.columns:
         header += [column.key, f"{column.key}_ci_low", f"{column.key}_ci_high"]
     header += COVERAGE_HEADER
+    machines = page.machines
+    estimated = [c.key for c in page.columns if machines.done and c.key in machines.done.measures]
+    if machines.done:
+        header += ["machine_judge", "machine_judge_job", "human_queries", "human_sample_random", "stale"]
+        header += [f"{key}_{name}{part}" for key in estimated for name in ESTIMATES for part in ("", "_ci_low", "_ci_high")]  # fmt: skip
     rows = []
     for rank, row in enumerate(page.rows, start=1):
         cells: list[Any] = [rank, row.run.pk, row.run.name, row.run.label, row.evaluation.pk]
         for result in page.cells(row):
             cells += [result.value, result.ci_low, result.ci_high] if result else [None, None, None]
-        rows.append(cells + coverage_cells(row.coverage))
+        cells += coverage_cells(row.coverage)
+        if machines.done:
+            sample = machines.done.human_sample
+            cells += [str(machines.judge), machines.done.pk, len(sample.get("queries", [])), sample.get("random"), machines.stale]  # fmt: skip
+            for key in estimated:
+                for found in machines.cells(row, key):
+                    cells += [found["estimate"], found["ci_low"], found["ci_high"]] if found else [None] * 3
+        rows.append(cells)
     filename = f"{membership.team.slug}-leaderboard-qrels{page.qrels.pk}.csv"
     return csv_response(filename, header, rows)
 
