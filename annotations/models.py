@@ -904,3 +904,50 @@ class MachineRouting(models.Model):
 
     def __str__(self) -> str:
         return f"{self.judge}: {self.topic_id}/{self.document_id} ({self.reason})"
+
+
+class MachineJudgeImport(Job):
+    """A machine judge's import off the web request (`annotations.machine_judges.imports`): a search log
+    to derive click-model judgments from (`click_log`), or a file of labels too large to import inside
+    the request (`labels`). The upload is kept under MEDIA_ROOT until the job has read it; the job writes
+    the judge and its labels in the transaction that marks it done (all or nothing), and a redo finds the
+    same rows and changes nothing. `parameters` holds the judge's name and version and what the source
+    needs (the click model and its grade mapping, or the labels' kind, model and configuration)."""
+
+    class Source(models.TextChoices):
+        CLICK_LOG = "click_log", "search log"
+        LABELS = "labels", "labels"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="machine_judge_imports")
+    source = models.CharField(max_length=16, choices=Source.choices)
+    parameters = models.JSONField(default=dict, blank=True)
+    file = models.FileField(upload_to=import_upload_to, max_length=255, blank=True)
+    original_name = models.CharField(max_length=255, help_text="The file's name on upload.")
+    size = models.PositiveBigIntegerField(default=0, help_text="Bytes, as uploaded.")
+    judge = models.ForeignKey(
+        MachineJudge, on_delete=models.SET_NULL, null=True, blank=True, related_name="imports"
+    )
+    result = models.JSONField(default=dict, blank=True, help_text="What the import did, once done.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    task_name = "annotations.tasks.machine_judge_import"
+    #: The first run, and one redo after a worker lost in the middle (the import is one transaction).
+    max_attempts = 2
+    queue_down_hint = "Import again later, or with the command (`python manage.py import_click_log`)."
+
+    class Meta:
+        ordering = ["project", "-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(source__in=["click_log", "labels"]), name="machine_judge_import_source_valid"
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "lease_expires_at"], name="machine_judge_import_claim")]
+
+    def __str__(self) -> str:
+        return f"{self.get_source_display()} {self.original_name} into {self.project} ({self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("annotations:machine-judge-import", args=[self.project.slug, self.pk])

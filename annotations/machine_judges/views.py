@@ -17,8 +17,10 @@ from django.views.decorators.http import require_POST, require_safe
 from annotations import selectors
 from annotations.machine_judges import charts, services
 from annotations.machine_judges.forms import LabelsUploadForm, RouteForm
+from annotations.machine_judges.import_views import recent_imports
+from annotations.machine_judges.imports import labels_request
 from annotations.machine_judges.routing import judge_route
-from annotations.models import MachineJudge, MachineRouting, Project
+from annotations.models import MachineJudge, MachineJudgeImport, MachineRouting, Project
 from evalcore.errors import FormatError
 from evalplatform.auth import SignedInRequest
 from evalplatform.csvexport import csv_response
@@ -42,7 +44,7 @@ def machine_judges(request: SignedInRequest, slug: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            result = services.judge_labels_upload(
+            result = labels_request(
                 project=project, upload=data["file"], name=data["name"], version=data["version"],
                 kind=data["kind"], model=data["model"], configuration=data["configuration"],
                 created_by=request.user,
@@ -50,6 +52,8 @@ def machine_judges(request: SignedInRequest, slug: str) -> HttpResponse:
         except FormatError as exc:
             error = exc
         else:
+            if isinstance(result, MachineJudgeImport):  # a large file: its page follows the job
+                return redirect(result)
             messages.success(request, f"{data['file'].name}: {result.summary}")
             return redirect("annotations:machine-judge", project.slug, result.judge)
     judges = (
@@ -60,7 +64,13 @@ def machine_judges(request: SignedInRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "annotations/machine_judges.html",
-        {"project": project, "judges": judges, "form": form, "error": error},
+        {
+            "project": project,
+            "judges": judges,
+            "form": form,
+            "error": error,
+            "imports": recent_imports(project),
+        },
         status=400 if error or form.errors else 200,
     )
 
