@@ -373,3 +373,21 @@ class TestTheCommand:
         first, _ = click_log_import(project=project, path=log_path, params=params)
         again, _ = click_log_import(project=project, path=log_path, params=params)
         assert first.created > 0 and (again.created, again.updated, again.unchanged) == (0, 0, first.created)
+
+
+def test_the_demo_click_judge_agrees_with_people_and_loads_once(demo: Project) -> None:
+    from annotations.demo import DEMO_CLICK_JUDGE, demo_annotations_simulate, demo_click_judge_load
+    from annotations.machine_judges import services
+    from tests.annotations.test_machine_judges import human_build
+
+    demo_annotations_simulate(demo)
+    human_build(demo)
+    judge = demo_click_judge_load(demo)
+    assert (judge.name, judge.kind, judge.model) == (DEMO_CLICK_JUDGE, "click_model", "dbn")
+    assert json.loads(judge.configuration)["log"]["file"] == "python-help-clicks.csv"
+    figures = services.judge_calibration(judge)
+    assert figures["labels"] > 50 and figures["with_confidence"] == 0
+    assert figures["consensus"]["pairs"] > 20 and figures["consensus"]["cohen_kappa_quadratic"] > 0.8
+    labels = list(MachineLabel.objects.filter(judge=judge).order_by("pk").values())
+    demo_click_judge_load(demo)  # loading the demo again changes nothing
+    assert list(MachineLabel.objects.filter(judge=judge).order_by("pk").values()) == labels
