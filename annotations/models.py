@@ -138,6 +138,12 @@ class Project(models.Model):
         related_name="judging_projects",
         help_text="The team whose members may read this project's quality figures and qrels builds.",
     )
+    has_extra_places = models.BooleanField(
+        default=False,
+        editable=False,
+        help_text="Some of its tasks have places beyond the overlap (a machine judge's routing asked one more "
+        "judgment of a pair): claims read them first. Read with the project row, as `has_priorities`.",
+    )
     has_priorities = models.BooleanField(
         default=False,
         editable=False,
@@ -322,6 +328,10 @@ class Task(models.Model):
     #: Where a pool built from runs wants the task judged: lower is sooner; None, no priority. Fresh tasks
     #: with a priority are served before the others, in this order (`hotpath.prioritised_candidates_sql`).
     priority = models.BigIntegerField(null=True, blank=True, editable=False)
+    #: Places beyond the project's overlap: one more judgment a machine judge's routing asked of a pair that
+    #: was a task already (`machine_judges.routing`). Claims serve such tasks first while they have a place
+    #: (`hotpath.extra_candidates_sql`), when the project's `has_extra_places` says some may.
+    extra_places = models.PositiveSmallIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["project", "topic", "id"]
@@ -342,10 +352,18 @@ class Task(models.Model):
                 condition=Q(priority__isnull=False, is_gold=False),
                 name="task_claimable_priority",
             ),
+            # Tasks with places beyond the overlap, a handful: read by claims and open totals alone.
+            models.Index(fields=["project", "id"], condition=Q(extra_places__gt=0), name="task_extra_places"),
         ]
 
     def __str__(self) -> str:
         return f"{self.topic.qid} / {self.document.doc_id}"
+
+    def cap(self, project: Project) -> int | None:
+        """How many annotators may occupy the task: the project's overlap of its kind (None: no limit)
+        and its extra places."""
+        cap = project.cap_for(is_gold=self.is_gold)
+        return None if cap is None else cap + self.extra_places
 
     @property
     def reference(self) -> str:

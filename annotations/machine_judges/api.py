@@ -105,6 +105,9 @@ class RoutingDoneOut(serializers.Serializer):
     tasks_created = serializers.IntegerField()
     tasks_existing = serializers.IntegerField()
     already_routed = serializers.IntegerField()
+    judgments_added = serializers.IntegerField(
+        help_text="Pairs that were tasks with answers already and now need one more judgment."
+    )
     params = serializers.DictField()
 
 
@@ -177,7 +180,8 @@ def machine_judge(request: Request, slug: str, pk: int) -> Response:
     summary="Route a machine judge's doubtful pairs, and a random sample, to people",
     description="Up to `budget` pairs over all routings of the judge: where people disagree (adjudication "
     "queue), where the judge disagrees with people, is below `confidence_below`, or in a topic whose "
-    "agreement is below `topic_agreement_below` (judging queue, as tasks); plus `sample_share` of the other "
+    "agreement is below `topic_agreement_below` (judging queue: a new task, or one more required judgment of a task "
+    "that has answers already); plus `sample_share` of the other "
     "unjudged pairs at random (seeded). Routing again with the same data routes nothing more.",
     tags=TAGS,
 )

@@ -135,6 +135,7 @@ def machine_judge_route(request: SignedInRequest, slug: str, pk: int) -> HttpRes
     parts = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in done.routed.items() if n)
     messages.success(
         request,
-        f"Routed {done.total} pairs to people ({parts or 'none new'}); {done.tasks_created} new tasks in the judging queue.",
+        f"Routed {done.total} pairs to people ({parts or 'none new'}); {done.tasks_created} new tasks in the judging queue"
+        f", {done.judgments_added} answered tasks asked for one more judgment.",
     )
     return redirect(judge)
