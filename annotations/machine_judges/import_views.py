@@ -11,7 +11,7 @@ from django.views.decorators.http import require_safe
 from annotations import selectors
 from annotations.machine_judges.click_forms import ClickLogForm
 from annotations.machine_judges.imports import click_log_request
-from annotations.models import MachineJudgeImport
+from annotations.models import MachineJudgeImport, Project
 from evalcore.errors import FormatError
 from evalplatform.auth import SignedInRequest
 
@@ -19,7 +19,7 @@ from evalplatform.auth import SignedInRequest
 IMPORTS_SHOWN = 20
 
 
-def recent_imports(project: object) -> list[MachineJudgeImport]:
+def recent_imports(project: Project) -> list[MachineJudgeImport]:
     """The project's latest imports, each with its judge (one query)."""
     return list(
         MachineJudgeImport.objects.filter(project=project)
