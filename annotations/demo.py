@@ -39,6 +39,7 @@ from annotations.models import (
     Document,
     GoldLabel,
     MachineJudge,
+    MachineJudgeImport,
     Project,
     ProjectMembership,
     Task,
@@ -505,15 +506,24 @@ def _csv_field(text: str) -> str:
 
 
 def demo_click_judge_load(project: Project) -> MachineJudge:
-    """Import the simulated log through the same code as an uploaded one (DBN, the default grade
-    boundaries); idempotent, so loading the demo again changes nothing."""
-    from annotations.machine_judges.clicks import ClickImportParams, click_log_import
+    """Import the simulated log through the same job as an uploaded one (DBN, the default grade
+    boundaries), run here in the process; the judges' page lists it. Idempotent: a done import of the
+    demo's log is not made again."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
 
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / DEMO_CLICK_LOG
-        path.write_text(demo_click_log(project), encoding="utf-8")
-        result, _ = click_log_import(
-            project=project, path=path, display_name=DEMO_CLICK_LOG,
-            params=ClickImportParams(model="dbn", name=DEMO_CLICK_JUDGE, min_impressions=10),
+    from annotations.machine_judges.clicks import ClickImportParams
+    from annotations.machine_judges.imports import judge_import_create, judge_import_run
+
+    done = MachineJudgeImport.objects.filter(project=project, original_name=DEMO_CLICK_LOG, status="done")
+    job = done.order_by("pk").first()
+    if job is None:
+        params = ClickImportParams(model="dbn", name=DEMO_CLICK_JUDGE, min_impressions=10)
+        job = judge_import_create(
+            project=project, source=MachineJudgeImport.Source.CLICK_LOG, parameters=params.as_dict(),
+            upload=SimpleUploadedFile(DEMO_CLICK_LOG, demo_click_log(project).encode()), enqueue=False,
         )  # fmt: skip
-    return MachineJudge.objects.select_related("project").get(pk=result.judge)
+        judge_import_run(job_id=job.pk)
+        job.refresh_from_db()
+    if job.judge_id is None:
+        raise RuntimeError(f"the demo's search log was not imported: {job.error}")
+    return MachineJudge.objects.select_related("project").get(pk=job.judge_id)

@@ -24,7 +24,7 @@ from django.core.management import call_command
 from django.db import DatabaseError, models, transaction
 from django.test import Client
 
-from annotations.models import ImportJob, MachineJudge, Project, QrelsBuild
+from annotations.models import ImportJob, MachineJudge, MachineJudgeImport, Project, QrelsBuild
 from monitoring import models as monitoring_models
 from monitoring.models import EmbeddingStream
 from monitoring.reuse import services as reuse
@@ -51,6 +51,7 @@ ID_MODELS: dict[str, type[models.Model]] = {
     "fraud-evaluations": monitoring_models.FraudScoreEvaluation,
     "fraud-score-sets": monitoring_models.FraudScoreSet,
     "imports": ImportJob,
+    "import-jobs": MachineJudgeImport,
     "machine-judges": MachineJudge,
     "leaderboard": monitoring_models.QrelsSource,
     "pools": monitoring_models.JudgingPool,
