@@ -953,7 +953,7 @@ class MachineJudgeImport(Job):
     task_name = "annotations.tasks.machine_judge_import"
     #: The first run, and one redo after a worker lost in the middle (the import is one transaction).
     max_attempts = 2
-    queue_down_hint = "Import again later, or with the command (`python manage.py import_click_log`)."
+    queue_down_hint = "Import again later, or with the command (`python manage.py import_click_log` or `import_machine_labels`)."
 
     class Meta:
         ordering = ["project", "-created_at"]
