@@ -320,8 +320,9 @@ def judge_calibration(judge: MachineJudge) -> dict[str, Any]:
 
 
 def judge_labels_upload(*, project: Project, upload: Any, **judge: Any) -> LabelsImported:
-    """`judge_labels_import` on an uploaded file (the page and the API), in the request: the labels of a
-    judge are small rows, refused above the upload limit. Errors name the file as uploaded."""
+    """`judge_labels_import` on an uploaded file, in the request: the page and the API call it for files up
+    to IMPORT_SYNC_MAX_BYTES (`imports.labels_request`; a larger one is a job). Refused above the upload
+    limit. Errors name the file as uploaded."""
     name = upload_name(upload)
     too_large = upload_too_large(upload_size(upload))
     if too_large:
