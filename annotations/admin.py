@@ -20,6 +20,7 @@ from annotations.models import (
     LLMJudgeAnswer,
     LLMJudgeJob,
     MachineJudge,
+    MachineJudgeImport,
     MachineLabel,
     MachineRouting,
     Project,
@@ -239,6 +240,14 @@ class ImportJobAdmin(ReadOnlyAdmin):
     list_filter = ["status", "kind", "project"]
     list_select_related = ["project"]
     raw_id_fields = ["project", "created_by"]
+
+
+@admin.register(MachineJudgeImport)
+class MachineJudgeImportAdmin(ReadOnlyAdmin):
+    list_display = ["project", "source", "original_name", "size", "judge", "status", "attempts", "created_at"]
+    list_filter = ["status", "source", "project"]
+    list_select_related = ["project", "judge"]
+    raw_id_fields = ["project", "judge", "created_by"]
 
 
 @admin.register(QrelsJudgment)

@@ -5,6 +5,7 @@ from django.urls import path
 from annotations import api
 from annotations.adjudication import api as adjudication_api
 from annotations.machine_judges import api as machine_api
+from annotations.machine_judges import import_api as machine_import_api
 from annotations.machine_judges import llm_api
 from annotations.quality import api as quality_api
 
@@ -41,6 +42,16 @@ urlpatterns = [
     ),
     path("projects/<slug:slug>/machine-judges/", machine_api.machine_judges, name="machine-judges"),
     path("projects/<slug:slug>/machine-judges/<int:pk>/", machine_api.machine_judge, name="machine-judge"),
+    path(
+        "projects/<slug:slug>/machine-judges/click-logs/",
+        machine_import_api.click_logs,
+        name="machine-judge-click-logs",
+    ),
+    path(
+        "projects/<slug:slug>/machine-judges/import-jobs/<int:pk>/",
+        machine_import_api.machine_judge_import,
+        name="machine-judge-import",
+    ),
     path(
         "projects/<slug:slug>/machine-judges/<int:pk>/route/",
         machine_api.machine_judge_route,

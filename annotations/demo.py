@@ -39,6 +39,7 @@ from annotations.models import (
     Document,
     GoldLabel,
     MachineJudge,
+    MachineJudgeImport,
     Project,
     ProjectMembership,
     Task,
@@ -456,3 +457,73 @@ def demo_machine_judge_load(project: Project) -> MachineJudge:
     judge = MachineJudge.objects.select_related("project").get(pk=result.judge)
     judge_route(judge=judge, params=RouteParams(seed=DEMO_JUDGE_SEED % 1000, **DEMO_ROUTE))  # type: ignore[arg-type]
     return judge
+
+
+# --- a simulated search log, as a click-model judge -----------------------------------------------------
+
+DEMO_CLICK_JUDGE = "clicks-dbn-sim"
+DEMO_CLICK_LOG = "python-help-clicks.csv"
+DEMO_CLICK_SEED = 20_261_128
+DEMO_CLICK_SESSIONS = 80  # per query
+#: Per expected grade 0-4: the chance a result catches the eye (attractiveness), and that a click on it
+#: ends the search (satisfaction). Their product, DBN's relevance, lands inside the default boundaries'
+#: bucket of each grade, so a perfect fit gives the expected grade; the log's noise and the positions
+#: make the fit miss some, as a real one would.
+DEMO_ATTRACT = (0.15, 0.45, 0.63, 0.77, 0.9)
+DEMO_SATISFY = (0.15, 0.45, 0.63, 0.77, 0.9)
+DEMO_CONTINUATION = 0.8
+
+
+def demo_click_log(project: Project) -> str:
+    """A search log (CSV) of people asking the demo's questions, as typed (each topic's title): every
+    session shows up to six of the topic's pooled help pages in a random order, and clicks follow the
+    dynamic Bayesian network model from the pages' expected grades. Seeded: the same text every time."""
+    rng = random.Random(DEMO_CLICK_SEED)
+    expected = expected_grades(project)
+    pages: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    rows = Task.objects.filter(project=project).order_by("topic__qid", "document__doc_id")
+    for task_id, qid, title, doc_id in rows.values_list(
+        "id", "topic__qid", "topic__title", "document__doc_id"
+    ):
+        if task_id in expected:
+            pages.setdefault((qid, title), []).append((doc_id, expected[task_id]))
+    lines = ["session,query,doc,position,clicked"]
+    for (qid, title), docs in pages.items():
+        for s in range(DEMO_CLICK_SESSIONS):
+            shown = rng.sample(docs, min(6, len(docs)))
+            examined = True
+            for position, (doc_id, grade) in enumerate(shown, start=1):
+                grade = min(grade, 4)
+                clicked = examined and rng.random() < DEMO_ATTRACT[grade]
+                lines.append(f"{qid}-{s},{_csv_field(title)},{doc_id},{position},{int(clicked)}")
+                satisfied = clicked and rng.random() < DEMO_SATISFY[grade]
+                examined = examined and not satisfied and rng.random() < DEMO_CONTINUATION
+    return "\n".join(lines) + "\n"
+
+
+def _csv_field(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\n') else text
+
+
+def demo_click_judge_load(project: Project) -> MachineJudge:
+    """Import the simulated log through the same job as an uploaded one (DBN, the default grade
+    boundaries), run here in the process; the judges' page lists it. Idempotent: a done import of the
+    demo's log is not made again."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from annotations.machine_judges.clicks import ClickImportParams
+    from annotations.machine_judges.imports import judge_import_create, judge_import_run
+
+    done = MachineJudgeImport.objects.filter(project=project, original_name=DEMO_CLICK_LOG, status="done")
+    job = done.order_by("pk").first()
+    if job is None:
+        params = ClickImportParams(model="dbn", name=DEMO_CLICK_JUDGE, min_impressions=10)
+        job = judge_import_create(
+            project=project, source=MachineJudgeImport.Source.CLICK_LOG, parameters=params.as_dict(),
+            upload=SimpleUploadedFile(DEMO_CLICK_LOG, demo_click_log(project).encode()), enqueue=False,
+        )  # fmt: skip
+        judge_import_run(job_id=job.pk)
+        job.refresh_from_db()
+    if job.judge_id is None:
+        raise RuntimeError(f"the demo's search log was not imported: {job.error}")
+    return MachineJudge.objects.select_related("project").get(pk=job.judge_id)

@@ -76,9 +76,19 @@ def _py_time(value: Any) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _has_place(cap: int | None, column: str = "assigned_count") -> tuple[str, list[Any]]:
-    """The condition that a task has a place under `cap` (None: no limit), and its parameters."""
-    return ("1 = 1", []) if cap is None else (f"{column} < %s", [cap])
+def _has_place(
+    cap: int | None, column: str = "assigned_count", *, extra: bool = True
+) -> tuple[str, list[Any]]:
+    """The condition that a task has a place under `cap` and its own extra places (None: no limit), and
+    its parameters. `column` is the assigned count, qualified as the task's other columns are read.
+    Without `extra`, the cap alone: for gold tasks read off an index range (routing gives extra places to
+    ordinary tasks only, and reading the column would fetch every row of the range)."""
+    if cap is None:
+        return "1 = 1", []
+    if not extra:
+        return f"{column} < %s", [cap]
+    prefix = column.rpartition(".")[0]
+    return f"{column} < %s + {prefix + '.' if prefix else ''}extra_places", [cap]
 
 
 def _one(sql: str, params: list[Any]) -> tuple[Any, ...] | None:
@@ -268,7 +278,8 @@ def _own_counts_parts(
         # Each task by its key (OFFSET 0 keeps the subquery from being merged into a join): as a join, the
         # generic plan of the prepared statement was a hash join over every task of every project.
         tasks = (
-            f"CROSS JOIN LATERAL (SELECT is_gold, assigned_count FROM {TASK} WHERE id = a.task_id OFFSET 0) t"
+            f"CROSS JOIN LATERAL (SELECT is_gold, assigned_count, extra_places FROM {TASK} WHERE id = a.task_id "
+            "OFFSET 0) t"
         )
     else:  # SQLite has no LATERAL; its planner reads each task by its key anyway
         tasks = f"JOIN {TASK} t ON t.id = a.task_id"
@@ -277,7 +288,7 @@ def _own_counts_parts(
         "COUNT(*) FILTER (WHERE a.state <> %s AND t.is_gold), "
         "COUNT(*) FILTER (WHERE a.state = %s AND a.expires_at > %s AND NOT t.is_gold), "
         "COUNT(*) FILTER (WHERE a.state = %s AND a.expires_at > %s AND t.is_gold), "
-        "COUNT(*) FILTER (WHERE NOT t.is_gold AND t.assigned_count < %s), "
+        "COUNT(*) FILTER (WHERE NOT t.is_gold AND t.assigned_count < %s + t.extra_places), "
         f"COUNT(*) FILTER (WHERE t.is_gold AND {gold_place}), "
         "COUNT(*) FILTER (WHERE a.state = %s)"
     )
@@ -386,14 +397,19 @@ class OpenTotals:
 
 def open_totals(*, project_id: int, overlap: int, gold_overlap: int | None) -> OpenTotals:
     """The project's tasks with a place left, by kind: a read of the project's range of an index."""
-    gold_place, gold_params = _has_place(gold_overlap)
+    gold_place, gold_params = _has_place(gold_overlap, extra=False)
+    # Ordinary tasks open under the overlap, read off the index as before, plus those open only through
+    # their extra places, read off the partial index of such tasks (a handful).
     row = _one(
         "SELECT COUNT(*) FILTER (WHERE NOT is_gold AND assigned_count < %s), "
-        f"COUNT(*) FILTER (WHERE is_gold AND {gold_place}) FROM {TASK} WHERE project_id = %s",
-        [overlap, *gold_params, project_id],
+        f"COUNT(*) FILTER (WHERE is_gold AND {gold_place}), "
+        f"(SELECT COUNT(*) FROM {TASK} x WHERE x.project_id = %s AND x.extra_places > 0 AND NOT x.is_gold "
+        "AND x.assigned_count >= %s AND x.assigned_count < %s + x.extra_places) "
+        f"FROM {TASK} WHERE project_id = %s",
+        [overlap, *gold_params, project_id, overlap, overlap, project_id],
     )
     assert row is not None
-    return OpenTotals(ordinary=int(row[0] or 0), gold=int(row[1] or 0))
+    return OpenTotals(ordinary=int(row[0] or 0) + int(row[2] or 0), gold=int(row[1] or 0))
 
 
 # The annotator never held the task. A scalar subquery, not NOT EXISTS: PostgreSQL runs it per candidate
@@ -436,6 +452,17 @@ def fresh_candidates_sql(
     )
 
 
+def extra_candidates_sql(*, project_id: int, user_id: int, overlap: int, limit: int) -> tuple[str, list[Any]]:
+    """Ordinary tasks with places beyond the overlap (`Task.extra_places`: a pair a machine judge's routing
+    asked one more judgment of) and a place left, fullest first: the first stage of a claim in a project
+    that has any (`Project.has_extra_places`). A read of the partial `task_extra_places` index."""
+    return (
+        f"SELECT t.id FROM {TASK} t WHERE t.project_id = %s AND t.extra_places > 0 AND NOT t.is_gold "
+        f"AND t.assigned_count < %s + t.extra_places AND {_NOT_MINE} ORDER BY t.assigned_count DESC, t.id LIMIT %s",
+        [project_id, overlap, user_id, limit],
+    )
+
+
 def prioritised_candidates_sql(*, project_id: int, user_id: int, limit: int) -> tuple[str, list[Any]]:
     """Ordinary tasks nobody holds yet that have a priority (a pool built from runs), lowest first (the
     id breaks ties): the fresh tasks a claim serves before the ring of ranks. A range read of the partial
@@ -463,6 +490,11 @@ def task_lock(*, task_id: int, cap: int | None, wait: bool) -> int | None:
         f"SELECT assigned_count FROM {TASK} WHERE id = %s AND {place}" + _lock(lock), [task_id, *params]
     )
     return None if row is None else int(row[0])
+
+
+def task_extra_places(*, task_id: int) -> int:
+    row = _one(f"SELECT extra_places FROM {TASK} WHERE id = %s", [task_id])
+    return 0 if row is None else int(row[0])
 
 
 def task_has_place(*, task_id: int, cap: int | None) -> bool:
@@ -528,7 +560,14 @@ def reservation_take(
         return reservation_take_steps(
             project_id=project_id, task_id=task_id, user_id=user_id, now=now, expires_at=expires_at, cap=cap
         )
-    place, place_params = ("", []) if cap is None else (" WHERE (SELECT n FROM occupied) < %s", [cap])
+    place, place_params = (
+        ("", [])
+        if cap is None
+        else (
+            f" WHERE (SELECT n FROM occupied) < %s + (SELECT extra_places FROM {TASK} WHERE id = %s)",
+            [cap, task_id],
+        )
+    )
     occupying, occupying_params = _occupying_sql(task_id=task_id, now=now)
     shapes = _served_shapes()
     # The task, topic and document are read by the main query, which sees the rows as they were before
@@ -569,7 +608,7 @@ def reservation_take_steps(
 ) -> Reservation:
     """`reservation_take` step by step: the count, the insert and the counter, one statement each."""
     occupied = None if cap is None else occupying_count(task_id=task_id, now=now)
-    if occupied is not None and cap is not None and occupied >= cap:
+    if occupied is not None and cap is not None and occupied >= cap + task_extra_places(task_id=task_id):
         return Reservation(occupied, None)
     assignment_id = reservation_insert(
         project_id=project_id, task_id=task_id, user_id=user_id, now=now, expires_at=expires_at

@@ -138,6 +138,12 @@ class Project(models.Model):
         related_name="judging_projects",
         help_text="The team whose members may read this project's quality figures and qrels builds.",
     )
+    has_extra_places = models.BooleanField(
+        default=False,
+        editable=False,
+        help_text="Some of its tasks have places beyond the overlap (a machine judge's routing asked one more "
+        "judgment of a pair): claims read them first. Read with the project row, as `has_priorities`.",
+    )
     has_priorities = models.BooleanField(
         default=False,
         editable=False,
@@ -322,6 +328,10 @@ class Task(models.Model):
     #: Where a pool built from runs wants the task judged: lower is sooner; None, no priority. Fresh tasks
     #: with a priority are served before the others, in this order (`hotpath.prioritised_candidates_sql`).
     priority = models.BigIntegerField(null=True, blank=True, editable=False)
+    #: Places beyond the project's overlap: one more judgment a machine judge's routing asked of a pair that
+    #: was a task already (`machine_judges.routing`). Claims serve such tasks first while they have a place
+    #: (`hotpath.extra_candidates_sql`), when the project's `has_extra_places` says some may.
+    extra_places = models.PositiveSmallIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["project", "topic", "id"]
@@ -342,10 +352,18 @@ class Task(models.Model):
                 condition=Q(priority__isnull=False, is_gold=False),
                 name="task_claimable_priority",
             ),
+            # Tasks with places beyond the overlap, a handful: read by claims and open totals alone.
+            models.Index(fields=["project", "id"], condition=Q(extra_places__gt=0), name="task_extra_places"),
         ]
 
     def __str__(self) -> str:
         return f"{self.topic.qid} / {self.document.doc_id}"
+
+    def cap(self, project: Project) -> int | None:
+        """How many annotators may occupy the task: the project's overlap of its kind (None: no limit)
+        and its extra places."""
+        cap = project.cap_for(is_gold=self.is_gold)
+        return None if cap is None else cap + self.extra_places
 
     @property
     def reference(self) -> str:
@@ -1013,3 +1031,50 @@ class MachineJudgeRanking(models.Model):
 
     def __str__(self) -> str:
         return f"{self.judge} ranking on build {self.build_id}"
+
+
+class MachineJudgeImport(Job):
+    """A machine judge's import off the web request (`annotations.machine_judges.imports`): a search log
+    to derive click-model judgments from (`click_log`), or a file of labels too large to import inside
+    the request (`labels`). The upload is kept under MEDIA_ROOT until the job has read it; the job writes
+    the judge and its labels in the transaction that marks it done (all or nothing), and a redo finds the
+    same rows and changes nothing. `parameters` holds the judge's name and version and what the source
+    needs (the click model and its grade mapping, or the labels' kind, model and configuration)."""
+
+    class Source(models.TextChoices):
+        CLICK_LOG = "click_log", "search log"
+        LABELS = "labels", "labels"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="machine_judge_imports")
+    source = models.CharField(max_length=16, choices=Source.choices)
+    parameters = models.JSONField(default=dict, blank=True)
+    file = models.FileField(upload_to=import_upload_to, max_length=255, blank=True)
+    original_name = models.CharField(max_length=255, help_text="The file's name on upload.")
+    size = models.PositiveBigIntegerField(default=0, help_text="Bytes, as uploaded.")
+    judge = models.ForeignKey(
+        MachineJudge, on_delete=models.SET_NULL, null=True, blank=True, related_name="imports"
+    )
+    result = models.JSONField(default=dict, blank=True, help_text="What the import did, once done.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    task_name = "annotations.tasks.machine_judge_import"
+    #: The first run, and one redo after a worker lost in the middle (the import is one transaction).
+    max_attempts = 2
+    queue_down_hint = "Import again later, or with the command (`python manage.py import_click_log` or `import_machine_labels`)."
+
+    class Meta:
+        ordering = ["project", "-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(source__in=["click_log", "labels"]), name="machine_judge_import_source_valid"
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "lease_expires_at"], name="machine_judge_import_claim")]
+
+    def __str__(self) -> str:
+        return f"{self.get_source_display()} {self.original_name} into {self.project} ({self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("annotations:machine-judge-import", args=[self.project.slug, self.pk])

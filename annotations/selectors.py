@@ -17,6 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import (
     Avg,
     Count,
+    F,
     IntegerField,
     OuterRef,
     Q,
@@ -493,7 +494,9 @@ def topic_progress(*, project: Project) -> QuerySet[Any]:
             tasks=Count("id"),
             gold=Count("id", filter=Q(is_gold=True)),
             labels=Sum("label_count"),
-            complete=Count("id", filter=Q(is_gold=False, label_count__gte=project.overlap)),
+            complete=Count(
+                "id", filter=Q(is_gold=False, label_count__gte=F("extra_places") + project.overlap)
+            ),
             ordinary=Count("id", filter=Q(is_gold=False)),
         )
         .order_by("topic__qid")
@@ -564,13 +567,17 @@ def project_totals(*, project: Project) -> ProjectTotals:
         tasks=Count("id"),
         gold_tasks=Count("id", filter=Q(is_gold=True)),
         labels=Coalesce(Sum("label_count", filter=Q(is_gold=False)), 0),
-        complete_tasks=Count("id", filter=Q(is_gold=False, label_count__gte=project.overlap)),
+        complete_tasks=Count(
+            "id", filter=Q(is_gold=False, label_count__gte=F("extra_places") + project.overlap)
+        ),
+        extra=Coalesce(Sum("extra_places", filter=Q(is_gold=False)), 0),
     )
     ordinary = tasks["tasks"] - tasks["gold_tasks"]
+    extra = tasks.pop("extra")
     return ProjectTotals(
         topics=project.topics.count(),
         documents=project.documents.count(),
-        labels_needed=ordinary * project.overlap,
+        labels_needed=ordinary * project.overlap + extra,
         **tasks,
     )
 

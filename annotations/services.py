@@ -443,6 +443,9 @@ def _claim_one(
     if started_cap is not None:
         stages.insert(0, partial(hotpath.started_candidates_sql, **where, overlap=started_cap, seed=seed))
         first.insert(0, prefetched.started if prefetched else None)
+    if project.has_extra_places and not is_gold:  # one more judgment a machine judge's routing asked for
+        stages.insert(0, partial(hotpath.extra_candidates_sql, **where, overlap=project.overlap))
+        first.insert(0, None)
     claim: dict[str, Any] = {"project": project, "annotator": annotator, "cap": cap, "now": now}
     tried: set[int] = set()
     busy: list[int] = []
@@ -713,7 +716,7 @@ def _answer_locks(
 def _expired_place_free(*, project: Project, task_id: int, assignment_id: int, now: datetime) -> bool:
     """Whether an expired reservation not yet released may keep its place: nobody took it meanwhile."""
     task = Task.objects.select_for_update(no_key=True, of=("self",)).get(pk=task_id)
-    cap = project.cap_for(is_gold=task.is_gold)
+    cap = task.cap(project)
     return cap is None or hotpath.occupying_count(task_id=task_id, now=now, excluding=assignment_id) < cap
 
 
@@ -760,7 +763,7 @@ def annotation_reopen(
         deltas[assignment.task_id] = (d_assigned, d_labels - 1)
     else:
         task = Task.objects.select_for_update(no_key=True, of=("self",)).get(pk=assignment.task_id)
-        cap = project.cap_for(is_gold=task.is_gold)
+        cap = task.cap(project)
         if cap is not None and hotpath.occupying_count(task_id=task.pk, now=now) >= cap:
             raise UndoConflict()
         deltas[assignment.task_id] = (deltas.get(assignment.task_id, (0, 0))[0] + 1, 0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from celery import Task, shared_task
 
 from annotations import imports, qrels
+from annotations.machine_judges import imports as machine_imports
 from annotations.machine_judges import llm
 from annotations.quality import services as quality
 from evalplatform.jobs import JOB_TASK_OPTIONS, job_task_result
@@ -54,3 +55,13 @@ def import_run(self: Task, job_id: int) -> str:
 )
 def llm_judge_run(self: Task, job_id: int) -> str:
     return job_task_result(self, llm.llm_judge_run(job_id=job_id))
+
+
+@shared_task(
+    name="annotations.tasks.machine_judge_import",
+    time_limit=machine_imports.TIME_LIMIT,
+    soft_time_limit=machine_imports.TIME_LIMIT - 60,
+    **JOB_TASK_OPTIONS,
+)
+def machine_judge_import(self: Task, job_id: int) -> str:
+    return job_task_result(self, machine_imports.judge_import_run(job_id=job_id))

@@ -4,6 +4,7 @@ from django.urls import path
 
 from annotations import views
 from annotations.adjudication import views as adjudication_views
+from annotations.machine_judges import import_views as machine_import_views
 from annotations.machine_judges import llm_views
 from annotations.machine_judges import ranking as machine_ranking
 from annotations.machine_judges import views as machine_views
@@ -82,6 +83,16 @@ urlpatterns = [
     ),
     path("projects/<slug:slug>/machine-judges/", machine_views.machine_judges, name="machine-judges"),
     path("projects/<slug:slug>/machine-judges/<int:pk>/", machine_views.machine_judge, name="machine-judge"),
+    path(
+        "projects/<slug:slug>/machine-judges/click-log/",
+        machine_import_views.click_log_upload,
+        name="machine-judge-click-log",
+    ),
+    path(
+        "projects/<slug:slug>/machine-judges/import-jobs/<int:pk>/",
+        machine_import_views.machine_judge_import,
+        name="machine-judge-import",
+    ),
     path(
         "projects/<slug:slug>/machine-judges/<int:pk>/calibration.csv",
         machine_views.machine_judge_csv,

@@ -22,8 +22,10 @@ from rest_framework.response import Response
 
 from annotations import selectors
 from annotations.machine_judges import services
+from annotations.machine_judges.import_api import JudgeImportOut, judge_import_out
+from annotations.machine_judges.imports import labels_request
 from annotations.machine_judges.routing import RouteParams, judge_route
-from annotations.models import MachineJudge, MachineRouting
+from annotations.models import MachineJudge, MachineJudgeImport, MachineRouting
 from evalcore.errors import FormatError
 
 TAGS = ["machine judges: leads"]
@@ -103,6 +105,9 @@ class RoutingDoneOut(serializers.Serializer):
     tasks_created = serializers.IntegerField()
     tasks_existing = serializers.IntegerField()
     already_routed = serializers.IntegerField()
+    judgments_added = serializers.IntegerField(
+        help_text="Pairs that were tasks with answers already and now need one more judgment."
+    )
     params = serializers.DictField()
 
 
@@ -123,11 +128,17 @@ def _judges(project: Any) -> Any:
 
 @extend_schema(
     request={"multipart/form-data": LabelsUploadIn},
-    responses={200: JudgeOut(many=True), 201: LabelsImportedOut, 400: OpenApiResponse(UploadErrorOut)},
+    responses={
+        200: JudgeOut(many=True),
+        201: LabelsImportedOut,
+        202: JudgeImportOut,
+        400: OpenApiResponse(UploadErrorOut),
+    },  # fmt: skip
     summary="List the machine judges, or upload a judge's labels",
     description="All or nothing: a bad line imports nothing and the answer names the file, line and reason. "
     "The same file again changes nothing; a new version is a new judge. Pairs whose topic or document the "
-    "project lacks are counted (missing_topic, missing_document) and left out.",
+    "project lacks are counted (missing_topic, missing_document) and left out. A file over IMPORT_SYNC_MAX_BYTES "
+    "is imported by a job: the answer is 202 with the job to follow.",
     tags=TAGS,
 )
 @api_view(["GET", "POST"])
@@ -141,12 +152,12 @@ def machine_judges(request: Request, slug: str) -> Response:
     values = dict(data.validated_data)
     upload = values.pop("file")
     try:
-        result = services.judge_labels_upload(
-            project=project, upload=upload, created_by=request.user, **values
-        )
+        result = labels_request(project=project, upload=upload, created_by=request.user, **values)
     except FormatError as exc:
         body = {"detail": str(exc), "file": exc.path, "line": exc.line, "reason": exc.reason}
         return Response(UploadErrorOut(body).data, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(result, MachineJudgeImport):  # a large file: follow the job
+        return Response(judge_import_out(result), status=status.HTTP_202_ACCEPTED)
     return Response(
         LabelsImportedOut({**result.as_dict(), "summary": result.summary}).data,
         status=status.HTTP_201_CREATED,
@@ -169,7 +180,8 @@ def machine_judge(request: Request, slug: str, pk: int) -> Response:
     summary="Route a machine judge's doubtful pairs, and a random sample, to people",
     description="Up to `budget` pairs over all routings of the judge: where people disagree (adjudication "
     "queue), where the judge disagrees with people, is below `confidence_below`, or in a topic whose "
-    "agreement is below `topic_agreement_below` (judging queue, as tasks); plus `sample_share` of the other "
+    "agreement is below `topic_agreement_below` (judging queue: a new task, or one more required judgment of a task "
+    "that has answers already); plus `sample_share` of the other "
     "unjudged pairs at random (seeded). Routing again with the same data routes nothing more.",
     tags=TAGS,
 )

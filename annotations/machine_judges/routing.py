@@ -15,6 +15,11 @@ The rule, one reason per pair, in this order of priority:
 4. `weak_topic`: no human judgment, in a topic whose exact agreement with people is below
    `topic_agreement_below` (over the pairs both graded).
 
+A judging-queue pair that is not a task becomes one (`annotations.imports.pairs_add`). One that is an
+ordinary task with answers already gets one more required judgment: its `extra_places` grows by one, so
+that claims serve it to one more annotator (first, before other tasks) beyond the project's overlap. A
+task with no answer yet needs nothing more: its overlap's judgments are still to come.
+
 Within a reason, the least confident first, then by (qid, doc_id). At most `budget` pairs are routed for
 these reasons over all the judge's routings. Then a random sample (numpy's generator seeded with `seed`)
 of `sample_share` of the judge's other pairs that people have not judged (rounded), so that the pairs
@@ -27,10 +32,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 from django.db import transaction
+from django.db.models import F
 
 from annotations.adjudication.services import project_dropped_pairs, queue_params
 from annotations.imports import pairs_add
@@ -43,7 +50,8 @@ from annotations.machine_judges.services import (
     gold_grades,
     judge_labels,
 )
-from annotations.models import Adjudication, MachineJudge, MachineRouting, Task
+from annotations.models import Adjudication, MachineJudge, MachineRouting, Project, Task
+from annotations.selectors import open_totals_forget
 from evalplatform.auth import User
 
 Reason = MachineRouting.Reason
@@ -152,6 +160,7 @@ class RoutingDone:
     tasks_created: int
     tasks_existing: int
     already_routed: int
+    judgments_added: int  # tasks with answers already that got one more required judgment
     params: dict[str, Any]
 
     def as_dict(self) -> dict[str, Any]:
@@ -219,11 +228,33 @@ def judge_route(*, judge: MachineJudge, params: RouteParams, by: User | None = N
                 for r in chosen
             ]
         )
-        added = pairs_add(project=project, pairs=[r.pair for r in chosen if r.queue == Queue.JUDGING])
+        judging = [r.pair for r in chosen if r.queue == Queue.JUDGING]
+        answered = _answered_tasks(project, judging, topics, documents)
+        added = pairs_add(project=project, pairs=judging)
+        more = Task.objects.filter(pk__in=answered).update(extra_places=F("extra_places") + 1)
+        if more:
+            Project.objects.filter(pk=project.pk, has_extra_places=False).update(has_extra_places=True)
+            transaction.on_commit(partial(open_totals_forget, project))
     counts = {reason.value: 0 for reason in (*TARGETED, Reason.SAMPLE)}
     for r in chosen:
         counts[r.reason] += 1
     return RoutingDone(
         routed=counts, tasks_created=added.created, tasks_existing=added.existing,
-        already_routed=len(existing), params=params.as_dict(),
+        already_routed=len(existing), judgments_added=more, params=params.as_dict(),
     )  # fmt: skip
+
+
+def _answered_tasks(
+    project: Project, pairs: list[Pair], topics: dict[str, int], documents: dict[str, int]
+) -> list[int]:
+    """The ordinary tasks among the pairs that have answers already."""
+    keys = {
+        (topics[qid], documents[doc_id]) for qid, doc_id in pairs if qid in topics and doc_id in documents
+    }
+    if not keys:
+        return []
+    rows = Task.objects.filter(
+        project=project, is_gold=False, label_count__gt=0, topic_id__in={t for t, _ in keys},
+        document_id__in={d for _, d in keys},
+    ).values_list("pk", "topic_id", "document_id")  # fmt: skip
+    return [pk for pk, topic, document in rows if (topic, document) in keys]

@@ -51,6 +51,8 @@ from evalplatform.uploads import upload_chunks, upload_name, upload_size, upload
 BATCH_SIZE = 2000
 
 Pair = tuple[str, str]
+#: One label as read: (qid, doc_id, grade, confidence or None, rationale).
+LabelRow = tuple[str, str, int, float | None, str]
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ class LabelsImported:
         )
 
 
-def _rows(labels: MachineLabels) -> list[tuple[str, str, int, float | None, str]]:
+def _rows(labels: MachineLabels) -> list[LabelRow]:
     qrels = labels.qrels
     qids = np.asarray(qrels.qids)[qrels.qid_codes]
     docnos = [d.decode() if isinstance(d, bytes) else str(d) for d in qrels.docnos.to_pylist()]
@@ -93,7 +95,7 @@ def _rows(labels: MachineLabels) -> list[tuple[str, str, int, float | None, str]
     ]
 
 
-def _check_scale(project: Project, path: str, rows: list[tuple[str, str, int, float | None, str]]) -> None:
+def _check_scale(project: Project, path: str, rows: list[LabelRow]) -> None:
     scale = set(project.grades)
     for qid, doc_id, grade, _, _ in rows:
         if grade >= 0 and grade not in scale:
@@ -117,9 +119,34 @@ def judge_labels_import(
 ) -> LabelsImported:
     """Import a file of labels into the judge (project, name, version), made if new; see the module
     docstring. Raises `FormatError` (file, line, reason) for a bad file, with nothing saved."""
-    labels = read_machine_labels(path)
-    rows = _rows(labels)
+    rows = judge_labels_read(project=project, path=path)
+    return judge_labels_store(
+        project=project, rows=rows, name=name, version=version, kind=kind, model=model,
+        configuration=configuration, created_by=created_by,
+    )  # fmt: skip
+
+
+def judge_labels_read(*, project: Project, path: str | Path) -> list[LabelRow]:
+    """A file of labels as rows (qid, doc_id, grade, confidence, rationale), every grade on the project's
+    scale; raises `FormatError` (file, line, reason) for a bad file. Reads, writes nothing."""
+    rows = _rows(read_machine_labels(path))
     _check_scale(project, str(path), rows)
+    return rows
+
+
+def judge_labels_store(
+    *,
+    project: Project,
+    rows: list[LabelRow],
+    name: str,
+    version: str = "1",
+    kind: str = MachineJudge.Kind.OTHER,
+    model: str = "",
+    configuration: str = "",
+    created_by: User | None = None,
+) -> LabelsImported:
+    """Write checked rows into the judge (project, name, version), made if new, in one transaction:
+    a pair's label is created, updated or left as it is; pairs outside the project are counted."""
     topics = dict(Topic.objects.filter(project=project).values_list("qid", "id"))
     documents = dict(Document.objects.filter(project=project).values_list("doc_id", "id"))
     graded = [row for row in rows if row[2] >= 0]
@@ -293,8 +320,9 @@ def judge_calibration(judge: MachineJudge) -> dict[str, Any]:
 
 
 def judge_labels_upload(*, project: Project, upload: Any, **judge: Any) -> LabelsImported:
-    """`judge_labels_import` on an uploaded file (the page and the API), in the request: the labels of a
-    judge are small rows, refused above the upload limit. Errors name the file as uploaded."""
+    """`judge_labels_import` on an uploaded file, in the request: the page and the API call it for files up
+    to IMPORT_SYNC_MAX_BYTES (`imports.labels_request`; a larger one is a job). Refused above the upload
+    limit. Errors name the file as uploaded."""
     name = upload_name(upload)
     too_large = upload_too_large(upload_size(upload))
     if too_large:

@@ -17,9 +17,11 @@ from django.views.decorators.http import require_POST, require_safe
 from annotations import selectors
 from annotations.machine_judges import charts, llm_views, services
 from annotations.machine_judges.forms import LabelsUploadForm, RouteForm
+from annotations.machine_judges.import_views import recent_imports
+from annotations.machine_judges.imports import labels_request
 from annotations.machine_judges.ranking import judge_ranking
 from annotations.machine_judges.routing import judge_route
-from annotations.models import MachineJudge, MachineRouting, Project
+from annotations.models import MachineJudge, MachineJudgeImport, MachineRouting, Project
 from evalcore.errors import FormatError
 from evalplatform.auth import SignedInRequest
 from evalplatform.csvexport import csv_response
@@ -43,7 +45,7 @@ def machine_judges(request: SignedInRequest, slug: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            result = services.judge_labels_upload(
+            result = labels_request(
                 project=project, upload=data["file"], name=data["name"], version=data["version"],
                 kind=data["kind"], model=data["model"], configuration=data["configuration"],
                 created_by=request.user,
@@ -51,6 +53,8 @@ def machine_judges(request: SignedInRequest, slug: str) -> HttpResponse:
         except FormatError as exc:
             error = exc
         else:
+            if isinstance(result, MachineJudgeImport):  # a large file: its page follows the job
+                return redirect(result)
             messages.success(request, f"{data['file'].name}: {result.summary}")
             return redirect("annotations:machine-judge", project.slug, result.judge)
     judges = (
@@ -67,6 +71,7 @@ def machine_judges(request: SignedInRequest, slug: str) -> HttpResponse:
             "form": form,
             "error": error,
             "llm": llm_views.page_context(project),
+            "imports": recent_imports(project),
         },  # fmt: skip
         status=400 if error or form.errors else 200,
     )
@@ -133,6 +138,7 @@ def machine_judge_route(request: SignedInRequest, slug: str, pk: int) -> HttpRes
     parts = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in done.routed.items() if n)
     messages.success(
         request,
-        f"Routed {done.total} pairs to people ({parts or 'none new'}); {done.tasks_created} new tasks in the judging queue.",
+        f"Routed {done.total} pairs to people ({parts or 'none new'}); {done.tasks_created} new tasks in the judging queue"
+        f", {done.judgments_added} answered tasks asked for one more judgment.",
     )
     return redirect(judge)

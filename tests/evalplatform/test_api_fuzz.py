@@ -38,6 +38,7 @@ from schemathesis.generation import GenerationMode
 
 from annotations import imports
 from annotations import qrels as qrels_builds
+from annotations.machine_judges.imports import judge_import_create
 from annotations.models import LLMJudgeJob, MachineJudge, MachineLabel, Project, QualityRecompute, Task
 from annotations.quality import services as quality
 from evalplatform.models import Team
@@ -206,6 +207,10 @@ def world(db: None, wsgi_requests_in_the_test_transaction: None) -> World:
     )
     ids["machine-judges"] = judge.pk
     ids["llm-judge-jobs"] = LLMJudgeJob.objects.create(project=project, judge=judge, limit=5).pk
+    ids["import-jobs"] = judge_import_create(
+        project=project, source="click_log", upload=csv_file("clicks.csv", "session,query,doc,position,clicked\n"),
+        parameters={"model": "dbn", "version": "1"}, enqueue=False,
+    ).pk  # fmt: skip
     ids["reuse-analyses"] = ReuseAnalysis.objects.create(
         team=team, qrels_id=ids["qrels"], kind="reusability", params={}
     ).pk

@@ -24,7 +24,7 @@ from django.core.management import call_command
 from django.db import DatabaseError, models, transaction
 from django.test import Client
 
-from annotations.models import ImportJob, MachineJudge, Project, QrelsBuild
+from annotations.models import ImportJob, MachineJudge, MachineJudgeImport, Project, QrelsBuild
 from monitoring import models as monitoring_models
 from monitoring.fusion import services as fusions
 from monitoring.models import EmbeddingStream
@@ -54,6 +54,7 @@ ID_MODELS: dict[str, type[models.Model]] = {
     "fraud-score-sets": monitoring_models.FraudScoreSet,
     "fusions": monitoring_models.Fusion,
     "imports": ImportJob,
+    "import-jobs": MachineJudgeImport,
     "machine-judges": MachineJudge,
     "leaderboard": monitoring_models.QrelsSource,
     "pools": monitoring_models.JudgingPool,

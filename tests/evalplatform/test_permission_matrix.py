@@ -34,6 +34,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from annotations import imports, qrels
+from annotations.machine_judges.imports import judge_import_create
 from annotations.models import Annotation, GoldLabel, LLMJudgeJob, MachineJudge, MachineLabel, Project, Task
 from annotations.quality import services as quality
 from evalplatform.charts import plotly_js_version
@@ -138,6 +139,10 @@ def world_build() -> World:
         upload=csv_file("docs.jsonl", '{"doc_id": "x", "text": "y"}\n'),
         enqueue=False,
     )
+    machine_import = judge_import_create(
+        project=a, source="click_log", upload=csv_file("clicks.csv", "session,query,doc,position,clicked\n"),
+        parameters={"model": "dbn", "version": "1"}, enqueue=False,
+    )  # fmt: skip
 
     qrels_text, run_text = synthetic_collection(queries=5, docs=8)
     source = uploads.qrels_upload(team=team, upload=upload("judged.qrels", qrels_text), uploaded_by=None)
@@ -193,7 +198,7 @@ def world_build() -> World:
         "snapshot": snapshot.pk, "monitor": monitor.pk, "rule": rule.pk, "channel": channel.pk, "event": event.pk,
         "membership": TeamMembership.objects.get(team=team, user=users["viewer"]).pk,
         "project_membership": a.memberships.get(user=carol).pk,
-        "import_job": import_job.pk, "machine_judge": judge.pk, "reuse_analysis": reuse_analysis.pk, "pool": pool.pk, "series": Series.objects.get(kind="project", team=team).pk,
+        "import_job": import_job.pk, "machine_judge": judge.pk, "machine_import": machine_import.pk, "reuse_analysis": reuse_analysis.pk, "pool": pool.pk, "series": Series.objects.get(kind="project", team=team).pk,
     }  # fmt: skip
     ids["llm_judge_job"] = LLMJudgeJob.objects.create(project=a, judge=judge, limit=5).pk
     return World(a=a, b=b, team=team, ids=ids, users={"anon": None, **users})
@@ -311,6 +316,8 @@ MATRIX: dict[str, Row] = {
     "annotations:llm-judge": page("project", LEAD, LEAD),
     "annotations:llm-judge-job": page("project", LEAD, None, pk="llm_judge_job"),
     "annotations:machine-judge-ranking-csv": page("project", LEAD, post=None, pk="machine_judge"),
+    "annotations:machine-judge-click-log": page("project", LEAD, LEAD),
+    "annotations:machine-judge-import": page("project", LEAD, post=None, pk="machine_import"),
     "annotations:qrels-diff": page("project", QUALITY, post=None),
     "annotations:qrels-download": page("project", QUALITY, post=None),
     "annotations-api:next": api("project", ANNOTATOR, ANNOTATOR),
@@ -347,6 +354,8 @@ MATRIX: dict[str, Row] = {
     "annotations-api:machine-judge-routed": api("project", LEAD, pk="machine_judge"),
     "annotations-api:llm-judge-jobs": api("project", LEAD, LEAD),
     "annotations-api:llm-judge-job": api("project", LEAD, pk="llm_judge_job"),
+    "annotations-api:machine-judge-click-logs": api("project", None, LEAD),
+    "annotations-api:machine-judge-import": api("project", LEAD, pk="machine_import"),
     # Team T: its members read, its editors (and the admin) write.
     "monitoring:team": page("team", TEAM, post=None),
     "monitoring:team-edit": page("team", EDITORS, EDITORS),

@@ -81,7 +81,8 @@ class Command(BaseCommand):
             self.stdout.write(
                 "routed to people: "
                 + ", ".join(f"{n} {reason}" for reason, n in routed.items())
-                + f"; {output['routing']['tasks_created']} new tasks"
+                + f"; {output['routing']['tasks_created']} new tasks, "
+                + f"{output['routing']['judgments_added']} answered tasks asked for one more judgment"
             )
 
     def _fail(self, options: dict[str, Any], message: str, error: dict[str, Any] | None = None) -> NoReturn:

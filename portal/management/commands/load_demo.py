@@ -18,6 +18,7 @@ from annotations.demo import (
     DEMO_LEAD,
     SIMULATED_ANNOTATORS,
     demo_annotations_simulate,
+    demo_click_judge_load,
     demo_machine_judge_load,
     demo_project_create,
     demo_summary,
@@ -56,6 +57,7 @@ class Command(BaseCommand):
             )
             qrels.qrels_build_run(build_id=build.pk)
         demo_machine_judge_load(project)  # after the build: its calibration and routing read the consensus
+        demo_click_judge_load(project)  # a simulated search log, fitted by DBN: the click-derived judgments
         search = demo_search_team_load()
         demo_stream_load()  # the search team's embedding stream: drift, then collapse
         summary = demo_summary(project)
