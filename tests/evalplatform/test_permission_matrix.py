@@ -432,6 +432,7 @@ MATRIX: dict[str, Row] = {
     "monitoring-api:stream": api("team", TEAM),
     "monitoring-api:stream-schedule": api("team", None, put=EDITORS),
     "monitoring-api:stream-monitor": api("team", None, EDITORS),
+    "monitoring-api:stream-recompute": api("team", None, EDITORS),
     "monitoring-api:stream-snapshots": api("team", TEAM, EDITORS),
     "monitoring-api:stream-snapshot": api("team", TEAM, pk="snapshot"),
     "monitoring-api:stream-runs": api("team", TEAM),

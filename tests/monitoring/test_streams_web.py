@@ -175,7 +175,7 @@ class TestMonitorNowAndRecompute:
         mmd = series["mmd2"]
         assert len(mmd.points) == 2
         assert {p.run_id for p in mmd.points} <= set(against_new.values_list("pk", flat=True))
-        assert all(run.status == JobStatus.DONE for run in against_new)
+        assert [(run.status, run.error) for run in against_new.all()] == [(JobStatus.DONE, "")] * 3
 
 
 @pytest.mark.django_db
@@ -233,3 +233,26 @@ class TestDashboardChoice:
 def test_the_parameters_in_the_stream_fixture_stay_within_their_bounds() -> None:
     for name, value in PARAMS.items():
         PARAM_BOUNDS[name].check(value, name=name)
+
+
+@pytest.mark.django_db
+def test_the_api_recomputes_against_a_new_reference_once(
+    client: Client, theo: User, monitored: EmbeddingStream, queued: QueuedTasks
+) -> None:
+    client.force_login(theo)
+    url = "/api/teams/search/streams/query-encoder/recompute/"
+    assert client.post(url, {}, content_type="application/json").json() == []  # nothing to recompute yet
+    reference = monitors.snapshot_upload(
+        stream=monitored, upload=npy_upload(embeddings(400, seed=9), "r2.npy")
+    )
+    monitors.stream_reference_set(stream=monitored, snapshot=reference, enqueue=False)
+    response = client.post(url, {}, content_type="application/json")
+    assert response.status_code == 202
+    body = response.json()
+    assert [run["reference"] for run in body] == [reference.pk, reference.pk]
+    assert [run["snapshot"] for run in body] == list(
+        monitored.snapshots.exclude(pk=reference.pk)
+        .order_by("observed_at", "pk")
+        .values_list("pk", flat=True)
+    )
+    assert client.post(url, {}, content_type="application/json").json() == []
