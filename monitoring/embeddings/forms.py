@@ -16,6 +16,9 @@ from evalcore.embeddings import PARAM_BOUNDS, EmbeddingInputError, MonitorParams
 from monitoring.embeddings.params import MonitorInputError
 from monitoring.embeddings.streams import MAX_EVERY_MINUTES, SLUG, check_schedule, vectors_array
 
+#: The largest JSON file of vectors read (10,000 vectors of 768 numbers written with full precision).
+MAX_JSON_BYTES = 200 * 1024 * 1024
+
 
 def _param_field(name: str, kind: Any, default: Any) -> forms.Field:
     """A form field for one `MonitorParams` field: its type from the annotation, its bound in the help."""
@@ -135,6 +138,11 @@ class SnapshotForm(forms.Form):
     def clean_file(self) -> Any:
         upload = self.cleaned_data["file"]
         if upload.name.lower().endswith(".json"):
+            if upload.size > MAX_JSON_BYTES:
+                raise ValidationError(
+                    f"{upload.name}: {upload.size:,} bytes; a JSON file holds at most {MAX_JSON_BYTES:,} "
+                    "(bigger snapshots go as .npy files)."
+                )
             try:
                 vectors = json.load(upload)
             except (ValueError, UnicodeDecodeError) as error:

@@ -187,7 +187,9 @@ class TestDashboardChoice:
         with CaptureQueriesContext(connection) as queries:
             response = client.get(PAGE + "?metric=mmd2&metric=uniformity&metric=nope")
         assert response.status_code == 200
-        assert len(queries) <= 20
+        assert (
+            len(queries) <= 15
+        )  # 14 today: session, user, membership, stream, runs, values, rules, events...
         html = response.content.decode()
         charts = figures(html)
         titles = sorted(
