@@ -145,6 +145,7 @@ class TestMonitorNowAndRecompute:
         assert response.status_code == 302 and response["Location"] == PAGE + "#runs-heading"
         assert stream.monitor_runs.count() == 2
         assert client.get(PAGE + "monitor/").status_code == 405
+        assert 'id="monitor-now"' in client.get(PAGE).content.decode()
 
     def test_a_new_reference_offers_and_recomputes_the_earlier_runs_once(
         self, client: Client, theo: User, monitored: EmbeddingStream, queued: QueuedTasks
@@ -200,6 +201,7 @@ class TestDashboardChoice:
             "(uniformity)",
         ]  # figures: chosen only
         assert re.findall(r'id="group-(\w+)"', html) == ["drift", "quality"]
+        assert 'id="monitor-now"' not in html and "/upload/" not in html  # a viewer reads only
         assert re.findall(r'<tbody id="summary-(\w+)"', html) == ["drift", "collapse", "quality"]
         assert 'name="metric" value="mmd2" id="pick-mmd2" checked' in html
         assert 'value="dead_dim_ratio" id="pick-dead_dim_ratio">' in html  # not ticked
