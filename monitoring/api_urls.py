@@ -139,6 +139,11 @@ urlpatterns = [
     ),
     path("teams/<slug:team>/streams/<slug:stream>/monitor/", streams.stream_monitor, name="stream-monitor"),
     path(
+        "teams/<slug:team>/streams/<slug:stream>/recompute/",
+        streams.stream_recompute,
+        name="stream-recompute",
+    ),
+    path(
         "teams/<slug:team>/streams/<slug:stream>/snapshots/", streams.snapshot_list, name="stream-snapshots"
     ),
     path(

@@ -85,7 +85,11 @@ urlpatterns = [
     path(TEAM + "alerts/channels/<int:pk>/test/", alerts.channel_test, name="channel-test"),
     path(TEAM + "alerts/<int:pk>/acknowledge/", alerts.event_acknowledge, name="alert-acknowledge"),
     # Embedding streams (`monitoring.embeddings.views`).
+    path(TEAM + "streams/new/", streams.stream_create, name="stream-create"),
     path(STREAM, streams.stream_detail, name="stream-detail"),
+    path(STREAM + "upload/", streams.snapshot_upload, name="stream-upload"),
+    path(STREAM + "monitor/", streams.stream_monitor, name="stream-monitor"),
+    path(STREAM + "recompute/", streams.stream_recompute, name="stream-recompute"),
     path(STREAM + "series.csv", streams.series_csv, name="stream-series-csv"),
     path(STREAM + "spectrum.csv", streams.spectrum_csv, name="stream-spectrum-csv"),
     path(STREAM + "alerts.csv", streams.alerts_csv, name="stream-alerts-csv"),

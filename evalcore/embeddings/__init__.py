@@ -24,9 +24,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from evalcore.embeddings._params import MonitorParams
+from evalcore.embeddings._params import PARAM_BOUNDS, Bound, MonitorParams
 from evalcore.embeddings._validation import EmbeddingInputError
-from evalcore.embeddings.specs import DRIFT_METRICS, METRIC_SPECS, QUALITY_METRICS
+from evalcore.embeddings.specs import COLLAPSE_METRICS, DRIFT_METRICS, METRIC_SPECS, QUALITY_METRICS
 
 if TYPE_CHECKING:
     from evalcore.embeddings._calibration import EffectCalibration, calibrate_effect_thresholds
@@ -94,9 +94,12 @@ _LAZY = {
 }
 
 __all__ = [
+    "COLLAPSE_METRICS",
     "DRIFT_METRICS",
     "METRIC_SPECS",
+    "PARAM_BOUNDS",
     "QUALITY_METRICS",
+    "Bound",
     "DimensionDrift",
     "EffectCalibration",
     "EmbeddingInputError",

@@ -22,6 +22,53 @@ MAX_SPLITS = 1_000
 
 
 @dataclass(frozen=True)
+class Bound:
+    """What one parameter of `MonitorParams` accepts: an integer in [minimum, maximum] (`count`), a finite
+    number above zero (`positive`), one strictly between 0 and 1 (`probability`), one in (0, 1]
+    (`share`), or one of `choices`. `optional`: None is accepted too. The forms read it to show the bounds.
+
+    >>> Bound("count", minimum=2, maximum=10).text()
+    'an integer from 2 to 10'
+    >>> Bound("share").text()
+    'a number above 0, at most 1'
+    """
+
+    kind: Literal["count", "positive", "probability", "share", "choice"]
+    minimum: int = 1
+    maximum: int | None = None
+    choices: tuple[str, ...] = ()
+    optional: bool = False
+
+    def check(self, value: Any, *, name: str) -> None:
+        if value is None and self.optional:
+            return
+        if self.kind == "count":
+            check_count(value, name=name, minimum=self.minimum, maximum=self.maximum)
+        elif self.kind == "positive":
+            check_positive(value, name=name)
+        elif self.kind == "probability":
+            check_probability(value, name=name)
+        elif self.kind == "share":
+            if not (isinstance(value, int | float) and 0.0 < value <= 1.0):
+                raise EmbeddingInputError(f"{name} must be in (0, 1], got {value!r}")
+        elif value not in self.choices:
+            raise EmbeddingInputError(f"{name} must be {' or '.join(map(repr, self.choices))}, got {value!r}")
+
+    def text(self) -> str:
+        """The bound in words, for a form's help text."""
+        if self.kind == "count":
+            top = f" to {self.maximum:,}" if self.maximum is not None else " or more"
+            return f"an integer from {self.minimum:,}{top}"
+        if self.kind == "positive":
+            return "a number above 0" + (", or empty (chosen from the data)" if self.optional else "")
+        if self.kind == "probability":
+            return "a number strictly between 0 and 1"
+        if self.kind == "share":
+            return "a number above 0, at most 1"
+        return "one of " + ", ".join(self.choices)
+
+
+@dataclass(frozen=True)
 class MonitorParams:
     """Options of `evaluate_embeddings`, with their defaults.
 
@@ -61,32 +108,31 @@ class MonitorParams:
     def __post_init__(self) -> None:
         # Upper bounds on what sets the work: a stream's stored parameters run on every snapshot, so a
         # typo such as 2**40 permutations must be refused up front, not found by a job that never ends.
-        check_count(self.sample_size, name="sample_size", minimum=4, maximum=MAX_SAMPLE_ROWS)
-        check_count(self.chunk_rows, name="chunk_rows", maximum=MAX_SAMPLE_ROWS)
-        check_positive(self.dead_threshold, name="dead_threshold")
-        check_positive(self.uniformity_t, name="uniformity_t")
-        check_count(self.uniformity_pairs, name="uniformity_pairs", maximum=MAX_SAMPLE_ROWS)
-        check_count(self.mmd_sample_size, name="mmd_sample_size", minimum=2, maximum=MAX_MMD_ROWS)
-        check_count(self.n_permutations, name="n_permutations", minimum=0, maximum=MAX_PERMUTATIONS)
-        if self.bandwidth is not None:
-            check_positive(self.bandwidth, name="bandwidth")
-        if self.dimension_test not in ("ks", "psi"):
-            raise EmbeddingInputError(f"dimension_test must be 'ks' or 'psi', got {self.dimension_test!r}")
-        check_probability(self.alpha, name="alpha")
-        check_positive(self.psi_threshold, name="psi_threshold")
-        check_count(self.psi_bins, name="psi_bins", minimum=2, maximum=MAX_BINS)
-        check_probability(self.classifier_test_share, name="classifier_test_share")
-        check_positive(self.classifier_l2, name="classifier_l2")
-        check_count(self.calibration_splits, name="calibration_splits", maximum=MAX_SPLITS)
-        if self.calibration_split not in ("contiguous", "random"):
-            raise EmbeddingInputError(
-                f"calibration_split must be 'contiguous' or 'random', got {self.calibration_split!r}"
-            )
-        if not 0.0 < self.calibration_quantile <= 1.0:
-            raise EmbeddingInputError(
-                f"calibration_quantile must be in (0, 1], got {self.calibration_quantile!r}"
-            )
-        check_positive(self.calibration_margin, name="calibration_margin")
+        for name, bound in PARAM_BOUNDS.items():
+            bound.check(getattr(self, name), name=name)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+#: Every parameter's bound, checked by `MonitorParams` and shown by the stream form (declared once here).
+PARAM_BOUNDS: dict[str, Bound] = {
+    "sample_size": Bound("count", minimum=4, maximum=MAX_SAMPLE_ROWS),
+    "chunk_rows": Bound("count", maximum=MAX_SAMPLE_ROWS),
+    "dead_threshold": Bound("positive"),
+    "uniformity_t": Bound("positive"),
+    "uniformity_pairs": Bound("count", maximum=MAX_SAMPLE_ROWS),
+    "mmd_sample_size": Bound("count", minimum=2, maximum=MAX_MMD_ROWS),
+    "n_permutations": Bound("count", minimum=0, maximum=MAX_PERMUTATIONS),
+    "bandwidth": Bound("positive", optional=True),
+    "dimension_test": Bound("choice", choices=("ks", "psi")),
+    "alpha": Bound("probability"),
+    "psi_threshold": Bound("positive"),
+    "psi_bins": Bound("count", minimum=2, maximum=MAX_BINS),
+    "classifier_test_share": Bound("probability"),
+    "classifier_l2": Bound("positive"),
+    "calibration_splits": Bound("count", maximum=MAX_SPLITS),
+    "calibration_split": Bound("choice", choices=("contiguous", "random")),
+    "calibration_quantile": Bound("share"),
+    "calibration_margin": Bound("positive"),
+}

@@ -19,7 +19,14 @@ from typing import Any
 
 from evalcore.metrics import Direction, MetricSpec
 
-__all__ = ["DRIFT_METRICS", "DRIFT_SPECS", "METRIC_SPECS", "QUALITY_METRICS", "QUALITY_SPECS"]
+__all__ = [
+    "COLLAPSE_METRICS",
+    "DRIFT_METRICS",
+    "DRIFT_SPECS",
+    "METRIC_SPECS",
+    "QUALITY_METRICS",
+    "QUALITY_SPECS",
+]
 
 
 def _quality_kernel(name: str) -> Callable[..., float]:
@@ -179,3 +186,8 @@ DRIFT_SPECS: tuple[MetricSpec, ...] = (
 METRIC_SPECS: tuple[MetricSpec, ...] = QUALITY_SPECS + DRIFT_SPECS
 QUALITY_METRICS: tuple[str, ...] = tuple(spec.name for spec in QUALITY_SPECS if spec.name != "alignment")
 DRIFT_METRICS: tuple[str, ...] = tuple(spec.name for spec in DRIFT_SPECS)
+#: The quality metrics that read the covariance spectrum or the coordinates' variance: what a dimensional
+#: collapse moves (the dashboard's "collapse" group; the rest of QUALITY_METRICS is its "quality" group).
+COLLAPSE_METRICS: tuple[str, ...] = tuple(
+    name for name in QUALITY_METRICS if name not in ("uniformity", "avg_cosine_similarity")
+)

@@ -339,6 +339,31 @@ def stream_monitor(request: Request, team: str, stream: str) -> Response:
     return Response(data, status=status.HTTP_503_SERVICE_UNAVAILABLE if down else status.HTTP_202_ACCEPTED)
 
 
+@extend_schema(
+    request=None,
+    responses={202: MonitorRunOut(many=True), 400: FIELD_ERRORS, 403: FORBIDDEN, 404: NOT_FOUND},
+    summary="Recompute the stream's earlier snapshots against its current reference (editors)",
+    description="After a new reference: queues a monitor run against it for every other snapshot that has "
+    "none yet, oldest first, and returns those runs; asked again, it queues nothing (an empty list). The runs "
+    "against the earlier reference stay; the series reads, per snapshot, the run against the current one. "
+    "400 when the stream has no reference.",
+    tags=TAGS,
+)
+@api_view(["POST"])
+def stream_recompute(request: Request, team: str, stream: str) -> Response:
+    found = _stream_of(request, team, stream, write=True)
+    try:
+        runs = monitors.stream_recompute(stream=found)
+    except InputError as error:
+        raise _refused(error) from None
+    rows = (
+        monitors.stream_runs(stream=found).select_related("stream__team").filter(pk__in=[r.pk for r in runs])
+    )
+    data = MonitorRunOut(sorted(rows, key=lambda run: (run.observed_at, run.pk)), many=True,
+                         context={"request": request}).data  # fmt: skip
+    return Response(data, status=status.HTTP_202_ACCEPTED)
+
+
 # --- snapshots ----------------------------------------------------------------------------------------
 
 

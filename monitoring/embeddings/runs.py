@@ -142,6 +142,37 @@ def stream_tick(*, stream_id: int, enqueue: bool = True) -> list[MonitorRun]:
     return runs
 
 
+def stream_recompute(*, stream: EmbeddingStream, enqueue: bool = True) -> list[MonitorRun]:
+    """After a new reference: a run against it for every other snapshot of the stream that has none yet,
+    oldest first, queued on commit; returns the runs made. Idempotent: a second call makes none (a snapshot
+    with a run against the reference is skipped, and `monitor_run_create` finds the run it would make). The
+    runs against the earlier reference stay (their values and the alerts they opened); the dashboard shows,
+    per snapshot, the run against the current reference once it is done."""
+    if stream.reference_id is None:
+        raise MonitorInputError("The stream has no reference to recompute against.", field="reference")
+    reference = EmbeddingSnapshot.objects.get(pk=stream.reference_id)
+    with transaction.atomic():
+        snapshots = (
+            stream.snapshots.exclude(pk=reference.pk)
+            .exclude(monitor_runs__reference=reference)
+            .order_by("observed_at", "pk")
+        )
+        return [monitor_run_create(snapshot=s, reference=reference, enqueue=enqueue) for s in snapshots]
+
+
+def stream_recompute_pending(*, stream: EmbeddingStream) -> int:
+    """How many snapshots `stream_recompute` would run: monitored before, but not against the reference."""
+    if stream.reference_id is None:
+        return 0
+    return (
+        stream.snapshots.exclude(pk=stream.reference_id)
+        .filter(monitor_runs__isnull=False)
+        .exclude(monitor_runs__reference_id=stream.reference_id)
+        .distinct()
+        .count()
+    )
+
+
 def stream_monitor_now(*, stream: EmbeddingStream, enqueue: bool = True) -> list[MonitorRun]:
     """What `monitor_stream` and `POST .../monitor/` ask for: the tick now, failed runs queued again; returns
     those runs and the others still unfinished (as they stand once queued: a run the broker could not take

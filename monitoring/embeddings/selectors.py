@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import F, QuerySet
 from django.shortcuts import get_object_or_404
 
-from evalcore.embeddings import DRIFT_METRICS, QUALITY_METRICS
+from evalcore.embeddings import COLLAPSE_METRICS, DRIFT_METRICS, QUALITY_METRICS
 from evalcore.jsonable import json_number
 from evalplatform.jobs import (
     JobStatus,
@@ -74,6 +74,18 @@ def metric_section(metric: str) -> str:
     return DRIFT if metric in DRIFT_METRICS else CURRENT
 
 
+#: The dashboard's groups of metrics, in the order it shows them.
+METRIC_GROUPS = ("drift", "collapse", "quality")
+
+
+def metric_group(metric: str) -> str:
+    """The dashboard's group of a metric: drift against the reference, dimensional collapse (the spectrum
+    and the coordinates' variance), or the rest of the snapshot's quality."""
+    if metric in DRIFT_METRICS:
+        return "drift"
+    return "collapse" if metric in COLLAPSE_METRICS else "quality"
+
+
 def run_values(run: MonitorRun) -> dict[str, dict[str, Any]]:
     """A run's values by metric name (in name order): {metric: {"value": float or None, "section": ...}}."""
     rows = sorted(job_values(run), key=lambda row: row.metric)
@@ -100,16 +112,28 @@ class MetricSeries:
     events: list[AlertEvent] = field(default_factory=list)
 
 
+def _one_run_per_snapshot(rows: Any, *, reference_id: int | None) -> dict[int, dict[str, Any]]:
+    """A snapshot monitored against several references (`stream_recompute` after a new one) counts once:
+    its run against the current reference, else its newest run."""
+    chosen: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        kept = chosen.get(row["snapshot_id"])
+        current = row["reference_id"] == reference_id
+        if kept is None or (current, row["pk"]) > (kept["reference_id"] == reference_id, kept["pk"]):
+            chosen[row["snapshot_id"]] = row
+    return {row["pk"]: row for row in chosen.values()}
+
+
 def stream_series(*, stream: EmbeddingStream) -> list[MetricSeries]:
     """Every metric of the stream's done runs over observed time (the reference's own run included), the
     metrics that rules watch first; in four queries whatever the number of runs (the values from the one
     metric table)."""
-    runs = {
-        row["pk"]: row
-        for row in MonitorRun.objects.filter(stream=stream, status=JobStatus.DONE).values(
+    runs = _one_run_per_snapshot(
+        MonitorRun.objects.filter(stream=stream, status=JobStatus.DONE).values(
             "pk", "observed_at", "snapshot_id", "reference_id", "snapshot__label"
-        )
-    }
+        ),
+        reference_id=stream.reference_id,
+    )
     found: dict[str, MetricSeries] = {}
     values = (
         (run_id, metric, row.value)

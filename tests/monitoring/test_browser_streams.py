@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 
 from evalplatform.models import Team
 from monitoring.embeddings import demo as demo_streams
-from monitoring.models import AlertEvent
+from monitoring.models import AlertEvent, AlertRule
 from tests.conftest import THEO, browser_log_in, screenshot_path
 
 SCREENSHOT = screenshot_path("stream-dashboard.png")
@@ -35,7 +35,14 @@ def test_it_draws_the_demo_streams_dashboard_and_acknowledges_an_alert(
     assert page.get_by_role("heading", level=1).inner_text() == "Query encoder"
 
     page.wait_for_selector("#figure-spectrum-chart.js-plotly-plot .main-svg")
+    watched = {
+        rule.metric for rule in AlertRule.objects.filter(series__object_id=demo.stream.pk, enabled=True)
+    }
     charts = page.locator(".chart.js-plotly-plot")
+    assert charts.count() == len(watched) + 1  # by default the metrics a rule watches, and the scree
+    page.get_by_role("link", name="Show every metric").click()
+    page.wait_for_url(f"{live_server.url}/teams/search/streams/query-encoder/?all=1")
+    page.wait_for_selector("#figure-spectrum-chart.js-plotly-plot .main-svg")
     assert charts.count() == 18  # 12 quality and 5 drift metrics, and the scree
     dead = page.locator("#metric-dead_dim_ratio")
     assert (

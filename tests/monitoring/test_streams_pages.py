@@ -59,7 +59,7 @@ class TestDashboard:
         self, client: Client, vera: User, monitored: EmbeddingStream
     ) -> None:
         client.force_login(vera)
-        response = client.get(PAGE)
+        response = client.get(PAGE + "?all=1")
         assert response.status_code == 200
         html = response.content.decode()
         charts = figures(html)
