@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
@@ -10,6 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from sklearn.metrics import cohen_kappa_score
 
 from annotations import qrels
@@ -368,6 +371,27 @@ def test_it_makes_routed_pairs_tasks(project: Project, tmp_path: Path) -> None:
     done = routing.judge_route(judge=judge, params=routing.RouteParams(budget=4, sample_share=0.0))
     assert done.routed["low_confidence"] == 4 and done.tasks_created == 4
     assert Task.objects.filter(project=project, topic__qid="q2").count() == 4
+
+
+def test_the_route_judge_command_routes_as_the_page_does(project: Project, tmp_path: Path) -> None:
+    Task.objects.filter(project=project, topic__qid="q2").delete()
+    services.judge_labels_import(
+        project=project, name="gpt",
+        path=write_jsonl(tmp_path / "m.jsonl", [{"qid": "q2", "doc_id": f"d2-{j}", "label": 1, "confidence": 0.1} for j in range(6)]),
+    )  # fmt: skip
+    out = io.StringIO()
+    call_command("route_judge", "--project", project.slug, "--judge", "gpt", "--budget", "3", "--sample-share", "0",
+                 "--json", stdout=out)  # fmt: skip
+    done = json.loads(out.getvalue())
+    assert done["routed"]["low_confidence"] == 3 and done["tasks_created"] == 3
+    assert done["params"]["budget"] == 3
+    out = io.StringIO()
+    call_command("route_judge", "--project", project.slug, "--judge", "gpt", "--budget", "3", stdout=out)
+    assert out.getvalue().startswith("Routed 0 pairs of")  # the budget is spent: nothing new
+    with pytest.raises(CommandError, match="has no machine judge 'nobody'"):
+        call_command("route_judge", "--project", project.slug, "--judge", "nobody")
+    with pytest.raises(CommandError, match="sample_share is between 0 and 1"):
+        call_command("route_judge", "--project", project.slug, "--judge", "gpt", "--sample-share", "2")
 
 
 # --- the demo ---------------------------------------------------------------------------------------------
