@@ -34,6 +34,7 @@ from monitoring.common.serializers import (
     PerQueryRowOut,
     specs_of,
 )
+from monitoring.editing.api import edit_schemas, item_change
 from monitoring.evaluations import selectors
 from monitoring.evaluations import services as evaluations
 from monitoring.models import Evaluation
@@ -101,14 +102,18 @@ def evaluation_list(request: Request, team: str) -> Response:
 
 
 @extend_schema(
+    methods=["GET"],
     responses={200: EvaluationOut, 404: NOT_FOUND},
     summary="An evaluation: its job state and, once done, each measure's value, CI and registry spec",
     tags=TAGS,
 )
-@api_view(["GET"])
+@edit_schemas(EvaluationOut, "evaluation (with its metric values)", TAGS)
+@api_view(["GET", "PATCH", "DELETE"])
 def evaluation_detail(request: Request, team: str, pk: int) -> Response:
-    membership = get_team_for_member(request.user, team)
+    membership = get_team_for_member(request.user, team, write=request.method != "GET")
     found = selectors.get_evaluation(team=membership.team, pk=pk)
+    if request.method != "GET":
+        return item_change(request, found, EvaluationOut)
     return Response(EvaluationOut(found, context={"request": request}).data)
 
 
@@ -150,7 +155,12 @@ def evaluation_per_query(request: Request, team: str, pk: int) -> Response:
 
 
 @extend_schema(
-    parameters=[OpenApiParameter("sort", str, description="The measure to rank by (default: the first).")],
+    parameters=[
+        OpenApiParameter("sort", str, description="The measure to rank by (default: the first)."),
+        OpenApiParameter(
+            "archived", bool, description="Include archived runs and evaluations (default: no)."
+        ),
+    ],
     responses={200: LeaderboardOut, 400: FIELD_ERRORS, 404: NOT_FOUND},
     summary="Runs x measures on a qrels source: each run's newest finished evaluation there",
     description="Rows are ranked by `sort`, best first by the measure's direction in the registry; runs "
@@ -161,7 +171,9 @@ def evaluation_per_query(request: Request, team: str, pk: int) -> Response:
 def leaderboard(request: Request, team: str, pk: int) -> Response:
     membership = get_team_for_member(request.user, team)
     source = selectors.get_qrels_source(team=membership.team, pk=pk)
-    board = selectors.leaderboard(qrels=source)
+    board = selectors.leaderboard(
+        qrels=source, archived=request.query_params.get("archived") in {"1", "true"}
+    )
     sort = request.query_params.get("sort") or (board.measures[0] if board.measures else None)
     if sort is not None and sort not in board.measures:
         choices = ", ".join(board.measures) or "none yet"

@@ -37,14 +37,22 @@ class LeaderboardPage:
     columns: list[MeasureColumn]  # the chosen ones, in order
     sort: str
     rows: list[LeaderboardRow]
+    archived: bool = False  # archived runs and evaluations shown
 
     def cells(self, row: LeaderboardRow) -> list[MeasureResult | None]:
         return [row.results.get(column.key) for column in self.columns]
 
     def query(self, **changes: str) -> str:
         """This page's query string with some parameters changed."""
-        params = {"sort": self.sort, "measures": ",".join(c.key for c in self.columns), **changes}
+        params = {"sort": self.sort, "measures": ",".join(c.key for c in self.columns),
+                  "archived": "1" if self.archived else "", **changes}  # fmt: skip
         return urlencode({key: value for key, value in params.items() if value})
+
+    def query_with_archived(self) -> str:
+        return self.query(archived="1")
+
+    def query_without_archived(self) -> str:
+        return self.query(archived="")
 
 
 def _chosen(request: HttpRequest, available: list[str]) -> list[str]:
@@ -56,7 +64,7 @@ def _chosen(request: HttpRequest, available: list[str]) -> list[str]:
 def _page(request: HttpRequest, team: str, pk: int) -> tuple[TeamMembership, LeaderboardPage]:
     membership = get_team_for_member(request.user, team)
     qrels = selectors.get_qrels_source(team=membership.team, pk=pk)
-    board = selectors.leaderboard(qrels=qrels)
+    board = selectors.leaderboard(qrels=qrels, archived=request.GET.get("archived") == "1")
     measures = _chosen(request, board.measures)
     sort = request.GET.get("sort", "")
     if sort != SORT_BY_NAME and sort not in board.measures:
@@ -66,7 +74,8 @@ def _page(request: HttpRequest, team: str, pk: int) -> tuple[TeamMembership, Lea
     else:
         rows = board.sorted_by(sort)
     columns = [selectors.measure_column(key) for key in measures]
-    return membership, LeaderboardPage(qrels, board.measures, columns, sort, rows)
+    archived = request.GET.get("archived") == "1"
+    return membership, LeaderboardPage(qrels, board.measures, columns, sort, rows, archived)
 
 
 @login_required
