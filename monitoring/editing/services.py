@@ -110,7 +110,7 @@ def _run_consequences(run: Run) -> list[Consequence]:
                     "(with every other run's results in them)."),
         Consequence("pools", pools, f"Its place in the provenance of {_plural(pools, 'judging pool')} (the pools "
                     "and their documents stay)."),
-        _file_line([(run.original_name or run.file.name, run.size)]),
+        _file_line([(run.original_name or str(run.file.name), run.size)]),
     ]  # fmt: skip
 
 
@@ -137,7 +137,7 @@ def _qrels_consequences(source: QrelsSource) -> list[Consequence]:
     if source.build is not None:
         lines.append(Consequence("build", 0, f"The judging project's build v{source.build.version} stays."))
     else:
-        lines.append(_file_line([(source.original_name or source.file.name, source.size)]))
+        lines.append(_file_line([(source.original_name or str(source.file.name), source.size)]))
     return lines
 
 
@@ -181,7 +181,7 @@ def _set_consequences(
             for role in item.stored()
         ]
     else:
-        files = [(item.original_name or item.file.name, item.size)]
+        files = [(item.original_name or str(item.file.name), item.size)]
     return [
         Consequence("evaluations", evaluations.count(), f"{_plural(evaluations.count(), 'evaluation')} of it, with "
                     f"{_plural(_values_of(evaluations), 'metric value')} in the team's series and charts."),

@@ -78,7 +78,8 @@ class Evaluation(Job):
         indexes = [models.Index(fields=["team", "status", "-created_at"], name="evaluation_by_team")]
 
     def __str__(self) -> str:
-        return f"{self.run} on {self.qrels} ({self.status})"
+        named = f"{self.name}: " if self.name else ""
+        return f"{named}{self.run} on {self.qrels} ({self.status})"
 
     def get_absolute_url(self) -> str:
         return reverse("monitoring:run-detail", args=[self.team.slug, self.run_id]) + f"?evaluation={self.pk}"
