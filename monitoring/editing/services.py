@@ -297,8 +297,13 @@ def _values_follow_rename(item: Any) -> None:
     elif isinstance(item, FraudScoreSet):
         series = fraud_series(item.team_id, item.name, url=item.get_absolute_url())
         _move(item.evaluations.all(), Series.Kind.FRAUD, lambda job: series)
-    # A qrels source's series are keyed by its id (their label follows on the next write); an
-    # evaluation's name is not part of any series key.
+    elif isinstance(item, QrelsSource):
+        # Its runs' series are keyed by its id: only their labels ("run X on <qrels>") change.
+        for name in Series.objects.filter(kind=Series.Kind.RUN, object_id=item.pk).values_list(
+            "name", flat=True
+        ):
+            run_series(item, name)
+    # An evaluation's name is no part of any series key.
 
 
 # --- delete -------------------------------------------------------------------------------------------

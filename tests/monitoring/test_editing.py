@@ -144,6 +144,11 @@ class TestServices:
         assert set(new.values.values_list("job_id", flat=True)) == {world["first"].pk, world["second"].pk}
         assert not run_series(world["qrels"], "bm25").values.exists()
 
+    def test_it_relabels_the_series_of_a_renamed_qrels_source(self, world: dict[str, Any]) -> None:
+        editing.item_update(item=world["qrels"], name="trec-2024")
+        labels = set(Series.objects.filter(kind="run").values_list("label", flat=True))
+        assert labels == {"run bm25 on trec-2024", "run dense on trec-2024"}
+
     def test_it_refuses_a_blank_name_and_too_many_tags(self, world: dict[str, Any]) -> None:
         with pytest.raises(editing.InputError, match="Give a name"):
             editing.item_update(item=world["bm25"], name="  ")
