@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,6 +15,15 @@ from rest_framework.response import Response
 from evalplatform.errors import InputError
 from monitoring.common.serializers import FIELD_ERRORS, FORBIDDEN, NOT_FOUND
 from monitoring.editing import services
+
+#: The lists' `?archived=true`: archived objects too (they are left out by default).
+ARCHIVED_PARAMETER = OpenApiParameter(
+    "archived", bool, description="Include archived objects (default: they are left out)."
+)
+
+
+def archived_asked(request: Request) -> bool:
+    return request.query_params.get("archived", "").lower() in {"1", "true"}
 
 
 class ItemEditIn(serializers.Serializer):

@@ -28,7 +28,7 @@ from evalplatform.teams import get_team_for_member
 from monitoring.common import queries
 from monitoring.common.pagination import PAGE_PARAMETERS, page_of, paginate
 from monitoring.common.serializers import FIELD_ERRORS, FORBIDDEN, NOT_FOUND, QrelsIn, QrelsOut, RunIn, RunOut
-from monitoring.editing.api import edit_schemas, item_change
+from monitoring.editing.api import ARCHIVED_PARAMETER, archived_asked, edit_schemas, item_change
 from monitoring.evaluations import selectors
 from monitoring.files import uploads
 from monitoring.models import QrelsSource, Run
@@ -64,7 +64,7 @@ def _stream(stored: FieldFile, filename: str) -> FileResponse:
 
 @extend_schema(
     methods=["GET"],
-    parameters=PAGE_PARAMETERS,
+    parameters=[*PAGE_PARAMETERS, ARCHIVED_PARAMETER],
     responses={200: page_of(RunOut), 404: NOT_FOUND},
     operation_id="teams_runs_list",
     summary="The team's runs, newest first",
@@ -84,7 +84,13 @@ def _stream(stored: FieldFile, filename: str) -> FileResponse:
 def run_list(request: Request, team: str) -> Response:
     membership = get_team_for_member(request.user, team, write=request.method == "POST")
     if request.method == "GET":
-        return paginate(request, selectors.team_runs(team=membership.team).select_related("team"), RunOut)
+        return paginate(
+            request,
+            selectors.team_runs(team=membership.team, archived=archived_asked(request)).select_related(
+                "team"
+            ),
+            RunOut,
+        )
     data = RunIn(data=request.data)
     data.is_valid(raise_exception=True)
     values = data.validated_data
@@ -123,7 +129,7 @@ def run_download(request: Request, team: str, pk: int) -> HttpResponseBase:
 
 @extend_schema(
     methods=["GET"],
-    parameters=PAGE_PARAMETERS,
+    parameters=[*PAGE_PARAMETERS, ARCHIVED_PARAMETER],
     responses={200: page_of(QrelsOut), 404: NOT_FOUND},
     operation_id="teams_qrels_list",
     summary="The team's qrels sources, newest first",
@@ -145,7 +151,9 @@ def run_download(request: Request, team: str, pk: int) -> HttpResponseBase:
 def qrels_list(request: Request, team: str) -> Response:
     membership = get_team_for_member(request.user, team, write=request.method == "POST")
     if request.method == "GET":
-        rows = selectors.team_qrels_sources(team=membership.team).select_related("team", "uploaded_by")
+        rows = selectors.team_qrels_sources(
+            team=membership.team, archived=archived_asked(request)
+        ).select_related("team", "uploaded_by")
         return paginate(request, rows, QrelsOut)
     data = QrelsIn(data=request.data)
     data.is_valid(raise_exception=True)

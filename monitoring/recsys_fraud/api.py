@@ -40,7 +40,7 @@ from monitoring.common.serializers import (
     link,
     spec_of,
 )
-from monitoring.editing.api import edit_schemas, item_change
+from monitoring.editing.api import ARCHIVED_PARAMETER, archived_asked, edit_schemas, item_change
 from monitoring.evaluations.api.evaluations import queued_status
 from monitoring.models import (
     RECSYS_FILE_ROLES,
@@ -260,7 +260,7 @@ class CurvesOut(serializers.Serializer):
 
 
 @extend_schema(
-    methods=["GET"], parameters=PAGE_PARAMETERS, responses={200: page_of(RecommendationSetOut), 404: NOT_FOUND},
+    methods=["GET"], parameters=[*PAGE_PARAMETERS, ARCHIVED_PARAMETER], responses={200: page_of(RecommendationSetOut), 404: NOT_FOUND},
     operation_id="teams_recommendation_sets_list", summary="The team's recommendation sets, newest first", tags=TAGS,
 )  # fmt: skip
 @extend_schema(
@@ -278,7 +278,9 @@ def recommendation_set_list(request: Request, team: str) -> Response:
     membership = get_team_for_member(request.user, team, write=request.method == "POST")
     if request.method == "GET":
         return paginate(
-            request, selectors.team_recommendation_sets(team=membership.team), RecommendationSetOut
+            request,
+            selectors.team_recommendation_sets(team=membership.team, archived=archived_asked(request)),
+            RecommendationSetOut,
         )
     data = RecommendationSetIn(data=request.data)
     data.is_valid(raise_exception=True)
@@ -327,7 +329,7 @@ def recommendation_set_file(request: Request, team: str, pk: int, role: str) -> 
 
 
 @extend_schema(
-    methods=["GET"], parameters=PAGE_PARAMETERS, responses={200: page_of(FraudScoreSetOut), 404: NOT_FOUND},
+    methods=["GET"], parameters=[*PAGE_PARAMETERS, ARCHIVED_PARAMETER], responses={200: page_of(FraudScoreSetOut), 404: NOT_FOUND},
     operation_id="teams_fraud_score_sets_list", summary="The team's fraud score sets, newest first", tags=TAGS,
 )  # fmt: skip
 @extend_schema(
@@ -344,7 +346,11 @@ def recommendation_set_file(request: Request, team: str, pk: int, role: str) -> 
 def fraud_score_set_list(request: Request, team: str) -> Response:
     membership = get_team_for_member(request.user, team, write=request.method == "POST")
     if request.method == "GET":
-        return paginate(request, selectors.team_fraud_score_sets(team=membership.team), FraudScoreSetOut)
+        return paginate(
+            request,
+            selectors.team_fraud_score_sets(team=membership.team, archived=archived_asked(request)),
+            FraudScoreSetOut,
+        )
     data = FraudScoreSetIn(data=request.data)
     data.is_valid(raise_exception=True)
     values = data.validated_data

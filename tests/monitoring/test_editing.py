@@ -220,6 +220,9 @@ class TestSets:
         editor = logged_in(client, theo)
         body = editor.patch(url, {"tags": ["v1"], "archived": True}, content_type="application/json").json()
         assert (body["name"], body["tags"], body["archived"]) == ("cards", ["v1"], True)
+        listed = "/api/teams/search/fraud-score-sets/"
+        assert editor.get(listed).json()["count"] == 0
+        assert [row["id"] for row in editor.get(listed + "?archived=true").json()["results"]] == [scores.pk]
         refused = editor.patch(url, {"name": ""}, content_type="application/json")
         assert refused.status_code == 400 and refused.json() == {"name": ["Give a name."]}
         assert editor.delete(url).status_code == 204

@@ -34,7 +34,7 @@ from monitoring.common.serializers import (
     PerQueryRowOut,
     specs_of,
 )
-from monitoring.editing.api import edit_schemas, item_change
+from monitoring.editing.api import ARCHIVED_PARAMETER, archived_asked, edit_schemas, item_change
 from monitoring.evaluations import selectors
 from monitoring.evaluations import services as evaluations
 from monitoring.models import Evaluation
@@ -54,7 +54,7 @@ def queued_status(job: Any) -> int:
 
 @extend_schema(
     methods=["GET"],
-    parameters=[OpenApiParameter("status", str, enum=JobStatus.values), *PAGE_PARAMETERS],
+    parameters=[OpenApiParameter("status", str, enum=JobStatus.values), *PAGE_PARAMETERS, ARCHIVED_PARAMETER],
     responses={200: page_of(EvaluationOut), 404: NOT_FOUND},
     operation_id="teams_evaluations_list",
     summary="The team's evaluations, newest first, with their aggregate results",
@@ -82,7 +82,7 @@ def queued_status(job: Any) -> int:
 def evaluation_list(request: Request, team: str) -> Response:
     membership = get_team_for_member(request.user, team, write=request.method == "POST")
     if request.method == "GET":
-        rows = selectors.team_evaluations(team=membership.team)
+        rows = selectors.team_evaluations(team=membership.team, archived=archived_asked(request))
         if wanted := request.query_params.get("status"):
             if wanted not in JobStatus.values:
                 raise serializers.ValidationError(
