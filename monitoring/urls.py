@@ -11,6 +11,8 @@ in a request: the pages lay out the rows the jobs stored.
 from django.urls import path
 
 from monitoring.alerts import views as alerts
+from monitoring.editing import views as editing
+from monitoring.editing.services import KINDS
 from monitoring.embeddings import views as streams
 from monitoring.evaluations.views import comparisons, diffs, jobs, leaderboard, runs
 from monitoring.files import views as uploads
@@ -38,6 +40,20 @@ urlpatterns = [
     path(TEAM + "members/", members.team_members, name="team-members"),
     path(TEAM + "members/<int:pk>/role/", members.team_member_role, name="team-member-role"),
     path(TEAM + "members/<int:pk>/remove/", members.team_member_remove, name="team-member-remove"),
+    *[
+        path(
+            TEAM + f"{kind.slug}/<int:pk>/{action}/",
+            view,
+            {"kind": kind.slug},
+            name=f"{kind.prefix}-{action}",
+        )
+        for kind in KINDS.values()
+        for action, view in (
+            ("edit", editing.item_edit),
+            ("archive", editing.item_archive),
+            ("delete", editing.item_delete),
+        )
+    ],
     path(TEAM + "runs/new/", uploads.run_upload, name="run-upload"),
     path(TEAM + "runs/<int:pk>/", runs.run_detail, name="run-detail"),
     path(TEAM + "qrels/new/", uploads.qrels_add, name="qrels-add"),

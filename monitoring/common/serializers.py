@@ -135,6 +135,7 @@ class UploadOut(serializers.Serializer):
     num_rows = serializers.IntegerField(allow_null=True)
     uploaded_by = serializers.CharField(source="uploaded_by.username", allow_null=True, default=None)
     created_at = serializers.DateTimeField()
+    archived = serializers.BooleanField(help_text="Hidden from the team's lists and leaderboards.")
 
 
 class RunOut(UploadOut):
@@ -158,6 +159,7 @@ class BuildRefOut(serializers.Serializer):
 
 class QrelsOut(UploadOut):
     kind = serializers.ChoiceField(choices=QrelsSource.Kind.choices)
+    tags = serializers.ListField(child=serializers.CharField())
     build = BuildRefOut(allow_null=True, help_text="The judging build, for kind `build`.")
     url = serializers.SerializerMethodField()
     download_url = serializers.SerializerMethodField()
@@ -363,6 +365,10 @@ class EvaluationListOut(serializers.ListSerializer):
 
 class EvaluationOut(JobStateOut):
     id = serializers.IntegerField()
+    name = serializers.CharField(allow_blank=True, help_text="Blank: named by its run and qrels.")
+    description = serializers.CharField(allow_blank=True)
+    tags = serializers.ListField(child=serializers.CharField())
+    archived = serializers.BooleanField()
     url = serializers.SerializerMethodField()
     per_query_url = serializers.SerializerMethodField()
     run = ObjectRefOut()

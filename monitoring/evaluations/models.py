@@ -42,6 +42,10 @@ class Evaluation(Job):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="evaluations")
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="evaluations")
     qrels = models.ForeignKey(QrelsSource, on_delete=models.CASCADE, related_name="evaluations")
+    name = models.CharField(max_length=200, blank=True, help_text="Blank: named by its run and qrels.")
+    description = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    archived = models.BooleanField(default=False, help_text="Hidden from the team's lists and leaderboards.")
     measures = models.JSONField(help_text="Measure names as given (trec_eval or ir-measures names).")
     rel_level = models.SmallIntegerField(
         default=PARAMS.rel_level, help_text="trec_eval -l: binary measures count rel >= this."
@@ -77,7 +81,8 @@ class Evaluation(Job):
         indexes = [models.Index(fields=["team", "status", "-created_at"], name="evaluation_by_team")]
 
     def __str__(self) -> str:
-        return f"{self.run} on {self.qrels} ({self.status})"
+        named = f"{self.name}: " if self.name else ""
+        return f"{named}{self.run} on {self.qrels} ({self.status})"
 
     def get_absolute_url(self) -> str:
         return reverse("monitoring:run-detail", args=[self.team.slug, self.run_id]) + f"?evaluation={self.pk}"

@@ -185,22 +185,28 @@ def get_job(*, team: Team, kind: str, pk: Any) -> TeamJob:
     return get_one(model.objects.filter(team=team).only(*_STATE_FIELDS), pk, kind)  # type: ignore[no-any-return]
 
 
-def team_runs(*, team: Team) -> QuerySet[Run]:
-    return Run.objects.filter(team=team).select_related("uploaded_by").order_by("-created_at", "-pk")
+def team_runs(*, team: Team, archived: bool = True) -> QuerySet[Run]:
+    """The team's runs, newest first; without the archived ones unless `archived`."""
+    runs = Run.objects.filter(team=team)
+    runs = runs if archived else runs.filter(archived=False)
+    return runs.select_related("uploaded_by").order_by("-created_at", "-pk")
 
 
-def team_qrels_sources(*, team: Team) -> QuerySet[QrelsSource]:
-    return (
-        QrelsSource.objects.filter(team=team).select_related("build__project").order_by("-created_at", "-pk")
-    )
+def team_qrels_sources(*, team: Team, archived: bool = True) -> QuerySet[QrelsSource]:
+    sources = QrelsSource.objects.filter(team=team)
+    sources = sources if archived else sources.filter(archived=False)
+    return sources.select_related("build__project").order_by("-created_at", "-pk")
 
 
-def team_evaluations(*, team: Team) -> QuerySet[Evaluation]:
+def team_evaluations(*, team: Team, archived: bool = True) -> QuerySet[Evaluation]:
     """The team's evaluations, newest first, without their per-query arrays (a list shows their results
-    after `evaluation_results_attach` of the page shown)."""
+    after `evaluation_results_attach` of the page shown); without `archived`, those archived or of an
+    archived run or qrels source are left out."""
+    evaluations = Evaluation.objects.filter(team=team)
+    if not archived:
+        evaluations = evaluations.filter(archived=False, run__archived=False, qrels__archived=False)
     return (
-        Evaluation.objects.filter(team=team)
-        .select_related("team", "run", "qrels", "created_by")
+        evaluations.select_related("team", "run", "qrels", "created_by")
         .defer("per_query")
         .order_by("-created_at", "-pk")
     )
@@ -330,13 +336,14 @@ class Leaderboard:
         return sorted(self.rows, key=key)
 
 
-def leaderboard(*, qrels: QrelsSource) -> Leaderboard:
-    """The runs evaluated on `qrels`, one row each (their newest done evaluation), two queries in all."""
+def leaderboard(*, qrels: QrelsSource, archived: bool = False) -> Leaderboard:
+    """The runs evaluated on `qrels`, one row each (their newest done evaluation), two queries in all;
+    archived runs and evaluations only with `archived`."""
+    evaluations = Evaluation.objects.filter(qrels=qrels, status=JobStatus.DONE)
+    if not archived:
+        evaluations = evaluations.filter(archived=False, run__archived=False)
     evaluations = (
-        Evaluation.objects.filter(qrels=qrels, status=JobStatus.DONE)
-        .select_related("run")
-        .defer("per_query", "qids")
-        .order_by("run_id", "-finished_at", "-pk")
+        evaluations.select_related("run").defer("per_query", "qids").order_by("run_id", "-finished_at", "-pk")
     )
     newest: dict[int, Evaluation] = {}
     for evaluation in evaluations:

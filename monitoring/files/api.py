@@ -1,4 +1,4 @@
-"""A team's runs and qrels sources: list, upload (multipart), read, download; delete a run.
+"""A team's runs and qrels sources: list, upload (multipart), read, download; rename, tag, archive, delete.
 
 Uploads go through `monitoring.files.uploads`, which checks a file's first lines with the evaluation's own
 readers before keeping it: a bad file is a 400 on `file` naming the file, the line and the reason, and
@@ -28,8 +28,9 @@ from evalplatform.teams import get_team_for_member
 from monitoring.common import queries
 from monitoring.common.pagination import PAGE_PARAMETERS, page_of, paginate
 from monitoring.common.serializers import FIELD_ERRORS, FORBIDDEN, NOT_FOUND, QrelsIn, QrelsOut, RunIn, RunOut
+from monitoring.editing.api import ARCHIVED_PARAMETER, archived_asked, edit_schemas, item_change
 from monitoring.evaluations import selectors
-from monitoring.files import actions, uploads
+from monitoring.files import uploads
 from monitoring.models import QrelsSource, Run
 
 TAGS = ["evaluation: runs and qrels"]
@@ -63,7 +64,7 @@ def _stream(stored: FieldFile, filename: str) -> FileResponse:
 
 @extend_schema(
     methods=["GET"],
-    parameters=PAGE_PARAMETERS,
+    parameters=[*PAGE_PARAMETERS, ARCHIVED_PARAMETER],
     responses={200: page_of(RunOut), 404: NOT_FOUND},
     operation_id="teams_runs_list",
     summary="The team's runs, newest first",
@@ -83,7 +84,13 @@ def _stream(stored: FieldFile, filename: str) -> FileResponse:
 def run_list(request: Request, team: str) -> Response:
     membership = get_team_for_member(request.user, team, write=request.method == "POST")
     if request.method == "GET":
-        return paginate(request, selectors.team_runs(team=membership.team).select_related("team"), RunOut)
+        return paginate(
+            request,
+            selectors.team_runs(team=membership.team, archived=archived_asked(request)).select_related(
+                "team"
+            ),
+            RunOut,
+        )
     data = RunIn(data=request.data)
     data.is_valid(raise_exception=True)
     values = data.validated_data
@@ -98,20 +105,14 @@ def run_list(request: Request, team: str) -> Response:
 
 
 @extend_schema(methods=["GET"], responses={200: RunOut, 404: NOT_FOUND}, summary="A run", tags=TAGS)
-@extend_schema(
-    methods=["DELETE"],
-    responses={204: None, 403: FORBIDDEN, 404: NOT_FOUND},
-    summary="Delete a run (editors)",
-    description="Deletes the run's file, its evaluations and the comparisons it took part in.",
-    tags=TAGS,
-)
-@api_view(["GET", "DELETE"])
+@edit_schemas(RunOut, "run (with its evaluations and the comparisons it took part in)", TAGS)
+@api_view(["GET", "PATCH", "DELETE"])
+@parser_classes([JSONParser, MultiPartParser, FormParser])
 def run_detail(request: Request, team: str, pk: int) -> Response:
-    membership = get_team_for_member(request.user, team, write=request.method == "DELETE")
+    membership = get_team_for_member(request.user, team, write=request.method != "GET")
     found = selectors.get_run(team=membership.team, pk=pk)
-    if request.method == "DELETE":
-        actions.run_delete(run=found)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+    if request.method != "GET":
+        return item_change(request, found, RunOut)
     return Response(RunOut(found, context={"request": request}).data)
 
 
@@ -128,7 +129,7 @@ def run_download(request: Request, team: str, pk: int) -> HttpResponseBase:
 
 @extend_schema(
     methods=["GET"],
-    parameters=PAGE_PARAMETERS,
+    parameters=[*PAGE_PARAMETERS, ARCHIVED_PARAMETER],
     responses={200: page_of(QrelsOut), 404: NOT_FOUND},
     operation_id="teams_qrels_list",
     summary="The team's qrels sources, newest first",
@@ -150,7 +151,9 @@ def run_download(request: Request, team: str, pk: int) -> HttpResponseBase:
 def qrels_list(request: Request, team: str) -> Response:
     membership = get_team_for_member(request.user, team, write=request.method == "POST")
     if request.method == "GET":
-        rows = selectors.team_qrels_sources(team=membership.team).select_related("team", "uploaded_by")
+        rows = selectors.team_qrels_sources(
+            team=membership.team, archived=archived_asked(request)
+        ).select_related("team", "uploaded_by")
         return paginate(request, rows, QrelsOut)
     data = QrelsIn(data=request.data)
     data.is_valid(raise_exception=True)
@@ -184,11 +187,17 @@ def _source_for_build(request: Request, team: Team, values: dict[str, Any]) -> t
     return source, not existed
 
 
-@extend_schema(responses={200: QrelsOut, 404: NOT_FOUND}, summary="A qrels source", tags=TAGS)
-@api_view(["GET"])
+@extend_schema(
+    methods=["GET"], responses={200: QrelsOut, 404: NOT_FOUND}, summary="A qrels source", tags=TAGS
+)
+@edit_schemas(QrelsOut, "qrels source (with its evaluations, comparisons and leaderboard)", TAGS)
+@api_view(["GET", "PATCH", "DELETE"])
+@parser_classes([JSONParser, MultiPartParser, FormParser])
 def qrels_detail(request: Request, team: str, pk: int) -> Response:
-    membership = get_team_for_member(request.user, team)
+    membership = get_team_for_member(request.user, team, write=request.method != "GET")
     source = selectors.get_qrels_source(team=membership.team, pk=pk)
+    if request.method != "GET":
+        return item_change(request, source, QrelsOut)
     return Response(QrelsOut(source, context={"request": request}).data)
 
 

@@ -43,6 +43,10 @@ class UploadedFile(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     created_at = models.DateTimeField(default=timezone.now)
+    archived = models.BooleanField(
+        default=False,
+        help_text="Hidden from the team's lists and leaderboards unless asked for; nothing is deleted.",
+    )
 
     class Meta:
         abstract = True
@@ -72,6 +76,7 @@ class QrelsSource(UploadedFile):
         related_name="qrels_sources",
     )
     file = models.FileField(upload_to=qrels_upload_to, max_length=255, blank=True)
+    tags = models.JSONField(default=list, blank=True, help_text="Free labels: collection, year...")
 
     class Meta:
         ordering = ["team", "-created_at"]

@@ -40,6 +40,7 @@ from monitoring.common.serializers import (
     link,
     spec_of,
 )
+from monitoring.editing.api import ARCHIVED_PARAMETER, archived_asked, edit_schemas, item_change
 from monitoring.evaluations.api.evaluations import queued_status
 from monitoring.models import (
     RECSYS_FILE_ROLES,
@@ -82,6 +83,8 @@ class RecommendationSetOut(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
     description = serializers.CharField(allow_blank=True)
+    tags = serializers.ListField(child=serializers.CharField())
+    archived = serializers.BooleanField(help_text="Hidden from the team's lists unless asked for.")
     files = serializers.DictField(
         child=FileInfoOut(), help_text="recs, interactions and, if given, items, history."
     )
@@ -125,6 +128,8 @@ class FraudScoreSetOut(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
     description = serializers.CharField(allow_blank=True)
+    tags = serializers.ListField(child=serializers.CharField())
+    archived = serializers.BooleanField(help_text="Hidden from the team's lists unless asked for.")
     original_name = serializers.CharField(allow_blank=True)
     size = serializers.IntegerField(help_text="Bytes.")
     sha256 = serializers.CharField()
@@ -255,7 +260,7 @@ class CurvesOut(serializers.Serializer):
 
 
 @extend_schema(
-    methods=["GET"], parameters=PAGE_PARAMETERS, responses={200: page_of(RecommendationSetOut), 404: NOT_FOUND},
+    methods=["GET"], parameters=[*PAGE_PARAMETERS, ARCHIVED_PARAMETER], responses={200: page_of(RecommendationSetOut), 404: NOT_FOUND},
     operation_id="teams_recommendation_sets_list", summary="The team's recommendation sets, newest first", tags=TAGS,
 )  # fmt: skip
 @extend_schema(
@@ -273,7 +278,9 @@ def recommendation_set_list(request: Request, team: str) -> Response:
     membership = get_team_for_member(request.user, team, write=request.method == "POST")
     if request.method == "GET":
         return paginate(
-            request, selectors.team_recommendation_sets(team=membership.team), RecommendationSetOut
+            request,
+            selectors.team_recommendation_sets(team=membership.team, archived=archived_asked(request)),
+            RecommendationSetOut,
         )
     data = RecommendationSetIn(data=request.data)
     data.is_valid(raise_exception=True)
@@ -291,12 +298,17 @@ def recommendation_set_list(request: Request, team: str) -> Response:
 
 
 @extend_schema(
-    responses={200: RecommendationSetOut, 404: NOT_FOUND}, summary="A recommendation set", tags=TAGS
-)
-@api_view(["GET"])
+    methods=["GET"], responses={200: RecommendationSetOut, 404: NOT_FOUND}, summary="A recommendation set",
+    tags=TAGS,
+)  # fmt: skip
+@edit_schemas(RecommendationSetOut, "recommendation set (with its evaluations and files)", TAGS)
+@api_view(["GET", "PATCH", "DELETE"])
+@parser_classes([JSONParser, MultiPartParser, FormParser])
 def recommendation_set_detail(request: Request, team: str, pk: int) -> Response:
-    membership = get_team_for_member(request.user, team)
+    membership = get_team_for_member(request.user, team, write=request.method != "GET")
     found = selectors.get_recommendation_set(team=membership.team, pk=pk)
+    if request.method != "GET":
+        return item_change(request, found, RecommendationSetOut)
     return Response(RecommendationSetOut(found, context={"request": request}).data)
 
 
@@ -317,7 +329,7 @@ def recommendation_set_file(request: Request, team: str, pk: int, role: str) -> 
 
 
 @extend_schema(
-    methods=["GET"], parameters=PAGE_PARAMETERS, responses={200: page_of(FraudScoreSetOut), 404: NOT_FOUND},
+    methods=["GET"], parameters=[*PAGE_PARAMETERS, ARCHIVED_PARAMETER], responses={200: page_of(FraudScoreSetOut), 404: NOT_FOUND},
     operation_id="teams_fraud_score_sets_list", summary="The team's fraud score sets, newest first", tags=TAGS,
 )  # fmt: skip
 @extend_schema(
@@ -334,7 +346,11 @@ def recommendation_set_file(request: Request, team: str, pk: int, role: str) -> 
 def fraud_score_set_list(request: Request, team: str) -> Response:
     membership = get_team_for_member(request.user, team, write=request.method == "POST")
     if request.method == "GET":
-        return paginate(request, selectors.team_fraud_score_sets(team=membership.team), FraudScoreSetOut)
+        return paginate(
+            request,
+            selectors.team_fraud_score_sets(team=membership.team, archived=archived_asked(request)),
+            FraudScoreSetOut,
+        )
     data = FraudScoreSetIn(data=request.data)
     data.is_valid(raise_exception=True)
     values = data.validated_data
@@ -350,11 +366,17 @@ def fraud_score_set_list(request: Request, team: str) -> Response:
     )
 
 
-@extend_schema(responses={200: FraudScoreSetOut, 404: NOT_FOUND}, summary="A fraud score set", tags=TAGS)
-@api_view(["GET"])
+@extend_schema(
+    methods=["GET"], responses={200: FraudScoreSetOut, 404: NOT_FOUND}, summary="A fraud score set", tags=TAGS
+)
+@edit_schemas(FraudScoreSetOut, "fraud score set (with its evaluations and file)", TAGS)
+@api_view(["GET", "PATCH", "DELETE"])
+@parser_classes([JSONParser, MultiPartParser, FormParser])
 def fraud_score_set_detail(request: Request, team: str, pk: int) -> Response:
-    membership = get_team_for_member(request.user, team)
+    membership = get_team_for_member(request.user, team, write=request.method != "GET")
     found = selectors.get_fraud_score_set(team=membership.team, pk=pk)
+    if request.method != "GET":
+        return item_change(request, found, FraudScoreSetOut)
     return Response(FraudScoreSetOut(found, context={"request": request}).data)
 
 

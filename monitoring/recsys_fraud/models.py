@@ -71,6 +71,8 @@ class RecommendationSet(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="recommendation_sets")
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    archived = models.BooleanField(default=False, help_text="Hidden from the team's lists unless asked for.")
     recs = models.FileField(upload_to=recsys_upload_to, max_length=255, help_text="CSV user,item,rank.")
     interactions = models.FileField(
         upload_to=recsys_upload_to, max_length=255, help_text="CSV user,item: the held-out relevant items."
@@ -126,6 +128,8 @@ class FraudScoreSet(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="fraud_score_sets")
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    archived = models.BooleanField(default=False, help_text="Hidden from the team's lists unless asked for.")
     file = models.FileField(upload_to=fraud_upload_to, max_length=255)
     original_name = models.CharField(max_length=255, blank=True, help_text="The file's name on upload.")
     size = models.PositiveBigIntegerField(default=0, help_text="Bytes.")

@@ -58,17 +58,21 @@ def get_fraud_evaluation(*, team: Team, pk: Any) -> FraudScoreEvaluation:
     return get_one(queryset, pk, "fraud evaluation")  # type: ignore[no-any-return]
 
 
-def team_recommendation_sets(*, team: Team) -> QuerySet[RecommendationSet]:
+def team_recommendation_sets(*, team: Team, archived: bool = True) -> QuerySet[RecommendationSet]:
+    """The team's sets, newest first; without the archived ones unless `archived`."""
+    found = RecommendationSet.objects.filter(team=team)
     return (
-        RecommendationSet.objects.filter(team=team)
+        (found if archived else found.filter(archived=False))
         .select_related("team", "uploaded_by")
         .order_by("-created_at", "-pk")
     )
 
 
-def team_fraud_score_sets(*, team: Team) -> QuerySet[FraudScoreSet]:
+def team_fraud_score_sets(*, team: Team, archived: bool = True) -> QuerySet[FraudScoreSet]:
+    """The team's sets, newest first; without the archived ones unless `archived`."""
+    found = FraudScoreSet.objects.filter(team=team)
     return (
-        FraudScoreSet.objects.filter(team=team)
+        (found if archived else found.filter(archived=False))
         .select_related("team", "uploaded_by")
         .order_by("-created_at", "-pk")
     )

@@ -46,7 +46,14 @@ from monitoring.embeddings import services as monitors
 from monitoring.evaluations import services as evaluations
 from monitoring.files import uploads
 from monitoring.fusion import services as fusions
-from monitoring.models import AlertEvent, ComparisonPair, MonitorRun, NotificationChannel, ReuseAnalysis
+from monitoring.models import (
+    AlertEvent,
+    ComparisonPair,
+    MonitorRun,
+    NotificationChannel,
+    QrelsSource,
+    ReuseAnalysis,
+)
 from monitoring.pooling import services as pooling
 from monitoring.pooling.models import JudgingPool
 from monitoring.recsys_fraud import services as recsys_fraud
@@ -363,6 +370,22 @@ MATRIX: dict[str, Row] = {
     "monitoring:team-member-role": page("team", None, EDITORS, pk="membership"),
     "monitoring:team-member-remove": page("team", EDITORS, EDITORS, pk="membership"),
     "monitoring:run-upload": page("team", EDITORS, EDITORS),
+    # Editing what the team made: an empty POST to a deletion is refused (400) and deletes nothing.
+    "monitoring:run-edit": page("team", EDITORS, EDITORS, pk="run"),
+    "monitoring:run-archive": page("team", None, EDITORS, pk="run"),
+    "monitoring:run-delete": page("team", EDITORS, EDITORS, pk="run"),
+    "monitoring:qrels-edit": page("team", EDITORS, EDITORS, pk="qrels"),
+    "monitoring:qrels-archive": page("team", None, EDITORS, pk="qrels"),
+    "monitoring:qrels-delete": page("team", EDITORS, EDITORS, pk="qrels"),
+    "monitoring:evaluation-edit": page("team", EDITORS, EDITORS, pk="evaluation"),
+    "monitoring:evaluation-archive": page("team", None, EDITORS, pk="evaluation"),
+    "monitoring:evaluation-delete": page("team", EDITORS, EDITORS, pk="evaluation"),
+    "monitoring:recsys-edit": page("team", EDITORS, EDITORS, pk="recs"),
+    "monitoring:recsys-archive": page("team", None, EDITORS, pk="recs"),
+    "monitoring:recsys-delete": page("team", EDITORS, EDITORS, pk="recs"),
+    "monitoring:fraud-edit": page("team", EDITORS, EDITORS, pk="scores"),
+    "monitoring:fraud-archive": page("team", None, EDITORS, pk="scores"),
+    "monitoring:fraud-delete": page("team", EDITORS, EDITORS, pk="scores"),
     "monitoring:run-detail": page("team", TEAM, pk="run", post=None),
     "monitoring:qrels-add": page("team", EDITORS, EDITORS),
     "monitoring:qrels-from-build": page("team", None, EDITORS),
@@ -422,10 +445,10 @@ MATRIX: dict[str, Row] = {
     "monitoring-api:team-members": api("team", TEAM, EDITORS),
     "monitoring-api:team-member": api("team", TEAM, pk="spare_membership", patch=EDITORS, delete=EDITORS),
     "monitoring-api:runs": api("team", TEAM, EDITORS),
-    "monitoring-api:run": api("team", TEAM, pk="run"),
+    "monitoring-api:run": api("team", TEAM, pk="spare_run", patch=EDITORS, delete=EDITORS),
     "monitoring-api:run-download": api("team", TEAM, pk="run"),
     "monitoring-api:qrels": api("team", TEAM, EDITORS),
-    "monitoring-api:qrels-detail": api("team", TEAM, pk="qrels"),
+    "monitoring-api:qrels-detail": api("team", TEAM, pk="spare_qrels", patch=EDITORS, delete=EDITORS),
     "monitoring-api:qrels-download": api("team", TEAM, pk="qrels"),
     "monitoring-api:leaderboard": api("team", TEAM, pk="qrels"),
     "monitoring-api:qrels-reuse": api("team", TEAM, EDITORS, pk="qrels"),
@@ -435,7 +458,7 @@ MATRIX: dict[str, Row] = {
     "monitoring-api:leaderboard-coverage": api("team", None, EDITORS, pk="qrels"),
     "monitoring-api:leaderboard-ppi": api("team", TEAM, EDITORS, pk="build_qrels"),
     "monitoring-api:evaluations": api("team", TEAM, EDITORS),
-    "monitoring-api:evaluation": api("team", TEAM, pk="evaluation"),
+    "monitoring-api:evaluation": api("team", TEAM, pk="spare_evaluation", patch=EDITORS, delete=EDITORS),
     "monitoring-api:evaluation-per-query": api("team", TEAM, pk="evaluation"),
     "monitoring-api:comparisons": api("team", TEAM, EDITORS),
     "monitoring-api:comparison": api("team", TEAM, pk="comparison"),
@@ -450,13 +473,13 @@ MATRIX: dict[str, Row] = {
     "monitoring-api:alerts": api("team", TEAM),
     "monitoring-api:alert-acknowledge": api("team", None, EDITORS, pk="event"),
     "monitoring-api:recommendation-sets": api("team", TEAM, EDITORS),
-    "monitoring-api:recommendation-set": api("team", TEAM, pk="recs"),
+    "monitoring-api:recommendation-set": api("team", TEAM, pk="spare_recs", patch=EDITORS, delete=EDITORS),
     "monitoring-api:recommendation-set-file": api("team", TEAM, pk="recs"),
     "monitoring-api:recommendation-evaluations": api("team", TEAM, EDITORS),
     "monitoring-api:recommendation-evaluation": api("team", TEAM, pk="recs_eval"),
     "monitoring-api:recommendation-evaluation-curves": api("team", TEAM, pk="recs_eval"),
     "monitoring-api:fraud-score-sets": api("team", TEAM, EDITORS),
-    "monitoring-api:fraud-score-set": api("team", TEAM, pk="scores"),
+    "monitoring-api:fraud-score-set": api("team", TEAM, pk="spare_scores", patch=EDITORS, delete=EDITORS),
     "monitoring-api:fraud-score-set-download": api("team", TEAM, pk="scores"),
     "monitoring-api:fraud-evaluations": api("team", TEAM, EDITORS),
     "monitoring-api:fraud-evaluation": api("team", TEAM, pk="fraud_eval"),
@@ -555,8 +578,36 @@ def logged_in(user: User | None) -> Client:
     return client
 
 
+def spare_object(kind: str, team: Team) -> int:
+    """A run, qrels source, evaluation, recommendation set or fraud score set of its own for one request
+    that may delete it."""
+    qrels_text, run_text = synthetic_collection(queries=2, docs=3)
+    if kind == "spare_qrels":
+        return uploads.qrels_upload(team=team, upload=upload("spare.qrels", qrels_text), uploaded_by=None).pk
+    if kind == "spare_recs":
+        files = {role: csv_file(f"{role}.csv", text) for role, text in demo_recsys_texts().items()}
+        return recsys_fraud.recommendation_set_upload(team=team, name="spare", **files).pk
+    if kind == "spare_scores":
+        return recsys_fraud.fraud_score_set_upload(
+            team=team, name="spare", scores=csv_file("s.csv", "id,score,label\na,1,1\n")
+        ).pk
+    run = uploads.run_upload(
+        team=team, upload=upload("spare.run", run_text(1, 1.0, "spare")), uploaded_by=None
+    )
+    if kind == "spare_run":
+        return run.pk
+    source = QrelsSource.objects.filter(team=team, kind="upload").order_by("pk").first()
+    return evaluations.evaluation_create(run=run, qrels=source, measures=("map",), enqueue=False).pk
+
+
+SPARE_OBJECTS = frozenset({"spare_run", "spare_qrels", "spare_evaluation", "spare_recs", "spare_scores"})
+
+
 def spare(name: str, world: World) -> dict[str, Any]:
-    """Ids for one request that may destroy what it names: a channel or a team member of its own for each."""
+    """Ids for one request that may destroy what it names: a channel, a team member or an object of its own
+    for each."""
+    if MATRIX[name].pk in SPARE_OBJECTS:
+        return {**world.ids, MATRIX[name].pk: spare_object(MATRIX[name].pk, world.team)}
     if MATRIX[name].pk == "spare_membership":
         user = User.objects.create_user(f"spare-{User.objects.count()}")
         return {**world.ids, "spare_membership": team_member_set(team=world.team, user=user).pk}

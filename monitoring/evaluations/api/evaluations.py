@@ -34,6 +34,7 @@ from monitoring.common.serializers import (
     PerQueryRowOut,
     specs_of,
 )
+from monitoring.editing.api import ARCHIVED_PARAMETER, archived_asked, edit_schemas, item_change
 from monitoring.evaluations import selectors
 from monitoring.evaluations import services as evaluations
 from monitoring.machine_judges.selectors import JudgeBoard, judge_board
@@ -54,7 +55,7 @@ def queued_status(job: Any) -> int:
 
 @extend_schema(
     methods=["GET"],
-    parameters=[OpenApiParameter("status", str, enum=JobStatus.values), *PAGE_PARAMETERS],
+    parameters=[OpenApiParameter("status", str, enum=JobStatus.values), *PAGE_PARAMETERS, ARCHIVED_PARAMETER],
     responses={200: page_of(EvaluationOut), 404: NOT_FOUND},
     operation_id="teams_evaluations_list",
     summary="The team's evaluations, newest first, with their aggregate results",
@@ -82,7 +83,7 @@ def queued_status(job: Any) -> int:
 def evaluation_list(request: Request, team: str) -> Response:
     membership = get_team_for_member(request.user, team, write=request.method == "POST")
     if request.method == "GET":
-        rows = selectors.team_evaluations(team=membership.team)
+        rows = selectors.team_evaluations(team=membership.team, archived=archived_asked(request))
         if wanted := request.query_params.get("status"):
             if wanted not in JobStatus.values:
                 raise serializers.ValidationError(
@@ -102,14 +103,18 @@ def evaluation_list(request: Request, team: str) -> Response:
 
 
 @extend_schema(
+    methods=["GET"],
     responses={200: EvaluationOut, 404: NOT_FOUND},
     summary="An evaluation: its job state and, once done, each measure's value, CI and registry spec",
     tags=TAGS,
 )
-@api_view(["GET"])
+@edit_schemas(EvaluationOut, "evaluation (with its metric values)", TAGS)
+@api_view(["GET", "PATCH", "DELETE"])
 def evaluation_detail(request: Request, team: str, pk: int) -> Response:
-    membership = get_team_for_member(request.user, team)
+    membership = get_team_for_member(request.user, team, write=request.method != "GET")
     found = selectors.get_evaluation(team=membership.team, pk=pk)
+    if request.method != "GET":
+        return item_change(request, found, EvaluationOut)
     return Response(EvaluationOut(found, context={"request": request}).data)
 
 
@@ -159,6 +164,9 @@ def evaluation_per_query(request: Request, team: str, pk: int) -> Response:
             description="A machine judge of the qrels' judging project: each row gets its newest done "
             "scoring's human-only, machine-only and PPI estimates (`machine_judge`), and the reply the job.",
         ),  # fmt: skip
+        OpenApiParameter(
+            "archived", bool, description="Include archived runs and evaluations (default: no)."
+        ),
     ],
     responses={200: LeaderboardOut, 400: FIELD_ERRORS, 404: NOT_FOUND},
     summary="Runs x measures on a qrels source: each run's newest finished evaluation there",
@@ -170,7 +178,9 @@ def evaluation_per_query(request: Request, team: str, pk: int) -> Response:
 def leaderboard(request: Request, team: str, pk: int) -> Response:
     membership = get_team_for_member(request.user, team)
     source = selectors.get_qrels_source(team=membership.team, pk=pk)
-    board = selectors.leaderboard(qrels=source)
+    board = selectors.leaderboard(
+        qrels=source, archived=request.query_params.get("archived") in {"1", "true"}
+    )
     sort = request.query_params.get("sort") or (board.measures[0] if board.measures else None)
     if sort is not None and sort not in board.measures:
         choices = ", ".join(board.measures) or "none yet"

@@ -42,6 +42,7 @@ class LeaderboardPage:
     sort: str
     rows: list[LeaderboardRow]
     machines: JudgeBoard
+    archived: bool = False  # archived runs and evaluations shown
 
     def cells(self, row: LeaderboardRow) -> list[MeasureResult | None]:
         return [row.results.get(column.key) for column in self.columns]
@@ -50,9 +51,15 @@ class LeaderboardPage:
         """This page's query string with some parameters changed."""
         params = {
             "sort": self.sort, "measures": ",".join(c.key for c in self.columns), "judge": self.machines.param,
-            **changes,
+            "archived": "1" if self.archived else "", **changes,
         }  # fmt: skip
         return urlencode({key: value for key, value in params.items() if value})
+
+    def query_with_archived(self) -> str:
+        return self.query(archived="1")
+
+    def query_without_archived(self) -> str:
+        return self.query(archived="")
 
 
 def _chosen(request: HttpRequest, available: list[str]) -> list[str]:
@@ -64,7 +71,7 @@ def _chosen(request: HttpRequest, available: list[str]) -> list[str]:
 def _page(request: HttpRequest, team: str, pk: int) -> tuple[TeamMembership, LeaderboardPage]:
     membership = get_team_for_member(request.user, team)
     qrels = selectors.get_qrels_source(team=membership.team, pk=pk)
-    board = selectors.leaderboard(qrels=qrels)
+    board = selectors.leaderboard(qrels=qrels, archived=request.GET.get("archived") == "1")
     measures = _chosen(request, board.measures)
     sort = request.GET.get("sort", "")
     if sort != SORT_BY_NAME and sort not in board.measures:
@@ -75,7 +82,8 @@ def _page(request: HttpRequest, team: str, pk: int) -> tuple[TeamMembership, Lea
         rows = board.sorted_by(sort)
     columns = [selectors.measure_column(key) for key in measures]
     machines = judge_board(qrels=qrels, asked=request.GET.get("judge"), rows=board.rows)
-    return membership, LeaderboardPage(qrels, board.measures, columns, sort, rows, machines)
+    archived = request.GET.get("archived") == "1"
+    return membership, LeaderboardPage(qrels, board.measures, columns, sort, rows, machines, archived)
 
 
 @login_required
