@@ -1,5 +1,6 @@
 """What changed in a team, newest first: runs evaluated (or failed), new qrels versions and the
-leaderboard diff each new version of a project makes, alerts opened and resolved. Read from the tables
+leaderboard diff each new version of a project makes, alerts opened and resolved (what is archived left
+out). Read from the tables
 that hold them (five queries, whatever the number of teams): nothing is stored twice."""
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ def team_activity(*, teams: Sequence[Team], limit: int = 20) -> list[Activity]:
     evaluations = (
         Evaluation.objects.filter(team__in=teams, status__in=[JobStatus.DONE, JobStatus.FAILED])
         .exclude(finished_at=None)
+        .exclude(archived=True)
+        .exclude(run__archived=True)
+        .exclude(qrels__archived=True)
         .select_related("team", "run", "qrels")
         .defer("per_query")
         .order_by("-finished_at", "-pk")[:limit]
@@ -60,7 +64,7 @@ def team_activity(*, teams: Sequence[Team], limit: int = 20) -> list[Activity]:
         found.append(Activity(evaluation.finished_at, "evaluated" if done else "failed", evaluation.team, text,  # type: ignore[arg-type]
                               evaluation.get_absolute_url()))  # fmt: skip
     sources = list(
-        QrelsSource.objects.filter(team__in=teams)
+        QrelsSource.objects.filter(team__in=teams, archived=False)
         .select_related("team", "build__project")
         .order_by("-created_at", "-pk")[:limit]
     )
