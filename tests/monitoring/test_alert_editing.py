@@ -216,7 +216,7 @@ class TestChannels:
 def test_an_editor_edits_a_rule_and_tests_a_channel_in_the_browser(
     page: Any, live_server: Any, stream: EmbeddingStream, theo: User
 ) -> None:
-    from tests.conftest import THEO, browser_log_in
+    from tests.conftest import THEO, browser_log_in, screenshot_path
 
     ops = NotificationChannel.objects.create(
         team=stream.team, name="ops", kind="email", target="o@example.org"
@@ -232,6 +232,7 @@ def test_an_editor_edits_a_rule_and_tests_a_channel_in_the_browser(
     assert "Saved the rule too_similar" in page.get_by_role("status").inner_text()
     assert "avg_cosine_similarity > 0.5: breaks" in page.locator("#rule-checks").inner_text()
     assert page.locator("#rule-events tbody tr").count() == 1 and [e.value for e in unresolved(r)] == [0.75]
+    page.screenshot(path=str(screenshot_path("alert-rule.png")), full_page=True)
 
     page.get_by_role("link", name="ops").first.click()
     page.get_by_role("button", name="Send a test message").click()

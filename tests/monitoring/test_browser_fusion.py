@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from evalplatform.models import Team
 from monitoring.files import uploads
 from monitoring.models import Fusion, Run
-from tests.conftest import THEO, WorkerProcess, browser_log_in
+from tests.conftest import THEO, WorkerProcess, browser_log_in, screenshot_path
 from tests.monitoring.conftest import synthetic_collection, upload
 
 QRELS, RUN = synthetic_collection(queries=15, docs=20)
@@ -64,6 +64,7 @@ def test_an_editor_fuses_two_runs_with_optimised_weights_through_the_web(
     assert fusion.optimization is not None
     assert f"{fusion.optimization['mean_test_score']:.4f}" in page.locator("#held-out").inner_text()
     assert page.locator("#fusion-folds tbody tr").count() == 3
+    page.screenshot(path=str(screenshot_path("fusion.png")), full_page=True)
 
     page.locator("#fused-run").click()
     assert page.get_by_role("heading", level=1).inner_text() == "Run hybrid"

@@ -17,7 +17,7 @@ from annotations.models import Project, ProjectMembership
 from evalplatform.models import Team, TeamMembership
 from evalplatform.teams import team_member_set
 from tests.annotations.conftest import build_project
-from tests.conftest import THEO, Persona, browser_log_in, make_user
+from tests.conftest import THEO, Persona, browser_log_in, make_user, screenshot_path
 from tests.monitoring.conftest import OTTO, VERA
 
 pytestmark = pytest.mark.django_db
@@ -311,6 +311,7 @@ def test_an_editor_starts_a_team_invites_a_person_who_sets_a_password_and_reads_
     assert "Invited pat@example.org" in page.get_by_role("status").inner_text()
     rows = page.locator("#member-table tbody tr")
     assert rows.count() == 3 and "invited" in rows.filter(has_text="pat@example.org").inner_text()
+    page.screenshot(path=str(screenshot_path("team-members.png")), full_page=True)
 
     # Otto goes back to viewer, then off the team after the confirmation page.
     otto_row = rows.filter(has_text="otto")
