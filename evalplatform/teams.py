@@ -9,10 +9,12 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import QuerySet
-from django.http import Http404
+from django.http import Http404, HttpRequest
 
 from evalplatform.auth import AnyUser, User
 from evalplatform.models import Team, TeamMembership
+from evalplatform.people import Invitation, Person, person_account
+from evalplatform.roles import Role as PlatformRole
 
 Role = TeamMembership.Role
 
@@ -90,3 +92,20 @@ def team_member_change(*, membership: TeamMembership, role: str | None) -> TeamM
     membership.role = role
     membership.save(update_fields=["role"])
     return membership
+
+
+@transaction.atomic
+def team_member_add(
+    *, team: Team, person: Person, role: str, invited_by: User, request: HttpRequest
+) -> tuple[TeamMembership, Invitation]:
+    """Add a person (an account, or an email to invite: `evalplatform.people`) to the team with `role`, or
+    change their role; ValidationError (nothing changed) when the email's account cannot be made."""
+    invitation = person_account(
+        person, group=PlatformRole.TEAM_MEMBER, invited_by=invited_by, request=request, what=team_what(team)
+    )
+    return team_member_set(team=team, user=invitation.user, role=role), invitation
+
+
+def team_what(team: Team) -> str:
+    """How messages and invitations name the team."""
+    return f"the {team.name} team"

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -19,15 +18,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from evalplatform.models import Team, TeamMembership
-from evalplatform.people import person_account, person_find
-from evalplatform.roles import Role as PlatformRole
+from evalplatform.people import person_find
 from evalplatform.teams import (
     LastEditorError,
     can_create_team,
     get_team_for_member,
     team_create,
+    team_member_add,
     team_member_change,
-    team_member_set,
 )
 from monitoring.common import queries
 from monitoring.common.pagination import PAGE_PARAMETERS, page_of, paginate
@@ -138,16 +136,11 @@ def member_list(request: Request, team: str) -> Response:
         return paginate(request, _members(membership.team), MemberOut)
     data = MemberIn(data=request.data)
     data.is_valid(raise_exception=True)
-    what = f"the {membership.team.name} team"
     try:
-        with transaction.atomic():
-            invitation = person_account(
-                data.validated_data["person"], group=PlatformRole.TEAM_MEMBER, invited_by=request.user,
-                request=request, what=what,
-            )  # fmt: skip
-            member = team_member_set(
-                team=membership.team, user=invitation.user, role=data.validated_data["role"]
-            )
+        member, invitation = team_member_add(
+            team=membership.team, person=data.validated_data["person"], role=data.validated_data["role"],
+            invited_by=request.user, request=request,
+        )  # fmt: skip
     except ValidationError as exc:
         raise serializers.ValidationError({"person": exc.messages}) from None
     out = MemberAddOut(member, context={"mail_error": invitation.mail_error}).data

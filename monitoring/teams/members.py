@@ -9,7 +9,6 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -18,15 +17,15 @@ from django.views.decorators.http import require_http_methods, require_POST
 from evalplatform.auth import SignedInRequest
 from evalplatform.forms import ConfirmForm
 from evalplatform.models import TeamMembership
-from evalplatform.people import invitation_message, person_account
-from evalplatform.roles import Role as PlatformRole
+from evalplatform.people import invitation_message
 from evalplatform.teams import (
     LastEditorError,
     can_create_team,
     get_team_for_member,
     team_create,
+    team_member_add,
     team_member_change,
-    team_member_set,
+    team_what,
 )
 from monitoring.teams.forms import MemberAddForm, MemberRoleForm, TeamEditForm, TeamForm
 
@@ -86,18 +85,15 @@ def team_members(request: SignedInRequest, team: str) -> HttpResponse:
     membership = get_team_for_member(request.user, team, write=request.method == "POST")
     form = MemberAddForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        what = f"the {membership.team.name} team"
         try:
-            with transaction.atomic():
-                invitation = person_account(
-                    form.cleaned_data["person"], group=PlatformRole.TEAM_MEMBER, invited_by=request.user,
-                    request=request, what=what,
-                )  # fmt: skip
-                team_member_set(team=membership.team, user=invitation.user, role=form.cleaned_data["role"])
+            _, invitation = team_member_add(
+                team=membership.team, person=form.cleaned_data["person"], role=form.cleaned_data["role"],
+                invited_by=request.user, request=request,
+            )  # fmt: skip
         except ValidationError as exc:
             form.add_error("person", exc)
         else:
-            level, text = invitation_message(invitation, what)
+            level, text = invitation_message(invitation, team_what(membership.team))
             getattr(messages, level)(request, text)
             return redirect("monitoring:team-members", membership.team.slug)
     return members_page(request, membership, form, 400 if request.method == "POST" else 200)
