@@ -178,9 +178,11 @@ class RuleEditForm(forms.Form):
     enabled = forms.BooleanField(required=False)
 
     def __init__(self, *args: Any, rule: AlertRule, **kwargs: Any) -> None:
-        initial = {name: getattr(rule, name) for name in alerts.RULE_EDITABLE}
-        initial["channels"] = list(rule.channels.all())
-        super().__init__(*args, initial=initial, **kwargs)
+        kwargs["initial"] = {
+            **{name: getattr(rule, name) for name in alerts.RULE_EDITABLE},
+            "channels": list(rule.channels.all()),
+        }
+        super().__init__(*args, **kwargs)
         self.rule = rule
         self.fields["channels"].queryset = NotificationChannel.objects.filter(team_id=rule.team_id)  # type: ignore[attr-defined]
 
