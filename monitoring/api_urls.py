@@ -18,6 +18,7 @@ from monitoring.evaluations.api import comparisons, evaluations, loop
 from monitoring.files import api as files
 from monitoring.pooling import api as pools
 from monitoring.recsys_fraud import api as recsys_fraud
+from monitoring.reports import api as reports
 from monitoring.reuse import api as reuse
 from monitoring.teams import api as teams
 
@@ -61,6 +62,18 @@ urlpatterns = [
     ),
     path("teams/<slug:team>/comparisons/", comparisons.comparison_list, name="comparisons"),
     path("teams/<slug:team>/comparisons/<int:pk>/", comparisons.comparison_detail, name="comparison"),
+    # Reports to share and cite (`monitoring.reports.api`).
+    path(
+        "teams/<slug:team>/evaluations/<int:pk>/report/", reports.evaluation_report, name="evaluation-report"
+    ),
+    path(
+        "teams/<slug:team>/comparisons/<int:pk>/report/", reports.comparison_report, name="comparison-report"
+    ),
+    path(
+        "teams/<slug:team>/streams/<slug:stream>/runs/<int:pk>/report/",
+        reports.monitor_run_report,
+        name="stream-run-report",
+    ),
     path("teams/<slug:team>/alert-rules/", alerts.rule_list, name="alert-rules"),
     path("teams/<slug:team>/alert-rules/<int:pk>/", alerts.rule_detail, name="alert-rule"),
     path("teams/<slug:team>/channels/", alerts.channel_list, name="channels"),
