@@ -260,6 +260,18 @@ def comparison_export(comparison: Comparison, fmt: str) -> str:
 # --- a monitor run --------------------------------------------------------------------------------------
 
 
+def monitor_run_chosen(*, stream: Any, pk: str | int | None) -> MonitorRun:
+    """The stream's monitor run `pk`, or without one its newest finished run; a 404 when there is none."""
+    if pk not in (None, ""):
+        if not str(pk).isdigit():
+            raise Http404("No such monitor run.")
+        return monitors.get_run(stream=stream, pk=pk)
+    newest: MonitorRun | None = monitors.stream_runs(stream=stream).filter(status=JobStatus.DONE).first()
+    if newest is None:
+        raise Http404(f"No monitor run of {stream.slug} has finished yet.")
+    return newest
+
+
 def monitor_run_report(run: MonitorRun) -> str:
     """A finished monitor run as a self-contained HTML report: its values with the rules on them, each
     metric over the stream's runs up to it (at most `SERIES_POINTS`), and its scree."""

@@ -4,11 +4,10 @@ evaluation's, a comparison's or a monitor run's HTML report, and a comparison's 
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.views.decorators.http import require_safe
 
 from evalplatform.auth import SignedInRequest
-from evalplatform.jobs import JobStatus
 from evalplatform.teams import get_team_for_member
 from monitoring.embeddings import services as monitors
 from monitoring.evaluations import selectors
@@ -45,15 +44,7 @@ def monitor_run_report(request: SignedInRequest, team: str, stream: str) -> Http
     """A monitor run of the stream (`?run=`; without it, the newest finished one) as an HTML report."""
     membership = get_team_for_member(request.user, team)
     found = monitors.get_stream(team=membership.team, slug=stream)
-    chosen = request.GET.get("run", "")
-    if chosen:
-        if not chosen.isdigit():
-            raise Http404("No such monitor run.")
-        run = monitors.get_run(stream=found, pk=chosen)
-    else:
-        run = monitors.stream_runs(stream=found).filter(status=JobStatus.DONE).first()
-        if run is None:
-            raise Http404("No monitor run of this stream has finished yet.")
+    run = reports.monitor_run_chosen(stream=found, pk=request.GET.get("run"))
     body = reports.monitor_run_report(run)
     return reports.report_response(
         body, filename=f"{membership.team.slug}-{found.slug}-run{run.pk}-report.html"

@@ -43,7 +43,9 @@ def comparison(team: Team, theo: User) -> Comparison:
     qrels = uploads.qrels_upload(team=team, upload=upload("judged.qrels", QRELS), uploaded_by=theo)
     runs = [
         uploads.run_upload(
-            team=team, upload=upload(f"{name}.run", RUN(seed, quality, name)), uploaded_by=theo
+            team=team,
+            upload=upload(f"{name}.run", RUN(seed, quality, name)),  # type: ignore[call-arg]
+            uploaded_by=theo,
         )
         for name, seed, quality in RUNS
     ]

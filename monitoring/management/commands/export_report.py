@@ -11,7 +11,6 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.http import Http404
 
-from evalplatform.jobs import JobStatus
 from monitoring.embeddings import services as monitors
 from monitoring.evaluations import selectors
 from monitoring.management.commands.upload_run import find_team
@@ -65,10 +64,5 @@ class Command(BaseCommand):
             )
             return reports.comparison_export(comparison, fmt)
         stream = monitors.get_stream(team=team, slug=options["stream"])
-        if options["run"] is not None:
-            run = monitors.get_run(stream=stream, pk=options["run"])
-        else:
-            run = monitors.stream_runs(stream=stream).filter(status=JobStatus.DONE).first()
-            if run is None:
-                raise CommandError(f"No monitor run of {stream.slug} has finished yet.")
+        run = reports.monitor_run_chosen(stream=stream, pk=options["run"])
         return reports.monitor_run_report(run)
