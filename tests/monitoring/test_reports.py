@@ -253,10 +253,17 @@ class TestHtmlReports:
             reports.comparison_report(comparison)
 
 
-@pytest.mark.browser
-def test_it_draws_every_chart_offline_in_chromium(page: Any, comparison: Comparison, tmp_path: Path) -> None:
+@pytest.fixture
+def report_file(comparison: Comparison, tmp_path: Path) -> Path:
+    """The report, written before Chromium starts (the database is not used while the browser runs)."""
     path = tmp_path / "report.html"
     path.write_text(reports.comparison_report(comparison), encoding="utf-8")
+    return path
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_it_draws_every_chart_offline_in_chromium(report_file: Path, page: Any) -> None:
     blocked: list[str] = []
 
     def only_files(route: Any) -> None:
@@ -269,7 +276,7 @@ def test_it_draws_every_chart_offline_in_chromium(page: Any, comparison: Compari
     page.route("**/*", only_files)
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(path.as_uri())
+    page.goto(report_file.as_uri())
     page.wait_for_selector(".chart .main-svg", timeout=15_000)
     assert page.locator(".chart").count() == 4
     page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 4", timeout=15_000)
