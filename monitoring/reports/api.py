@@ -56,7 +56,7 @@ def comparison_report(request: Request, team: str, pk: int) -> HttpResponse:
     fmt = request.query_params.get("output", "html")
     if fmt not in reports.FORMATS:
         raise serializers.ValidationError({"output": [f"Choose one of {', '.join(reports.FORMATS)}."]})
-    comparison = selectors.get_comparison(team=membership.team, pk=pk, per_query=fmt == "html")
+    comparison = selectors.get_comparison(team=membership.team, pk=pk, per_query=False)
     body = reports.comparison_export(comparison, fmt)
     name = "report" if fmt == "html" else "table"
     filename = f"{membership.team.slug}-comparison{comparison.pk}-{name}.{reports.FORMATS[fmt][1]}"

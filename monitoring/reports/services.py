@@ -221,7 +221,7 @@ def _cited_rows(table: SignificanceTable) -> list[tuple[str, str, list[CitedCell
 
 
 def comparison_report(comparison: Comparison) -> str:
-    """A finished comparison (with its per-query arrays loaded) as a self-contained HTML report."""
+    """A finished comparison as a self-contained HTML report (its per-query arrays are not read)."""
     view = _finished_view(comparison)
     table = comparison_table(view)
     runs = _ordered_runs(view)

@@ -30,7 +30,7 @@ def evaluation_report(request: SignedInRequest, team: str, pk: int) -> HttpRespo
 def comparison_report(request: SignedInRequest, team: str, pk: int, fmt: str) -> HttpResponse:
     """The comparison as `fmt`: html (the report), latex or markdown (the table to cite)."""
     membership = get_team_for_member(request.user, team)
-    comparison = selectors.get_comparison(team=membership.team, pk=pk, per_query=fmt == "html")
+    comparison = selectors.get_comparison(team=membership.team, pk=pk, per_query=False)
     body = reports.comparison_export(comparison, fmt)
     extension = reports.FORMATS[fmt][1]
     name = "report" if fmt == "html" else "table"

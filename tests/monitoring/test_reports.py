@@ -13,7 +13,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
@@ -21,7 +20,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from evalcore.report_tables import SignificanceTable, best, markers, to_latex, to_markdown
+from evalcore.report_tables import best, markers
 from evalplatform import csp
 from evalplatform.models import Team
 from monitoring.embeddings import services as monitors
@@ -162,18 +161,6 @@ class TestComparisonTables:
         assert all(re.fullmatch(r"\*\*0\.\d{3}\*\*ᵇᶜ", cell) for cell in rows[0][2:]), rows[0]
         assert all(re.fullmatch(r"0\.\d{3}", cell) for row in rows[1:] for cell in row[2:]), rows[1:]
         assert "(Paired t-test, Holm correction, p ≤ 0.05)" in lines[8]
-
-    def test_it_marks_the_lower_score_on_a_lower_is_better_measure(self) -> None:
-        significant = np.array([[[False], [True]], [[True], [False]]])
-        table = SignificanceTable(
-            systems=["x_1", "y"], measures=["err"], means=np.array([[0.2], [0.5]]),
-            diff=np.array([[[0.0], [-0.3]], [[0.3], [0.0]]]), significant=significant, test="t", alpha=0.01,
-            higher_is_better=[False],
-        )  # fmt: skip
-        assert markers(table) == [[["b"]], [[]]]
-        assert "| a | x_1 | **0.200**ᵇ |" in to_markdown(table)
-        assert "a & x\\_1 & \\textbf{0.200}$^{b}$ \\\\" in to_latex(table)
-        assert "b & y & 0.500\\hphantom{$^{a}$} \\\\" in to_latex(table)
 
 
 # --- the HTML reports -----------------------------------------------------------------------------------

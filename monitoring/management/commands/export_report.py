@@ -59,9 +59,7 @@ class Command(BaseCommand):
             evaluation = selectors.get_evaluation(team=team, pk=options["evaluation"], per_query=True)
             return reports.evaluation_report(evaluation)
         if options["comparison"] is not None:
-            comparison = selectors.get_comparison(
-                team=team, pk=options["comparison"], per_query=fmt == "html"
-            )
+            comparison = selectors.get_comparison(team=team, pk=options["comparison"], per_query=False)
             return reports.comparison_export(comparison, fmt)
         stream = monitors.get_stream(team=team, slug=options["stream"])
         run = reports.monitor_run_chosen(stream=stream, pk=options["run"])
