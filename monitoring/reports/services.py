@@ -38,7 +38,7 @@ from evalcore.report_tables import (
 )
 from evalcore.stats import DEFAULT_BOOTSTRAP
 from evalplatform import csp
-from evalplatform.charts import _plotly_js, plotly_js_version, plotly_templates
+from evalplatform.charts import plotly_js_source, plotly_js_version, plotly_templates
 from evalplatform.jobs import JobStatus
 from monitoring.embeddings import charts as stream_charts
 from monitoring.embeddings import services as monitors
@@ -77,7 +77,7 @@ def _assets() -> dict[str, str]:
     A `</script` inside a script would end it early: none is in plotly.js, and any would be escaped."""
     static = Path(evalplatform.__file__).parent / "static" / "evalplatform"
     return {
-        "plotly_js": _plotly_js()[0].decode("utf-8").replace("</script", "<\\/script"),
+        "plotly_js": plotly_js_source().replace("</script", "<\\/script"),
         "charts_js": (static / "charts.js").read_text(encoding="utf-8"),
         "plotly_version": plotly_js_version(),
     }
