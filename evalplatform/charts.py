@@ -49,6 +49,12 @@ def _plotly_js() -> tuple[bytes, bytes]:
     return body, gzip.compress(body, compresslevel=6, mtime=0)
 
 
+def plotly_js_source() -> str:
+    """plotly.min.js as text, for a file that carries it inline (`monitoring.reports`: a report that opens
+    offline)."""
+    return _plotly_js()[0].decode("utf-8")
+
+
 def plotly_js_url() -> str:
     return reverse("plotly-js", args=[plotly_js_version()])
 

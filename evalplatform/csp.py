@@ -32,6 +32,9 @@ POLICY = "; ".join(
 HEADER = "Content-Security-Policy"
 #: Only scripts already allowed on the page can make a blob: URL, so this adds no source of code.
 REDOC_POLICY = f"{POLICY}; worker-src 'self' blob:"
+#: A downloaded report (`monitoring.reports`) carries its own inline script and data: should a browser show
+#: it rather than save it, it runs sandboxed (an opaque origin, no script) and loads nothing.
+DOWNLOAD_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
 
 View = Callable[..., HttpResponse]
 

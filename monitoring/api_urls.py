@@ -20,6 +20,7 @@ from monitoring.fusion import api as fusion_api
 from monitoring.machine_judges import api as machine_judges
 from monitoring.pooling import api as pools
 from monitoring.recsys_fraud import api as recsys_fraud
+from monitoring.reports import api as reports
 from monitoring.reuse import api as reuse
 from monitoring.teams import api as teams
 
@@ -68,6 +69,18 @@ urlpatterns = [
     path("teams/<slug:team>/comparisons/<int:pk>/", comparisons.comparison_detail, name="comparison"),
     path("teams/<slug:team>/fusions/", fusion_api.fusion_list, name="fusions"),
     path("teams/<slug:team>/fusions/<int:pk>/", fusion_api.fusion_detail, name="fusion"),
+    # Reports to share and cite (`monitoring.reports.api`).
+    path(
+        "teams/<slug:team>/evaluations/<int:pk>/report/", reports.evaluation_report, name="evaluation-report"
+    ),
+    path(
+        "teams/<slug:team>/comparisons/<int:pk>/report/", reports.comparison_report, name="comparison-report"
+    ),
+    path(
+        "teams/<slug:team>/streams/<slug:stream>/runs/<int:pk>/report/",
+        reports.monitor_run_report,
+        name="stream-run-report",
+    ),
     path("teams/<slug:team>/alert-rules/", alerts.rule_list, name="alert-rules"),
     path("teams/<slug:team>/alert-rules/<int:pk>/", alerts.rule_detail, name="alert-rule"),
     path("teams/<slug:team>/channels/", alerts.channel_list, name="channels"),

@@ -20,6 +20,7 @@ from monitoring.fusion import views as fusions
 from monitoring.machine_judges import views as machine_judges
 from monitoring.pooling import views as pools
 from monitoring.recsys_fraud import views as recsys_fraud
+from monitoring.reports import views as reports
 from monitoring.reuse import views as reuse
 from monitoring.teams import members
 from monitoring.teams import views as teams
@@ -71,6 +72,27 @@ urlpatterns = [
     path(
         TEAM + "comparisons/<int:pk>/pairs/<int:pair>.csv", comparisons.pair_csv, name="comparison-pair-csv"
     ),
+    # Reports to share and cite (`monitoring.reports.views`).
+    path(TEAM + "evaluations/<int:pk>/report.html", reports.evaluation_report, name="evaluation-report"),
+    path(
+        TEAM + "comparisons/<int:pk>/report.html",
+        reports.comparison_report,
+        {"fmt": "html"},
+        name="comparison-report",
+    ),
+    path(
+        TEAM + "comparisons/<int:pk>/table.tex",
+        reports.comparison_report,
+        {"fmt": "latex"},
+        name="comparison-latex",
+    ),
+    path(
+        TEAM + "comparisons/<int:pk>/table.md",
+        reports.comparison_report,
+        {"fmt": "markdown"},
+        name="comparison-markdown",
+    ),
+    path(STREAM + "report.html", reports.monitor_run_report, name="stream-run-report"),
     path(TEAM + "leaderboard/<int:pk>/", leaderboard.leaderboard, name="leaderboard"),
     path(TEAM + "leaderboard/<int:pk>/leaderboard.csv", leaderboard.leaderboard_csv, name="leaderboard-csv"),
     # Reusability, annotator sensitivity and the planner of a qrels source (`monitoring.reuse.views`).
