@@ -6,6 +6,7 @@ quality recompute, and never a gold label."""
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -149,3 +150,42 @@ class TestAnnotatorHome:
         for text in [gold[0].document.doc_id, "bob", "is_gold"]:
             assert text not in page
         assert GoldLabel.objects.filter(task__project=project).count() == 4
+
+
+@pytest.mark.services
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_homes_answer_what_changed_and_a_lead_downloads_every_answer_in_chromium(
+    page: Any, live_server: Any, team: Team, lena: User, alice: User
+) -> None:
+    from tests.conftest import ALICE, LENA, browser_log_in, screenshot_path
+    from tests.monitoring.conftest import VERA
+
+    evaluated(team, "bm25", 5)
+    project = build_project(
+        lead=lena, annotators=[alice], slug="alpha", topics=1, docs_per_topic=4, gold_per_topic=2
+    )
+    tasks = list(Task.objects.filter(project=project).order_by("pk"))
+    record_answers(project, [(alice, tasks[0], 3), (alice, tasks[1], 1), (alice, tasks[2], 2)])
+    assert quality.quality_snapshot_refresh(project_id=project.pk) == "done"
+
+    browser_log_in(page, live_server, VERA.username, VERA.password)
+    assert "bm25 evaluated on judged" in page.locator("#activity").inner_text()
+    page.locator("#activity").get_by_role("link", name="bm25 evaluated on judged").click()
+    assert page.get_by_role("heading", level=1).inner_text() == "Run bm25"
+    page.screenshot(path=str(screenshot_path("home-what-changed.png")))
+
+    page.context.clear_cookies()
+    browser_log_in(page, live_server, ALICE.username, ALICE.password)
+    queues = page.locator("#home-queues").inner_text()
+    assert "Alpha" in queues and "1" in queues and "3" in queues
+    assert page.locator("#accuracy-alpha tbody tr").count() == 1
+    assert "0.50" in page.locator("#accuracy-alpha").inner_text() and "gold" not in page.content().lower()
+
+    page.context.clear_cookies()
+    browser_log_in(page, live_server, LENA.username, LENA.password)
+    page.goto(f"{live_server.url}/projects/alpha/")
+    with page.expect_download() as download:
+        page.locator("#answers-export").get_by_role("link", name="CSV").click()
+    text = Path(download.value.path()).read_text(encoding="utf-8")
+    assert text.splitlines()[0].startswith("annotator,qid,doc_id,grade") and len(text.splitlines()) == 4
