@@ -171,9 +171,9 @@ def test_the_homes_answer_what_changed_and_a_lead_downloads_every_answer_in_chro
 
     browser_log_in(page, live_server, VERA.username, VERA.password)
     assert "bm25 evaluated on judged" in page.locator("#activity").inner_text()
+    page.screenshot(path=str(screenshot_path("home-what-changed.png")))
     page.locator("#activity").get_by_role("link", name="bm25 evaluated on judged").click()
     assert page.get_by_role("heading", level=1).inner_text() == "Run bm25"
-    page.screenshot(path=str(screenshot_path("home-what-changed.png")))
 
     page.context.clear_cookies()
     browser_log_in(page, live_server, ALICE.username, ALICE.password)
