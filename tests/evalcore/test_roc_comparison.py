@@ -12,8 +12,8 @@ from scipy import stats as scipy_stats
 from sklearn.metrics import roc_auc_score
 
 from evalcore.fraud import FraudInputError, pair_by_id, read_ids
-from evalcore.recsys import PER_USER_METRICS, RecsysStats, per_user_values, read_recsys_files
 from evalcore.recsys import METRICS as RECSYS_METRICS
+from evalcore.recsys import PER_USER_METRICS, RecsysStats, per_user_values, read_recsys_files
 from evalcore.stats import StatsInputError, auc_difference_ci, delong_test, midranks
 
 
