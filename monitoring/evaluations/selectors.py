@@ -27,8 +27,10 @@ from monitoring.models import (
     Comparison,
     ComparisonPair,
     Evaluation,
+    FraudComparison,
     FraudScoreEvaluation,
     QrelsSource,
+    RecommendationComparison,
     RecommendationEvaluation,
     Run,
 )
@@ -152,7 +154,14 @@ def comparison_summaries_attach(comparison: Comparison, *, per_query: bool = Tru
     return rows
 
 
-TeamJob = Evaluation | Comparison | RecommendationEvaluation | FraudScoreEvaluation
+TeamJob = (
+    Evaluation
+    | Comparison
+    | RecommendationEvaluation
+    | FraudScoreEvaluation
+    | FraudComparison
+    | RecommendationComparison
+)
 
 #: The team's jobs a page can poll (`monitoring/_job.html`, `jobs.js`), by the name in their URL.
 JOB_MODELS: dict[str, type[TeamJob]] = {
@@ -160,6 +169,8 @@ JOB_MODELS: dict[str, type[TeamJob]] = {
     "comparison": Comparison,
     "recommendation": RecommendationEvaluation,
     "fraud": FraudScoreEvaluation,
+    "fraud-comparison": FraudComparison,
+    "recommendation-comparison": RecommendationComparison,
 }
 # What `Job.state()` reads: the rows' results and parameters are not loaded.
 _STATE_FIELDS = ("id", "team_id", "status", "error", "progress", "progress_note", "attempts", "created_at",

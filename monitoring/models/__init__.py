@@ -9,6 +9,7 @@ from monitoring.embeddings.models import EmbeddingSnapshot, EmbeddingStream, Mon
 from monitoring.evaluations.models import PARAMS, Comparison, ComparisonPair, Evaluation, options_key
 from monitoring.files.models import QrelsSource, Run
 from monitoring.pooling.models import JudgingPool, PoolReprioritise, PoolTask
+from monitoring.recsys_fraud.comparison_models import FraudComparison, RecommendationComparison
 from monitoring.recsys_fraud.models import (
     RECSYS_FILE_ROLES,
     FraudScoreEvaluation,
@@ -32,12 +33,14 @@ __all__ = [
     "Comparison",
     "ComparisonPair",
     "Evaluation",
+    "FraudComparison",
     "FraudScoreEvaluation",
     "FraudScoreSet",
     "JudgingPool",
     "PoolReprioritise",
     "PoolTask",
     "QrelsSource",
+    "RecommendationComparison",
     "RecommendationEvaluation",
     "RecommendationSet",
     "ReuseAnalysis",
