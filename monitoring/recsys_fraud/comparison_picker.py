@@ -22,18 +22,14 @@ class CompareForm(forms.Form):
                                    empty_label="Choose an evaluation…")  # fmt: skip
 
     def __init__(self, *args: Any, evaluation: Evaluation, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "compare_%s")  # the page may hold other forms with their own fields
         super().__init__(*args, **kwargs)
-        field = self.fields["other"]
-        field.queryset = selectors.compare_choices(evaluation)  # type: ignore[attr-defined]
-        field.label_from_instance = _choice_label  # type: ignore[attr-defined]
-        # The picker lists the newest; a POST may name any of the team's others.
-        field.widget.choices = (
-            [("", field.empty_label)]
-            + [  # type: ignore[attr-defined]
-                (row.pk, _choice_label(row))
-                for row in field.queryset[: selectors.COMPARE_CHOICES]  # type: ignore[attr-defined]
-            ]
-        )
+        field: Any = self.fields["other"]
+        field.queryset = selectors.compare_choices(evaluation)
+        field.label_from_instance = _choice_label
+        # The picker lists the newest (one query); a POST may name any of the team's others.
+        newest = [(row.pk, _choice_label(row)) for row in field.queryset[: selectors.COMPARE_CHOICES]]
+        field.widget.choices = [("", field.empty_label), *newest]
 
 
 def _choice_label(evaluation: Evaluation) -> str:

@@ -142,10 +142,15 @@ def _compare_scores(comparison: FraudComparison, progress: ProgressFn) -> dict[s
         "n": paired.n,
         "n_positive": test.n_positive,
         "n_negative": test.n_negative,
-        "delong": {name: json_number(value) for name, value in asdict(test).items()},
-        "bootstrap": {name: json_number(value) for name, value in asdict(interval).items()},
+        "delong": _jsonable(asdict(test)),
+        "bootstrap": _jsonable(asdict(interval)),
         "options_differ": differing_options(a, b, FRAUD_OPTIONS),
     }
+
+
+def _jsonable(values: dict[str, Any]) -> dict[str, Any]:
+    """Counts as they are, floats as JSON numbers (None for an infinite z or a NaN)."""
+    return {name: value if isinstance(value, int) else json_number(value) for name, value in values.items()}
 
 
 def _store(comparison: FraudComparison | RecommendationComparison, result: dict[str, Any]) -> None:

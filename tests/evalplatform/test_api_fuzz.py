@@ -40,6 +40,8 @@ from annotations import imports
 from annotations import qrels as qrels_builds
 from annotations.models import LLMJudgeJob, MachineJudge, MachineLabel, Project, QualityRecompute, Task
 from annotations.quality import services as quality
+from evalcore.fraud import FraudOptions
+from evalcore.recsys import RecsysOptions
 from evalplatform.models import Team
 from evalplatform.teams import team_create
 from evalplatform.wsgi import application
@@ -50,6 +52,7 @@ from monitoring.evaluations import services as evaluations
 from monitoring.files import uploads
 from monitoring.models import AlertEvent, NotificationChannel, ReuseAnalysis
 from monitoring.pooling import services as pooling
+from monitoring.recsys_fraud import comparisons as recsys_fraud_comparisons
 from monitoring.recsys_fraud import services as recsys_fraud
 from series.models import Series
 from series.subjects import stream_series
@@ -145,6 +148,21 @@ def team_objects(team: Team, lead: User) -> dict[str, int]:
     )
     fraud_evaluation = recsys_fraud.fraud_evaluation_create(score_set=scores, enqueue=False)
     recsys_fraud.fraud_evaluation_run(evaluation_id=fraud_evaluation.pk)
+    other_fraud = recsys_fraud.fraud_evaluation_create(
+        score_set=scores, options=FraudOptions(fp_cost=2.0), enqueue=False
+    )
+    recsys_fraud.fraud_evaluation_run(evaluation_id=other_fraud.pk)
+    other_recsys = recsys_fraud.recommendation_evaluation_create(
+        recommendation_set=recsys, options=RecsysOptions(k=5), enqueue=False
+    )
+    recsys_fraud.recommendation_evaluation_run(evaluation_id=other_recsys.pk)
+    fraud_comparison = recsys_fraud_comparisons.fraud_comparison_create(
+        a=fraud_evaluation, b=other_fraud, enqueue=False
+    )
+    recsys_fraud_comparisons.fraud_comparison_run(comparison_id=fraud_comparison.pk)
+    recsys_comparison = recsys_fraud_comparisons.recommendation_comparison_create(
+        a=recsys_evaluation, b=other_recsys, enqueue=False
+    )
     channel = NotificationChannel.objects.create(
         team=team, name="ops", kind="webhook", target="https://x.test/"
     )
@@ -153,6 +171,8 @@ def team_objects(team: Team, lead: User) -> dict[str, int]:
         "evaluations": evaluation.pk, "comparisons": comparison.pk, "recommendation-sets": recsys.pk,
         "recommendation-evaluations": recsys_evaluation.pk, "fraud-score-sets": scores.pk,
         "fraud-evaluations": fraud_evaluation.pk, "channels": channel.pk,
+        "other-fraud-evaluation": other_fraud.pk, "fraud-comparisons": fraud_comparison.pk,
+        "recommendation-comparisons": recsys_comparison.pk,
         **stream_objects(team, channel),
     }  # fmt: skip
 
@@ -244,6 +264,7 @@ def body_references(world: World) -> dict[str, Any]:
         "run": ids["runs"], "runs": [ids["runs"], ids["other-run"]], "qrels": ids["qrels"],
         "recommendation_set": ids["recommendation-sets"], "score_set": ids["fraud-score-sets"],
         "channels": [ids["channels"]], "stream": world.stream,
+        "evaluation_a": ids["fraud-evaluations"], "evaluation_b": ids["other-fraud-evaluation"],
     }  # fmt: skip
 
 

@@ -24,9 +24,13 @@ from django.core.management import call_command
 from django.db import DatabaseError, models, transaction
 from django.test import Client
 
-from annotations.models import ImportJob, MachineJudge, Project, QrelsBuild
+from annotations.models import ImportJob, LLMJudgeJob, MachineJudge, Project, QrelsBuild
+from evalcore.recsys import RecsysOptions
+from evalplatform.models import TeamMembership
 from monitoring import models as monitoring_models
 from monitoring.models import EmbeddingStream
+from monitoring.recsys_fraud import comparisons
+from monitoring.recsys_fraud import services as recsys_fraud
 from monitoring.reuse import services as reuse
 from series.models import Series
 
@@ -40,7 +44,7 @@ PARAMETERS = {
     "EmbeddingStream.params", "AlertRule.threshold", "AlertRule.effect_threshold", "Evaluation.confidence",
     "Comparison.alpha", "Comparison.confidence", "RecommendationEvaluation.head_share",
     "FraudScoreEvaluation.target_fpr", "FraudScoreEvaluation.fp_cost", "FraudScoreEvaluation.fn_cost",
-    "JudgingPool.rbp_p",
+    "JudgingPool.rbp_p", "FraudComparison.confidence", "RecommendationComparison.confidence",
 }  # fmt: skip
 PLANTED = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 #: The model behind each `{id}` of a path, by the segment before it.
@@ -48,13 +52,17 @@ ID_MODELS: dict[str, type[models.Model]] = {
     "alert-rules": monitoring_models.AlertRule,
     "comparisons": monitoring_models.Comparison,
     "evaluations": monitoring_models.Evaluation,
+    "fraud-comparisons": monitoring_models.FraudComparison,
     "fraud-evaluations": monitoring_models.FraudScoreEvaluation,
     "fraud-score-sets": monitoring_models.FraudScoreSet,
     "imports": ImportJob,
+    "llm-judge-jobs": LLMJudgeJob,
     "machine-judges": MachineJudge,
+    "members": TeamMembership,
     "leaderboard": monitoring_models.QrelsSource,
     "pools": monitoring_models.JudgingPool,
     "qrels": monitoring_models.QrelsSource,
+    "recommendation-comparisons": monitoring_models.RecommendationComparison,
     "recommendation-evaluations": monitoring_models.RecommendationEvaluation,
     "recommendation-sets": monitoring_models.RecommendationSet,
     "reuse-analyses": monitoring_models.ReuseAnalysis,
@@ -191,6 +199,23 @@ def page_problems(pages: list[str], editor: Client, lead: Client) -> list[str]:
     return problems
 
 
+def comparisons_of_demo_sets() -> None:
+    """The demo's fraud and recommendation sets evaluated again with other options, and each pair compared,
+    so that the comparisons' replies and pages are read too."""
+    fraud = monitoring_models.FraudScoreEvaluation.objects.get(team__slug="search")
+    other_fraud = recsys_fraud.fraud_evaluation_create(score_set=fraud.score_set, enqueue=False)
+    recsys_fraud.fraud_evaluation_run(evaluation_id=other_fraud.pk)
+    compared = comparisons.fraud_comparison_create(a=fraud, b=other_fraud, enqueue=False)
+    assert comparisons.fraud_comparison_run(comparison_id=compared.pk).status == "done"
+    recs = monitoring_models.RecommendationEvaluation.objects.get(team__slug="search")
+    other_recs = recsys_fraud.recommendation_evaluation_create(
+        recommendation_set=recs.recommendation_set, options=RecsysOptions(k=5), enqueue=False
+    )
+    recsys_fraud.recommendation_evaluation_run(evaluation_id=other_recs.pk)
+    paired = comparisons.recommendation_comparison_create(a=recs, b=other_recs, enqueue=False)
+    assert comparisons.recommendation_comparison_run(comparison_id=paired.pk).status == "done"
+
+
 def refuse_constant(constant: str) -> None:
     raise ValueError(f"non-standard JSON constant {constant}")
 
@@ -216,6 +241,11 @@ def test_it_answers_strict_json_from_every_get_endpoint_with_undefined_values_st
     reuse.reuse_analysis_run(analysis_id=analysis.pk)
     analysis.refresh_from_db()
     assert analysis.status == "done", analysis.error
+    comparisons_of_demo_sets()
+    demo_project = Project.objects.get(slug="python-help")  # an LLM judge job, so its reply is read too
+    LLMJudgeJob.objects.create(
+        project=demo_project, judge=MachineJudge.objects.filter(project=demo_project).first(), limit=5
+    )
     editor, lead, annotator = (Client(raise_request_exception=False) for _ in range(3))
     editor.force_login(User.objects.get(username="analyst"))
     lead.force_login(User.objects.get(username="lead"))
