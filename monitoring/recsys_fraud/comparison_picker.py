@@ -16,20 +16,35 @@ Evaluation = FraudScoreEvaluation | RecommendationEvaluation
 
 
 class CompareForm(forms.Form):
-    """The other evaluation to compare this one with: the team's others of the kind, newest first."""
+    """What to compare this evaluation with: one of the team's other evaluations of the kind, or another
+    set of the kind, evaluated with this evaluation's options (found or started). Exactly one of the two."""
 
     other = forms.ModelChoiceField(queryset=FraudScoreEvaluation.objects.none(), label="Compare with",
-                                   empty_label="Choose an evaluation…")  # fmt: skip
+                                   required=False, empty_label="Choose an evaluation…")  # fmt: skip
+    other_set = forms.ModelChoiceField(
+        queryset=FraudScoreEvaluation.objects.none(), label="or another set, evaluated with these options",
+        required=False, empty_label="Choose a set…",
+    )  # fmt: skip
 
     def __init__(self, *args: Any, evaluation: Evaluation, **kwargs: Any) -> None:
         kwargs.setdefault("auto_id", "compare_%s")  # the page may hold other forms with their own fields
         super().__init__(*args, **kwargs)
-        field: Any = self.fields["other"]
-        field.queryset = selectors.compare_choices(evaluation)
-        field.label_from_instance = _choice_label
-        # The picker lists the newest (one query); a POST may name any of the team's others.
-        newest = [(row.pk, _choice_label(row)) for row in field.queryset[: selectors.COMPARE_CHOICES]]
-        field.widget.choices = [("", field.empty_label), *newest]
+        fields: Any = self.fields
+        fields["other"].queryset = selectors.compare_choices(evaluation)
+        fields["other"].label_from_instance = _choice_label
+        fields["other_set"].queryset = selectors.compare_sets(evaluation)
+        # The pickers list the newest (one query each); a POST may name any of the team's others.
+        for name, label in (("other", _choice_label), ("other_set", str)):
+            newest = [(row.pk, label(row)) for row in fields[name].queryset[: selectors.COMPARE_CHOICES]]
+            fields[name].widget.choices = [("", fields[name].empty_label), *newest]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if not self.errors and (data.get("other") is None) == (data.get("other_set") is None):
+            self.add_error(
+                "other", "Choose an evaluation, or a set to evaluate with these options (one of the two)."
+            )
+        return data
 
 
 def _choice_label(evaluation: Evaluation) -> str:

@@ -42,8 +42,13 @@ def fraud_compare(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     evaluation = selectors.get_fraud_evaluation(team=membership.team, pk=pk)
     form = CompareForm(request.POST, evaluation=evaluation)
     if form.is_valid():
-        comparison = comparisons.fraud_comparison_create(
-            a=evaluation, b=form.cleaned_data["other"], created_by=request.user
+        other, other_set = form.cleaned_data["other"], form.cleaned_data["other_set"]
+        comparison = (
+            comparisons.fraud_comparison_create(a=evaluation, b=other, created_by=request.user)
+            if other is not None
+            else comparisons.fraud_comparison_with_set(
+                a=evaluation, score_set=other_set, created_by=request.user
+            )
         )
         return _started(request, comparison)
     context: dict[str, Any] = {"evaluation": evaluation, "owner": evaluation.score_set}
@@ -60,8 +65,13 @@ def recsys_compare(request: SignedInRequest, team: str, pk: int) -> HttpResponse
     evaluation = selectors.get_recommendation_evaluation(team=membership.team, pk=pk)
     form = CompareForm(request.POST, evaluation=evaluation)
     if form.is_valid():
-        comparison = comparisons.recommendation_comparison_create(
-            a=evaluation, b=form.cleaned_data["other"], created_by=request.user
+        other, other_set = form.cleaned_data["other"], form.cleaned_data["other_set"]
+        comparison = (
+            comparisons.recommendation_comparison_create(a=evaluation, b=other, created_by=request.user)
+            if other is not None
+            else comparisons.recommendation_comparison_with_set(
+                a=evaluation, recommendation_set=other_set, created_by=request.user
+            )
         )
         return _started(request, comparison)
     context: dict[str, Any] = {"evaluation": evaluation, "owner": evaluation.recommendation_set}

@@ -40,8 +40,17 @@ from evalcore.stats import (
 from evalplatform.auth import User
 from evalplatform.jobs import Job, JobError, JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
 from monitoring.recsys_fraud.comparison_models import FraudComparison, RecommendationComparison
-from monitoring.recsys_fraud.jobs import _read_named
-from monitoring.recsys_fraud.models import FraudScoreEvaluation, RecommendationEvaluation
+from monitoring.recsys_fraud.jobs import (
+    _read_named,
+    fraud_evaluation_create,
+    recommendation_evaluation_create,
+)
+from monitoring.recsys_fraud.models import (
+    FraudScoreEvaluation,
+    FraudScoreSet,
+    RecommendationEvaluation,
+    RecommendationSet,
+)
 
 C = TypeVar("C", FraudComparison, RecommendationComparison)
 
@@ -92,6 +101,32 @@ def recommendation_comparison_create(
 ) -> RecommendationComparison:
     """The comparison of recommendation evaluation `a` with `b`, queued on commit."""
     return _create(RecommendationComparison, a=a, b=b, created_by=created_by, enqueue=enqueue)
+
+
+@transaction.atomic
+def fraud_comparison_with_set(
+    *, a: FraudScoreEvaluation, score_set: FraudScoreSet, created_by: User | None = None, enqueue: bool = True
+) -> FraudComparison:
+    """`a` compared with `score_set` evaluated with `a`'s options (the evaluation found, or queued)."""
+    b = fraud_evaluation_create(
+        score_set=score_set, options=a.options(), created_by=created_by, enqueue=enqueue
+    )
+    return fraud_comparison_create(a=a, b=b, created_by=created_by, enqueue=enqueue)
+
+
+@transaction.atomic
+def recommendation_comparison_with_set(
+    *,
+    a: RecommendationEvaluation,
+    recommendation_set: RecommendationSet,
+    created_by: User | None = None,
+    enqueue: bool = True,
+) -> RecommendationComparison:
+    """`a` compared with `recommendation_set` evaluated with `a`'s options (found, or queued)."""
+    b = recommendation_evaluation_create(
+        recommendation_set=recommendation_set, options=a.options(), created_by=created_by, enqueue=enqueue
+    )
+    return recommendation_comparison_create(a=a, b=b, created_by=created_by, enqueue=enqueue)
 
 
 def differing_options(a: Job, b: Job, names: tuple[str, ...]) -> list[str]:

@@ -358,3 +358,11 @@ def compare_choices(evaluation: RecommendationEvaluation | FraudScoreEvaluation)
     else:
         rows = team_recommendation_evaluations(team=evaluation.team)
     return rows.exclude(pk=evaluation.pk).defer("curves", "summary")
+
+
+def compare_sets(evaluation: RecommendationEvaluation | FraudScoreEvaluation) -> QuerySet[Any]:
+    """The team's other sets of the kind, newest first, that a picker offers to evaluate with the same
+    options and compare."""
+    if isinstance(evaluation, FraudScoreEvaluation):
+        return team_fraud_score_sets(team=evaluation.team).exclude(pk=evaluation.score_set_id)
+    return team_recommendation_sets(team=evaluation.team).exclude(pk=evaluation.recommendation_set_id)

@@ -254,6 +254,39 @@ class TestComparisonPages:
         assert response.status_code == 400
         assert "Select a valid choice" in response.content.decode() and not FraudComparison.objects.exists()
 
+    def test_it_evaluates_another_set_with_the_same_options_and_compares_it(
+        self,
+        client: Client,
+        theo: User,
+        team: Team,
+        fraud_pair: Any,
+        queued: QueuedTasks,
+        django_capture_on_commit_callbacks: Any,
+    ) -> None:
+        a = fraud_pair[0]
+        labels, _, b = two_models()
+        fresh = recsys_fraud.fraud_score_set_upload(
+            team=team, name="fresh", scores=csv_file("f.csv", scores_text(labels, b))
+        )
+        client.force_login(theo)
+        assert (
+            f'<option value="{fresh.pk}">fresh</option>' in client.get(a.get_absolute_url()).content.decode()
+        )
+        url = f"/teams/search/fraud-scores/evaluations/{a.pk}/compare/"
+        neither = client.post(url, {})
+        assert neither.status_code == 400 and "one of the two" in neither.content.decode()
+        both = client.post(url, {"other": fraud_pair[1].pk, "other_set": fresh.pk})
+        assert both.status_code == 400 and not FraudComparison.objects.exists()
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(url, {"other_set": fresh.pk})
+        comparison = FraudComparison.objects.get()
+        assert response.status_code == 302 and comparison.evaluation_b.score_set == fresh
+        assert comparison.evaluation_b.options() == a.options()
+        assert sorted(queued.names()) == [
+            "monitoring.tasks.fraud_comparison_run",
+            "monitoring.tasks.fraud_evaluation_run",
+        ]
+
     def test_a_viewer_reads_but_cannot_start_a_comparison(
         self, client: Client, vera: User, fraud_pair: Any
     ) -> None:
@@ -288,6 +321,27 @@ class TestComparisonPages:
             client.get(f"/teams/search/recommendations/comparisons/{comparison.pk}/nope.csv").status_code
             == 404
         )
+
+    def test_the_recommendation_picker_starts_a_comparison(
+        self,
+        client: Client,
+        theo: User,
+        recs_pair: Any,
+        queued: QueuedTasks,
+        django_capture_on_commit_callbacks: Any,
+    ) -> None:
+        a, b = recs_pair
+        client.force_login(theo)
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(
+                f"/teams/search/recommendations/evaluations/{a.pk}/compare/", {"other": b.pk}
+            )
+        comparison = RecommendationComparison.objects.get()
+        assert (comparison.evaluation_a, comparison.evaluation_b) == (a, b)
+        assert response.status_code == 302 and response["Location"] == comparison.get_absolute_url()
+        assert queued.names() == ["monitoring.tasks.recommendation_comparison_run"]
+        page = client.get(comparison.get_absolute_url()).content.decode()
+        assert 'data-job-url="/teams/search/jobs/recommendation-comparison/' in page
 
     def test_an_evaluation_page_lists_its_comparisons_in_a_bounded_number_of_queries(
         self, client: Client, theo: User, team: Team, fraud_pair: Any
