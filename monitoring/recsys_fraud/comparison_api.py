@@ -2,7 +2,8 @@
 /api/teams/<team>/.
 
 Start one with the two evaluations' ids (`evaluation_a`, `evaluation_b`: the team's, of the kind, not the
-same one): a job on the worker, 202 while it waits or runs, 200 once done (the same pair returns the same
+same one), or with `evaluation_a` and another set (`score_set_b`, `recommendation_set_b`) to evaluate with
+A's options: a job on the worker, 202 while it waits or runs, 200 once done (the same pair returns the same
 comparison; a failed one is queued again). Read it back with its job state and, once done, its `result`:
 for fraud, DeLong's test (`delong`: auc_a, auc_b, difference, variances, std_error, z, p_value) and the
 bootstrap interval of the difference (`bootstrap`); for recommendations, per metric the paired tests
@@ -31,10 +32,7 @@ from monitoring.common.serializers import (
     link,
 )
 from monitoring.evaluations.api.evaluations import queued_status
-from monitoring.models import (
-    FraudScoreEvaluation,
-    RecommendationEvaluation,
-)
+from monitoring.models import FraudScoreEvaluation, FraudScoreSet, RecommendationEvaluation, RecommendationSet
 from monitoring.recsys_fraud import comparisons, selectors
 
 TAGS = ["recommendation and fraud"]
@@ -43,8 +41,17 @@ STARTED = {400: FIELD_ERRORS, 403: FORBIDDEN, 404: NOT_FOUND,
 
 
 class _PairIn(serializers.Serializer):
+    """`evaluation_a` and either `evaluation_b` or another set (`*_set_b`) to evaluate with A's options."""
+
+    set_field = ""
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs["evaluation_a"].pk == attrs["evaluation_b"].pk:
+        other, other_set = attrs.get("evaluation_b"), attrs.get(self.set_field)
+        if (other is None) == (other_set is None):
+            raise serializers.ValidationError(
+                {"evaluation_b": [f"Give evaluation_b or {self.set_field}, one of the two."]}
+            )
+        if other is not None and other.pk == attrs["evaluation_a"].pk:
             raise serializers.ValidationError(
                 {"evaluation_b": ["Choose another evaluation than evaluation_a."]}
             )
@@ -52,13 +59,23 @@ class _PairIn(serializers.Serializer):
 
 
 class FraudComparisonIn(_PairIn):
+    set_field = "score_set_b"
     evaluation_a = TeamObjectField(FraudScoreEvaluation, "fraud evaluation")
-    evaluation_b = TeamObjectField(FraudScoreEvaluation, "fraud evaluation")
+    evaluation_b = TeamObjectField(FraudScoreEvaluation, "fraud evaluation", required=False)
+    score_set_b = TeamObjectField(
+        FraudScoreSet, "fraud score set", required=False,
+        help_text="Instead of evaluation_b: a score set, evaluated with evaluation_a's options (found or queued).",
+    )  # fmt: skip
 
 
 class RecommendationComparisonIn(_PairIn):
+    set_field = "recommendation_set_b"
     evaluation_a = TeamObjectField(RecommendationEvaluation, "recommendation evaluation")
-    evaluation_b = TeamObjectField(RecommendationEvaluation, "recommendation evaluation")
+    evaluation_b = TeamObjectField(RecommendationEvaluation, "recommendation evaluation", required=False)
+    recommendation_set_b = TeamObjectField(
+        RecommendationSet, "recommendation set", required=False,
+        help_text="Instead of evaluation_b: a recommendation set, evaluated with evaluation_a's options.",
+    )  # fmt: skip
 
 
 class _ComparisonOut(JobStateOut):
@@ -105,14 +122,25 @@ def _start(request: Request, team: str, kind: str) -> Response:
         data=request.data, context={"team": membership.team}
     )
     data.is_valid(raise_exception=True)
-    a, b = data.validated_data["evaluation_a"], data.validated_data["evaluation_b"]
+    values, who = data.validated_data, request.user
+    a, b = values["evaluation_a"], values.get("evaluation_b")
     if fraud:
-        created: Any = comparisons.fraud_comparison_create(a=a, b=b, created_by=request.user)
+        created: Any = (
+            comparisons.fraud_comparison_create(a=a, b=b, created_by=who)
+            if b is not None
+            else comparisons.fraud_comparison_with_set(a=a, score_set=values["score_set_b"], created_by=who)
+        )
         found: Any = selectors.get_fraud_comparison(team=membership.team, pk=created.pk)
         return Response(
             FraudComparisonOut(found, context={"request": request}).data, status=queued_status(found)
         )
-    created = comparisons.recommendation_comparison_create(a=a, b=b, created_by=request.user)
+    created = (
+        comparisons.recommendation_comparison_create(a=a, b=b, created_by=who)
+        if b is not None
+        else comparisons.recommendation_comparison_with_set(
+            a=a, recommendation_set=values["recommendation_set_b"], created_by=who
+        )
+    )
     found = selectors.get_recommendation_comparison(team=membership.team, pk=created.pk)
     return Response(
         RecommendationComparisonOut(found, context={"request": request}).data, status=queued_status(found)

@@ -265,6 +265,7 @@ def body_references(world: World) -> dict[str, Any]:
         "recommendation_set": ids["recommendation-sets"], "score_set": ids["fraud-score-sets"],
         "channels": [ids["channels"]], "stream": world.stream,
         "evaluation_a": ids["fraud-evaluations"], "evaluation_b": ids["other-fraud-evaluation"],
+        "score_set_b": ids["fraud-score-sets"], "recommendation_set_b": ids["recommendation-sets"],
     }  # fmt: skip
 
 

@@ -414,3 +414,21 @@ class TestComparisonApi:
         assert wrong.status_code == 400 and "The team has no recommendation evaluation 987654" in str(
             wrong.json()
         )
+        neither = api.post("/api/teams/search/fraud-comparisons/", {"evaluation_a": a.pk}, format="json")
+        assert neither.status_code == 400 and "one of the two" in str(neither.json())
+
+    def test_it_compares_with_another_set_evaluated_with_the_same_options(
+        self, theo: User, team: Team, recs_pair: Any, queued: QueuedTasks
+    ) -> None:
+        api = APIClient()
+        api.force_authenticate(theo)
+        a = recs_pair[0]
+        other_set = recs_pair[1].recommendation_set
+        recs_pair[1].delete()  # the set has no evaluation any more: the comparison starts one
+        response = api.post("/api/teams/search/recommendation-comparisons/",
+                            {"evaluation_a": a.pk, "recommendation_set_b": other_set.pk}, format="json")  # fmt: skip
+        assert response.status_code == 202, response.content
+        b = RecommendationEvaluation.objects.get(recommendation_set=other_set)
+        assert (
+            response.json()["evaluation_b"] == b.pk and b.options() == a.options() and b.status == "pending"
+        )
