@@ -122,29 +122,36 @@ def _start(request: Request, team: str, kind: str) -> Response:
         data=request.data, context={"team": membership.team}
     )
     data.is_valid(raise_exception=True)
-    values, who = data.validated_data, request.user
+    values = data.validated_data
+    try:
+        found = _created(membership.team, values, fraud=fraud, created_by=request.user)
+    except comparisons.ComparisonRefused as error:
+        raise serializers.ValidationError({FraudComparisonIn.set_field if fraud else
+                                           RecommendationComparisonIn.set_field: [str(error)]}) from None  # fmt: skip
+    shape = FraudComparisonOut if fraud else RecommendationComparisonOut
+    return Response(shape(found, context={"request": request}).data, status=queued_status(found))
+
+
+def _created(team: Any, values: dict[str, Any], *, fraud: bool, created_by: Any) -> Any:
+    """The comparison asked for, found or created (a set named for B is evaluated with A's options)."""
     a, b = values["evaluation_a"], values.get("evaluation_b")
     if fraud:
         created: Any = (
-            comparisons.fraud_comparison_create(a=a, b=b, created_by=who)
+            comparisons.fraud_comparison_create(a=a, b=b, created_by=created_by)
             if b is not None
-            else comparisons.fraud_comparison_with_set(a=a, score_set=values["score_set_b"], created_by=who)
+            else comparisons.fraud_comparison_with_set(
+                a=a, score_set=values["score_set_b"], created_by=created_by
+            )
         )
-        found: Any = selectors.get_fraud_comparison(team=membership.team, pk=created.pk)
-        return Response(
-            FraudComparisonOut(found, context={"request": request}).data, status=queued_status(found)
-        )
+        return selectors.get_fraud_comparison(team=team, pk=created.pk)
     created = (
-        comparisons.recommendation_comparison_create(a=a, b=b, created_by=who)
+        comparisons.recommendation_comparison_create(a=a, b=b, created_by=created_by)
         if b is not None
         else comparisons.recommendation_comparison_with_set(
-            a=a, recommendation_set=values["recommendation_set_b"], created_by=who
+            a=a, recommendation_set=values["recommendation_set_b"], created_by=created_by
         )
     )
-    found = selectors.get_recommendation_comparison(team=membership.team, pk=created.pk)
-    return Response(
-        RecommendationComparisonOut(found, context={"request": request}).data, status=queued_status(found)
-    )
+    return selectors.get_recommendation_comparison(team=team, pk=created.pk)
 
 
 DESCRIPTION = ("Answers 202 with the comparison and its job state; poll `url` until `status` is `done` (or `failed`, "

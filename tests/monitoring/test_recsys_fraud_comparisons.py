@@ -432,3 +432,6 @@ class TestComparisonApi:
         assert (
             response.json()["evaluation_b"] == b.pk and b.options() == a.options() and b.status == "pending"
         )
+        own = api.post("/api/teams/search/recommendation-comparisons/",
+                       {"evaluation_a": a.pk, "recommendation_set_b": a.recommendation_set_id}, format="json")  # fmt: skip
+        assert own.status_code == 400 and "compared with itself" in str(own.json()["recommendation_set_b"])
