@@ -54,7 +54,7 @@ test-gpu: $(VENV)/.dev-installed
 # Refresh the README's screenshots (docs/*.png) from the browser tests.
 screenshots: $(VENV)/.dev-installed
 	$(MAKE) pytest PYTEST_ARGS="-q -k 'five_tasks or draws_the_demo or readable_measure or adjudicates_a_disagreement' tests/annotations" UPDATE_SCREENSHOTS=1
-	$(MAKE) pytest PYTEST_ARGS="-q tests/monitoring/test_browser_evaluation.py tests/monitoring/test_recsys_fraud_browser.py tests/monitoring/test_browser_streams.py" UPDATE_SCREENSHOTS=1
+	$(MAKE) pytest PYTEST_ARGS="-q tests/monitoring/test_browser_evaluation.py tests/monitoring/test_recsys_fraud_browser.py tests/monitoring/test_recsys_fraud_comparisons_browser.py tests/monitoring/test_browser_streams.py" UPDATE_SCREENSHOTS=1
 
 bench: bench-retrieval bench-agreement
 
