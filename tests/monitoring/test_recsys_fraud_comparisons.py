@@ -435,3 +435,27 @@ class TestComparisonApi:
         own = api.post("/api/teams/search/recommendation-comparisons/",
                        {"evaluation_a": a.pk, "recommendation_set_b": a.recommendation_set_id}, format="json")  # fmt: skip
         assert own.status_code == 400 and "compared with itself" in str(own.json()["recommendation_set_b"])
+
+    def test_it_lists_comparisons_in_a_bounded_number_of_queries(
+        self, theo: User, team: Team, fraud_pair: Any
+    ) -> None:
+        api = APIClient()
+        api.force_authenticate(theo)
+        a = fraud_pair[0]
+        labels, _, b = two_models()
+
+        def count() -> int:
+            with CaptureQueriesContext(connection) as queries:
+                assert api.get("/api/teams/search/fraud-comparisons/").status_code == 200
+            return len(queries)
+
+        comparisons.fraud_comparison_create(a=a, b=fraud_pair[1], enqueue=False)
+        few = count()
+        for i in range(4):
+            text = scores_text(labels, b)
+            other = recsys_fraud.fraud_score_set_upload(
+                team=team, name=f"m{i}", scores=csv_file("s.csv", text)
+            )
+            comparisons.fraud_comparison_with_set(a=a, score_set=other, enqueue=False)
+        assert count() <= few <= 8
+        assert api.get("/api/teams/search/fraud-comparisons/").json()["count"] == 5
