@@ -43,14 +43,18 @@ def fraud_compare(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     form = CompareForm(request.POST, evaluation=evaluation)
     if form.is_valid():
         other, other_set = form.cleaned_data["other"], form.cleaned_data["other_set"]
-        comparison = (
-            comparisons.fraud_comparison_create(a=evaluation, b=other, created_by=request.user)
-            if other is not None
-            else comparisons.fraud_comparison_with_set(
-                a=evaluation, score_set=other_set, created_by=request.user
+        try:
+            comparison = (
+                comparisons.fraud_comparison_create(a=evaluation, b=other, created_by=request.user)
+                if other is not None
+                else comparisons.fraud_comparison_with_set(
+                    a=evaluation, score_set=other_set, created_by=request.user
+                )
             )
-        )
-        return _started(request, comparison)
+        except comparisons.ComparisonRefused as error:
+            form.add_error("other", str(error))
+        else:
+            return _started(request, comparison)
     context: dict[str, Any] = {"evaluation": evaluation, "owner": evaluation.score_set}
     if evaluation.status == JobStatus.DONE:
         context.update(evaluation_views._fraud_dashboard(evaluation))
@@ -66,14 +70,18 @@ def recsys_compare(request: SignedInRequest, team: str, pk: int) -> HttpResponse
     form = CompareForm(request.POST, evaluation=evaluation)
     if form.is_valid():
         other, other_set = form.cleaned_data["other"], form.cleaned_data["other_set"]
-        comparison = (
-            comparisons.recommendation_comparison_create(a=evaluation, b=other, created_by=request.user)
-            if other is not None
-            else comparisons.recommendation_comparison_with_set(
-                a=evaluation, recommendation_set=other_set, created_by=request.user
+        try:
+            comparison = (
+                comparisons.recommendation_comparison_create(a=evaluation, b=other, created_by=request.user)
+                if other is not None
+                else comparisons.recommendation_comparison_with_set(
+                    a=evaluation, recommendation_set=other_set, created_by=request.user
+                )
             )
-        )
-        return _started(request, comparison)
+        except comparisons.ComparisonRefused as error:
+            form.add_error("other", str(error))
+        else:
+            return _started(request, comparison)
     context: dict[str, Any] = {"evaluation": evaluation, "owner": evaluation.recommendation_set}
     if evaluation.status == JobStatus.DONE:
         context.update(evaluation_views._recsys_dashboard(evaluation))
