@@ -54,7 +54,7 @@ test-gpu: $(VENV)/.dev-installed
 # Refresh the README's screenshots (docs/*.png) from the browser tests.
 screenshots: $(VENV)/.dev-installed
 	$(MAKE) pytest PYTEST_ARGS="-q -k 'five_tasks or draws_the_demo or readable_measure or adjudicates_a_disagreement' tests/annotations" UPDATE_SCREENSHOTS=1
-	$(MAKE) pytest PYTEST_ARGS="-q tests/monitoring/test_browser_evaluation.py tests/monitoring/test_recsys_fraud_browser.py tests/monitoring/test_browser_streams.py tests/monitoring/test_browser_stream_journey.py" UPDATE_SCREENSHOTS=1
+	$(MAKE) pytest PYTEST_ARGS="-q tests/monitoring/test_browser_evaluation.py tests/monitoring/test_recsys_fraud_browser.py tests/monitoring/test_recsys_fraud_comparisons_browser.py tests/monitoring/test_browser_streams.py tests/monitoring/test_browser_stream_journey.py" UPDATE_SCREENSHOTS=1
 	$(MAKE) pytest PYTEST_ARGS="-q -m browser tests/monitoring/test_team_people.py tests/monitoring/test_alert_editing.py tests/monitoring/test_editing.py tests/monitoring/test_browser_fusion.py tests/monitoring/test_what_changed.py" UPDATE_SCREENSHOTS=1
 
 bench: bench-retrieval bench-agreement

@@ -27,6 +27,7 @@ second run answers `finished`), and a live claim makes another run wait (`busy`,
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 import uuid
@@ -143,7 +144,9 @@ class Job(models.Model):
         """Progress as a whole percentage: 100 when done, None when unknown."""
         if self.status == JobStatus.DONE:
             return 100
-        return None if self.progress is None else int(round(100 * self.progress))
+        if self.progress is None or not math.isfinite(self.progress):  # unknown, whatever was stored
+            return None
+        return int(round(100 * self.progress))
 
     @property
     def seconds(self) -> float | None:

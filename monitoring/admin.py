@@ -20,6 +20,7 @@ from monitoring.models import (
     EmbeddingSnapshot,
     EmbeddingStream,
     Evaluation,
+    FraudComparison,
     FraudScoreEvaluation,
     FraudScoreSet,
     JudgingPool,
@@ -29,6 +30,7 @@ from monitoring.models import (
     PoolReprioritise,
     PoolTask,
     QrelsSource,
+    RecommendationComparison,
     RecommendationEvaluation,
     RecommendationSet,
     ReuseAnalysis,
@@ -149,6 +151,13 @@ class FraudScoreEvaluationAdmin(ReadOnlyAdmin):
     list_filter = ["status", "team"]
     list_select_related = ["team", "score_set"]
     exclude = ["curves"]
+
+
+@admin.register(FraudComparison, RecommendationComparison)
+class RecsysFraudComparisonAdmin(ReadOnlyAdmin):
+    list_display = ["pk", "team", "evaluation_a_id", "evaluation_b_id", "status", "attempts", "created_at"]
+    list_filter = ["status", "team"]
+    list_select_related = ["team"]
 
 
 # --- embedding monitors and alerts --------------------------------------------------------------------

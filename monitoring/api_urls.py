@@ -20,6 +20,7 @@ from monitoring.fusion import api as fusion_api
 from monitoring.machine_judges import api as machine_judges
 from monitoring.pooling import api as pools
 from monitoring.recsys_fraud import api as recsys_fraud
+from monitoring.recsys_fraud import comparison_api as recsys_fraud_compare
 from monitoring.reports import api as reports
 from monitoring.reuse import api as reuse
 from monitoring.teams import api as teams
@@ -144,6 +145,26 @@ urlpatterns = [
         "teams/<slug:team>/fraud-evaluations/<int:pk>/curves/",
         recsys_fraud.fraud_evaluation_curves,
         name="fraud-evaluation-curves",
+    ),
+    path(
+        "teams/<slug:team>/fraud-comparisons/",
+        recsys_fraud_compare.fraud_comparison_list,
+        name="fraud-comparisons",
+    ),
+    path(
+        "teams/<slug:team>/fraud-comparisons/<int:pk>/",
+        recsys_fraud_compare.fraud_comparison_detail,
+        name="fraud-comparison",
+    ),
+    path(
+        "teams/<slug:team>/recommendation-comparisons/",
+        recsys_fraud_compare.recommendation_comparison_list,
+        name="recommendation-comparisons",
+    ),
+    path(
+        "teams/<slug:team>/recommendation-comparisons/<int:pk>/",
+        recsys_fraud_compare.recommendation_comparison_detail,
+        name="recommendation-comparison",
     ),
     path("teams/<slug:team>/streams/", streams.stream_list, name="streams"),
     path("teams/<slug:team>/streams/<slug:stream>/", streams.stream_detail, name="stream"),

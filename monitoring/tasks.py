@@ -16,6 +16,7 @@ from monitoring.evaluations import services as evaluations
 from monitoring.fusion import services as fusions
 from monitoring.machine_judges import services as machine_judges
 from monitoring.pooling import services as pooling
+from monitoring.recsys_fraud import comparisons as recsys_fraud_comparisons
 from monitoring.recsys_fraud import services as recsys_fraud
 from monitoring.reuse import services as reuse
 
@@ -87,6 +88,28 @@ def recommendation_evaluation_run(self: Task, evaluation_id: int) -> str:
 )
 def fraud_evaluation_run(self: Task, evaluation_id: int) -> str:
     return job_task_result(self, recsys_fraud.fraud_evaluation_run(evaluation_id=evaluation_id))
+
+
+@shared_task(
+    name="monitoring.tasks.fraud_comparison_run",
+    time_limit=recsys_fraud.TIME_LIMIT,
+    soft_time_limit=recsys_fraud.TIME_LIMIT - 60,
+    **JOB_TASK_OPTIONS,
+)
+def fraud_comparison_run(self: Task, comparison_id: int) -> str:
+    return job_task_result(self, recsys_fraud_comparisons.fraud_comparison_run(comparison_id=comparison_id))
+
+
+@shared_task(
+    name="monitoring.tasks.recommendation_comparison_run",
+    time_limit=recsys_fraud.TIME_LIMIT,
+    soft_time_limit=recsys_fraud.TIME_LIMIT - 60,
+    **JOB_TASK_OPTIONS,
+)
+def recommendation_comparison_run(self: Task, comparison_id: int) -> str:
+    return job_task_result(
+        self, recsys_fraud_comparisons.recommendation_comparison_run(comparison_id=comparison_id)
+    )
 
 
 @shared_task(

@@ -19,6 +19,7 @@ from monitoring.files import views as uploads
 from monitoring.fusion import views as fusions
 from monitoring.machine_judges import views as machine_judges
 from monitoring.pooling import views as pools
+from monitoring.recsys_fraud import comparison_views as recsys_fraud_compare
 from monitoring.recsys_fraud import views as recsys_fraud
 from monitoring.reports import views as reports
 from monitoring.reuse import views as reuse
@@ -149,6 +150,18 @@ urlpatterns = [
         {"kind": "recommendation"},
         name="recsys-csv",
     ),
+    path(TEAM + RECSYS_EVALUATION + "compare/", recsys_fraud_compare.recsys_compare, name="recsys-compare"),
+    path(
+        TEAM + "recommendations/comparisons/<int:pk>/",
+        recsys_fraud_compare.recsys_comparison,
+        name="recsys-comparison",
+    ),
+    path(
+        TEAM + "recommendations/comparisons/<int:pk>/<str:table>.csv",
+        recsys_fraud_compare.comparison_csv,
+        {"kind": "recommendation"},
+        name="recsys-comparison-csv",
+    ),
     path(TEAM + "fraud-scores/new/", recsys_fraud.fraud_upload, name="fraud-upload"),
     path(TEAM + "fraud-scores/<int:pk>/", recsys_fraud.fraud_set, name="fraud-set"),
     path(TEAM + "fraud-scores/<int:pk>/evaluate/", recsys_fraud.fraud_evaluate, name="fraud-evaluate"),
@@ -159,6 +172,18 @@ urlpatterns = [
         name="fraud-history-csv",
     ),
     path(TEAM + FRAUD_EVALUATION, recsys_fraud.fraud_evaluation, name="fraud-evaluation"),
+    path(TEAM + FRAUD_EVALUATION + "compare/", recsys_fraud_compare.fraud_compare, name="fraud-compare"),
+    path(
+        TEAM + "fraud-scores/comparisons/<int:pk>/",
+        recsys_fraud_compare.fraud_comparison,
+        name="fraud-comparison",
+    ),
+    path(
+        TEAM + "fraud-scores/comparisons/<int:pk>/<str:table>.csv",
+        recsys_fraud_compare.comparison_csv,
+        {"kind": "fraud"},
+        name="fraud-comparison-csv",
+    ),
     path(
         TEAM + FRAUD_EVALUATION + "<str:table>.csv",
         recsys_fraud.dashboard_csv,

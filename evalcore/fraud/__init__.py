@@ -23,6 +23,10 @@ else the detection point, unless flagging nothing is at least as cheap; the repo
 | `mean_ttd`, `median_ttd`, `p95_ttd` | over anomalous entities detected: first flag at/after first fraud - first fraud | p95 by linear interpolation, as seed 004 |
 | `entity_detection_rate` | detected / anomalous entities | undetected entities are listed, not dropped |
 
+Comparing two models: `read_ids` and `pair_by_id` match two files' examples by id (refusing a
+repeated id, an id one file lacks, or a label that differs); `evalcore.stats.delong_test` and
+`auc_difference_ci` then compare their ROC areas on the paired examples.
+
 How seed 004 differs. Its detection rate walks the examples in score order and stops at the
 int(target x negatives)-th negative: it misses the frauds ranked between that negative and the next
 one (the conservative threshold still flags them within the target), and it splits tied scores by
@@ -53,6 +57,7 @@ from evalcore.fraud._operating import (
     detection_rate_at_fpr,
     precision_recall_at_budget,
 )
+from evalcore.fraud._pairing import PairedRows, pair_by_id, read_ids
 from evalcore.fraud._registry import (
     METRIC_SPECS,
     METRICS,
@@ -80,16 +85,19 @@ __all__ = [
     "FraudMetric",
     "FraudOptions",
     "OperatingPoint",
+    "PairedRows",
     "ScoreCurve",
     "ScoredExamples",
     "cost_at_threshold",
     "cost_evaluation",
     "detection_rate_at_fpr",
     "evaluate_scores",
+    "pair_by_id",
     "pr_auc_score",
     "precision_recall_at_budget",
     "precision_recall_curve",
     "precision_recall_curve_from",
+    "read_ids",
     "read_scores",
     "roc_auc_score",
     "roc_curve",

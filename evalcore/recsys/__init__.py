@@ -78,16 +78,19 @@ from evalcore.recsys._popularity import (
 from evalcore.recsys._registry import (
     METRIC_SPECS,
     METRICS,
+    PER_USER_METRICS,
     RecsysData,
     RecsysMetric,
     RecsysStats,
     evaluate_recommendations,
+    per_user_values,
 )
 
 __all__ = [
     "DEFAULT_HEAD_SHARE",
     "METRICS",
     "METRIC_SPECS",
+    "PER_USER_METRICS",
     "Interactions",
     "ItemSimilarity",
     "RecommendationLists",
@@ -115,6 +118,7 @@ __all__ = [
     "most_popular_items",
     "ndcg_at_k",
     "novelty",
+    "per_user_values",
     "popularity_bias",
     "precision_at_k",
     "read_recsys_files",

@@ -40,6 +40,7 @@ from evalcore.recsys._data import (
     item_values,
     mean_of_list_means,
     mean_over_lists,
+    per_list_mean,
 )
 from evalcore.recsys._diversity import (
     ItemSimilarity,
@@ -303,6 +304,40 @@ METRIC_SPECS: tuple[RecsysMetric, ...] = (
 )  # fmt: skip
 
 METRICS: dict[str, RecsysMetric] = {spec.name: spec for spec in METRIC_SPECS}
+
+
+#: The metrics that are a mean of per-user values, in the order `per_user_values` returns them.
+PER_USER_METRICS: tuple[str, ...] = (
+    "hit_rate", "precision_at_k", "recall_at_k", "ndcg_at_k", "arp", "aplt", "novelty", "intra_list_diversity",
+)  # fmt: skip
+
+
+def per_user_values(stats: RecsysStats) -> dict[str, FloatArray]:
+    """Each user's value of the metrics that average over users (`PER_USER_METRICS`), NaN where a user
+    does not count: accuracy for users without a relevant item, list measures for an empty list. The
+    metric is the mean of its non-NaN values, so two sets can be compared user by user (paired tests).
+    Metrics whose inputs are missing are left out.
+
+    >>> lists = RecommendationLists.from_matrix([[0, 1], [2, -1]], n_items=3)
+    >>> relevant = Interactions.from_codes([0], [1], n_users=2, n_items=3)
+    >>> values = per_user_values(RecsysStats(RecsysData(lists, relevant)))
+    >>> values["hit_rate"].tolist(), values["precision_at_k"].tolist()
+    ([1.0, nan], [0.5, nan])
+    """
+    data, values = stats.data, {}
+    if data.relevant is not None:
+        hits, evaluated = stats.hits, stats.hits.evaluated
+        for name, kernel in (("hit_rate", per_user_hit), ("precision_at_k", per_user_precision),
+                             ("recall_at_k", per_user_recall), ("ndcg_at_k", per_user_ndcg)):  # fmt: skip
+            values[name] = np.where(evaluated, kernel(hits), np.nan)
+    if data.popularity is not None:
+        values["arp"] = per_list_mean(stats.lists, stats.popularity)
+        tail = long_tail_items(stats.popularity, head_share=data.head_share).astype(np.float64)
+        values["aplt"] = per_list_mean(stats.lists, tail)
+        values["novelty"] = per_list_mean(stats.lists, self_information(stats.popularity))
+    if data.similarity is not None:
+        values["intra_list_diversity"] = per_user_intra_list_diversity(stats.lists, stats.similarity)
+    return values
 
 
 def evaluate_recommendations(

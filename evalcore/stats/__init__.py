@@ -12,6 +12,9 @@ same seed gives the same answer.
 - Paired tests between two runs on the same queries: ``paired_t_test``,
   ``wilcoxon_test``, ``randomization_test`` and the ``paired_test`` dispatcher,
   each returning a ``TestResult``.
+- Two scorers' ROC areas on the same examples: ``delong_test`` (DeLong 1988,
+  Sun and Xu's O(n log n) midrank algorithm) and ``auc_difference_ci`` (a
+  paired, stratified bootstrap of the difference).
 - Multiple comparisons: ``adjust_p_values`` (Bonferroni, Holm,
   Benjamini-Hochberg).
 - Power analysis: ``sample_size_per_group`` / ``minimum_detectable_effect``
@@ -72,6 +75,13 @@ from evalcore.stats._power import (
     sample_size_per_group,
 )
 from evalcore.stats._rank_correlation import kendall_tau, tau_ap, tau_ap_symmetric
+from evalcore.stats._roc_comparison import (
+    AucDifferenceInterval,
+    DeLongTest,
+    auc_difference_ci,
+    delong_test,
+    midranks,
+)
 from evalcore.stats._sampling import (
     Allocation,
     StratifiedEstimate,
@@ -90,6 +100,11 @@ from evalcore.stats._significance import (
 from evalcore.stats._validation import StatsInputError
 
 __all__ = [
+    "AucDifferenceInterval",
+    "DeLongTest",
+    "auc_difference_ci",
+    "delong_test",
+    "midranks",
     "AnovaEffect",
     "DiscriminativePower",
     "DiscriminativeTest",

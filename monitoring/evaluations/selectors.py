@@ -27,10 +27,12 @@ from monitoring.models import (
     Comparison,
     ComparisonPair,
     Evaluation,
+    FraudComparison,
     FraudScoreEvaluation,
     Fusion,
     MachineJudgeEvaluation,
     QrelsSource,
+    RecommendationComparison,
     RecommendationEvaluation,
     Run,
 )
@@ -161,6 +163,8 @@ TeamJob = (
     | FraudScoreEvaluation
     | Fusion
     | MachineJudgeEvaluation
+    | FraudComparison
+    | RecommendationComparison
 )
 
 #: The team's jobs a page can poll (`monitoring/_job.html`, `jobs.js`), by the name in their URL.
@@ -171,6 +175,8 @@ JOB_MODELS: dict[str, type[TeamJob]] = {
     "recommendation": RecommendationEvaluation,
     "fraud": FraudScoreEvaluation,
     "ppi": MachineJudgeEvaluation,
+    "fraud-comparison": FraudComparison,
+    "recommendation-comparison": RecommendationComparison,
 }
 # What `Job.state()` reads: the rows' results and parameters are not loaded.
 _STATE_FIELDS = ("id", "team_id", "status", "error", "progress", "progress_note", "attempts", "created_at",

@@ -12,6 +12,7 @@ from monitoring.files.models import QrelsSource, Run
 from monitoring.fusion.models import Fusion
 from monitoring.machine_judges.models import MachineJudgeEvaluation
 from monitoring.pooling.models import JudgingPool, PoolReprioritise, PoolTask
+from monitoring.recsys_fraud.comparison_models import FraudComparison, RecommendationComparison
 from monitoring.recsys_fraud.models import (
     RECSYS_FILE_ROLES,
     FraudScoreEvaluation,
@@ -35,6 +36,7 @@ __all__ = [
     "Comparison",
     "ComparisonPair",
     "Evaluation",
+    "FraudComparison",
     "FraudScoreEvaluation",
     "FraudScoreSet",
     "Fusion",
@@ -43,6 +45,7 @@ __all__ = [
     "PoolReprioritise",
     "PoolTask",
     "QrelsSource",
+    "RecommendationComparison",
     "RecommendationEvaluation",
     "RecommendationSet",
     "ReuseAnalysis",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from evalcore.fraud import METRIC_SPECS as FRAUD_SPECS
@@ -20,8 +20,10 @@ from evalcore.recsys import METRIC_SPECS as RECSYS_SPECS
 from evalplatform.models import Team
 from monitoring.evaluations.selectors import get_one
 from monitoring.models import (
+    FraudComparison,
     FraudScoreEvaluation,
     FraudScoreSet,
+    RecommendationComparison,
     RecommendationEvaluation,
     RecommendationSet,
 )
@@ -295,3 +297,76 @@ def duration(seconds: float | None) -> str:
         if seconds >= size:
             return f"{seconds / size:.1f} {unit}"
     return f"{seconds:.0f} s"
+
+
+# --- comparisons of two evaluations -------------------------------------------------------------------
+
+#: The other evaluations a "compare with…" picker offers, newest first, at most.
+COMPARE_CHOICES = 100
+#: The comparisons an evaluation's page lists, newest first, at most.
+COMPARISONS_LISTED = 50
+
+
+def get_fraud_comparison(*, team: Team, pk: Any) -> FraudComparison:
+    queryset = FraudComparison.objects.filter(team=team).select_related(
+        "team",
+        "evaluation_a__score_set",
+        "evaluation_b__score_set",
+        "evaluation_a__team",
+        "evaluation_b__team",
+    )
+    return get_one(queryset, pk, "fraud comparison")  # type: ignore[no-any-return]
+
+
+def get_recommendation_comparison(*, team: Team, pk: Any) -> RecommendationComparison:
+    queryset = RecommendationComparison.objects.filter(team=team).select_related(
+        "team", "evaluation_a__recommendation_set", "evaluation_b__recommendation_set", "evaluation_a__team",
+        "evaluation_b__team",
+    )  # fmt: skip
+    return get_one(queryset, pk, "recommendation comparison")  # type: ignore[no-any-return]
+
+
+def team_fraud_comparisons(*, team: Team) -> QuerySet[FraudComparison]:
+    return (
+        FraudComparison.objects.filter(team=team)
+        .select_related("team", "evaluation_a__score_set", "evaluation_b__score_set")
+        .order_by("-created_at", "-pk")
+    )
+
+
+def team_recommendation_comparisons(*, team: Team) -> QuerySet[RecommendationComparison]:
+    return (
+        RecommendationComparison.objects.filter(team=team)
+        .select_related("team", "evaluation_a__recommendation_set", "evaluation_b__recommendation_set")
+        .order_by("-created_at", "-pk")
+    )
+
+
+def evaluation_comparisons(
+    evaluation: RecommendationEvaluation | FraudScoreEvaluation,
+) -> list[FraudComparison] | list[RecommendationComparison]:
+    """The comparisons an evaluation takes part in, newest first (one query)."""
+    if isinstance(evaluation, FraudScoreEvaluation):
+        fraud = team_fraud_comparisons(team=evaluation.team)
+        return list(
+            fraud.filter(Q(evaluation_a=evaluation) | Q(evaluation_b=evaluation))[:COMPARISONS_LISTED]
+        )
+    recsys = team_recommendation_comparisons(team=evaluation.team)
+    return list(recsys.filter(Q(evaluation_a=evaluation) | Q(evaluation_b=evaluation))[:COMPARISONS_LISTED])
+
+
+def compare_choices(evaluation: RecommendationEvaluation | FraudScoreEvaluation) -> QuerySet[Any]:
+    """The team's other evaluations of the kind, newest first, that a picker offers to compare with."""
+    if isinstance(evaluation, FraudScoreEvaluation):
+        rows: QuerySet[Any] = team_fraud_evaluations(team=evaluation.team)
+    else:
+        rows = team_recommendation_evaluations(team=evaluation.team)
+    return rows.exclude(pk=evaluation.pk).defer("curves", "summary")
+
+
+def compare_sets(evaluation: RecommendationEvaluation | FraudScoreEvaluation) -> QuerySet[Any]:
+    """The team's other sets of the kind, newest first, that a picker offers to evaluate with the same
+    options and compare."""
+    if isinstance(evaluation, FraudScoreEvaluation):
+        return team_fraud_score_sets(team=evaluation.team).exclude(pk=evaluation.score_set_id)
+    return team_recommendation_sets(team=evaluation.team).exclude(pk=evaluation.recommendation_set_id)

@@ -35,6 +35,7 @@ from monitoring.models import (
 )
 from monitoring.recsys_fraud import charts, selectors
 from monitoring.recsys_fraud import services as recsys_fraud
+from monitoring.recsys_fraud.comparison_picker import compare_context
 
 #: Rows of a long curve's table shown beside its chart (the CSV holds every stored point).
 TABLE_ROWS = 40
@@ -195,6 +196,7 @@ def recsys_evaluation(request: SignedInRequest, team: str, pk: int) -> HttpRespo
     context: dict[str, Any] = {"evaluation": evaluation, "owner": evaluation.recommendation_set}
     if evaluation.status == JobStatus.DONE:
         context.update(_recsys_dashboard(evaluation))
+    context.update(compare_context(membership, evaluation))
     return _page(request, "monitoring/recsys_evaluation.html", membership, context)
 
 
@@ -290,6 +292,7 @@ def fraud_evaluation(request: SignedInRequest, team: str, pk: int) -> HttpRespon
     context: dict[str, Any] = {"evaluation": evaluation, "owner": evaluation.score_set}
     if evaluation.status == JobStatus.DONE:
         context.update(_fraud_dashboard(evaluation))
+    context.update(compare_context(membership, evaluation))
     return _page(request, "monitoring/fraud_evaluation.html", membership, context)
 
 

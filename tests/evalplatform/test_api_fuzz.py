@@ -41,6 +41,8 @@ from annotations import qrels as qrels_builds
 from annotations.machine_judges.imports import judge_import_create
 from annotations.models import LLMJudgeJob, MachineJudge, MachineLabel, Project, QualityRecompute, Task
 from annotations.quality import services as quality
+from evalcore.fraud import FraudOptions
+from evalcore.recsys import RecsysOptions
 from evalplatform.models import Team
 from evalplatform.teams import team_create
 from evalplatform.wsgi import application
@@ -52,6 +54,7 @@ from monitoring.files import uploads
 from monitoring.fusion import services as fusions
 from monitoring.models import AlertEvent, NotificationChannel, ReuseAnalysis
 from monitoring.pooling import services as pooling
+from monitoring.recsys_fraud import comparisons as recsys_fraud_comparisons
 from monitoring.recsys_fraud import services as recsys_fraud
 from series.models import Series
 from series.subjects import stream_series
@@ -148,6 +151,21 @@ def team_objects(team: Team, lead: User) -> dict[str, int]:
     )
     fraud_evaluation = recsys_fraud.fraud_evaluation_create(score_set=scores, enqueue=False)
     recsys_fraud.fraud_evaluation_run(evaluation_id=fraud_evaluation.pk)
+    other_fraud = recsys_fraud.fraud_evaluation_create(
+        score_set=scores, options=FraudOptions(fp_cost=2.0), enqueue=False
+    )
+    recsys_fraud.fraud_evaluation_run(evaluation_id=other_fraud.pk)
+    other_recsys = recsys_fraud.recommendation_evaluation_create(
+        recommendation_set=recsys, options=RecsysOptions(k=5), enqueue=False
+    )
+    recsys_fraud.recommendation_evaluation_run(evaluation_id=other_recsys.pk)
+    fraud_comparison = recsys_fraud_comparisons.fraud_comparison_create(
+        a=fraud_evaluation, b=other_fraud, enqueue=False
+    )
+    recsys_fraud_comparisons.fraud_comparison_run(comparison_id=fraud_comparison.pk)
+    recsys_comparison = recsys_fraud_comparisons.recommendation_comparison_create(
+        a=recsys_evaluation, b=other_recsys, enqueue=False
+    )
     channel = NotificationChannel.objects.create(
         team=team, name="ops", kind="webhook", target="https://x.test/"
     )
@@ -156,6 +174,8 @@ def team_objects(team: Team, lead: User) -> dict[str, int]:
         "evaluations": evaluation.pk, "comparisons": comparison.pk, "fusions": fusion.pk, "recommendation-sets": recsys.pk,
         "recommendation-evaluations": recsys_evaluation.pk, "fraud-score-sets": scores.pk,
         "fraud-evaluations": fraud_evaluation.pk, "channels": channel.pk,
+        "other-fraud-evaluation": other_fraud.pk, "fraud-comparisons": fraud_comparison.pk,
+        "recommendation-comparisons": recsys_comparison.pk,
         **stream_objects(team, channel),
     }  # fmt: skip
 
@@ -251,6 +271,8 @@ def body_references(world: World) -> dict[str, Any]:
         "run": ids["runs"], "runs": [ids["runs"], ids["other-run"]], "qrels": ids["qrels"], "optimize_on": ids["qrels"],
         "recommendation_set": ids["recommendation-sets"], "score_set": ids["fraud-score-sets"],
         "channels": [ids["channels"]], "stream": world.stream,
+        "evaluation_a": ids["fraud-evaluations"], "evaluation_b": ids["other-fraud-evaluation"],
+        "score_set_b": ids["fraud-score-sets"], "recommendation_set_b": ids["recommendation-sets"],
     }  # fmt: skip
 
 

@@ -24,10 +24,14 @@ from django.core.management import call_command
 from django.db import DatabaseError, models, transaction
 from django.test import Client
 
-from annotations.models import ImportJob, MachineJudge, MachineJudgeImport, Project, QrelsBuild
+from annotations.models import ImportJob, LLMJudgeJob, MachineJudge, MachineJudgeImport, Project, QrelsBuild
+from evalcore.recsys import RecsysOptions
+from evalplatform.models import TeamMembership
 from monitoring import models as monitoring_models
 from monitoring.fusion import services as fusions
 from monitoring.models import EmbeddingStream
+from monitoring.recsys_fraud import comparisons
+from monitoring.recsys_fraud import services as recsys_fraud
 from monitoring.reuse import services as reuse
 from series.models import Series
 
@@ -43,6 +47,7 @@ PARAMETERS = {
     "FraudScoreEvaluation.target_fpr", "FraudScoreEvaluation.fp_cost", "FraudScoreEvaluation.fn_cost",
     "JudgingPool.rbp_p", "Comparison.rbo_p", "Fusion.step",
     "MachineJudgeEvaluation.alpha",
+    "FraudComparison.confidence", "RecommendationComparison.confidence",
 }  # fmt: skip
 PLANTED = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 #: The model behind each `{id}` of a path, by the segment before it.
@@ -50,15 +55,19 @@ ID_MODELS: dict[str, type[models.Model]] = {
     "alert-rules": monitoring_models.AlertRule,
     "comparisons": monitoring_models.Comparison,
     "evaluations": monitoring_models.Evaluation,
+    "fraud-comparisons": monitoring_models.FraudComparison,
     "fraud-evaluations": monitoring_models.FraudScoreEvaluation,
     "fraud-score-sets": monitoring_models.FraudScoreSet,
     "fusions": monitoring_models.Fusion,
     "imports": ImportJob,
     "import-jobs": MachineJudgeImport,
+    "llm-judge-jobs": LLMJudgeJob,
     "machine-judges": MachineJudge,
+    "members": TeamMembership,
     "leaderboard": monitoring_models.QrelsSource,
     "pools": monitoring_models.JudgingPool,
     "qrels": monitoring_models.QrelsSource,
+    "recommendation-comparisons": monitoring_models.RecommendationComparison,
     "recommendation-evaluations": monitoring_models.RecommendationEvaluation,
     "recommendation-sets": monitoring_models.RecommendationSet,
     "reuse-analyses": monitoring_models.ReuseAnalysis,
@@ -201,6 +210,23 @@ def page_problems(pages: list[str], editor: Client, lead: Client) -> list[str]:
     return problems
 
 
+def comparisons_of_demo_sets() -> None:
+    """The demo's fraud and recommendation sets evaluated again with other options, and each pair compared,
+    so that the comparisons' replies and pages are read too."""
+    fraud = monitoring_models.FraudScoreEvaluation.objects.get(team__slug="search")
+    other_fraud = recsys_fraud.fraud_evaluation_create(score_set=fraud.score_set, enqueue=False)
+    recsys_fraud.fraud_evaluation_run(evaluation_id=other_fraud.pk)
+    compared = comparisons.fraud_comparison_create(a=fraud, b=other_fraud, enqueue=False)
+    assert comparisons.fraud_comparison_run(comparison_id=compared.pk).status == "done"
+    recs = monitoring_models.RecommendationEvaluation.objects.get(team__slug="search")
+    other_recs = recsys_fraud.recommendation_evaluation_create(
+        recommendation_set=recs.recommendation_set, options=RecsysOptions(k=5), enqueue=False
+    )
+    recsys_fraud.recommendation_evaluation_run(evaluation_id=other_recs.pk)
+    paired = comparisons.recommendation_comparison_create(a=recs, b=other_recs, enqueue=False)
+    assert comparisons.recommendation_comparison_run(comparison_id=paired.pk).status == "done"
+
+
 def refuse_constant(constant: str) -> None:
     raise ValueError(f"non-standard JSON constant {constant}")
 
@@ -232,6 +258,11 @@ def test_it_answers_strict_json_from_every_get_endpoint_with_undefined_values_st
         team=source.team, runs=inputs, method="wsum", qrels=source, folds=2, step=0.5, enqueue=False
     )
     assert fusions.fusion_run(fusion_id=fusion.pk).status == "done"
+    comparisons_of_demo_sets()
+    demo_project = Project.objects.get(slug="python-help")  # an LLM judge job, so its reply is read too
+    LLMJudgeJob.objects.create(
+        project=demo_project, judge=MachineJudge.objects.filter(project=demo_project).first(), limit=5
+    )
     editor, lead, annotator = (Client(raise_request_exception=False) for _ in range(3))
     editor.force_login(User.objects.get(username="analyst"))
     lead.force_login(User.objects.get(username="lead"))

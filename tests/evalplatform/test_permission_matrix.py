@@ -37,6 +37,7 @@ from annotations import imports, qrels
 from annotations.machine_judges.imports import judge_import_create
 from annotations.models import Annotation, GoldLabel, LLMJudgeJob, MachineJudge, MachineLabel, Project, Task
 from annotations.quality import services as quality
+from evalcore.recsys import RecsysOptions
 from evalplatform.charts import plotly_js_version
 from evalplatform.models import Team, TeamMembership
 from evalplatform.teams import team_create, team_member_set
@@ -56,6 +57,7 @@ from monitoring.models import (
 )
 from monitoring.pooling import services as pooling
 from monitoring.pooling.models import JudgingPool
+from monitoring.recsys_fraud import comparisons as recsys_fraud_comparisons
 from monitoring.recsys_fraud import services as recsys_fraud
 from series.models import Series
 from series.subjects import stream_series
@@ -178,6 +180,19 @@ def world_build() -> World:
     )
     fraud_eval = recsys_fraud.fraud_evaluation_create(score_set=scores, options=FRAUD_OPTIONS, enqueue=False)
     recsys_fraud.fraud_evaluation_run(evaluation_id=fraud_eval.pk)
+    # A second evaluation of each set (other options), each pair compared (the comparisons left pending).
+    recs_eval_k5 = recsys_fraud.recommendation_evaluation_create(
+        recommendation_set=recs, options=RecsysOptions(k=5), enqueue=False
+    )
+    recsys_fraud.recommendation_evaluation_run(evaluation_id=recs_eval_k5.pk)
+    fraud_eval_default = recsys_fraud.fraud_evaluation_create(score_set=scores, enqueue=False)
+    recsys_fraud.fraud_evaluation_run(evaluation_id=fraud_eval_default.pk)
+    recs_comparison = recsys_fraud_comparisons.recommendation_comparison_create(
+        a=recs_eval, b=recs_eval_k5, enqueue=False
+    )
+    fraud_comparison = recsys_fraud_comparisons.fraud_comparison_create(
+        a=fraud_eval, b=fraud_eval_default, enqueue=False
+    )
 
     stream = monitors.stream_create(
         team=team, slug="encoder", name="Encoder", dimension=DIM, params=MONITOR_PARAMS
@@ -202,6 +217,7 @@ def world_build() -> World:
         "run": run.pk, "qrels": source.pk, "build_qrels": build_source.pk, "evaluation": evaluation.pk, "comparison": comparison.pk, "fusion": fusion.pk,
         "pair": ComparisonPair.objects.filter(comparison=comparison).values_list("pk", flat=True)[0],
         "recs": recs.pk, "recs_eval": recs_eval.pk, "scores": scores.pk, "fraud_eval": fraud_eval.pk,
+        "recs_comparison": recs_comparison.pk, "fraud_comparison": fraud_comparison.pk,
         "snapshot": snapshot.pk, "monitor": monitor.pk, "rule": rule.pk, "channel": channel.pk, "event": event.pk,
         "membership": TeamMembership.objects.get(team=team, user=users["viewer"]).pk,
         "project_membership": a.memberships.get(user=carol).pk,
@@ -446,6 +462,12 @@ MATRIX: dict[str, Row] = {
     "monitoring:fraud-evaluate": page("team", None, EDITORS, pk="scores"),
     "monitoring:fraud-evaluation": page("team", TEAM, pk="fraud_eval", post=None),
     "monitoring:fraud-csv": page("team", TEAM, pk="fraud_eval", post=None),
+    "monitoring:recsys-compare": page("team", None, EDITORS, pk="recs_eval"),
+    "monitoring:recsys-comparison": page("team", TEAM, pk="recs_comparison", post=None),
+    "monitoring:recsys-comparison-csv": page("team", TEAM, pk="recs_comparison", post=None),
+    "monitoring:fraud-compare": page("team", None, EDITORS, pk="fraud_eval"),
+    "monitoring:fraud-comparison": page("team", TEAM, pk="fraud_comparison", post=None),
+    "monitoring:fraud-comparison-csv": page("team", TEAM, pk="fraud_comparison", post=None),
     "monitoring-api:team": api("team", TEAM),
     "monitoring-api:team-members": api("team", TEAM, EDITORS),
     "monitoring-api:team-member": api("team", TEAM, pk="spare_membership", patch=EDITORS, delete=EDITORS),
@@ -492,6 +514,10 @@ MATRIX: dict[str, Row] = {
     "monitoring-api:fraud-evaluations": api("team", TEAM, EDITORS),
     "monitoring-api:fraud-evaluation": api("team", TEAM, pk="fraud_eval"),
     "monitoring-api:fraud-evaluation-curves": api("team", TEAM, pk="fraud_eval"),
+    "monitoring-api:fraud-comparisons": api("team", TEAM, EDITORS),
+    "monitoring-api:fraud-comparison": api("team", TEAM, pk="fraud_comparison"),
+    "monitoring-api:recommendation-comparisons": api("team", TEAM, EDITORS),
+    "monitoring-api:recommendation-comparison": api("team", TEAM, pk="recs_comparison"),
     "monitoring-api:streams": api("team", TEAM, EDITORS),
     "monitoring-api:stream": api("team", TEAM),
     "monitoring-api:stream-schedule": api("team", None, put=EDITORS),
