@@ -72,7 +72,7 @@ def answer_read(
 
 
 def answer_rationale(text: str) -> str:
-    """What the answer says before its first final-score line: the model's reasoning, if it gave any.
+    r"""What the answer says before its first final-score line: the model's reasoning, if it gave any.
 
     >>> answer_rationale("M=2, T=2.\n##final score: 2")
     'M=2, T=2.'
