@@ -61,6 +61,10 @@ class WorkerHeartbeat(models.Model):
 # --- teams ---------------------------------------------------------------------------------------------
 
 
+#: Slugs a team may not take: fixed words of its URLs (`/teams/new/` is the new-team page).
+RESERVED_TEAM_SLUGS = frozenset({"new"})
+
+
 class Team(models.Model):
     """A search, recommendation, fraud or ML team: it owns runs, evaluations, streams and alert rules.
 

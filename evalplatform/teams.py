@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 
 from evalplatform.auth import AnyUser, User
-from evalplatform.models import Team, TeamMembership
+from evalplatform.models import RESERVED_TEAM_SLUGS, Team, TeamMembership
 from evalplatform.people import Invitation, Person, person_account
 from evalplatform.roles import Role as PlatformRole
 
@@ -47,7 +47,9 @@ def teams_for_user(user: AnyUser) -> QuerySet[Team]:
 
 @transaction.atomic
 def team_create(*, slug: str, name: str, creator: User | None = None, description: str = "") -> Team:
-    """A new team; its creator becomes an editor."""
+    """A new team; its creator becomes an editor. A reserved slug (`RESERVED_TEAM_SLUGS`) is refused."""
+    if slug.lower() in RESERVED_TEAM_SLUGS:
+        raise ValueError(f"{slug!r} is reserved: /teams/{slug}/ is another page.")
     team = Team.objects.create(slug=slug, name=name, description=description)
     if creator is not None:
         TeamMembership.objects.create(team=team, user=creator, role=Role.EDITOR)

@@ -99,6 +99,10 @@ def schedule_text(stream: EmbeddingStream) -> str:
     return "not scheduled"
 
 
+#: Slugs a stream may not take: fixed words of its team's URLs (`/teams/<team>/streams/new/`).
+RESERVED_STREAM_SLUGS = frozenset({"new"})
+
+
 # --- streams --------------------------------------------------------------------------------------------
 
 
@@ -119,6 +123,10 @@ def stream_create(
     """A stream of the team with the default embedding alert rules (notifying `channels`) and its schedule."""
     if not SLUG.fullmatch(slug or ""):
         raise MonitorInputError("Use letters, digits, hyphens and underscores.", field="slug")
+    if slug.lower() in RESERVED_STREAM_SLUGS:
+        raise MonitorInputError(
+            f"{slug!r} is reserved: the stream pages use that word. Choose another.", field="slug"
+        )
     if EmbeddingStream.objects.filter(team=team, slug=slug).exists():
         raise MonitorInputError(f"The team {team.slug} already has a stream {slug}.", field="slug")
     if not name.strip():

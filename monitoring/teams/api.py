@@ -17,7 +17,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from evalplatform.models import Team, TeamMembership
+from evalplatform.models import RESERVED_TEAM_SLUGS, Team, TeamMembership
 from evalplatform.people import person_find
 from evalplatform.teams import (
     LastEditorError,
@@ -48,7 +48,7 @@ class TeamIn(serializers.Serializer):
     description = serializers.CharField(required=False, allow_blank=True, default="")
 
     def validate_slug(self, value: str) -> str:
-        if value == "new":
+        if value.lower() in RESERVED_TEAM_SLUGS:
             raise serializers.ValidationError("“new” is the address of the new-team page: choose another.")
         if Team.objects.filter(slug=value).exists():
             raise serializers.ValidationError(f"A team is already named {value!r} in its addresses.")

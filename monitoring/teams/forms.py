@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from evalplatform.models import Team, TeamMembership
+from evalplatform.models import RESERVED_TEAM_SLUGS, Team, TeamMembership
 from evalplatform.people import PersonField
 
 
@@ -20,7 +20,7 @@ class TeamForm(forms.ModelForm):
 
     def clean_slug(self) -> Any:
         slug = self.cleaned_data["slug"]
-        if slug == "new":
+        if slug.lower() in RESERVED_TEAM_SLUGS:
             raise ValidationError("“new” is the address of the new-team page: choose another.")
         if Team.objects.filter(slug=slug).exclude(pk=self.instance.pk).exists():
             raise ValidationError(f"A team is already named {slug!r} in its addresses.")

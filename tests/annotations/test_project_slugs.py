@@ -15,8 +15,10 @@ from django.urls import URLPattern
 from annotations import api_urls as annotation_api_urls
 from annotations import urls as annotation_urls
 from annotations.models import RESERVED_PROJECT_SLUGS, Project
+from evalplatform.models import RESERVED_TEAM_SLUGS
 from monitoring import api_urls as monitoring_api_urls
 from monitoring import urls as monitoring_urls
+from monitoring.embeddings.streams import RESERVED_STREAM_SLUGS
 from tests.annotations.conftest import build_project
 
 FORM = {
@@ -77,8 +79,8 @@ class TestRoutesThatShadowSlugs:
         assert words == {"new"}
         assert words <= RESERVED_PROJECT_SLUGS
 
-    def test_it_finds_no_fixed_word_where_a_team_or_stream_slug_goes(self) -> None:
-        # Were one added (say teams/new/), teams and streams would need reserved slugs as projects have.
+    def test_it_reserves_every_fixed_word_where_a_team_or_stream_slug_goes(self) -> None:
+        # teams/new/ and teams/<team>/streams/new/ are pages: a team or a stream may not be named "new".
         patterns = monitoring_urls.urlpatterns + monitoring_api_urls.urlpatterns
-        assert fixed_words_after("teams/", patterns) == set()
-        assert fixed_words_after("teams/<slug:team>/streams/", patterns) == set()
+        assert fixed_words_after("teams/", patterns) <= RESERVED_TEAM_SLUGS
+        assert fixed_words_after("teams/<slug:team>/streams/", patterns) <= RESERVED_STREAM_SLUGS
