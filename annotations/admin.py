@@ -21,6 +21,7 @@ from annotations.models import (
     LLMJudgeJob,
     MachineJudge,
     MachineJudgeImport,
+    MachineJudgeRanking,
     MachineLabel,
     MachineRouting,
     Project,
@@ -322,3 +323,10 @@ class LLMJudgeAnswerAdmin(ReadOnlyAdmin):
     list_filter = ["status"]
     list_select_related = ["judge__project", "topic", "document"]
     raw_id_fields = ["judge", "job", "topic", "document"]
+
+
+@admin.register(MachineJudgeRanking)
+class MachineJudgeRankingAdmin(ReadOnlyAdmin):
+    list_display = ["judge", "build", "team", "computed_at"]
+    list_select_related = ["judge__project", "build", "team"]
+    raw_id_fields = ["judge", "build", "team"]

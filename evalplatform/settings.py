@@ -361,6 +361,8 @@ SPECTACULAR_SETTINGS = {
         "ChannelKindEnum": "monitoring.alerts.models.NotificationChannel.Kind",
         "SeriesKindEnum": "series.models.Series.Kind",
         "MachineJudgeKindEnum": "annotations.models.MachineJudge.Kind",
+        "ClickLogFormatEnum": "evalcore.clicks._files.FORMATS",
+        "ImportFormatEnum": ["jsonl", "trec", "tsv"],
     },
 }
 

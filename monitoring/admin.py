@@ -23,7 +23,9 @@ from monitoring.models import (
     FraudComparison,
     FraudScoreEvaluation,
     FraudScoreSet,
+    Fusion,
     JudgingPool,
+    MachineJudgeEvaluation,
     MonitorRun,
     Notification,
     NotificationChannel,
@@ -293,3 +295,18 @@ class NotificationAdmin(ReadOnlyAdmin):
     list_display = ["event", "channel", "kind", "status", "attempts", "response", "created_at"]
     list_filter = ["status", "kind"]
     list_select_related = ["event__rule", "channel"]
+
+
+@admin.register(Fusion)
+class FusionAdmin(ReadOnlyAdmin):
+    list_display = ["name", "team", "method", "norm", "status", "created_at"]
+    list_filter = ["team", "method", "status"]
+    list_select_related = ["team"]
+    search_fields = ["name"]
+
+
+@admin.register(MachineJudgeEvaluation)
+class MachineJudgeEvaluationAdmin(ReadOnlyAdmin):
+    list_display = ["team", "qrels", "judge", "sample", "status", "created_at"]
+    list_filter = ["team", "status"]
+    list_select_related = ["team", "qrels", "judge"]

@@ -22,7 +22,7 @@ from rest_framework.response import Response
 
 from annotations import selectors
 from annotations.machine_judges import services
-from annotations.machine_judges.import_api import JudgeImportOut, judge_import_out
+from annotations.machine_judges.import_api import JudgeImportOut, UploadErrorOut, judge_import_out
 from annotations.machine_judges.imports import labels_request
 from annotations.machine_judges.routing import RouteParams, judge_route
 from annotations.models import MachineJudge, MachineJudgeImport, MachineRouting
@@ -65,13 +65,6 @@ class LabelsImportedOut(serializers.Serializer):
     missing_topic = serializers.IntegerField(help_text="Pairs whose topic the project lacks, left out.")
     missing_document = serializers.IntegerField(help_text="Pairs whose document the project lacks, left out.")
     summary = serializers.CharField()
-
-
-class UploadErrorOut(serializers.Serializer):
-    detail = serializers.CharField()
-    file = serializers.CharField()
-    line = serializers.IntegerField(allow_null=True)
-    reason = serializers.CharField()
 
 
 class CalibrationOut(serializers.Serializer):

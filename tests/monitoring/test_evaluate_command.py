@@ -117,7 +117,7 @@ class TestEvaluateHere:
     @pytest.mark.parametrize(
         ("change", "message"),
         [
-            (["-m", "mpa"], "unknown measure 'mpa'; did you mean 'map'?"),
+            (["-m", "mpa"], "unknown measure 'mpa'; did you mean 'map' or 'Compat'?"),
             (["--run", "42"], "The team search has no run 42."),
             (["--qrels", "42"], "The team search has no qrels source 42."),
             (["--run", "missing.run"], "missing.run: no such file"),

@@ -378,7 +378,8 @@ class TestComparisonPage:
         assert "averages over the qrels queries the run answered (trec_eval&#x27;s default)" in page
         assert "2000 resamples, seed 0, as the run's evaluation and <code>compare_runs</code>" in page
         assert "compare 20 queries: the qrels queries any of the runs answered" in page
-        assert page.count('<span class="key">20 q</span>') == 2
+        # two runs' means, and the overlap's τ over the queries both answered
+        assert page.count('<span class="key">20 q</span>') == 3
 
     def test_it_follows_an_unfinished_comparison(self, viewer: Client, sources: Any) -> None:
         qrels, good, weak = sources

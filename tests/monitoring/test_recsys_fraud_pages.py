@@ -431,7 +431,7 @@ def test_it_links_the_sets_from_the_team_page_in_a_fixed_number_of_queries(
     django_assert_max_num_queries: Any,
 ) -> None:  # fmt: skip
     logged_in(client, theo)
-    with django_assert_max_num_queries(14) as few:
+    with django_assert_max_num_queries(17) as few:
         page = client.get("/teams/search/").content.decode()
     assert (
         f'href="{recommendations.get_absolute_url()}"' in page
