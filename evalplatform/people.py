@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.auth.tokens import default_token_generator
@@ -86,10 +87,11 @@ class Invitation:
 
 
 def person_account(
-    person: Person, *, group: Role, invited_by: User, request: HttpRequest, what: str
+    person: Person, *, group: Role, invited_by: User | None, request: HttpRequest | None, what: str
 ) -> Invitation:
     """The person's account: theirs, or a new one for an invited email (mailed a set-password link at
-    once). `what` says in the mail what they were invited to ("the Search team")."""
+    once, on the request's address, or on settings.SITE_URL without a request: a command). `what` says in
+    the mail what they were invited to ("the Search team")."""
     if person.user is not None:
         return Invitation(user=person.user, invited=False)
     users = get_user_model().objects
@@ -100,16 +102,17 @@ def person_account(
     user.set_unusable_password()
     user.save(update_fields=["password"])
     user.groups.add(Group.objects.get_or_create(name=group.value)[0])
-    link = request.build_absolute_uri(
-        reverse(
-            "password-set",
-            kwargs={
-                "uidb64": urlsafe_base64_encode(force_bytes(user.pk)),
-                "token": default_token_generator.make_token(user),
-            },
-        )
+    path = reverse(
+        "password-set",
+        kwargs={
+            "uidb64": urlsafe_base64_encode(force_bytes(user.pk)),
+            "token": default_token_generator.make_token(user),
+        },
     )
-    inviter = invited_by.get_full_name() or invited_by.get_username()
+    link = request.build_absolute_uri(path) if request is not None else settings.SITE_URL.rstrip("/") + path
+    inviter = (
+        (invited_by.get_full_name() or invited_by.get_username()) if invited_by is not None else "An admin"
+    )
     body = (
         f"{inviter} invited you to {what} on evalplatform.\n\n"
         f"Your username is {user.get_username()}. Set your password here (the link works once):\n\n{link}\n"

@@ -98,7 +98,7 @@ def team_member_change(*, membership: TeamMembership, role: str | None) -> TeamM
 
 @transaction.atomic
 def team_member_add(
-    *, team: Team, person: Person, role: str, invited_by: User, request: HttpRequest
+    *, team: Team, person: Person, role: str, invited_by: User | None, request: HttpRequest | None
 ) -> tuple[TeamMembership, Invitation]:
     """Add a person (an account, or an email to invite: `evalplatform.people`) to the team with `role`, or
     change their role; ValidationError (nothing changed) when the email's account cannot be made."""

@@ -4,6 +4,7 @@ to a project. Then the whole journey in Chromium, down to the invited person set
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -337,3 +338,30 @@ def test_an_editor_starts_a_team_invites_a_person_who_sets_a_password_and_reads_
     page.goto(f"{live_server.url}/teams/")
     assert page.locator("#team-table").get_by_role("link", name="Ranking").count() == 1
     assert VERA.username not in page.locator("#team-table").inner_text()
+
+
+class TestMembersCommand:
+    def test_it_lists_adds_invites_and_removes(self, team: Team, theo: User, settings: Any) -> None:
+        from io import StringIO
+
+        from django.core.management import CommandError, call_command
+
+        settings.SITE_URL = "https://eval.example.org"
+        out = StringIO()
+        call_command(
+            "team_members", "search", "--add", "kim@example.org", "--role", "editor", "--json", stdout=out
+        )
+        done = json.loads(out.getvalue())
+        assert done["done"].startswith("kim@example.org is editor (invited")
+        assert [(m["username"], m["role"], m["invited"]) for m in done["members"]] == [
+            ("kim@example.org", "editor", True), ("theo", "editor", False), ("vera", "viewer", False),
+        ]  # fmt: skip
+        assert "https://eval.example.org/accounts/set-password/" in mail.outbox[0].body
+        out = StringIO()
+        call_command("team_members", "search", "--remove", "vera", stdout=out)
+        assert out.getvalue().splitlines()[0] == "vera is off search"
+        with pytest.raises(CommandError, match="There is no account named 'nobody'"):
+            call_command("team_members", "search", "--add", "nobody")
+        call_command("team_members", "search", "--remove", "kim@example.org", stdout=StringIO())
+        with pytest.raises(CommandError, match="only editor"):
+            call_command("team_members", "search", "--remove", "theo")
