@@ -89,6 +89,7 @@ def per_query_scores(
     run lacks counting as 0 (trec_eval ``-c``). Only measures averaged over queries have a per-query
     value to average (``map``, ``P_10``, ``ndcg_cut_10``; not ``num_rel`` or ``gm_map``).
     """
+    parse_measure(measure)  # an unknown name fails here, with the closest known names
     if not is_query_mean(measure):
         raise StatsInputError(
             f"{measure}: give one measure averaged over queries, such as map or ndcg_cut_10"

@@ -167,6 +167,8 @@ def user_files(folder: Path, var_dir: Path) -> None:
     ):
         shutil.copy(FIXTURES / "recsys" / f"seed004_{fixture}.csv", folder / f"{name}.csv")
     shutil.copy(FIXTURES / "fraud" / "transactions.csv", folder / "scores.csv")
+    for name in ("qrels.test", "results.test"):  # trec_eval's own test files (docs/measures.md)
+        shutil.copy(FIXTURES / "trec_eval" / name, folder / name)
     rng = np.random.default_rng(48)
     for name, dimension in (("reference", 64), ("week-48", 64), ("ref", 32), ("today", 32)):
         np.save(folder / f"{name}.npy", rng.normal(size=(300, dimension)).astype(np.float32))
