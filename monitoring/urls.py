@@ -118,6 +118,7 @@ urlpatterns = [
     path(TEAM + "alerts/rules/", alerts.rule_create, name="alert-rule-create"),
     path(TEAM + "alerts/rules/<int:pk>/", alerts.rule_toggle, name="alert-rule-change"),
     path(TEAM + "alerts/rules/<int:pk>/settings/", alerts.rule_detail, name="alert-rule-detail"),
+    path(TEAM + "alerts/rules/<int:pk>/delete/", alerts.rule_delete, name="alert-rule-delete"),
     path(TEAM + "alerts/channels/", alerts.channel_create, name="channel-create"),
     path(TEAM + "alerts/channels/<int:pk>/delete/", alerts.channel_delete, name="channel-delete"),
     path(TEAM + "alerts/channels/<int:pk>/", alerts.channel_detail, name="channel-detail"),

@@ -7,12 +7,14 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from evalcore.metrics import metric_registry
 from evalplatform.auth import SignedInRequest
 from evalplatform.errors import InputError
+from evalplatform.forms import ConfirmForm
 from evalplatform.teams import get_team_for_member
 from monitoring.alerts import services as alerts
 from monitoring.alerts.forms import ChannelEditForm, ChannelForm, RuleEditForm, RuleForm
@@ -103,28 +105,67 @@ def event_acknowledge(request: SignedInRequest, team: str, pk: int) -> HttpRespo
 @login_required
 @require_POST
 def rule_toggle(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
+    """Turn a rule on or off (deleting one goes through its confirmation page, `rule_delete`)."""
     found = get_team_for_member(request.user, team, write=True).team
     rule = AlertRule.objects.filter(team=found, pk=pk).first()
     if rule is None:
         raise Http404("No such rule.")
-    if request.POST.get("action") == "delete":
-        rule.delete()
-        messages.success(request, f"Deleted the rule {rule.name}.")
-    else:
-        AlertRule.objects.filter(pk=rule.pk).update(enabled=not rule.enabled)
-        messages.success(request, f"{'Disabled' if rule.enabled else 'Enabled'} the rule {rule.name}.")
+    AlertRule.objects.filter(pk=rule.pk).update(enabled=not rule.enabled)
+    messages.success(request, f"{'Disabled' if rule.enabled else 'Enabled'} the rule {rule.name}.")
     return redirect("monitoring:alerts", found.slug)
 
 
 @login_required
-@require_POST
-def channel_delete(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
+@require_http_methods(["GET", "POST"])
+def rule_delete(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
+    """A confirmation naming what goes with the rule (GET), then its deletion (POST with the confirmation)."""
     found = get_team_for_member(request.user, team, write=True).team
-    deleted, _ = NotificationChannel.objects.filter(team=found, pk=pk).delete()
-    if not deleted:
-        raise Http404("No such channel.")
-    messages.success(request, "Deleted the channel.")
-    return redirect("monitoring:alerts", found.slug)
+    rule = get_object_or_404(AlertRule.objects.filter(team=found), pk=pk)
+    form = ConfirmForm(request.POST or None, expected=f"delete rule {rule.pk}")
+    if request.method == "POST" and form.is_valid():
+        rule.delete()
+        messages.success(request, f"Deleted the rule {rule.name}.")
+        return redirect("monitoring:alerts", found.slug)
+    events = rule.events.count()
+    context = {
+        "title": f"Delete the rule {rule.name}?",
+        "consequences": [
+            f"It stops watching {rule.series_label}.",
+            f"Its {events} alert{'s' if events != 1 else ''} (open and resolved) and their notifications' records go with it.",
+            "Its channels stay, and so do the series' values.",
+        ],
+        "form": form, "button": "Delete the rule", "cancel": reverse("monitoring:alert-rule-detail", args=[found.slug, rule.pk]),
+    }  # fmt: skip
+    return render(
+        request, "evalplatform/confirm.html", context, status=200 if request.method == "GET" else 400
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def channel_delete(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
+    """A confirmation naming the rules that stop notifying the channel (GET), then its deletion (POST)."""
+    found = get_team_for_member(request.user, team, write=True).team
+    channel = get_object_or_404(NotificationChannel.objects.filter(team=found), pk=pk)
+    form = ConfirmForm(request.POST or None, expected=f"delete channel {channel.pk}")
+    if request.method == "POST" and form.is_valid():
+        channel.delete()
+        messages.success(request, f"Deleted the channel {channel.name}.")
+        return redirect("monitoring:alerts", found.slug)
+    rules = list(channel.rules.order_by("name").values_list("name", flat=True))
+    sent = channel.notifications.count()
+    context = {
+        "title": f"Delete the channel {channel.name}?",
+        "consequences": [
+            f"{len(rules)} rule{'s' if len(rules) != 1 else ''} stop notifying it"
+            + (f": {', '.join(rules)}." if rules else "."),
+            f"The records of its {sent} deliver{'ies' if sent != 1 else 'y'} go with it; the alerts stay.",
+        ],
+        "form": form, "button": "Delete the channel", "cancel": reverse("monitoring:channel-detail", args=[found.slug, channel.pk]),
+    }  # fmt: skip
+    return render(
+        request, "evalplatform/confirm.html", context, status=200 if request.method == "GET" else 400
+    )
 
 
 # --- one rule, one channel ----------------------------------------------------------------------------------

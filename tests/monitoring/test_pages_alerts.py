@@ -85,8 +85,26 @@ class TestAlertsPage:
         assert AlertEvent.objects.get().status == "acknowledged"
         editor.post(f"/teams/search/alerts/rules/{watched.pk}/", {"action": "toggle"})
         assert AlertRule.objects.get().enabled is False
-        editor.post(f"/teams/search/alerts/rules/{watched.pk}/", {"action": "delete"})
+        delete = f"/teams/search/alerts/rules/{watched.pk}/delete/"
+        assert "Its 1 alert (open and resolved)" in editor.get(delete).content.decode()
+        assert editor.post(delete).status_code == 400 and AlertRule.objects.exists()  # no confirmation
+        assert editor.post(delete, {"confirm": f"delete rule {watched.pk}"}).status_code == 302
         assert not AlertRule.objects.exists()
+
+    def test_a_channel_goes_after_a_confirmation_naming_its_rules(
+        self, theo: User, vera: User, stream: EmbeddingStream
+    ) -> None:
+        ops = NotificationChannel.objects.create(
+            team=stream.team, name="ops", kind="email", target="o@example.org"
+        )
+        rule(stream, ops)
+        delete = f"/teams/search/alerts/channels/{ops.pk}/delete/"
+        assert logged_in(vera).get(delete).status_code == 403
+        editor = logged_in(theo)
+        assert "1 rule stop notifying it: too_similar." in editor.get(delete).content.decode()
+        assert editor.post(delete).status_code == 400 and NotificationChannel.objects.exists()
+        assert editor.post(delete, {"confirm": f"delete channel {ops.pk}"}).status_code == 302
+        assert not NotificationChannel.objects.exists() and AlertRule.objects.exists()
 
 
 @pytest.mark.django_db
