@@ -12,6 +12,7 @@ from evalcore.csvfiles import from_numpy
 from evalcore.machine_judges._ppi import Estimand, PPIComparison, ppi_compare
 from evalcore.retrieval import NoCommonQueriesError, Qrels, Run, evaluate, parse_measure
 from evalcore.retrieval.data import lookup
+from evalcore.retrieval.names import MeasureSpec
 from evalcore.stats import kendall_tau, tau_ap
 from evalcore.stats._validation import FloatArray, StatsInputError
 
@@ -79,6 +80,11 @@ def is_query_mean(measure: str) -> bool:
         specs = parse_measure(measure)
     except Exception:  # an unknown name: not a measure PPI can average
         return False
+    return _one_query_mean(specs)
+
+
+def _one_query_mean(specs: Sequence[MeasureSpec]) -> bool:
+    """Whether parsed measure specs are one measure averaged over queries."""
     return len(specs) == 1 and specs[0].measure.aggregate == "mean" and not specs[0].measure.text
 
 
@@ -89,8 +95,8 @@ def per_query_scores(
     run lacks counting as 0 (trec_eval ``-c``). Only measures averaged over queries have a per-query
     value to average (``map``, ``P_10``, ``ndcg_cut_10``; not ``num_rel`` or ``gm_map``).
     """
-    parse_measure(measure)  # an unknown name fails here, with the closest known names
-    if not is_query_mean(measure):
+    specs = parse_measure(measure)  # an unknown name fails here, with the closest known names
+    if not _one_query_mean(specs):
         raise StatsInputError(
             f"{measure}: give one measure averaged over queries, such as map or ndcg_cut_10"
         )
@@ -98,7 +104,7 @@ def per_query_scores(
         result = evaluate(qrels, run, [measure], rel_level=rel_level, complete=True)
     except NoCommonQueriesError:
         return qrels.qids, np.zeros(len(qrels.qids))
-    return result.per_query_array(parse_measure(measure)[0].key)
+    return result.per_query_array(specs[0].key)
 
 
 def ppi_evaluate(

@@ -71,7 +71,8 @@ def _chosen(request: HttpRequest, available: list[str]) -> list[str]:
 def _page(request: HttpRequest, team: str, pk: int) -> tuple[TeamMembership, LeaderboardPage]:
     membership = get_team_for_member(request.user, team)
     qrels = selectors.get_qrels_source(team=membership.team, pk=pk)
-    board = selectors.leaderboard(qrels=qrels, archived=request.GET.get("archived") == "1")
+    archived = request.GET.get("archived") == "1"
+    board = selectors.leaderboard(qrels=qrels, archived=archived)
     measures = _chosen(request, board.measures)
     sort = request.GET.get("sort", "")
     if sort != SORT_BY_NAME and sort not in board.measures:
@@ -82,7 +83,6 @@ def _page(request: HttpRequest, team: str, pk: int) -> tuple[TeamMembership, Lea
         rows = board.sorted_by(sort)
     columns = [selectors.measure_column(key) for key in measures]
     machines = judge_board(qrels=qrels, asked=request.GET.get("judge"), rows=board.rows)
-    archived = request.GET.get("archived") == "1"
     return membership, LeaderboardPage(qrels, board.measures, columns, sort, rows, machines, archived)
 
 
