@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from django.conf import settings
 from django.db import transaction
@@ -37,7 +37,7 @@ from evalcore.errors import FormatError
 from evalcore.pools import find_line, pool_run, read_pairs
 from evalcore.trec import detect_format, read_qrels, read_run, read_topics
 from evalplatform.auth import User
-from evalplatform.jobs import JobOutcome, ProgressFn, job_enqueue_on_commit, job_run
+from evalplatform.jobs import Job, JobOutcome, ProgressFn, job_enqueue_on_commit, job_run
 from evalplatform.uploads import (
     max_decompressed_bytes,
     stored_file,
@@ -477,12 +477,20 @@ def import_job_create(
     """Keep the upload under MEDIA_ROOT and queue its import (on commit unless `enqueue` is False)."""
     if kind not in KINDS:
         raise ValueError(f"unknown import kind {kind!r}; expected one of {', '.join(KINDS)}")
-    name = upload_name(upload)
     job = ImportJob(
-        project=project, kind=kind, format=fmt or "", depth=depth, original_name=name[:255],
+        project=project, kind=kind, format=fmt or "", depth=depth, original_name=upload_name(upload)[:255],
         size=upload_size(upload) or 0, created_by=created_by,
     )  # fmt: skip
-    job.file.save(name, stored_file(upload), save=False)
+    return upload_job_keep(job, upload, enqueue=enqueue)
+
+
+JobWithFile = TypeVar("JobWithFile", bound=Job)
+
+
+def upload_job_keep(job: JobWithFile, upload: Any, *, enqueue: bool) -> JobWithFile:
+    """Save a new job that reads an upload later (an import off the request): the upload kept under
+    MEDIA_ROOT in the job's `file`, the job saved and, unless `enqueue` is False, queued on commit."""
+    job.file.save(upload_name(upload), stored_file(upload), save=False)  # type: ignore[attr-defined]
     job.save()
     if enqueue:
         job_enqueue_on_commit(job)

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db import transaction
 
-from annotations.imports import sync_max_bytes
+from annotations.imports import sync_max_bytes, upload_job_keep
 from annotations.machine_judges import services
 from annotations.machine_judges.clicks import (
     ClickImportParams,
@@ -29,8 +29,8 @@ from annotations.machine_judges.clicks import (
 from annotations.models import MachineJudgeImport, Project
 from evalcore.errors import FormatError
 from evalplatform.auth import User
-from evalplatform.jobs import JobError, JobOutcome, ProgressFn, job_enqueue_on_commit, job_run
-from evalplatform.uploads import stored_file, upload_name, upload_size, upload_too_large
+from evalplatform.jobs import JobError, JobOutcome, ProgressFn, job_run
+from evalplatform.uploads import upload_name, upload_size, upload_too_large
 
 #: The task's hard time limit; the job's lease is renewed while it runs.
 TIME_LIMIT = 60 * 60
@@ -55,16 +55,11 @@ def judge_import_create(
 ) -> MachineJudgeImport:
     """Keep the upload under MEDIA_ROOT and queue its import (on commit unless `enqueue` is False)."""
     _refuse_too_large(upload)
-    name = upload_name(upload)
     job = MachineJudgeImport(
-        project=project, source=source, parameters=parameters, original_name=name[:255],
+        project=project, source=source, parameters=parameters, original_name=upload_name(upload)[:255],
         size=upload_size(upload) or 0, created_by=created_by,
     )  # fmt: skip
-    job.file.save(name, stored_file(upload), save=False)
-    job.save()
-    if enqueue:
-        job_enqueue_on_commit(job)
-    return job
+    return upload_job_keep(job, upload, enqueue=enqueue)
 
 
 def click_log_request(
