@@ -24,6 +24,7 @@ from monitoring.models import (
     FraudScoreEvaluation,
     FraudScoreSet,
     Fusion,
+    GapsRequest,
     JudgingPool,
     MachineJudgeEvaluation,
     MonitorRun,
@@ -69,6 +70,13 @@ class ReuseAnalysisAdmin(ReadOnlyAdmin):
     list_display = ["pk", "team", "qrels", "kind", "status", "attempts", "created_at", "finished_at"]
     list_filter = ["kind", "status", "team"]
     list_select_related = ["team", "qrels"]
+
+
+@admin.register(GapsRequest)
+class GapsRequestAdmin(ReadOnlyAdmin):
+    list_display = ["pk", "team", "run", "qrels", "depth", "status", "attempts", "created_at", "finished_at"]
+    list_filter = ["status", "team"]
+    list_select_related = ["team", "run", "qrels"]
 
 
 @admin.register(Evaluation)

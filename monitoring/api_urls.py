@@ -53,6 +53,7 @@ urlpatterns = [
         loop.judge_gaps,
         name="leaderboard-gaps",
     ),
+    path("teams/<slug:team>/gaps-requests/<int:pk>/", loop.gaps_request, name="gaps-request"),
     path(
         "teams/<slug:team>/leaderboard/<int:pk>/coverage/", loop.compute_coverage, name="leaderboard-coverage"
     ),

@@ -184,6 +184,14 @@ def alerts_check_series(self: Task, series_id: int, job_type: str, job_id: int) 
 
 
 @shared_task(
+    name="monitoring.tasks.gaps_request_run", time_limit=600, soft_time_limit=540, **JOB_TASK_OPTIONS
+)
+def gaps_request_run(self: Task, request_id: int) -> str:
+    """ "Judge the gaps" of a run (`loop.gaps_request_run`): reads the run and the qrels, adds the tasks."""
+    return job_task_result(self, loop.gaps_request_run(request_id=request_id))
+
+
+@shared_task(
     name="monitoring.tasks.reuse_analysis_run",
     time_limit=reuse.TIME_LIMIT,
     soft_time_limit=reuse.TIME_LIMIT - 60,

@@ -13,6 +13,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import serializers
 
 from evalcore.comparison import DEFAULT_MEASURES, mean_rule, paired_rule
+from evalcore.jsonable import json_finite
 from evalcore.metrics import FAMILIES
 from evalplatform.errors import InputError
 from evalplatform.jobs import JobStatus
@@ -669,6 +670,22 @@ class GapsOut(serializers.Serializer):
         help_text="Tasks given the urgent priority: served before the project's pools' tasks (a project "
         "that serves by priority only)."
     )
+
+
+class GapsRequestOut(serializers.Serializer):
+    id = serializers.IntegerField(source="pk", help_text="Poll GET /api/teams/<team>/gaps-requests/<id>/.")
+    run = serializers.IntegerField(source="run_id")
+    qrels = serializers.IntegerField(source="qrels_id")
+    depth = serializers.IntegerField()
+    state = serializers.SerializerMethodField(help_text="The job's status, progress and error.")
+    result = serializers.SerializerMethodField(help_text="What it did, once done (null before).")
+
+    def get_state(self, job: Any) -> dict[str, Any]:
+        return json_finite(job.state())  # type: ignore[no-any-return]
+
+    @extend_schema_field(GapsOut(allow_null=True))
+    def get_result(self, job: Any) -> dict[str, Any] | None:
+        return GapsOut(job.result).data if job.status == "done" else None  # type: ignore[return-value]
 
 
 class CoverageQueuedOut(serializers.Serializer):

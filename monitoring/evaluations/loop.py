@@ -5,6 +5,8 @@ version.
 - `run_gaps_judge` adds the run's unjudged top-k pairs on a qrels source (`evalcore.coverage.unjudged_pairs`)
   to the judging project the source was built from, through `annotations.imports.pairs_add` (pairs whose
   topic or document the project lacks are skipped and counted; pairs already tasks are counted, not added).
+  The command calls it; the web and the API queue the same work as a `GapsRequest` job
+  (`gaps_request_create`), since reading a run of millions of lines must not hold a request.
 - `qrels_build_rescore` creates the linked team's qrels source for a finished build and queues, for every
   evaluation done on the source of the version before, the same evaluation on the new one
   (`evaluation_create`: the same run, qrels and options find the same evaluation, so a re-delivered
@@ -26,12 +28,12 @@ from annotations.models import Project, ProjectMembership, QrelsBuild, Task
 from evalcore.coverage import DEFAULT_GAP_DEPTH, unjudged_pairs
 from evalplatform.auth import AnyUser, User
 from evalplatform.errors import InputError
-from evalplatform.jobs import JobStatus
+from evalplatform.jobs import JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
 from evalplatform.models import TeamMembership
 from monitoring.evaluations.selectors import leaderboard
 from monitoring.evaluations.services import evaluation_create, read_qrels, read_run
 from monitoring.files.uploads import qrels_source_for_build
-from monitoring.models import Evaluation, QrelsSource, Run
+from monitoring.models import Evaluation, GapsRequest, QrelsSource, Run
 from monitoring.pooling.services import URGENT_PRIORITY
 
 logger = logging.getLogger(__name__)
@@ -75,11 +77,9 @@ class GapsJudged:
         return asdict(self)
 
 
-def run_gaps_judge(*, run: Run, qrels: QrelsSource, depth: int = DEFAULT_GAP_DEPTH) -> GapsJudged:
-    """Add the run's unjudged top-`depth` pairs on `qrels` to the source's judging project as tasks.
-
-    Raises `InputError` for uploaded qrels (no project to judge in), a run of another team or a depth
-    out of range. Idempotent: asking twice adds nothing the second time."""
+def gaps_check(*, run: Run, qrels: QrelsSource, depth: int) -> Project:
+    """The judging project the run's gaps on `qrels` go to; `InputError` for uploaded qrels (no project to
+    judge in), a run of another team or a depth out of range."""
     if qrels.build_id is None:
         raise InputError("These qrels were uploaded: there is no judging project to add the gaps to.")
     if run.team_id != qrels.team_id:
@@ -87,8 +87,18 @@ def run_gaps_judge(*, run: Run, qrels: QrelsSource, depth: int = DEFAULT_GAP_DEP
     if not 1 <= depth <= MAX_GAP_DEPTH:
         raise InputError(f"Choose a depth between 1 and {MAX_GAP_DEPTH}.")
     assert qrels.build is not None
-    project = qrels.build.project
-    pairs = unjudged_pairs(read_run(run), read_qrels(qrels), depth=depth)
+    return qrels.build.project
+
+
+def gaps_find(*, run: Run, qrels: QrelsSource, depth: int) -> list[tuple[str, str]]:
+    """The distinct unjudged (qid, docno) pairs of the run's top `depth` on `qrels` (reads both files)."""
+    return unjudged_pairs(read_run(run), read_qrels(qrels), depth=depth)
+
+
+def gaps_add(
+    *, run: Run, qrels: QrelsSource, project: Project, depth: int, pairs: Sequence[tuple[str, str]]
+) -> GapsJudged:
+    """Add `pairs` to the project as tasks (idempotent) and serve them first where the project has pools."""
     added = pairs_add(project=project, pairs=pairs)
     urgent = gaps_prioritise(project=project, pairs=pairs)
     logger.info("gaps of run %s on qrels %s: %s", run.pk, qrels.pk, added)
@@ -97,6 +107,56 @@ def run_gaps_judge(*, run: Run, qrels: QrelsSource, depth: int = DEFAULT_GAP_DEP
         created=added.created, existing=added.existing, missing_topic=added.missing_topic,
         missing_document=added.missing_document, prioritised=urgent,
     )  # fmt: skip
+
+
+def run_gaps_judge(*, run: Run, qrels: QrelsSource, depth: int = DEFAULT_GAP_DEPTH) -> GapsJudged:
+    """Add the run's unjudged top-`depth` pairs on `qrels` to the source's judging project as tasks, at
+    once (the command's way; the web and the API queue a `GapsRequest` job instead).
+
+    Raises `InputError` as `gaps_check` does. Idempotent: asking twice adds nothing the second time."""
+    project = gaps_check(run=run, qrels=qrels, depth=depth)
+    pairs = gaps_find(run=run, qrels=qrels, depth=depth)
+    return gaps_add(run=run, qrels=qrels, project=project, depth=depth, pairs=pairs)
+
+
+@transaction.atomic
+def gaps_request_create(
+    *, run: Run, qrels: QrelsSource, depth: int = DEFAULT_GAP_DEPTH, created_by: User | None = None
+) -> GapsRequest:
+    """A pending "judge the gaps" job, queued when the transaction commits; refuses what `gaps_check`
+    refuses at once, before any file is read."""
+    gaps_check(run=run, qrels=qrels, depth=depth)
+    request = GapsRequest.objects.create(
+        team_id=qrels.team_id, run=run, qrels=qrels, depth=depth, created_by=created_by
+    )
+    job_enqueue_on_commit(request)
+    return request
+
+
+def gaps_request_run(*, request_id: int) -> JobOutcome:
+    """The task's one call: read the files without a lock, then add the tasks with the job's result, in
+    the transaction that stores it (a job taken over by another worker adds nothing)."""
+    return job_run(GapsRequest, pk=request_id, compute=_gaps_compute, store=_gaps_store)
+
+
+def _gaps_compute(job: GapsRequest, progress: ProgressFn) -> list[tuple[str, str]]:
+    progress(0.0, f"reading {job.run.name} and {job.qrels.name}")
+    gaps_check(run=job.run, qrels=job.qrels, depth=job.depth)
+    return gaps_find(run=job.run, qrels=job.qrels, depth=job.depth)
+
+
+def _gaps_store(job: GapsRequest, pairs: list[tuple[str, str]]) -> None:
+    project = gaps_check(run=job.run, qrels=job.qrels, depth=job.depth)
+    job.result = gaps_add(
+        run=job.run, qrels=job.qrels, project=project, depth=job.depth, pairs=pairs
+    ).as_dict()
+
+
+def gaps_requests_recent(*, qrels: QrelsSource, limit: int = 5) -> list[GapsRequest]:
+    """The newest "judge the gaps" jobs on `qrels`, with their runs, for the leaderboard."""
+    return list(
+        GapsRequest.objects.filter(qrels=qrels).select_related("run").order_by("-created_at", "-pk")[:limit]
+    )
 
 
 @transaction.atomic

@@ -233,3 +233,30 @@ class ComparisonPair(models.Model):
 
     def __str__(self) -> str:
         return f"{self.measure}: run {self.run_a_id} vs {self.run_b_id}, p_adj {self.p_adjusted:.3g}"
+
+
+class GapsRequest(Job):
+    """ "Judge the gaps" of one run on a built qrels source, as a job: reading the run and the qrels files
+    (a run may have millions of lines) never holds a request. `result` is `loop.GapsJudged.as_dict()`."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="gaps_requests")
+    qrels = models.ForeignKey(QrelsSource, on_delete=models.CASCADE, related_name="gaps_requests")
+    depth = models.PositiveIntegerField(help_text="The run's top k per query.")
+    result = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    task_name = "monitoring.tasks.gaps_request_run"
+    queue_down_hint = "Try again later, or run `python manage.py judge_gaps`."
+
+    class Meta:
+        ordering = ["qrels", "-created_at"]
+        indexes = [models.Index(fields=["status", "lease_expires_at"], name="gaps_request_claim")]
+
+    def __str__(self) -> str:
+        return f"gaps of {self.run} on {self.qrels} (top {self.depth}, {self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("monitoring:leaderboard", args=[self.team.slug, self.qrels_id])

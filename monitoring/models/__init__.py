@@ -7,7 +7,14 @@ machine judge's labels (`machine_judges`), alert rules, events and notifications
 
 from monitoring.alerts.models import AlertEvent, AlertRule, Notification, NotificationChannel
 from monitoring.embeddings.models import EmbeddingSnapshot, EmbeddingStream, MonitorRun
-from monitoring.evaluations.models import PARAMS, Comparison, ComparisonPair, Evaluation, options_key
+from monitoring.evaluations.models import (
+    PARAMS,
+    Comparison,
+    ComparisonPair,
+    Evaluation,
+    GapsRequest,
+    options_key,
+)
 from monitoring.files.models import QrelsSource, Run
 from monitoring.fusion.models import Fusion
 from monitoring.machine_judges.models import MachineJudgeEvaluation
@@ -40,6 +47,7 @@ __all__ = [
     "FraudScoreEvaluation",
     "FraudScoreSet",
     "Fusion",
+    "GapsRequest",
     "JudgingPool",
     "MachineJudgeEvaluation",
     "PoolReprioritise",

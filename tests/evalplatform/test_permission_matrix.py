@@ -50,6 +50,7 @@ from monitoring.fusion import services as fusions
 from monitoring.models import (
     AlertEvent,
     ComparisonPair,
+    GapsRequest,
     MonitorRun,
     NotificationChannel,
     QrelsSource,
@@ -224,6 +225,7 @@ def world_build() -> World:
         "import_job": import_job.pk, "machine_judge": judge.pk, "machine_import": machine_import.pk, "reuse_analysis": reuse_analysis.pk, "pool": pool.pk, "series": Series.objects.get(kind="project", team=team).pk,
     }  # fmt: skip
     ids["llm_judge_job"] = LLMJudgeJob.objects.create(project=a, judge=judge, limit=5).pk
+    ids["gaps_request"] = GapsRequest.objects.create(team=team, run=run, qrels=build_source, depth=10).pk
     return World(a=a, b=b, team=team, ids=ids, users={"anon": None, **users})
 
 
@@ -481,6 +483,7 @@ MATRIX: dict[str, Row] = {
     "monitoring-api:leaderboard": api("team", TEAM, pk="qrels"),
     "monitoring-api:qrels-reuse": api("team", TEAM, EDITORS, pk="qrels"),
     "monitoring-api:reuse-analysis": api("team", TEAM, pk="reuse_analysis"),
+    "monitoring-api:gaps-request": api("team", TEAM, pk="gaps_request"),
     "monitoring-api:leaderboard-diff": api("team", TEAM, pk="qrels"),
     "monitoring-api:leaderboard-gaps": api("team", None, GAP_JUDGES, pk="build_qrels"),
     "monitoring-api:leaderboard-coverage": api("team", None, EDITORS, pk="qrels"),

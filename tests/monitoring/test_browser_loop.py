@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from annotations.models import Task
 from monitoring.evaluations import loop
 from monitoring.evaluations import services as evaluations
-from monitoring.models import QrelsSource
+from monitoring.models import GapsRequest, QrelsSource
 from tests.conftest import THEO, browser_log_in
 from tests.monitoring import test_judging_loop
 
@@ -32,8 +32,16 @@ def test_a_lead_judges_the_gaps_and_reads_the_new_versions_diff(
     good = next(run for run in linked["runs"] if run.name == "good")
     page.locator(f"button[data-run='{good.pk}']").click()
     page.wait_for_selector(".messages .message")
-    message = page.locator(".messages .message").inner_text()
-    assert "6 added to web as tasks, 3 already tasks, 5 skipped" in message
+    assert (
+        "Judging the gaps of good in its top 10: queued." in page.locator(".messages .message").inner_text()
+    )
+    # The job (a worker's, run here): the leaderboard's table of gap requests then says what it added.
+    job = GapsRequest.objects.get(run=good)
+    loop.gaps_request_run(request_id=job.pk)  # "busy" if a live worker of the session took it first
+    assert test_judging_loop.wait_for(lambda: GapsRequest.objects.get(pk=job.pk).status == "done")
+    page.reload()
+    outcome = page.locator("#gap-requests tbody tr").first.inner_text()
+    assert "6 added to web as tasks, 3 already tasks, 5 skipped" in outcome
     assert Task.objects.filter(project=project).count() == before + 6
 
     # The annotators judge every task; a new version re-scores both runs on it.

@@ -28,7 +28,7 @@ from monitoring.evaluations import loop, selectors
 from monitoring.evaluations import services as evaluations
 from monitoring.evaluations.services import with_coverage
 from monitoring.files import uploads
-from monitoring.models import Evaluation, QrelsSource, Run
+from monitoring.models import Evaluation, GapsRequest, QrelsSource, Run
 from tests.annotations.conftest import build_project, record_answers
 from tests.conftest import Persona as PersonaOf
 from tests.conftest import QueuedTasks, WorkerProcess, make_user
@@ -235,16 +235,34 @@ class TestJudgeTheGaps:
         assert added.as_dict() == {"requested": 2, "created": 1, "existing": 0, "missing_topic": 1,
                                    "missing_document": 0}  # fmt: skip
 
-    def test_the_button_shows_for_an_editor_who_leads_the_project_and_adds_the_tasks(
-        self, linked: dict[str, Any], theo: User
+    def test_the_button_shows_for_an_editor_who_leads_the_project_and_queues_the_job(
+        self, linked: dict[str, Any], theo: User, queued: Any, django_capture_on_commit_callbacks: Any
     ) -> None:
         source, (good, _) = linked["source"], linked["runs"]
         client = signed_in(theo)
         page = client.get(f"/teams/search/leaderboard/{source.pk}/").content.decode()
-        assert page.count("Judge the gaps</button>") == 2
-        response = client.post(f"/teams/search/leaderboard/{source.pk}/runs/{good.pk}/gaps/", {"depth": "10"},
-                               follow=True)  # fmt: skip
-        assert "6 added to web as tasks, 3 already tasks, 5 skipped" in response.content.decode()
+        assert page.count("Judge the gaps</button>") == 2 and 'id="gap-requests"' not in page
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(f"/teams/search/leaderboard/{source.pk}/runs/{good.pk}/gaps/",
+                                   {"depth": "10"}, follow=True)  # fmt: skip
+        body = response.content.decode()
+        assert "Judging the gaps of good in its top 10: queued." in body and "Waiting for a worker." in body
+        job = GapsRequest.objects.get()
+        assert (job.run, job.qrels, job.depth, job.created_by) == (good, source, 10, theo)
+        assert queued.names() == ["monitoring.tasks.gaps_request_run"]
+        before = Task.objects.filter(project=linked["project"]).count()
+        assert loop.gaps_request_run(request_id=job.pk).status == "done"
+        assert Task.objects.filter(project=linked["project"]).count() == before + 6
+        page = client.get(f"/teams/search/leaderboard/{source.pk}/").content.decode()
+        assert "6 added to web as tasks, 3 already tasks, 5 skipped" in page
+
+    def test_a_refused_depth_queues_nothing(self, linked: dict[str, Any], theo: User, queued: Any) -> None:
+        source, (good, _) = linked["source"], linked["runs"]
+        response = signed_in(theo).post(
+            f"/teams/search/leaderboard/{source.pk}/runs/{good.pk}/gaps/", {"depth": "0"}, follow=True
+        )
+        assert "Choose a depth between 1 and 1000." in response.content.decode()
+        assert not GapsRequest.objects.exists() and queued.names() == []
 
     def test_an_editor_who_does_not_lead_the_project_sees_no_button_and_is_refused(
         self, linked: dict[str, Any], theo: User
@@ -261,14 +279,40 @@ class TestJudgeTheGaps:
             client.post(f"/api/teams/search/leaderboard/{source.pk}/runs/{good.pk}/gaps/").status_code == 403
         )
 
-    def test_the_api_adds_the_gaps_and_answers_the_counts(self, linked: dict[str, Any], theo: User) -> None:
+    def test_the_api_queues_the_gaps_and_its_request_answers_the_counts(
+        self, linked: dict[str, Any], theo: User, vera: User, queued: Any
+    ) -> None:
         source, (_, late) = linked["source"], linked["runs"]
         url = f"/api/teams/search/leaderboard/{source.pk}/runs/{late.pk}/gaps/"
-        body = signed_in(theo).post(url, {"depth": 2}, content_type="application/json").json()
-        assert body == {"run": late.pk, "qrels": source.pk, "project": "web", "depth": 2, "unjudged": 8,
-                        "created": 6, "existing": 0, "missing_topic": 2, "missing_document": 0, "prioritised": 0}  # fmt: skip
+        response = signed_in(theo).post(url, {"depth": 2}, content_type="application/json")
+        assert response.status_code == 202
+        body = response.json()
+        assert {k: body[k] for k in ("run", "qrels", "depth", "result")} == {
+            "run": late.pk, "qrels": source.pk, "depth": 2, "result": None,
+        }  # fmt: skip
+        assert body["state"]["status"] == "pending"
+        assert loop.gaps_request_run(request_id=body["id"]).status == "done"
+        # Any member of the team reads it (a viewer too); what it did is the command's counts.
+        done = signed_in(vera).get(f"/api/teams/search/gaps-requests/{body['id']}/").json()
+        assert done["state"]["status"] == "done"
+        assert done["result"] == {"run": late.pk, "qrels": source.pk, "project": "web", "depth": 2, "unjudged": 8,
+                                  "created": 6, "existing": 0, "missing_topic": 2, "missing_document": 0,
+                                  "prioritised": 0}  # fmt: skip
         bad = signed_in(theo).post(url, {"depth": 5000}, content_type="application/json")
         assert bad.status_code == 400 and "depth" in bad.json()
+        assert signed_in(theo).get("/api/teams/search/gaps-requests/999999/").status_code == 404
+
+    def test_a_request_whose_run_file_is_gone_fails_with_its_reason(
+        self, linked: dict[str, Any], theo: User, queued: Any
+    ) -> None:
+        source, (good, _) = linked["source"], linked["runs"]
+        job = loop.gaps_request_create(run=good, qrels=source, depth=10, created_by=theo)
+        good.file.storage.delete(good.file.name)
+        outcome = loop.gaps_request_run(request_id=job.pk)
+        job.refresh_from_db()
+        assert outcome.status == "failed" and job.status == "failed" and job.error
+        page = signed_in(theo).get(f"/teams/search/leaderboard/{source.pk}/").content.decode()
+        assert 'data-status="failed"' in page
 
     def test_the_command_adds_the_gaps_once_and_prints_the_counts(self, linked: dict[str, Any]) -> None:
         source, (_, late) = linked["source"], linked["runs"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -20,12 +20,13 @@ from monitoring.common.serializers import (
     CoverageQueuedOut,
     EvaluationErrorOut,
     GapsIn,
-    GapsOut,
+    GapsRequestOut,
     LeaderboardDiffOut,
 )
 from monitoring.evaluations import loop, selectors
 from monitoring.evaluations.diffs import leaderboard_diff
 from monitoring.evaluations.views.diffs import diff_sources
+from monitoring.models import GapsRequest
 
 TAGS = ["evaluation: evaluations"]
 NOT_A_LEAD = OpenApiResponse(
@@ -36,13 +37,14 @@ NOT_A_LEAD = OpenApiResponse(
 
 @extend_schema(
     request=GapsIn,
-    responses={200: GapsOut, 400: FIELD_ERRORS, 403: NOT_A_LEAD, 404: NOT_FOUND},
+    responses={202: GapsRequestOut, 400: FIELD_ERRORS, 403: NOT_A_LEAD, 404: NOT_FOUND},
     summary="Judge the gaps: add a run's unjudged top-k pairs on a qrels source to its judging project",
     description="For qrels built by a judging project linked to the team: the distinct (qid, docno) pairs "
     "of the run's top `depth` per query (trec_eval's order) that these qrels do not judge become tasks of "
     "the project. Pairs whose topic or document the project lacks are skipped and counted; pairs that are "
     "tasks already are counted, never added twice, so the call may be repeated. Uploaded qrels have no "
-    "project: 400.",
+    "project: 400. The work is a job (a run may have millions of lines): the answer, 202, is the queued "
+    "request; poll `GET /api/teams/<team>/gaps-requests/<id>/` for its `result` (these counts: `GapsOut`).",
     tags=TAGS,
 )
 @api_view(["POST"])
@@ -57,10 +59,26 @@ def judge_gaps(request: Request, team: str, pk: int, run: int) -> Response:
     data = GapsIn(data=request.data)
     data.is_valid(raise_exception=True)
     try:
-        done = loop.run_gaps_judge(run=found, qrels=qrels, depth=data.validated_data["depth"])
+        job = loop.gaps_request_create(
+            run=found, qrels=qrels, depth=data.validated_data["depth"], created_by=request.user
+        )
     except InputError as error:
         raise serializers.ValidationError({"non_field_errors": [str(error)]}) from None
-    return Response(GapsOut(done.as_dict()).data)
+    return Response(GapsRequestOut(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema(
+    responses={200: GapsRequestOut, 404: NOT_FOUND},
+    summary='One "judge the gaps" request: its state and, once done, what it added',
+    tags=TAGS,
+)
+@api_view(["GET"])
+def gaps_request(request: Request, team: str, pk: int) -> Response:
+    membership = get_team_for_member(request.user, team)
+    job = GapsRequest.objects.filter(team=membership.team, pk=pk).first()
+    if job is None:
+        raise NotFound("No such gaps request.")
+    return Response(GapsRequestOut(job).data)
 
 
 @extend_schema(

@@ -22,13 +22,14 @@ from evalcore.coverage import DEFAULT_GAP_DEPTH, JUDGED_WARNING
 from evalplatform.auth import SignedInRequest
 from evalplatform.csvexport import csv_response
 from evalplatform.errors import InputError
+from evalplatform.jobs import JobStatus
 from evalplatform.models import TeamMembership
 from evalplatform.teams import get_team_for_member
 from monitoring.evaluations import charts, loop, selectors
 from monitoring.evaluations.selectors import LeaderboardRow, MeasureColumn, MeasureResult
 from monitoring.machine_judges.forms import MachineJudgeEvaluationForm
 from monitoring.machine_judges.selectors import ESTIMATES, JudgeBoard, judge_board
-from monitoring.models import QrelsSource
+from monitoring.models import GapsRequest, QrelsSource
 
 #: `?sort=run` sorts by the run's name; any other value is a measure.
 SORT_BY_NAME = "run"
@@ -112,6 +113,7 @@ def leaderboard(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
         "may_judge_gaps": loop.may_judge_gaps(user=request.user, membership=membership, qrels=page.qrels),
         "previous": loop.previous_source(page.qrels),
         "coverage_missing": sum(1 for row in page.rows if not row.coverage.computed),
+        "gap_requests": [(job, gaps_outcome(job)) for job in loop.gaps_requests_recent(qrels=page.qrels)],
         **machine_judge_context(page, charted, membership),
     }
     return render(request, "monitoring/leaderboard.html", context)
@@ -193,13 +195,17 @@ def judge_gaps(request: SignedInRequest, team: str, pk: int, run: int) -> HttpRe
         )
     try:
         depth = int(request.POST.get("depth") or DEFAULT_GAP_DEPTH)
-        done = loop.run_gaps_judge(run=found, qrels=qrels, depth=depth)
+        loop.gaps_request_create(run=found, qrels=qrels, depth=depth, created_by=request.user)
     except ValueError:
         messages.error(request, "The depth must be a whole number.")
     except InputError as error:
         messages.error(request, str(error))
     else:
-        messages.success(request, gaps_message(found.name, done))
+        messages.success(
+            request,
+            f"Judging the gaps of {found.name} in its top {depth}: queued. The table of gap requests below "
+            "shows what it added.",
+        )
     return redirect("monitoring:leaderboard", membership.team.slug, qrels.pk)
 
 
@@ -219,7 +225,17 @@ def compute_coverage(request: SignedInRequest, team: str, pk: int) -> HttpRespon
     return redirect("monitoring:leaderboard", membership.team.slug, qrels.pk)
 
 
+def gaps_outcome(job: GapsRequest) -> str:
+    """A gap request's state in words: what it added once done, its error if it failed."""
+    if job.status == JobStatus.DONE:
+        return gaps_message(job.run.name, loop.GapsJudged(**job.result))
+    if job.status == JobStatus.FAILED:
+        return job.error or "Failed."
+    return "Waiting for a worker." if job.status == JobStatus.PENDING else "Reading the run and the qrels…"
+
+
 def gaps_message(run: str, done: loop.GapsJudged) -> str:
+    """What a finished "judge the gaps" did, in a sentence."""
     skipped = done.missing_topic + done.missing_document
     return (
         f"{run}: {done.unjudged} unjudged pairs in its top {done.depth}; {done.created} added to "
