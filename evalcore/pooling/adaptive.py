@@ -33,6 +33,10 @@ Strategies (one arm chosen per judgment; ties go to the run given first):
 The *current order* of the pending documents: replay the judgments to get the state, then keep
 choosing with the state frozen (no new evidence): the chosen run is read until it runs out, then the
 next (Thompson sampling draws afresh at each step, from the same frozen posteriors).
+
+The papers' full text could not be reached (only their abstracts): which of these rules are taken from a
+published definition (UCB1-Tuned, the learning automaton) and which are our reading of the pooling papers
+(the prior, the form of the discount, the credit of shared documents, ties) is set out in docs/pooling.md.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from evalcore.pooling import (
     simulate_pooling,
 )
 from evalcore.pooling.adaptive import TopicArms
+from evalcore.pooling.order import topic_arms
 from evalcore.pooling.simulation import candidate_grades
 from evalcore.pooling.synthetic import synthetic_collection
 from evalcore.retrieval import Qrels, Run, evaluate
@@ -445,6 +446,159 @@ class TestAdaptiveStrategies:
             rest = pool_order(pool, params, judged)
             assert len(rest) == 18 and not set(rest.tolist()) & {i for i, _ in judged}
             assert pool_order(pool, params, [(int(i), False) for i in first]).tolist() == []
+
+
+def replay(
+    strategy: str, lists: list[list[str]], judged: list[tuple[str, bool]], **options: object
+) -> TopicArms:
+    """The arms of a one-topic pool after the judgments `judged` (document, relevant), in that order."""
+    pool, _ = one_topic(lists)
+    index = {pool.docnos[i]: i for i in range(len(pool))}
+    arms = topic_arms(pool, PoolParams(strategy, **options), 0)  # type: ignore[arg-type]
+    for doc, relevant in judged:
+        arms.observe(index[doc], relevant)
+    return arms
+
+
+class TestWorkedCases:
+    """Small cases worked by hand from the formulas of docs/pooling.md (issue 23, point 1).
+
+    The papers' own text (Losada, Parapar and Barreiro, SAC 2016 and IPM 53(5) 2017; Cormack, Palmer
+    and Clarke, SIGIR 1998) could not be reached, only their abstracts, so the maximum-mean, move-to-
+    front and non-stationary rules are checked against our reading of them; UCB1-Tuned is Auer,
+    Cesa-Bianchi and Fischer (2002), section 4, and the Bayesian learning automaton is Granmo's (2010):
+    count each arm's rewards and penalties, draw from the twin Beta posteriors, pull the largest draw.
+    """
+
+    def test_the_non_stationary_counts_are_discounted_sums_of_the_rewards(self) -> None:
+        """MM-NS: after observations r_1..r_m of a run, rel = sum_k gamma^(m-k) r_k and nrel =
+        sum_k gamma^(m-k) (1 - r_k); the index is the posterior mean (1 + rel) / (2 + rel + nrel).
+
+        Run A judged R, N, N with gamma = 0.9: rel = 0.9^2 = 0.81, nrel = 0.9 + 1 = 1.9, mean =
+        1.81 / 4.71 = 0.384289; stationary MM on the same run: (1 + 1) / (2 + 3) = 0.4.
+        """
+        lists = [["a1", "a2", "a3", "a4"], ["b1"]]
+        seen = [("a1", True), ("a2", False), ("a3", False)]
+        ns = replay("bandit-mm-ns", lists, seen)
+        assert ns.rel[0] == pytest.approx(0.81) and ns.nrel[0] == pytest.approx(1.9)
+        assert ns.scores().tolist() == pytest.approx([1.81 / 4.71, 0.5])
+        assert replay("bandit-mm", lists, seen).scores().tolist() == pytest.approx([0.4, 0.5])
+
+    def test_the_default_discount_hands_over_to_the_next_run_one_judgment_earlier(self) -> None:
+        """A: a1 R, a2 N, a3, a4; B: b1 R, b2 N. Both start at the prior mean 1/2, A first (tie).
+
+        MM: a1 R (A 2/3), a2 N (A 2/4 = 1/2, tie, A stays), a3 N (A 2/5) -> B: b1 R (2/3), b2 N (2/4);
+        B is spent -> a4. MM-NS, gamma 0.9: a1 R (2/3), a2 N (A 1.9/3.9 = 0.487 < 1/2) -> B: b1 R
+        (2/3), b2 N (B 1.9/3.9, the same as A: tie, A) -> a3, a4.
+        """
+        pool, _ = one_topic([["a1", "a2", "a3", "a4"], ["b1", "b2"]])
+        relevant = {"a1", "b1"}
+        assert sequence_of(pool, "bandit-mm", relevant) == ["a1", "a2", "a3", "b1", "b2", "a4"]
+        assert sequence_of(pool, "bandit-mm-ns", relevant) == ["a1", "a2", "b1", "b2", "a3", "a4"]
+
+    def test_ucb1_tuned_plays_every_run_once_then_the_largest_upper_bound(self) -> None:
+        """UCB1-Tuned: index_s = mean_s + sqrt(ln(n) / n_s * min(1/4, V_s)), V_s = mean_s - mean_s^2 +
+        sqrt(2 ln(n) / n_s), n the judgments so far; a run not yet observed comes first.
+
+        A: a1 R, a2 N, a3; B: b1 R, b2 N. a1 (both unobserved, A first), b1 (B unobserved), then n = 2,
+        both mean 1 with n_s = 1: tie, A: a2 N. n = 3: A mean 1/2, n_s 2, V = 1/4 + sqrt(ln 3) =
+        1.298 -> 1/4, index 0.5 + sqrt(ln(3) / 8) = 0.870576; B mean 1, n_s 1, V = sqrt(2 ln 3) ->
+        1/4, index 1 + sqrt(ln(3) / 4) = 1.524074: B, b2 N. Then both 0.5, tie: a3.
+        """
+        pool, _ = one_topic([["a1", "a2", "a3"], ["b1", "b2"]])
+        assert sequence_of(pool, "bandit-ucb", {"a1", "b1"}) == ["a1", "b1", "a2", "b2", "a3"]
+        arms = replay(
+            "bandit-ucb", [["a1", "a2", "a3"], ["b1", "b2"]], [("a1", True), ("b1", True), ("a2", False)]
+        )
+        assert arms.scores().tolist() == pytest.approx([0.870576, 1.524074], abs=1e-6)
+
+    def test_ucb1_tuned_uses_the_variance_bound_once_it_is_below_a_quarter(self) -> None:
+        """With n = 250 judgments and a run of 200 relevant out of 200: V = 0 + sqrt(2 ln(250) / 200)
+        = 0.234978 < 1/4, index = 1 + sqrt(ln(250) / 200 * 0.234978) = 1.080543; a run of 100 out of
+        200 (V = 1/4 + 0.234978 -> 1/4): 0.5 + sqrt(ln(250) / 200 / 4) = 0.583077."""
+        arms = TopicArms("bandit-ucb", 1, np.array([0, 1]), np.array([0, 0]))
+        arms.judged = 250
+        arms.seen[:] = 200
+        arms.rel[:] = [200.0, 100.0]
+        assert arms.scores().tolist() == pytest.approx([1.080543, 0.583077], abs=1e-6)
+
+    @pytest.mark.parametrize(
+        ("judged", "a_next", "chance"),
+        [
+            # A Beta(2, 1) against B Beta(1, 1): P(X > Y) = int_0^1 2x * x dx = 2/3; A offers a2, B a3.
+            ([("a1", True)], "a2", 2 / 3),
+            # A (R, R, N) Beta(3, 2) against B (its first document a3 N) Beta(1, 2):
+            # int_0^1 12 x^2 (1 - x) (1 - (1 - x)^2) dx = 12 (2/4 - 3/5 + 1/6) = 0.8; A offers a4, B b1.
+            ([("a1", True), ("a2", True), ("a3", False)], "a4", 0.8),
+        ],
+    )
+    def test_thompson_sampling_picks_a_run_as_often_as_its_draw_is_the_largest(
+        self, judged: list[tuple[str, bool]], a_next: str, chance: float
+    ) -> None:
+        """BLA: each run's rate is drawn from Beta(1 + rel_s, 1 + nrel_s) and the largest draw is pulled,
+        so over seeds run A comes first with probability P(theta_A > theta_B), computed by hand (the
+        draws are deterministic in the seed, so the tolerance of 4 standard errors never flakes)."""
+        lists = [["a1", "a2", "a3", "a4"], ["a3", "b1", "b2"]]
+        pool, _ = one_topic(lists)
+        index = {pool.docnos[i]: i for i in range(len(pool))}
+        done = [(index[d], r) for d, r in judged]
+        seeds = 3000
+        first = [
+            pool.docnos[int(pool_order(pool, PoolParams("bandit-bla", seed=s), done)[0])]
+            for s in range(seeds)
+        ]
+        share = first.count(a_next) / seeds
+        assert abs(share - chance) < 4 * math.sqrt(chance * (1 - chance) / seeds), share
+
+    def test_the_chosen_run_gives_its_top_unjudged_document(self) -> None:
+        """A: x, y, z; B: y, w. y judged non-relevant (B's pointer passes it: B 1/3; A's top is still x:
+        A 1/2): A is read to its end skipping y (x, z), then B (w)."""
+        pool, _ = one_topic([["x", "y", "z"], ["y", "w"]])
+        y = next(i for i in range(len(pool)) if pool.docnos[i] == "y")
+        for strategy in ("bandit-mm", "bandit-mm-ns", "mtf"):
+            assert [pool.docnos[i] for i in pool_order(pool, PoolParams(strategy), [(y, False)])] == [
+                "x",
+                "z",
+                "w",
+            ]
+
+    def test_mtf_leaves_a_spent_run_for_the_run_of_highest_priority(self) -> None:
+        """A: a1 R (A spent while still current) -> the highest priority among B and C (both 0: B, given
+        first): b1 R, b2 N (B -> -1) -> C: c1."""
+        pool, _ = one_topic([["a1"], ["b1", "b2"], ["c1"]])
+        assert sequence_of(pool, "mtf", {"a1", "b1"}) == ["a1", "b1", "b2", "c1"]
+
+    @pytest.mark.parametrize("strategy", sorted(ADAPTIVE_STRATEGIES))
+    @settings(max_examples=50, deadline=None)
+    @given(data=st.data())
+    def test_every_choice_follows_the_definitions(self, strategy: str, data: st.DataObject) -> None:
+        """At every step: the chosen run is open and every document above its pointer is judged, so it
+        gives its top unjudged document; the deterministic indexes are maximal with ties to the first
+        run; each run's counts are the (discounted, for MM-NS) sums over its judged prefix."""
+        docs = [f"d{i}" for i in range(10)]
+        lists = data.draw(
+            st.lists(
+                st.lists(st.sampled_from(docs), min_size=1, max_size=6, unique=True), min_size=1, max_size=4
+            )
+        )
+        relevant = set(data.draw(st.lists(st.sampled_from(docs), max_size=10)))
+        gamma = data.draw(st.sampled_from([0.5, 0.9, 1.0]))
+        pool, _ = one_topic(lists)
+        arms = topic_arms(pool, PoolParams(strategy, discount=gamma, seed=data.draw(st.integers(0, 9))), 0)
+        while (arm := arms.choose()) >= 0:
+            doc = arms.next_document(arm)
+            assert not arms.taken[doc] and arms.taken[arms.lists[arm][: arms.pointer[arm]]].all()
+            if strategy in ("bandit-mm", "bandit-mm-ns", "bandit-ucb"):
+                score = np.where(arms.pointer < arms.length, arms.scores(), -math.inf)
+                assert arm == int(np.flatnonzero(score == score.max())[0])
+            arms.observe(doc, pool.docnos[doc] in relevant, arm)
+            discount = gamma if strategy == "bandit-mm-ns" else 1.0
+            for a in range(len(arms.runs)):
+                labels = arms.label[arms.lists[a][: arms.pointer[a]]].astype(float)
+                weights = discount ** np.arange(len(labels) - 1, -1, -1)
+                assert arms.rel[a] == pytest.approx(float(weights @ labels))
+                assert arms.nrel[a] == pytest.approx(float(weights @ (1 - labels)))
+        assert arms.taken.all()
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
