@@ -159,6 +159,13 @@ def compare_scores(
     n_queries = lengths.pop()
     if n_queries == 0:
         raise EvalCoreError("no query is evaluated in every run")
+    undefined = [m for m in measures if not all(np.isfinite(np.asarray(scores[n][m], dtype=np.float64)).all()
+                                                 for n in names)]  # fmt: skip
+    if undefined:
+        raise EvalCoreError(
+            f"{', '.join(undefined)}: no value for some queries (Accuracy has none where no relevant or no"
+            " non-relevant document is retrieved); the paired tests need one for every query of every run"
+        )
 
     bootstrap = BootstrapOptions(n_resamples=n_resamples, confidence=confidence, seed=seed)
     summaries = {

@@ -16,7 +16,14 @@ from evalcore.retrieval.average_precision import MIN_GEO_MEAN
 from evalcore.retrieval.data import Qrels, Run
 from evalcore.retrieval.measures import ORDER
 from evalcore.retrieval.names import OFFICIAL_MEASURES, MeasureSpec, UnknownMeasureError, parse_measures
-from evalcore.retrieval.ranking import RankingContext, _evaluated_queries, _join, _ranks, build_context
+from evalcore.retrieval.ranking import (
+    RankingContext,
+    _evaluated_queries,
+    _join,
+    _ranks,
+    build_context,
+    judged_context,
+)
 
 if TYPE_CHECKING:  # imported where used: evaluating qrels never loads them
     from evalcore.retrieval.judgment_groups import QrelsJG
@@ -85,10 +92,19 @@ def _sequential_sum(values: np.ndarray) -> float:
     return float(np.cumsum(values)[-1]) if len(values) else 0.0
 
 
+def _defined_mean(values: np.ndarray) -> float:
+    """The mean over the queries with a value (NaN marks the others), NaN when none has one, as
+    ir-measures' mean of the values its provider reports."""
+    defined = values[~np.isnan(values)]
+    return _sequential_sum(defined) / len(defined) if len(defined) else float("nan")
+
+
 def _aggregate(spec: MeasureSpec, values: np.ndarray, ctx: RankingContext, complete: bool) -> float:
     how = spec.measure.aggregate
     missing = len(ctx.missing_qids) if complete else 0
     count = len(values) + missing
+    if how == "defined":
+        return _defined_mean(values)
     if how == "queries":
         return float(count)
     if how == "relevant" and complete:
@@ -139,6 +155,12 @@ def evaluate(
     {'P@1': 0.0, 'num_ret': 1.0}
     >>> evaluate(qrels, Run.from_dict({"q1": {"x": 3.0, "a": 1.0}}), ["P@1"], judged_only=True).aggregate
     {'P@1': 1.0}
+
+    A query with no judged document retrieved stays under `judged_only`, with nothing retrieved (as in
+    trec_eval and pytrec_eval). ir-measures' `judged_only=True` asks it of one measure only:
+
+    >>> evaluate(qrels, Run.from_dict({"q1": {"x": 3.0, "a": 1.0}}), ["P@1", "P(judged_only=True)@1"]).aggregate
+    {'P@1': 0.0, 'P(judged_only=True)@1': 1.0}
     >>> evaluate(qrels, run, ["utility.0,0,0,1"], num_docs=100).aggregate  # q1: 100 + 1 - 2 - 1
     {'utility.0,0,0,1': 98.0}
     """
@@ -146,21 +168,37 @@ def evaluate(
         measures = [measures]
     specs = parse_measures(list(OFFICIAL_MEASURES if measures is None else measures))
     require_rel_format(specs, "qrels")
-    if max_docs is not None or judged_only:
-        run = restrict_run(qrels, run, max_docs=max_docs, judged_only=judged_only)
+    if max_docs is not None:
+        run = restrict_run(qrels, run, max_docs=max_docs)
     with small_pages():
         ctx = build_context(qrels, run)
     if ctx.num_queries == 0:
         raise NoCommonQueriesError("no query has both results and relevance judgments")
+    if judged_only:
+        ctx = judged_context(ctx)
     ctx.num_docs = float(num_docs)
     numeric = tuple(s for s in specs if not s.measure.text)
     text_specs = tuple(s for s in specs if s.measure.text)
-    values = compute(ctx, numeric, rel_level)
+    values = _compute_columns(ctx, numeric, rel_level, judged_already=judged_only)
     text = compute(ctx, tuple(s for s in text_specs if s.measure.per_query), rel_level)
     aggregate = {s.key: _aggregate(s, values[s.key], ctx, complete) for s in numeric}
     return RetrievalResult(
         ctx.qids, values, aggregate, numeric, ctx.missing_qids, complete, text, text_specs, run.run_id
     )
+
+
+def _compute_columns(
+    ctx: RankingContext, specs: Sequence[MeasureSpec], rel_level: int, *, judged_already: bool
+) -> dict[str, np.ndarray]:
+    """`compute`, with the specs marked judged_only (`P(judged_only=True)@10`) computed on the ranking
+    of the judged documents (one more context, derived from `ctx` without a join, built only when one
+    is asked), in the order asked."""
+    judged = [s for s in specs if s.judged_only]
+    if not judged or judged_already:
+        return compute(ctx, specs, rel_level)
+    plain = compute(ctx, [s for s in specs if not s.judged_only], rel_level)
+    plain.update(compute(judged_context(ctx), judged, rel_level))
+    return {s.key: plain[s.key] for s in specs}
 
 
 def require_rel_format(specs: Sequence[MeasureSpec], rel_format: str) -> None:
@@ -292,6 +330,8 @@ def _reduce(spec: MeasureSpec, values: np.ndarray, *, missing: int) -> float:
     """An aggregate from per-query values alone (no qrels at hand): mean, sum, geometric mean, count."""
     how = spec.measure.aggregate
     count = len(values) + missing
+    if how == "defined":
+        return _defined_mean(values)
     if how == "queries":
         return float(count)
     total = _sequential_sum(values)
@@ -358,8 +398,17 @@ def format_trec(result: RetrievalResult, *, per_query: bool = False, summary: bo
             for spec in specs
             if spec.measure.per_query
         ]
+        skipped = {  # a query where the measure is undefined (Accuracy) gets no line, as in ir-measures
+            spec.key: np.isnan(result.values[spec.key])
+            for spec, _ in columns
+            if spec.measure.aggregate == "defined"
+        }
         for i, qid in enumerate(result.qids.tolist()):
-            lines.extend(f"{name(spec)}\t{qid}\t{column[i]}" for spec, column in columns)
+            lines.extend(
+                f"{name(spec)}\t{qid}\t{column[i]}"
+                for spec, column in columns
+                if not (spec.key in skipped and skipped[spec.key][i])
+            )
     for spec in specs:
         if not (summary and spec.measure.summary):
             continue

@@ -28,7 +28,7 @@ import numpy as np
 
 from evalcore.metrics import Direction, MetricSpec
 from evalcore.retrieval import average_precision as ap
-from evalcore.retrieval import compatibility, gain, precision, user_models
+from evalcore.retrieval import compatibility, gain, pairwise, precision, user_models
 from evalcore.retrieval.average_precision import MIN_GEO_MEAN
 from evalcore.retrieval.precision import MeasureParam
 from evalcore.retrieval.ranking import RankingContext
@@ -40,8 +40,9 @@ Kernel = Callable[[RankingContext, MeasureParam, int], np.ndarray]
 Param = Literal["none", "cutoff", "fraction", "values", "gains"]
 #: How per-query values combine: the mean; the sum (counts); the geometric mean (gm_map); the number
 #: of queries (num_q); the sum of relevant documents (num_rel, which -c takes from the whole qrels);
-#: nothing (text printed per query, and runid).
-Aggregate = Literal["mean", "sum", "gmean", "queries", "relevant", "none"]
+#: the mean over the queries where the measure is defined (not NaN: Accuracy, as ir-measures skips
+#: the others); nothing (text printed per query, and runid).
+Aggregate = Literal["mean", "sum", "gmean", "queries", "relevant", "defined", "none"]
 
 DEFAULT_CUTOFFS: tuple[int, ...] = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 DEFAULT_RECALL_LEVELS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -88,7 +89,10 @@ class Measure(MetricSpec):
 
     @property
     def missing_value(self) -> float:
-        """What a query of the qrels that the run lacks contributes under complete=True (-c)."""
+        """What a query of the qrels that the run lacks contributes under complete=True (-c): NaN, nothing,
+        for a measure whose mean skips the queries where it is undefined."""
+        if self.aggregate == "defined":
+            return float("nan")
         return float(np.log(MIN_GEO_MEAN)) if self.aggregate == "gmean" else self.missing
 
     @property
@@ -856,6 +860,19 @@ _REGISTRY += (
         + "\n\n>>> example('BPM(max_rel=3)@2')\n0.3333",
         options=_graded(k=True, T=1.0),
         example_name="BPM(max_rel=3)@10",
+    ),
+    _keyword(
+        "Accuracy",
+        "Accuracy (relevant above non-relevant)",
+        pairwise.accuracy,
+        "Accuracy@k (ir-measures' accuracy provider): the share of pairs of a relevant and a non-relevant\n"
+        "document among the first k retrieved that the ranking orders relevant first, 1 - sum over relevant\n"
+        "d of |non-relevant above d| / (r * m); unjudged documents have grade 0. Undefined (NaN, left out of\n"
+        "the mean) for a query without a relevant or without a non-relevant document there.\n\n"
+        ">>> example('Accuracy')  # d1 above d2 and d4; d3 above d4, not d2\n0.75",
+        options={"cutoff": float("inf")},
+        uses_rel_level=True,
+        aggregate="defined",
     ),
 )
 

@@ -12,7 +12,9 @@ trec_eval's forms, read as trec_eval 9.0.8 reads `-m`:
 
 A trec_eval-style name may end with `_min_rel_<g>` to set that measure's relevance level, the
 counterpart of ir-measures' `(rel=g)`. ir-measures' forms: `P@10`, `nDCG@10`, `RR(rel=2)`,
-`AP(rel=2)@100`, `NumRet(rel=1)` (relevant retrieved, trec_eval's num_rel_ret), `SetF(beta=0.5)`.
+`AP(rel=2)@100`, `NumRet(rel=1)` (relevant retrieved, trec_eval's num_rel_ret), `SetF(beta=0.5)`,
+and `judged_only=True` on the measures ir-measures gives it (`P(judged_only=True)@10`: that measure
+on the ranking of the judged documents only, trec_eval's -J for one column).
 
 Each output column is a `MeasureSpec` keyed by the name as given (a name that expands to several
 columns keys each by its trec_eval name) and labelled with what trec_eval prints.
@@ -53,6 +55,7 @@ class MeasureSpec:
     key: str
     label: str = ""
     from_set: bool = False  # came from a measure set (`all_trec`), with the measure's defaults
+    judged_only: bool = False  # ir-measures' judged_only=True: evaluated as under trec_eval -J
 
     def __post_init__(self) -> None:
         if not self.label:
@@ -248,6 +251,11 @@ _KEYWORD_MEASURES: dict[str, Measure] = {
     m.ir_name.lower(): m for m in MEASURES.values() if m.options and m.ir_name
 }
 _TRUTH = {"true": 1.0, "false": 0.0}
+#: ir-measures' measures that take judged_only (lower case; the diversity ones are not read here).
+_JUDGED_ONLY = frozenset(
+    ("ap", "map", "iprec", "ndcg", "p", "precision", "r", "recall", "rprec", "rr", "mrr", "setap", "setf",
+     "setp", "setrelp", "success")
+)  # fmt: skip
 #: ir-measures' only choice for SDCG's dcg, accepted and dropped.
 _FIXED_OPTIONS = {("sdcg", "dcg"): "log2"}
 
@@ -339,6 +347,18 @@ def _parse_ir(name: str) -> tuple[MeasureSpec, ...] | None:
     return None if specs is None else tuple(replace(spec, label=spec.key) for spec in specs)
 
 
+def _judged_only(name: str, base: str, text: str | None) -> bool:
+    """ir-measures' `judged_only=` option: false (its default, which its measures spell out in full) or
+    true, for the measures that take it."""
+    if text is None or text.lower() == "false":
+        return False
+    if text.lower() != "true":
+        raise UnknownMeasureError(f"{name!r}: judged_only is true or false")
+    if base.lower() not in _JUDGED_ONLY:
+        raise UnknownMeasureError(f"{name!r}: {base} does not take judged_only")
+    return True
+
+
 def _parse_ir_columns(name: str) -> tuple[MeasureSpec, ...] | None:
     m = _IR_STYLE.match(name)
     if not m:
@@ -350,13 +370,27 @@ def _parse_ir_columns(name: str) -> tuple[MeasureSpec, ...] | None:
         if rel is not None and not keyword.uses_rel_level:
             raise UnknownMeasureError(f"{name!r}: {keyword.ir_name} does not use a relevance level")
         return (_keyword_spec(keyword, name, options, m["param"], rel),)
-    if options.get("judged_only", "").lower() == "false":
-        del options["judged_only"]  # ir-measures' default, which its measures spell out in full
+    judged = options.pop("judged_only", None)
+    specs = _ir_specs(name, m["base"], m["param"], options, rel, gains)
+    if specs is None or not _judged_only(name, m["base"], judged):
+        return specs
+    return tuple(replace(spec, judged_only=True) for spec in specs)
+
+
+def _ir_specs(
+    name: str,
+    stem: str,
+    cutoff: str | None,
+    options: dict[str, str],
+    rel: int | None,
+    gains: tuple[tuple[int, float], ...] | None,
+) -> tuple[MeasureSpec, ...] | None:
+    """The columns of an ir-measures name that is not a keyword measure's (`AP(rel=2)@100`)."""
     param: MeasureParam = None
-    if m["base"].lower() == "setf" and "beta" in options:
+    if stem.lower() == "setf" and "beta" in options:
         param = (_atof(options.pop("beta")),)
-    base = m["base"] + (f"({_options_text(options)})" if options else "")
-    has_param = m["param"] is not None
+    base = stem + (f"({_options_text(options)})" if options else "")
+    has_param = cutoff is not None
     if base.lower() == "numret" and rel is not None and not has_param:
         # ir-measures' NumRet(rel=g): the retrieved documents with rel >= g.
         return (MeasureSpec(MEASURES["num_rel_ret"], None, rel, name),)
@@ -371,12 +405,12 @@ def _parse_ir_columns(name: str) -> tuple[MeasureSpec, ...] | None:
         if measure.name not in ("ndcg", "ndcg_cut"):
             raise UnknownMeasureError(f"{name!r}: gains apply to nDCG with dcg='log2' only")
         cut = math.inf
-        if has_param:
-            _output_name(measure, m["param"], rel, name, "")  # checks the cutoff
-            cut = float(m["param"])
+        if cutoff is not None:
+            _output_name(measure, cutoff, rel, name, "")  # checks the cutoff
+            cut = float(cutoff)
         return (MeasureSpec(MEASURES["ndcg"], GainsAt("linear", gains, cut), rel, name),)
-    if has_param:
-        return (_output_name(measure, m["param"], rel, name, ""),)
+    if cutoff is not None:
+        return (_output_name(measure, cutoff, rel, name, ""),)
     defaults = _defaults(measure, rel, name, "", sep="@")
     if param is None or len(defaults) > 1:
         return defaults

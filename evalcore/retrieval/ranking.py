@@ -13,7 +13,7 @@ document id descending only where a tie touches a judged document.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
 import numpy as np
@@ -183,6 +183,28 @@ class RankingContext:
             ("iprec", level),
             lambda: _scan(rel.query, rel.count_so_far / rel.rank, self.num_queries, "max_after"),
         )
+
+
+def judged_context(ctx: RankingContext) -> RankingContext:
+    """The context of the same queries with only the documents judged with rel >= 0 retrieved, as trec_eval
+    -J ranks them (pytrec_eval's judged_docs_only_flag): the judged hits keep their order and close up.
+
+    A query with no judged document retrieved stays, with nothing retrieved, as it does in trec_eval.
+    No second join: the documents -J keeps are exactly the hits.
+    """
+    keep = ctx.hit_rel >= 0
+    query = ctx.hit_query[keep]
+    first = np.searchsorted(query, np.arange(ctx.num_queries))
+    rank = np.arange(1, len(query) + 1) - first[query] if len(query) else query.copy()
+    return replace(
+        ctx,
+        num_ret=ctx.count(query),
+        hit_query=query,
+        hit_rank=rank,
+        hit_rel=ctx.hit_rel[keep],
+        hit_score=ctx.hit_score[keep] if len(ctx.hit_score) == len(keep) else ctx.hit_score,
+        _cache={},
+    )
 
 
 def _evaluated_queries(qrels: Qrels, run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

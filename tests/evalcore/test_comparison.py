@@ -47,3 +47,11 @@ class TestCompareScores:
             compare_scores({"x": {"m": np.ones(3)}})
         with pytest.raises(EvalCoreError, match="not aligned"):
             compare_scores({"x": {"m": np.ones(3)}, "y": {"m": np.ones(4)}})
+
+    def test_it_refuses_a_measure_without_a_value_for_some_queries(self) -> None:
+        scored = {name: evaluate(QRELS, run, ["Accuracy", "map"], complete=True) for name, run in
+                  (("a", RUN_A), ("b", RUN_B))}  # fmt: skip
+        _, scores = align_results(scored, ["Accuracy", "map"], complete=True)
+        assert np.isnan(scores["a"]["Accuracy"]).tolist() == [False, True, True]  # q2: nothing non-relevant
+        with pytest.raises(EvalCoreError, match="^Accuracy: no value for some queries"):
+            compare_scores(scores)

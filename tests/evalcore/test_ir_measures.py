@@ -1,8 +1,9 @@
 """The measures ir-measures names, each checked against ir-measures itself with the provider that
 computes it: cwl_eval (RBP, SDCG, NERR8-11, INST, INSQ, BPM; RBP's residual against cwl_eval's own
-ruler), gdeval (ERR@k, nDCG with 2^rel - 1 gains), compat (Compat) and pytrec_eval (infAP, NumRet,
-SetF), per query on seeded random runs with ties, unjudged and negatively judged documents, queries
-without relevant documents and qrels queries the run lacks.
+ruler), gdeval (ERR@k, nDCG with 2^rel - 1 gains), compat (Compat), pytrec_eval (infAP, NumRet,
+SetF, and every measure with judged_only=True) and accuracy (Accuracy), per query on seeded random
+runs with ties, unjudged and negatively judged documents, queries without relevant documents and
+qrels queries the run lacks.
 
 Ties: trec_eval and gdeval order tied documents by document id descending, as we do. cwl_eval keeps
 the run's own order among ties, so its runs are written in that order; compat, judged and msmarco
@@ -21,10 +22,12 @@ import numpy as np
 import pytest
 from cwl.ruler.measures.cwl_rbp import RBPCWLMetric
 from cwl.ruler.ranking import RankingMaker
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from ir_measures.providers.cwl_eval import IrmQrelHandler
 
 from evalcore.metrics import UnknownMetricError, metric_registry
-from evalcore.retrieval import Qrels, Run, UnknownMeasureError, evaluate, parse_measure
+from evalcore.retrieval import Qrels, Run, UnknownMeasureError, evaluate, format_trec, parse_measure
 from evalcore.retrieval.gain import GainsAt
 from evalcore.retrieval.measures import MEASURES
 
@@ -298,11 +301,29 @@ class TestNames:
             ("INST(T=0,max_rel=3)", "T, the gain wanted, must be above 0"),
             ("P(gains={1:2})@3", "gains apply to nDCG with dcg='log2' only"),
             ("nDCG(gains={1})@3", "gains are written as in"),
+            ("Bpref(judged_only=True)", "Bpref does not take judged_only"),
+            ("P(judged_only=maybe)@5", "judged_only is true or false"),
+            ("RBP(judged_only=True)", "RBP takes p, not judged_only"),
         ],
     )
     def test_it_refuses_parameters_the_measure_does_not_take(self, name, message) -> None:
         with pytest.raises(UnknownMeasureError, match=message):
             parse_measure(name)
+
+    def test_it_carries_judged_only_in_the_spec_keyed_as_written(self) -> None:
+        specs = {s.key: s for n in ("P(judged_only=True)@10", "AP(rel=2,judged_only=true)", "P@10",
+                                    "nDCG(judged_only=False)@5", "SetF(beta=0.5,judged_only=True)")
+                 for s in parse_measure(n)}  # fmt: skip
+        assert {k: (s.measure.name, s.param, s.rel_level, s.judged_only) for k, s in specs.items()} == {
+            "P(judged_only=True)@10": ("P", 10.0, None, True),
+            "AP(rel=2,judged_only=true)": ("map", None, 2, True),
+            "P@10": ("P", 10.0, None, False),
+            "nDCG(judged_only=False)@5": ("ndcg_cut", 5.0, None, False),
+            "SetF(beta=0.5,judged_only=True)": ("set_F", (0.5,), None, True),
+        }
+        assert [s.key for s in parse_measure("P(judged_only=True)")][:2] == [
+            "P(judged_only=True)@5", "P(judged_only=True)@10"]  # fmt: skip
+        assert metric_registry().resolve("nDCG(judged_only=True)@10") is MEASURES["ndcg_cut"]
 
     @pytest.mark.parametrize(
         ("name", "suggestion"),
@@ -312,6 +333,8 @@ class TestNames:
             ("EER@10", "'ERR@10'"),
             ("SDGC(max_rel=3)@10", "'SDCG(max_rel=3)@10'"),
             ("NERR12(max_rel=3)", "'NERR1"),
+            ("Pp(judged_only=True)@10", "'P(judged_only=True)@10'"),
+            ("Acuracy@10", "'Accuracy@10'"),
         ],
     )
     def test_it_suggests_the_closest_names_with_the_parameters_kept(self, name, suggestion) -> None:
@@ -332,3 +355,189 @@ class TestNames:
         assert MEASURES["RBP_residual"].direction == "lower"
         assert all(MEASURES[n].range == (0.0, 1.0) for n in ("RBP", "ERR", "Compat", "SDCG", "INST", "BPM"))
         assert np.isnan(MEASURES["SDCG"].default_params[-1])  # max_rel is required
+
+
+# --- judged_only=True and Accuracy, on hypothesis' cases ---------------------------------------------
+
+QUARTERS = [-1.0, -0.25, 0.0, 0.25, 0.5, 1.0, 2.25]  # exact in single precision, and often tied
+
+
+@st.composite
+def tied_cases(draw: st.DrawFn) -> tuple[Judgments, Ranking]:
+    """Up to 4 judged queries (grades -1 to 4, one >= 0 each: pytrec_eval misreads a query whose
+    judgments are all negative) and a run of up to 5 queries, with unjudged documents and tied scores.
+
+    Each query's documents are listed by id descending, so that a provider that keeps the run's order
+    among ties (the accuracy provider's stable sort) sees trec_eval's order.
+    """
+    docs = [f"d{i}" for i in range(12)]
+    grades = st.dictionaries(st.sampled_from(docs), st.integers(-1, 4), min_size=1, max_size=9)
+    qids = draw(st.lists(st.sampled_from("1234"), unique=True, min_size=1, max_size=4))
+    qrels = {q: draw(grades.filter(lambda d: max(d.values()) >= 0)) for q in qids}
+    retrieved = st.dictionaries(
+        st.sampled_from([*docs, "u1", "u2", "u3"]), st.sampled_from(QUARTERS), min_size=1, max_size=12
+    )
+    run_qids = draw(st.lists(st.sampled_from("12345"), unique=True, min_size=1, max_size=5))
+    run = {q: dict(sorted(draw(retrieved).items(), reverse=True)) for q in run_qids}
+    assume(set(run) & set(qrels))
+    return qrels, run
+
+
+JUDGED_ONLY = [
+    "P(judged_only=True)@5", "P(rel=2,judged_only=True)@3", "AP(judged_only=True)", "AP(judged_only=True)@4",
+    "nDCG(judged_only=True)@5", "nDCG(judged_only=True)", "nDCG(gains={0:0,1:1,2:3},judged_only=True)@5",
+    "RR(judged_only=True)", "RR(rel=2,judged_only=True)", "Rprec(judged_only=True)", "R(judged_only=True)@5",
+    "Success(judged_only=True)@3", "IPrec(judged_only=True)@0.2", "SetP(judged_only=True)",
+    "SetRelP(judged_only=True)", "SetF(beta=0.5,judged_only=True)", "SetAP(judged_only=True)",
+]  # fmt: skip
+#: The same measures without the flag, asked in between: each column must come from its own ranking.
+PLAIN = ["P@5", "AP", "nDCG@5", "RR", "SetP"]
+
+
+class TestJudgedOnly:
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(tied_cases())
+    def test_it_matches_ir_measures_pytrec_eval_provider_per_query(self, case) -> None:
+        qrels, run = case
+        names = [n for pair in zip(JUDGED_ONLY, PLAIN + [""] * 12, strict=True) for n in pair if n]
+        expected = theirs("pytrec_eval", qrels, run, names)
+        got = ours(qrels, run, names)
+        assert set(got) == set(expected)
+        for qid, values in expected.items():
+            assert list(got[qid]) == names  # in the order asked
+            assert got[qid] == pytest.approx(values, abs=1e-12, nan_ok=True), (qid, qrels.get(qid), run[qid])
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(tied_cases(), st.booleans())
+    def test_it_averages_as_ir_measures_does(self, case, complete) -> None:
+        qrels, run = case
+        names = ["P(judged_only=True)@5", "AP(judged_only=True)", "nDCG(judged_only=True)@5", "AP"]
+        parsed = {ir_measures.parse_measure(n): n for n in names}
+        provider = ir_measures.providers.registry["pytrec_eval"]
+        if complete:  # ir-measures averages over the qrels queries, a missing one scoring 0
+            expected = provider.calc_aggregate(list(parsed), qrels, run)
+        else:
+            expected = provider.calc_aggregate(list(parsed), {q: qrels[q] for q in run if q in qrels}, run)
+        got = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), names, complete=complete).aggregate
+        assert got == pytest.approx({parsed[m]: v for m, v in expected.items()}, abs=1e-12)
+
+    def test_it_keeps_a_query_without_a_judged_document_retrieved_as_trec_eval_does(self) -> None:
+        # pytrec_eval (trec_eval's code, judged_docs_only_flag) keeps query 2 with nothing retrieved.
+        qrels = {"1": {"a": 1, "b": 0, "n": -1}, "2": {"c": 1}}
+        run = {"1": {"x": 3.0, "n": 2.0, "a": 1.0}, "2": {"z": 1.0}}
+        result = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), ["num_q", "num_ret", "P_1", "map"],
+                          judged_only=True)  # fmt: skip
+        assert result.per_query == {
+            "1": {"num_q": 1.0, "num_ret": 1.0, "P_1": 1.0, "map": 1.0},
+            "2": {"num_q": 1.0, "num_ret": 0.0, "P_1": 0.0, "map": 0.0},
+        }
+        assert result.aggregate["num_q"] == 2.0
+        per_measure = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), ["P(judged_only=True)@1", "P@1"])
+        assert per_measure.per_query == {
+            "1": {"P(judged_only=True)@1": 1.0, "P@1": 0.0},
+            "2": {"P(judged_only=True)@1": 0.0, "P@1": 0.0},
+        }
+
+    def test_it_evaluates_everything_on_judged_documents_under_the_whole_run_flag(self) -> None:
+        qrels = Qrels.from_dict({"1": {"a": 1, "b": 0}})
+        run = Run.from_dict({"1": {"x": 3.0, "a": 1.0}})
+        result = evaluate(qrels, run, ["P@1", "P(judged_only=True)@1"], judged_only=True)
+        assert result.aggregate == {"P@1": 1.0, "P(judged_only=True)@1": 1.0}
+
+
+def accuracy_reference(qrels: Judgments, run: Ranking, name: str) -> dict[str, float | None]:
+    """ir-measures' accuracy provider, one query at a time: the value, or None where it reports nothing
+    (no relevant document retrieved) or divides by zero (no non-relevant one)."""
+    # ir-measures' parser reads no negative number: Accuracy(rel=-1) is built.
+    measure = ir_measures.Accuracy(rel=-1) if name == "Accuracy(rel=-1)" else ir_measures.parse_measure(name)
+    provider = ir_measures.providers.registry["accuracy"]
+    out: dict[str, float | None] = {}
+    for qid in sorted(set(run) & set(qrels)):
+        try:
+            found = list(provider.iter_calc([measure], {qid: qrels[qid]}, {qid: run[qid]}))
+        except ZeroDivisionError:
+            found = []
+        out[qid] = float(found[0].value) if found else None
+    return out
+
+
+ACCURACY = [
+    "Accuracy",
+    "Accuracy@3",
+    "Accuracy(rel=2)",
+    "Accuracy(rel=3)@6",
+    "Accuracy(rel=0)",
+    "Accuracy(rel=-1)",
+]
+
+
+class TestAccuracy:
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(tied_cases())
+    def test_it_matches_ir_measures_accuracy_provider_per_query(self, case) -> None:
+        qrels, run = case
+        result = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), ACCURACY)
+        for name in ACCURACY:
+            expected = accuracy_reference(qrels, run, name)
+            got = dict(zip(result.qids.tolist(), result.values[name].tolist(), strict=True))
+            assert set(got) == set(expected)
+            for qid, value in expected.items():
+                if value is None:
+                    assert math.isnan(got[qid]), (name, qid)
+                else:
+                    assert got[qid] == value, (name, qid, qrels[qid], run[qid])
+
+    @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(tied_cases(), st.booleans())
+    def test_its_mean_skips_the_queries_ir_measures_skips(self, case, complete) -> None:
+        qrels, run = case
+        names = ["Accuracy", "Accuracy@3", "Accuracy(rel=2)"]
+        got = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), names, complete=complete).aggregate
+        for name in names:
+            defined = [v for v in accuracy_reference(qrels, run, name).values() if v is not None]
+            try:
+                expected = ir_measures.providers.registry["accuracy"].calc_aggregate(
+                    [ir_measures.parse_measure(name)], qrels, run
+                )[ir_measures.parse_measure(name)]
+            except ZeroDivisionError:  # a query without a non-relevant document: the mean of the others
+                expected = sum(defined) / len(defined) if defined else math.nan
+            assert got[name] == pytest.approx(expected, abs=1e-12, nan_ok=True), name
+
+    def test_it_handles_the_corner_cases(self) -> None:
+        qrels = {
+            "none": {"a": 0, "b": 0},  # no relevant document: skipped
+            "all": {"a": 1, "b": 2},  # every retrieved document relevant: skipped (ir-measures divides by 0)
+            "unjudged": {"a": 1},  # the unjudged documents count as non-relevant
+            "lacks": {"a": 1},  # the run lacks it: skipped, even under complete
+            "perfect": {"a": 1, "b": 0},
+        }
+        run = {
+            "none": {"a": 2.0, "b": 1.0},
+            "all": {"a": 2.0, "b": 1.0},
+            "unjudged": {"x": 3.0, "a": 2.0, "y": 1.0},
+            "perfect": {"a": 2.0, "b": 1.0},
+        }
+        result = evaluate(
+            Qrels.from_dict(qrels), Run.from_dict(run), ["Accuracy", "Accuracy(rel=0)"], complete=True
+        )
+        values = dict(zip(result.qids.tolist(), result.values["Accuracy"].tolist(), strict=True))
+        assert [math.isnan(values[q]) for q in ("none", "all")] == [True, True]
+        assert (values["unjudged"], values["perfect"]) == (0.5, 1.0)
+        assert result.aggregate["Accuracy"] == 0.75
+        qids, filled = result.per_query_array("Accuracy")
+        assert math.isnan(filled[qids.tolist().index("lacks")])
+        # rel=0: every document but a negatively judged one is relevant; none here, so none is defined.
+        assert math.isnan(result.aggregate["Accuracy(rel=0)"])
+        # trec_eval's text leaves the undefined queries out, as ir-measures reports nothing for them.
+        lines = format_trec(result, per_query=True).splitlines()
+        assert [line.split("\t")[1] for line in lines if line.startswith("Accuracy ")] == [
+            "perfect", "unjudged", "all"]  # fmt: skip
+
+    def test_it_names_its_parameters_as_ir_measures_does(self) -> None:
+        (spec,) = parse_measure("Accuracy(rel=2)@10")
+        assert (spec.measure.name, spec.param, spec.rel_level) == ("Accuracy", (10.0,), 2)
+        assert parse_measure("Accuracy")[0].param == (math.inf,)
+        assert metric_registry().resolve("Accuracy@5") is MEASURES["Accuracy"]
+        assert (MEASURES["Accuracy"].direction, MEASURES["Accuracy"].range) == ("higher", (0.0, 1.0))
+        with pytest.raises(UnknownMeasureError, match="Accuracy takes @k, not p"):
+            parse_measure("Accuracy(p=0.5)")

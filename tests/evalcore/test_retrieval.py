@@ -635,6 +635,9 @@ class TestRegistry:
             assert measure.in_range(result.aggregate[spec.key]), spec.key
             if measure.aggregate == "mean":
                 assert all(measure.in_range(v) for v in result.values[spec.key]), spec.key
+            if measure.aggregate == "defined":  # NaN where undefined (Accuracy), in range elsewhere
+                defined = result.values[spec.key][~np.isnan(result.values[spec.key])]
+                assert len(defined) and all(measure.in_range(v) for v in defined), spec.key
 
 
 def trec_eval_gain_loops(ranking: list[int], judged: list[int], gains: dict[int, float]) -> dict[str, float]:

@@ -86,6 +86,25 @@ class TestEvaluation:
         evaluation.refresh_from_db()
         assert evaluation.qids == [str(q) for q in expected.qids] and evaluation.num_queries == 20
 
+    def test_it_stores_accuracy_and_a_judged_only_measure_with_an_undefined_query_as_null(
+        self, team: Team, theo: User
+    ) -> None:
+        qrels = uploads.qrels_upload(
+            team=team,
+            upload=upload("small.qrels", "q1 0 a 1\nq1 0 b 1\nq1 0 d 0\nq2 0 c 0\n"),
+            uploaded_by=theo,
+        )
+        text = "q1 Q0 a 1 2.0 t\nq1 Q0 x 2 1.5 t\nq1 Q0 b 3 1.0 t\nq1 Q0 d 4 0.5 t\nq2 Q0 c 1 1.0 t\n"
+        run = uploads.run_upload(team=team, upload=upload("small.run", text), uploaded_by=theo)
+        measures = ["Accuracy", "P(judged_only=True)@2", "P@2"]
+        evaluation = evaluations.evaluation_create(run=run, qrels=qrels, measures=measures, enqueue=False)
+        assert evaluations.evaluation_run(evaluation_id=evaluation.pk).status == "done"
+        rows = {row.measure: row for row in evaluation_rows(evaluation)}
+        # q1: a above x and d, b above d only: 1 - 1/4; q2 has no relevant document, so no value.
+        assert (rows["Accuracy"].value, rows["Accuracy"].per_query) == (0.75, [0.75, None])
+        assert rows["P(judged_only=True)@2"].per_query == [1.0, 0.0]  # x, unjudged, is dropped
+        assert rows["P@2"].per_query == [0.5, 0.0]
+
     def test_it_finds_the_same_evaluation_for_the_same_request_and_never_duplicates_rows(
         self, sources: Any
     ) -> None:
