@@ -5,9 +5,9 @@ import os
 import sys
 
 #: Commands that read files and print results, touching neither the database nor any web setting.
-#: They run without the project's settings (so SECRET_KEY and DEBUG do not matter), and those whose
-#: module has a `Program` without importing Django at all (`monitoring.common.cli.run_standalone`):
-#: they start in a fraction of the time.
+#: Each module's `Program` runs without the project's settings (so SECRET_KEY and DEBUG do not matter)
+#: and without importing Django at all (`evalcore.filecommands.run_standalone`): they start in a
+#: fraction of the time.
 STANDALONE_COMMANDS = {
     "eval_retrieval": "monitoring.management.commands.eval_retrieval",
     "compare_runs": "monitoring.management.commands.compare_runs",
@@ -27,7 +27,7 @@ STANDALONE_COMMANDS = {
 def main() -> None:
     command = sys.argv[1] if len(sys.argv) > 1 else ""
     if command in STANDALONE_COMMANDS:
-        from monitoring.common.cli import run_standalone
+        from evalcore.filecommands import run_standalone
 
         run_standalone(STANDALONE_COMMANDS[command], sys.argv)
         return

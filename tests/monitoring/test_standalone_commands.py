@@ -73,8 +73,10 @@ def tiny_files(directory: Path) -> dict[str, list[str]]:
         "".join(f'{{"qid": "{q}", "doc_id": "{d}", "label": {g}, "confidence": 0.5}}\n' for q, d, g in labels)
     )
     (directory / "clicks.csv").write_text("session,query,doc,position,clicked\ns1,q,a,1,1\ns1,q,b,2,0\n")
+    (directory / "labels.csv").write_text("item,annotator,label\nq1,ann,2\nq1,bob,2\nq2,ann,1\nq2,bob,0\n")
     return {
         "derive_click_judgments": ["--log", "clicks.csv", "--model", "dbn", "--min-impressions", "1"],
+        "eval_agreement": ["--annotations", "labels.csv", "--json"],
         "eval_fraud": ["--scores", "scores.csv", "--json"],
         "eval_recsys": ["--recs", "recs.csv", "--interactions", "interactions.csv", "--items", "items.csv"],
         "eval_retrieval": ["--qrels", "q.qrels", "--run", "r.run", "-m", "map", "-m", "ndcg_cut_10"],
@@ -95,6 +97,7 @@ def tiny_files(directory: Path) -> dict[str, list[str]]:
 
 STARTS_LIGHT = (
     "derive_click_judgments",
+    "eval_agreement",
     "eval_fraud",
     "eval_recsys",
     "eval_retrieval",
@@ -131,13 +134,29 @@ def test_it_starts_without_django_or_heavy_libraries(command: str, run: str, tmp
 def test_it_answers_help_as_djangos_command_does(command: str) -> None:
     from importlib import import_module
 
-    from monitoring.common.cli import command_parser
+    from evalcore.filecommands import command_parser
 
     module = import_module(STANDALONE_COMMANDS[command])
-    program = getattr(module, "Program", None)
-    if program is None:  # a Django command: the shell runs it through Django, so its help is Django's
-        assert hasattr(module.Command, "run_from_argv")
-        return
+    program = module.Program  # what the shell runs, without Django
     ours = command_parser(program(), "manage.py", command).format_help()
     assert ours == module.Command().create_parser("manage.py", command).format_help()
     assert module.Command.requires_system_checks == []
+
+
+def test_it_prints_djangos_version_without_importing_it(tmp_path: Path) -> None:
+    import django
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "eval_agreement", "--version"],
+        capture_output=True, text=True, env=bare_environment(), cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, django.get_version() + "\n", "")
+
+
+def test_it_makes_djangos_command_only_when_asked_for_it() -> None:
+    from importlib import import_module
+
+    module = import_module(STANDALONE_COMMANDS["eval_agreement"])
+    assert not hasattr(module, "Comand")
+    assert module.Command is module.Command  # made once
+    assert module.Command.__module__ == module.__name__

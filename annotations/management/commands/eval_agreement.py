@@ -1,30 +1,29 @@
-"""Inter-annotator agreement of a CSV of labels (``item,annotator,label``), as text or one JSON object."""
+"""`eval_agreement`: inter-annotator agreement of a CSV of labels (``item,annotator,label``), as text
+or one JSON object."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-
+from evalcore import filecommands
 from evalcore.agreement import LEVELS, AgreementReport, agreement_report, read_annotations_csv
 from evalcore.errors import EvalCoreError
 
 KAPPA_TITLES = {"unweighted": "unweighted", "linear": "linear weights", "quadratic": "quadratic weights"}
 
 
-class Command(BaseCommand):
+class Program(filecommands.FileCommand):
     help = (
         "Agreement between annotators: exact and pairwise agreement, Fleiss' kappa, Krippendorff's alpha "
         "and the Cohen's kappa matrix, from a CSV with the header item,annotator,label (numeric labels; "
         "an annotator may leave items out)."
     )
-    # Reads a file, prints results: neither the database nor the web stack is involved.
-    requires_system_checks: list[str] = []
 
-    def add_arguments(self, parser: CommandParser) -> None:
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--annotations", required=True, metavar="FILE", help="CSV: item,annotator,label")
         parser.add_argument(
             "--level",
@@ -34,20 +33,31 @@ class Command(BaseCommand):
         )
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, **options: Any) -> None:
+        path = options["annotations"]
         try:
-            if Path(options["annotations"]).is_dir():
-                raise CommandError(f"{options['annotations']}: is a directory, not a file")
-            labels = read_annotations_csv(options["annotations"])
+            if Path(path).is_dir():
+                raise filecommands.CommandError(f"{path}: is a directory, not a file")
+            labels = read_annotations_csv(path)
         except OSError as error:
-            raise CommandError(f"{options['annotations']}: {error.strerror or error}") from error
+            raise filecommands.CommandError(f"{path}: {error.strerror or error}") from error
         except EvalCoreError as error:
-            raise CommandError(str(error)) from error
+            raise filecommands.CommandError(str(error)) from error
         report = agreement_report(labels, level=options["level"])
         if options["json"]:
             self.stdout.write(json.dumps(_as_json(report), allow_nan=False))
         else:
-            self.stdout.write(_as_text(report, options["annotations"]))
+            self.stdout.write(_as_text(report, path))
+
+
+def __getattr__(name: str) -> Any:
+    """`Command`, Django's management command running `Program`, made on first use: the shell runs
+    `Program` without importing Django (`evalcore.filecommands.run_standalone`)."""
+    if name != "Command":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from evalplatform.filecommands import django_command  # loads Django and Celery: only here
+
+    return django_command(Program)
 
 
 def _as_json(report: AgreementReport) -> dict[str, Any]:

@@ -92,7 +92,7 @@ class Program(cli.FileCommand):
 
 def __getattr__(name: str) -> Any:
     """`Command`, Django's management command running `Program`, made on first use: the shell runs
-    `Program` without importing Django (`monitoring.common.cli.run_standalone`)."""
+    `Program` without importing Django (`evalcore.filecommands.run_standalone`)."""
     return cli.django_command(Program, __name__, name)
 
 
