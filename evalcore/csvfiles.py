@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from evalcore.arrow import binary_length, dictionary_encode, equal, keep, reader_pool, to_numpy
+from evalcore.arrow import binary_length, dictionary_encode, equal, from_numpy, keep, reader_pool, to_numpy
 from evalcore.errors import FormatError
 from evalcore.textfiles import arrow_input
 
@@ -249,24 +249,3 @@ def encode_runs(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
         return encode_column(column)
     values, codes = encode_column(keep(column, from_numpy(starts)))
     return values, np.repeat(codes, np.diff(np.append(heads, n)))
-
-
-_ARROW_OF_NUMPY = {
-    np.dtype(np.int32): pa.int32(),
-    np.dtype(np.int64): pa.int64(),
-    np.dtype(np.float64): pa.float64(),
-}
-
-
-def from_numpy(array: np.ndarray) -> pa.Array:
-    """A numpy bool, int32, int64 or float64 array as an Arrow array over the same bytes.
-
-    `pa.array` would do, but imports pandas (half a second) the first time it sees a numpy array.
-    """
-    if array.dtype == np.bool_:
-        bits = np.packbits(array, bitorder="little")
-        return pa.Array.from_buffers(pa.bool_(), array.size, [None, pa.py_buffer(bits)])
-    contiguous = np.ascontiguousarray(array)
-    return pa.Array.from_buffers(
-        _ARROW_OF_NUMPY[contiguous.dtype], contiguous.size, [None, pa.py_buffer(contiguous)]
-    )

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from evalcore.arrow import binary_length, cast, keep, small_pages, sort_indices, take, to_numpy
-from evalcore.csvfiles import CsvSchema, CsvTable, encode_column, from_numpy, read_csv
+from evalcore.arrow import binary_length, cast, from_numpy, keep, small_pages, sort_indices, take, to_numpy
+from evalcore.csvfiles import CsvSchema, CsvTable, encode_column, read_csv
 from evalcore.recsys._data import (
     IntArray,
     Interactions,
@@ -124,23 +124,23 @@ def _read(
     lists = _lists(recs, item_ids, n_users, k)
 
     relevant = past = None
-    popularity = None
+    counts = None  # each item's interactions: the popularity
     if interactions is not None:
         assert relevant_users is not None
         items = interactions.item_codes(item_ids)
         relevant = _pairs(relevant_users, items, n_users, n_items)
-        popularity = np.bincount(items, minlength=n_items).astype(np.float64)
+        counts = np.bincount(items, minlength=n_items)
     if history is not None:
         items = history.item_codes(item_ids)
         past = _pairs(history.codes_in("user", user_ids), items, n_users, n_items)
-        popularity = np.bincount(items, minlength=n_items).astype(np.float64)
+        counts = np.bincount(items, minlength=n_items)
     data = RecsysData(
         lists,
         relevant=relevant,
         history=past,
-        popularity=popularity,
+        popularity=None if counts is None else counts.astype(np.float64),
         categories=None if catalog is None else catalog.categories,
-        baseline=None if popularity is None else _most_popular(popularity, k or lists.depth, item_ids),
+        baseline=None if counts is None else _most_popular(counts, k or lists.depth, item_ids),
     )
     source = "history" if history is not None else "interactions" if interactions is not None else ""
     rows = interactions.table.num_rows if interactions is not None else 0
@@ -262,16 +262,21 @@ def _lists(recs: _Rows, catalog: pa.Array, n_users: int, k: int | None) -> Recom
         )
 
 
-def _most_popular(popularity: np.ndarray, k: int, item_ids: pa.Array) -> IntArray:
-    """The codes of the k most popular items, ties broken by item id: codes follow the files' row
-    order, ids do not, so the baseline (and serendipity_baseline) cannot depend on that order."""
-    k = min(k, popularity.size)
+def _most_popular(counts: IntArray, k: int, item_ids: pa.Array) -> IntArray:
+    """The codes of the k items with the most interactions (`counts`), ties broken by item id:
+    codes follow the files' row order, ids do not, so the baseline (and serendipity_baseline) cannot
+    depend on that order."""
+    k = min(k, counts.size)
     if k == 0:
         return np.zeros(0, dtype=np.int64)
-    kth = np.partition(popularity, popularity.size - k)[popularity.size - k]
-    candidates = np.flatnonzero(popularity >= kth)
+    # The k-th largest count, from a tally of the counts (a partition of a million counts, most of
+    # them equal, took a sixth of a second).
+    at_least = np.cumsum(np.bincount(counts)[::-1])  # at_least[j]: items with a count >= max - j
+    kth = counts.max() - int(np.searchsorted(at_least, k))
+    candidates = np.flatnonzero(counts >= kth)
     ids = take(item_ids, from_numpy(candidates))
-    table = pa.Table.from_arrays([from_numpy(popularity[candidates]), ids], names=["popularity", "id"])
+    popularity = counts[candidates].astype(np.float64)
+    table = pa.Table.from_arrays([from_numpy(popularity), ids], names=["popularity", "id"])
     order = sort_indices(table, [("popularity", "descending"), ("id", "ascending")])
     return candidates[order[:k]]
 
