@@ -24,15 +24,27 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from evalcore.arrow import binary_length, dictionary_encode, equal, from_numpy, keep, reader_pool, to_numpy
+from evalcore.arrow import (
+    binary_length,
+    dictionary_encode,
+    equal,
+    from_numpy,
+    keep,
+    pooled_empty,
+    reader_pool,
+    to_numpy,
+)
 from evalcore.errors import FormatError
 from evalcore.textfiles import arrow_input
 
-#: text: any string (ids, kept as bytes: no UTF-8 check on millions of ids); integer: int64;
-#: number: float64; flag: 0 or 1 (also true/false).
-Kind = Literal["text", "integer", "number", "flag"]
+#: text: any string (ids, kept as bytes: no UTF-8 check on millions of ids); code: text read as
+#: codes into each block's distinct values (a dictionary per chunk: an id column with many repeats,
+#: hashed block by block in tables that stay in cache; `unify_codes` joins the blocks); integer:
+#: int64; number: float64; flag: 0 or 1 (also true/false).
+Kind = Literal["text", "code", "integer", "number", "flag"]
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "text": pa.binary(),
+    "code": pa.dictionary(pa.int32(), pa.binary()),
     "integer": pa.int64(),
     "number": pa.float64(),
     "flag": pa.bool_(),
@@ -173,7 +185,7 @@ def _data_lines(path: str) -> Iterator[tuple[int, bytes]]:
 
 
 def _value_problem(text: str, kind: Kind, column: str) -> str | None:
-    if kind == "text":
+    if kind in ("text", "code"):
         return None
     if text != text.strip() or not text:
         return f"{column} {text!r} is not {'a number' if kind == 'number' else 'an integer'}"
@@ -233,6 +245,38 @@ def encode_column(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
         chunks = list(pa.chunked_array(chunks).unify_dictionaries().chunks)
         dictionary = chunks[-1].dictionary
     return dictionary, to_numpy(pa.chunked_array([c.indices for c in chunks]))
+
+
+def unify_codes(columns: list[pa.ChunkedArray]) -> tuple[pa.Array, list[np.ndarray]]:
+    """`encode_column` over several text columns at once, each plain or read as codes (kind "code"):
+    the distinct values in order of first appearance over the columns in turn, and each column's
+    int32 codes. One hash table takes every plain value and each block's distinct values once; a
+    block's rows then take their codes through its dictionary."""
+    pieces = [
+        c.dictionary if pa.types.is_dictionary(c.type) else c for column in columns for c in column.chunks
+    ]
+    if not pieces:
+        return pa.array([], pa.binary()), [np.zeros(0, dtype=np.int32) for _ in columns]
+    values, codes = encode_column(pa.chunked_array(pieces, pa.binary()))
+    out, at = [], 0
+    for column in columns:
+        rows = pooled_empty(len(column), np.int32)
+        row = 0
+        for chunk in column.chunks:
+            if pa.types.is_dictionary(chunk.type):
+                width = len(chunk.dictionary)
+                indices = chunk.indices
+                index = np.frombuffer(indices.buffers()[1], np.int32)[
+                    indices.offset : indices.offset + len(chunk)
+                ]
+                np.take(codes[at : at + width], index, out=rows[row : row + len(chunk)])
+            else:
+                width = len(chunk)
+                rows[row : row + width] = codes[at : at + width]
+            at += width
+            row += len(chunk)
+        out.append(rows)
+    return values, out
 
 
 def encode_runs(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from evalcore.arrow import binary_length, cast, from_numpy, keep, small_pages, sort_indices, take, to_numpy
-from evalcore.csvfiles import CsvSchema, CsvTable, encode_column, read_csv
+from evalcore.csvfiles import CsvSchema, CsvTable, encode_column, read_csv, unify_codes
 from evalcore.recsys._data import (
     IntArray,
     Interactions,
@@ -37,8 +37,8 @@ from evalcore.recsys._registry import RecsysData
 
 PathLike = str | Path
 
-RECS = CsvSchema({"user": "text", "item": "text", "rank": "integer"}, ("user", "item", "rank"))
-INTERACTIONS = CsvSchema({"user": "text", "item": "text"}, ("user", "item"))
+RECS = CsvSchema({"user": "text", "item": "code", "rank": "integer"}, ("user", "item", "rank"))
+INTERACTIONS = CsvSchema({"user": "text", "item": "code"}, ("user", "item"))
 ITEMS = CsvSchema({"item": "text", "category": "text"}, ("item",))
 
 
@@ -159,10 +159,7 @@ def _encode_items(files: list[_Rows], catalog: CsvTable | None) -> pa.Array:
     first appearance. One hash table takes the catalog's items, then each file's; an item code at or
     beyond the catalog's size is then an item outside it (`_Rows.item_codes` refuses it)."""
     tables = ([catalog] if catalog is not None else []) + [f.table for f in files]
-    column = pa.chunked_array([c for t in tables for c in t.column("item").chunks], pa.binary())
-    values, codes = encode_column(column)
-    bounds = np.cumsum([0] + [t.num_rows for t in tables])
-    parts = [codes[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    values, parts = unify_codes([t.column("item") for t in tables])
     if catalog is None:
         for rows, part in zip(files, parts, strict=True):
             rows.table.refuse_empty("item", values, part)
