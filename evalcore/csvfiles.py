@@ -283,13 +283,31 @@ def encode_runs(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
     """`encode_column` for a column of runs of equal values: the first value of each run is hashed,
     and its code repeated over the run. A comparison of neighbours is cheaper than a hash lookup;
     when runs turn out short the column is hashed row by row after all."""
+    values, (codes,) = encode_runs_together([column])
+    return values, codes
+
+
+def encode_runs_together(columns: list[pa.ChunkedArray]) -> tuple[pa.Array, list[np.ndarray]]:
+    """`encode_runs` over several columns in one hash table (`unify_codes`): the distinct values in
+    order of first appearance over the columns in turn, and each column's codes. A value's code is
+    the same in every column, and the first column's values are 0 .. its distinct values - 1."""
+    heads = [_run_heads(column) for column in columns]
+    values, codes = unify_codes([head for head, _ in heads])
+    repeated = [
+        c if lengths is None else np.repeat(c, lengths) for c, (_, lengths) in zip(codes, heads, strict=True)
+    ]
+    return values, repeated
+
+
+def _run_heads(column: pa.ChunkedArray) -> tuple[pa.ChunkedArray, np.ndarray | None]:
+    """The first value of each run of equal values and the runs' lengths; the column itself and None
+    where runs are short (over half as many as rows: hashing every row is then cheaper)."""
     n = len(column)
     if n < 2:
-        return encode_column(column)
+        return column, None
     starts = np.ones(n, dtype=bool)
     starts[1:] = ~equal(column.slice(1), column.slice(0, n - 1))
     heads = np.flatnonzero(starts)
     if heads.size > n // 2:
-        return encode_column(column)
-    values, codes = encode_column(keep(column, from_numpy(starts)))
-    return values, np.repeat(codes, np.diff(np.append(heads, n)))
+        return column, None
+    return keep(column, from_numpy(starts)), np.diff(np.append(heads, n))

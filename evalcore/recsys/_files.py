@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from evalcore.arrow import binary_length, cast, from_numpy, keep, small_pages, sort_indices, take, to_numpy
-from evalcore.csvfiles import CsvSchema, CsvTable, encode_column, read_csv, unify_codes
+from evalcore.arrow import binary_length, from_numpy, keep, small_pages, sort_indices, take, to_numpy
+from evalcore.csvfiles import CsvSchema, CsvTable, encode_column, encode_runs_together, read_csv, unify_codes
 from evalcore.recsys._data import (
     IntArray,
     Interactions,
@@ -110,16 +110,21 @@ def _read(
         item_ids = catalog.ids
     else:
         item_ids = _encode_items(files, None)
-    user_ids = recs.ids("user")
-    relevant_users = interactions.codes_in("user", user_ids) if interactions is not None else None
+    # Every file's users in one hash table, the lists' first: their users are 0 .. listed - 1, then
+    # the interactions' users without a list (`without_list` of them) in order of first appearance.
+    user_values = _encode_users(files)
+    listed = int(recs.users.max()) + 1 if len(recs.users) else 0
     without_list = 0
-    if interactions is not None and relevant_users is not None and (strangers := relevant_users < 0).any():
-        # Users with held-out interactions but no list: counted, and with `complete` given an empty one.
-        extra_ids, extra_codes = encode_column(keep(interactions.table.column("user"), from_numpy(strangers)))
-        without_list = len(extra_ids)
-        if complete:
-            relevant_users[strangers] = len(user_ids) + extra_codes
-            user_ids = pa.concat_arrays([user_ids, extra_ids])
+    relevant_users = None
+    if interactions is not None:
+        interactions.table.refuse_empty("user", user_values, interactions.users)
+        relevant_users = interactions.users.copy()
+        if relevant_users.size and (strangers := relevant_users >= listed).any():
+            # Users with held-out interactions but no list: counted, and with `complete` given an empty one.
+            without_list = int(relevant_users.max()) + 1 - listed
+            if not complete:
+                relevant_users[strangers] = -1
+    user_ids = user_values.slice(0, listed + (without_list if complete else 0))
     n_users, n_items = len(user_ids), len(item_ids)
     lists = _lists(recs, item_ids, n_users, k)
 
@@ -132,7 +137,9 @@ def _read(
         counts = np.bincount(items, minlength=n_items)
     if history is not None:
         items = history.item_codes(item_ids)
-        past = _pairs(history.codes_in("user", user_ids), items, n_users, n_items)
+        history.table.refuse_empty("user", user_values, history.users)
+        users = np.where(history.users < n_users, history.users, -1)  # -1: a user without a list
+        past = _pairs(users, items, n_users, n_items)
         counts = np.bincount(items, minlength=n_items)
     data = RecsysData(
         lists,
@@ -176,6 +183,17 @@ def _encode_items(files: list[_Rows], catalog: CsvTable | None) -> pa.Array:
     return values.slice(0, catalog.num_rows)
 
 
+def _encode_users(files: list[_Rows]) -> pa.Array:
+    """The distinct user ids of the files, the first file's first, after giving each file its users'
+    codes (`_Rows.users`). An empty user is refused here in the first file, in the others where
+    their users are read (so that the errors come in the order of the checks)."""
+    values, codes = encode_runs_together([f.table.column("user") for f in files])
+    for rows, part in zip(files, codes, strict=True):
+        rows.users = part
+    files[0].table.refuse_empty("user", values, files[0].users)
+    return values
+
+
 def category_codes(table: CsvTable) -> tuple[pa.Array, IntArray]:
     """The items file's categories: the distinct non-empty names in order of first appearance, and
     each row's code, -1 for an empty category. An item without a category is left out of the
@@ -191,36 +209,15 @@ def category_codes(table: CsvTable) -> tuple[pa.Array, IntArray]:
 
 
 class _Rows:
-    """One file of (user, item) rows, each id column encoded once, on first use."""
+    """One file of (user, item) rows, its id columns encoded by `_encode_users` and `_encode_items`."""
 
     def __init__(self, table: CsvTable) -> None:
         self.table = table
-        self._encoded: dict[str, tuple[pa.Array, IntArray]] = {}
+        # Each row's user code, in the values `_encode_users` returns.
+        self.users: IntArray = np.zeros(0, dtype=np.int32)
         # Each row's item code and the distinct items they index, set by `_encode_items`.
         self.items: IntArray = np.zeros(0, dtype=np.int32)
         self.vocabulary: pa.Array | None = None
-
-    def encoded(self, name: str) -> tuple[pa.Array, IntArray]:
-        if name not in self._encoded:
-            self._encoded[name] = self.table.encode(name, grouped=name == "user")
-        return self._encoded[name]
-
-    def ids(self, name: str) -> pa.Array:
-        return self.encoded(name)[0]
-
-    def codes_in(self, name: str, vocabulary: pa.Array) -> IntArray:
-        """Each row's index in `vocabulary`, -1 where its value is not there; one hash lookup per
-        distinct value, not per row."""
-        values, codes = self.encoded(name)
-        if not len(values):
-            return codes
-        # Encoding the vocabulary followed by the values in one hash table numbers the vocabulary
-        # 0 .. V - 1 (its ids are distinct), so a value's code is its index there when it is below V.
-        # (`pc.index_in` does the same but imports pandas, half a second, for its options.)
-        both = encode_column(pa.chunked_array([vocabulary, cast(values, vocabulary.type)]))[1]
-        position = both[len(vocabulary) :]
-        position[position >= len(vocabulary)] = -1
-        return position[codes]
 
     def item_codes(self, catalog: pa.Array) -> IntArray:
         """Each row's item code, refusing an empty item or one outside the catalog (an items file)."""
@@ -243,7 +240,7 @@ def _lists(recs: _Rows, catalog: pa.Array, n_users: int, k: int | None) -> Recom
     ranks = to_numpy(table.column("rank"))
     try:
         return RecommendationLists.from_ranked(
-            recs.encoded("user")[1],
+            recs.users,
             recs.item_codes(catalog),
             ranks,
             n_users=n_users,
