@@ -40,12 +40,14 @@ from evalcore.textfiles import arrow_input
 #: text: any string (ids, kept as bytes: no UTF-8 check on millions of ids); code: text read as
 #: codes into each block's distinct values (a dictionary per chunk: an id column with many repeats,
 #: hashed block by block in tables that stay in cache; `unify_codes` joins the blocks); integer:
-#: int64; number: float64; flag: 0 or 1 (also true/false).
-Kind = Literal["text", "code", "integer", "number", "flag"]
+#: int64; small integer: int32 (a rank: half the memory of int64); number: float64; flag: 0 or 1
+#: (also true/false).
+Kind = Literal["text", "code", "integer", "small integer", "number", "flag"]
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "text": pa.binary(),
     "code": pa.dictionary(pa.int32(), pa.binary()),
     "integer": pa.int64(),
+    "small integer": pa.int32(),
     "number": pa.float64(),
     "flag": pa.bool_(),
 }
@@ -192,9 +194,11 @@ def _value_problem(text: str, kind: Kind, column: str) -> str | None:
     if kind == "flag":
         return None if text in _TRUE or text in _FALSE else f"{column} {text!r} is not 0 or 1"
     try:
-        int(text) if kind == "integer" else float(text)
+        value = float(text) if kind == "number" else int(text)
     except ValueError:
         return f"{column} {text!r} is not {'a number' if kind == 'number' else 'an integer'}"
+    if kind == "small integer" and not -(2**31) <= value < 2**31:
+        return f"{column} {text!r} is out of range (at most {2**31 - 1:,} in size)"
     return None
 
 

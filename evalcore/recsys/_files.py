@@ -37,7 +37,7 @@ from evalcore.recsys._registry import RecsysData
 
 PathLike = str | Path
 
-RECS = CsvSchema({"user": "text", "item": "code", "rank": "integer"}, ("user", "item", "rank"))
+RECS = CsvSchema({"user": "text", "item": "code", "rank": "small integer"}, ("user", "item", "rank"))
 INTERACTIONS = CsvSchema({"user": "text", "item": "code"}, ("user", "item"))
 ITEMS = CsvSchema({"item": "text", "category": "text"}, ("item",))
 

@@ -693,6 +693,7 @@ def test_it_reads_quoted_ids_blank_lines_and_any_column_order(tmp_path: Path) ->
         ("user,item\nu,a\n", None, 1, "missing column 'rank'"),
         ("user,item,rank,score\n", None, 1, "unknown column 'score'"),
         ("user,item,rank\nu,a,1\nu,b,x\n", None, 3, "rank 'x' is not an integer"),
+        ("user,item,rank\nu,a,1\nu,b,2147483648\n", None, 3, "rank '2147483648' is out of range (at most 2,147,483,647 in size)"),
         ("user,item,rank\nu,a,1\nu,b\n", None, 3, "expected 3 columns (user,item,rank), found 2"),
         ("user,item,rank\nu,a,1\n,b,2\n", None, 3, "empty user"),
         ("user,item,rank\nu,a,1\nv,a,1\nu,a,2\n", None, 4, "item 'a' appears twice in the list of user 'u' (first on line 2)"),
