@@ -174,11 +174,11 @@ def from_numpy(array: np.ndarray) -> pa.Array:
     )
 
 
-def distinct_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def value_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct values of a numpy int32, int64 or float64 array in order of first appearance, and
-    each element's int32 index among them, through Arrow's hash table: one pass, no sort.
+    how many times each occurs, through Arrow's hash table: one pass, no sort, no code per element.
 
     Floats are told apart by their bits: 0.0 and -0.0 are two values here, although they compare equal.
     """
-    encoded = dictionary_encode(from_numpy(values))
-    return to_numpy(encoded.dictionary), np.frombuffer(encoded.indices.buffers()[1], np.int32)[: values.size]
+    counted = call_function("value_counts", [from_numpy(values)])
+    return to_numpy(counted.field("values")), to_numpy(counted.field("counts"))

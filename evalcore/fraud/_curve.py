@@ -129,23 +129,26 @@ _FEW = 2
 def _curve_by_value(labels: BoolArray, scores: FloatArray) -> ScoreCurve | None:
     """`score_curve` by counting each distinct value; None where the scores look mostly distinct, or
     hold both 0.0 and -0.0 (one value to the sort, two to the hash table)."""
-    from evalcore.arrow import distinct_codes  # pyarrow: imported by the file readers anyway
+    from evalcore.arrow import value_counts  # pyarrow: imported by the file readers anyway
 
     sample = scores[:: max(1, scores.size // _SAMPLE)]
     if np.unique(sample).size * _FEW > sample.size:
         return None
-    values, codes = distinct_codes(scores)
+    values, counts = value_counts(scores)
     if np.count_nonzero(values == 0) > 1:
         return None
-    order = np.argsort(values)[::-1]  # the distinct values are distinct: no ties to break
-    counts = np.bincount(codes, minlength=values.size)[order]
-    positives = np.bincount(codes[labels], minlength=values.size)[order]
-    tp = np.cumsum(positives)
-    n_positive = int(tp[-1])
+    order = np.argsort(values)  # the values are distinct: no ties to break
+    values, counts = values[order], counts[order]
+    # The positives' values are among them: each finds its own by a binary search.
+    fraud_values, fraud_counts = value_counts(scores[labels])
+    positives = np.zeros(values.size, dtype=np.int64)
+    positives[np.searchsorted(values, fraud_values)] = fraud_counts
+    tp = np.cumsum(positives[::-1])
+    n_positive = int(tp[-1]) if tp.size else 0
     return ScoreCurve(
-        thresholds=values[order],
-        tp=tp.astype(np.int64, copy=False),
-        fp=(np.cumsum(counts) - tp).astype(np.int64, copy=False),
+        thresholds=values[::-1].copy(),
+        tp=tp,
+        fp=np.cumsum(counts[::-1]) - tp,
         n_positive=n_positive,
         n_negative=int(scores.size - n_positive),
     )
