@@ -7,11 +7,14 @@
 | history      | `user,item`          | earlier interactions: popularity and expectations      |
 | items        | `item[,category]`    | the catalog, one row per item, with its category       |
 
-User and item ids are strings, encoded to integer codes once, by Arrow's hash tables (no Python
-object per row): every file's items go through one table, the catalog's first, so that each item
-row is hashed once and the catalog's items get codes 0 .. n - 1 in the file's order. With an items file the catalog is that file, and an item outside it is an error
-wherever it appears; without one, the catalog is every item seen in any file (so catalog coverage is
-then an upper bound). Popularity counts the history's rows when a history is given, else the
+User and item ids are strings, encoded to integer codes by Arrow's hash tables (no Python object
+per row). The lists' and interactions' items are read as codes per CSV block (each block hashed in
+a small table of its own distinct items); one table then takes the catalog's items, then each
+block's distinct items, so that the catalog's items get codes 0 .. n - 1 in the file's order and
+every other item its code in order of first appearance. Users come in runs: the first user of each
+run of every file goes through one table, the lists' first. With an items file the catalog is that
+file, and an item outside it is an error wherever it appears; without one, the catalog is every item
+seen in any file (so catalog coverage is then an upper bound). Ranks are integers below 2**31 in size. Popularity counts the history's rows when a history is given, else the
 interactions' rows, every row counting, including those of users without a list.
 """
 
