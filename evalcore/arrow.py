@@ -151,3 +151,34 @@ def take(values: pa.Array | pa.ChunkedArray, indices: pa.Array) -> pa.Array | pa
 def sort_indices(table: pa.Table, sort_keys: list[tuple[str, str]]) -> np.ndarray:
     """The row order of `table` by `sort_keys` ((column, "ascending" | "descending"), ...), stable."""
     return to_numpy(call_function("sort_indices", [table], SortOptions(sort_keys=sort_keys)))
+
+
+_ARROW_OF_NUMPY = {
+    np.dtype(np.int32): pa.int32(),
+    np.dtype(np.int64): pa.int64(),
+    np.dtype(np.float64): pa.float64(),
+}
+
+
+def from_numpy(array: np.ndarray) -> pa.Array:
+    """A numpy bool, int32, int64 or float64 array as an Arrow array over the same bytes.
+
+    `pa.array` would do, but imports pandas (half a second) the first time it sees a numpy array.
+    """
+    if array.dtype == np.bool_:
+        bits = np.packbits(array, bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), array.size, [None, pa.py_buffer(bits)])
+    contiguous = np.ascontiguousarray(array)
+    return pa.Array.from_buffers(
+        _ARROW_OF_NUMPY[contiguous.dtype], contiguous.size, [None, pa.py_buffer(contiguous)]
+    )
+
+
+def value_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of a numpy int32, int64 or float64 array in order of first appearance, and
+    how many times each occurs, through Arrow's hash table: one pass, no sort, no code per element.
+
+    Floats are told apart by their bits: 0.0 and -0.0 are two values here, although they compare equal.
+    """
+    counted = call_function("value_counts", [from_numpy(values)])
+    return to_numpy(counted.field("values")), to_numpy(counted.field("counts"))

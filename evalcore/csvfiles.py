@@ -24,16 +24,30 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from evalcore.arrow import binary_length, dictionary_encode, equal, keep, reader_pool, to_numpy
+from evalcore.arrow import (
+    binary_length,
+    dictionary_encode,
+    equal,
+    from_numpy,
+    keep,
+    pooled_empty,
+    reader_pool,
+    to_numpy,
+)
 from evalcore.errors import FormatError
 from evalcore.textfiles import arrow_input
 
-#: text: any string (ids, kept as bytes: no UTF-8 check on millions of ids); integer: int64;
-#: number: float64; flag: 0 or 1 (also true/false).
-Kind = Literal["text", "integer", "number", "flag"]
+#: text: any string (ids, kept as bytes: no UTF-8 check on millions of ids); code: text read as
+#: codes into each block's distinct values (a dictionary per chunk: an id column with many repeats,
+#: hashed block by block in tables that stay in cache; `unify_codes` joins the blocks); integer:
+#: int64; small integer: int32 (a rank: half the memory of int64); number: float64; flag: 0 or 1
+#: (also true/false).
+Kind = Literal["text", "code", "integer", "small integer", "number", "flag"]
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "text": pa.binary(),
+    "code": pa.dictionary(pa.int32(), pa.binary()),
     "integer": pa.int64(),
+    "small integer": pa.int32(),
     "number": pa.float64(),
     "flag": pa.bool_(),
 }
@@ -173,16 +187,18 @@ def _data_lines(path: str) -> Iterator[tuple[int, bytes]]:
 
 
 def _value_problem(text: str, kind: Kind, column: str) -> str | None:
-    if kind == "text":
+    if kind in ("text", "code"):
         return None
     if text != text.strip() or not text:
         return f"{column} {text!r} is not {'a number' if kind == 'number' else 'an integer'}"
     if kind == "flag":
         return None if text in _TRUE or text in _FALSE else f"{column} {text!r} is not 0 or 1"
     try:
-        int(text) if kind == "integer" else float(text)
+        value = float(text) if kind == "number" else int(text)
     except ValueError:
         return f"{column} {text!r} is not {'a number' if kind == 'number' else 'an integer'}"
+    if kind == "small integer" and not -(2**31) <= value < 2**31:
+        return f"{column} {text!r} is out of range (at most {2**31 - 1:,} in size)"
     return None
 
 
@@ -235,38 +251,67 @@ def encode_column(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
     return dictionary, to_numpy(pa.chunked_array([c.indices for c in chunks]))
 
 
+def unify_codes(columns: list[pa.ChunkedArray]) -> tuple[pa.Array, list[np.ndarray]]:
+    """`encode_column` over several text columns at once, each plain or read as codes (kind "code"):
+    the distinct values in order of first appearance over the columns in turn, and each column's
+    int32 codes. One hash table takes every plain value and each block's distinct values once; a
+    block's rows then take their codes through its dictionary."""
+    pieces = [
+        c.dictionary if pa.types.is_dictionary(c.type) else c for column in columns for c in column.chunks
+    ]
+    if not pieces:
+        return pa.array([], pa.binary()), [np.zeros(0, dtype=np.int32) for _ in columns]
+    values, codes = encode_column(pa.chunked_array(pieces, pa.binary()))
+    out, at = [], 0
+    for column in columns:
+        rows = pooled_empty(len(column), np.int32)
+        row = 0
+        for chunk in column.chunks:
+            if pa.types.is_dictionary(chunk.type):
+                width = len(chunk.dictionary)
+                indices = chunk.indices
+                index = np.frombuffer(indices.buffers()[1], np.int32)[
+                    indices.offset : indices.offset + len(chunk)
+                ]
+                np.take(codes[at : at + width], index, out=rows[row : row + len(chunk)])
+            else:
+                width = len(chunk)
+                rows[row : row + width] = codes[at : at + width]
+            at += width
+            row += len(chunk)
+        out.append(rows)
+    return values, out
+
+
 def encode_runs(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
     """`encode_column` for a column of runs of equal values: the first value of each run is hashed,
     and its code repeated over the run. A comparison of neighbours is cheaper than a hash lookup;
     when runs turn out short the column is hashed row by row after all."""
+    values, (codes,) = encode_runs_together([column])
+    return values, codes
+
+
+def encode_runs_together(columns: list[pa.ChunkedArray]) -> tuple[pa.Array, list[np.ndarray]]:
+    """`encode_runs` over several columns in one hash table (`unify_codes`): the distinct values in
+    order of first appearance over the columns in turn, and each column's codes. A value's code is
+    the same in every column, and the first column's values are 0 .. its distinct values - 1."""
+    heads = [_run_heads(column) for column in columns]
+    values, codes = unify_codes([head for head, _ in heads])
+    repeated = [
+        c if lengths is None else np.repeat(c, lengths) for c, (_, lengths) in zip(codes, heads, strict=True)
+    ]
+    return values, repeated
+
+
+def _run_heads(column: pa.ChunkedArray) -> tuple[pa.ChunkedArray, np.ndarray | None]:
+    """The first value of each run of equal values and the runs' lengths; the column itself and None
+    where runs are short (over half as many as rows: hashing every row is then cheaper)."""
     n = len(column)
     if n < 2:
-        return encode_column(column)
+        return column, None
     starts = np.ones(n, dtype=bool)
     starts[1:] = ~equal(column.slice(1), column.slice(0, n - 1))
     heads = np.flatnonzero(starts)
     if heads.size > n // 2:
-        return encode_column(column)
-    values, codes = encode_column(keep(column, from_numpy(starts)))
-    return values, np.repeat(codes, np.diff(np.append(heads, n)))
-
-
-_ARROW_OF_NUMPY = {
-    np.dtype(np.int32): pa.int32(),
-    np.dtype(np.int64): pa.int64(),
-    np.dtype(np.float64): pa.float64(),
-}
-
-
-def from_numpy(array: np.ndarray) -> pa.Array:
-    """A numpy bool, int32, int64 or float64 array as an Arrow array over the same bytes.
-
-    `pa.array` would do, but imports pandas (half a second) the first time it sees a numpy array.
-    """
-    if array.dtype == np.bool_:
-        bits = np.packbits(array, bitorder="little")
-        return pa.Array.from_buffers(pa.bool_(), array.size, [None, pa.py_buffer(bits)])
-    contiguous = np.ascontiguousarray(array)
-    return pa.Array.from_buffers(
-        _ARROW_OF_NUMPY[contiguous.dtype], contiguous.size, [None, pa.py_buffer(contiguous)]
-    )
+        return column, None
+    return keep(column, from_numpy(starts)), np.diff(np.append(heads, n))

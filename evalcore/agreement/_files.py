@@ -15,6 +15,7 @@ from evalcore.arrow import (
     binary_length,
     cast,
     equal,
+    from_numpy,
     keep,
     small_pages,
     sort_indices,
@@ -23,7 +24,7 @@ from evalcore.arrow import (
     utf8_rtrim,
     utf8_trim,
 )
-from evalcore.csvfiles import encode_column, from_numpy
+from evalcore.csvfiles import encode_column
 from evalcore.errors import FormatError
 from evalcore.stats._validation import IntArray, StatsInputError
 from evalcore.textfiles import arrow_input

@@ -22,9 +22,9 @@ import pyarrow as pa
 import pyarrow.json as pajson
 from pyarrow._compute import DictionaryEncodeOptions, call_function
 
-from evalcore.arrow import binary_length, small_pages, to_numpy
+from evalcore.arrow import binary_length, from_numpy, small_pages, to_numpy
 from evalcore.clicks._log import ClickLog, ClickLogError
-from evalcore.csvfiles import CsvSchema, encode_column, from_numpy, read_csv
+from evalcore.csvfiles import CsvSchema, encode_column, read_csv
 from evalcore.errors import FormatError
 from evalcore.textfiles import arrow_input, json_object, text_lines
 

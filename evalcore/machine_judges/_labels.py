@@ -20,8 +20,7 @@ import pyarrow.json as pajson
 from pyarrow.compute import is_valid
 
 from evalcore import trec
-from evalcore.arrow import equal, take, to_numpy
-from evalcore.csvfiles import from_numpy
+from evalcore.arrow import equal, from_numpy, take, to_numpy
 from evalcore.errors import FormatError
 from evalcore.ids import first_bad_row, id_problem
 from evalcore.retrieval.data import DuplicateRowError, Qrels, lookup

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalcore.arrow import take
-from evalcore.csvfiles import from_numpy
+from evalcore.arrow import from_numpy, take
 from evalcore.machine_judges._ppi import Estimand, PPIComparison, ppi_compare
 from evalcore.retrieval import NoCommonQueriesError, Qrels, Run, evaluate, parse_measure
 from evalcore.retrieval.data import lookup

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from evalcore import arrow
-from evalcore.csvfiles import from_numpy
+from evalcore.arrow import from_numpy
 from evalcore.retrieval import Run
 
 __all__ = ["PAD", "RankedLists", "ranked_lists"]

@@ -143,7 +143,9 @@ class RecommendationLists:
         if order is not None:
             user, item, rank = user[order], item[order], rank[order]
             _check_repeated_ranks(user, rank, order)  # the sorted input passed a strict check already
-        counts = np.bincount(user, minlength=n_users)
+        # The rows are sorted by user now: each user's rows start where a binary search finds them
+        # (`bincount` would first copy the int32 codes to int64).
+        counts = np.diff(np.searchsorted(user, np.arange(n_users + 1, dtype=user.dtype)))
         depth = int(counts.max()) if counts.size else 0
         width = depth if k is None else min(depth, _cutoff(k))
         if user.size == n_users * depth:
@@ -220,7 +222,11 @@ class RecommendationLists:
         """How many lists recommend each catalog item (0 for items never recommended)."""
         full = self.lengths.size == 0 or int(self.lengths.min()) == self.depth
         items = self.items.ravel() if full else self.items[self.valid]
-        return np.bincount(items, minlength=self.n_items).astype(np.int64)
+        # A block at a time: `bincount` copies its int32 codes to int64 first.
+        counts = np.zeros(self.n_items, dtype=np.int64)
+        for start in range(0, items.size, BLOCK_ELEMENTS):
+            counts += np.bincount(items[start : start + BLOCK_ELEMENTS], minlength=self.n_items)
+        return counts
 
     def permuted(self, order: ArrayLike) -> RecommendationLists:
         """The same lists with the users (rows) in another order (for invariance checks)."""
@@ -282,12 +288,10 @@ def _check_repeated_items(
 ) -> None:
     """An item twice in one list. Sorting each row of the full-depth matrix is cheap (rows are short);
     without it, or once it finds a repeat, the rows are sorted as (user, item) keys."""
+    if matrix is not None and not _repeats_in_rows(matrix):
+        return
     keys = user.astype(np.int64) * max(n_items, 1) + item
-    if matrix is not None:
-        ordered = np.sort(matrix, axis=1)
-        if not ((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)).any():
-            return
-    else:
+    if matrix is None:
         ordered_keys = np.sort(keys)
         if not (ordered_keys[1:] == ordered_keys[:-1]).any():
             return
@@ -299,6 +303,17 @@ def _check_repeated_items(
     raise RepeatedEntryError(
         "an item appears twice in a user's list", kind="item", row=later, first_row=earlier
     )
+
+
+def _repeats_in_rows(matrix: CodeMatrix) -> bool:
+    """Whether some row holds an item twice (padding, -1, may repeat): each row sorted, a block of
+    rows at a time, so that the sorted copy and the comparisons stay small."""
+    block = max(1, BLOCK_ELEMENTS // max(matrix.shape[1], 1))
+    for start in range(0, matrix.shape[0], block):
+        ordered = np.sort(matrix[start : start + block], axis=1)
+        if ((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)).any():
+            return True
+    return False
 
 
 def first_repeat(keys: IntArray) -> tuple[int, int]:

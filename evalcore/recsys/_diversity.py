@@ -109,12 +109,40 @@ def per_user_intra_list_diversity(lists: RecommendationLists, similarity: ItemSi
     n = lists.lengths.astype(np.float64)
     pairs = n * (n - 1) / 2
     alike = np.zeros(lists.n_users)
-    block = max(1, BLOCK_ELEMENTS // max(lists.depth * similarity.width, 1))
+    categories = similarity.categories
+    # Few categories (at most a few per list slot): count each list's items per category, a block of
+    # lists at a time; else sort each list's categories.
+    n_categories = 0 if categories is None else int(categories.max(initial=-1)) + 1
+    tally = categories is not None and n_categories <= _TALLY_PER_SLOT * max(lists.depth, 1)
+    width = n_categories + 1 if tally else lists.depth * similarity.width
+    block = max(1, (_TALLY_CELLS if tally else BLOCK_ELEMENTS) // max(width, lists.depth, 1))
     for start in range(0, lists.n_users, block):
         rows = lists.items[start : start + block]
-        alike[start : start + block] = _alike_pairs(rows, similarity)
+        if tally:
+            assert categories is not None
+            alike[start : start + block] = _alike_by_tally(rows, categories, n_categories)
+        else:
+            alike[start : start + block] = _alike_pairs(rows, similarity)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(n >= 2, 1.0 - alike / pairs, np.nan)
+
+
+#: The tally of `_alike_by_tally` is used when there are at most this many categories per list slot,
+#: over blocks of lists of at most `_TALLY_CELLS` (list, category) cells.
+_TALLY_PER_SLOT = 8
+_TALLY_CELLS = 1 << 20
+
+
+def _alike_by_tally(rows: np.ndarray, categories: IntArray, n_categories: int) -> FloatArray:
+    """sum over pairs i < j of a list of [cat(i) = cat(j)], for a block of rows: with c items of a
+    category, a list has c (c - 1) / 2 alike pairs of it. Padding is counted in a bin of its own."""
+    width = n_categories + 1
+    cats = categories[rows]
+    cats[rows < 0] = n_categories
+    cats += np.arange(0, rows.shape[0] * width, width)[:, None]
+    counts = np.bincount(cats.ravel(), minlength=rows.shape[0] * width).reshape(rows.shape[0], width)
+    counts = counts[:, :n_categories]
+    return (counts * (counts - 1) // 2).sum(axis=1).astype(np.float64)
 
 
 def _alike_pairs(rows: np.ndarray, similarity: ItemSimilarity) -> FloatArray:

@@ -96,11 +96,15 @@ def category_coverage(lists: RecommendationLists, categories: ArrayLike, *, k: i
 
 
 def category_coverage_from_exposure(exposure: IntArray, codes: IntArray) -> float:
-    known = codes[codes >= 0]
-    if known.size == 0:
+    known = codes >= 0
+    if not known.any():
         return float("nan")
-    shown = codes[(exposure > 0) & (codes >= 0)]
-    return distinct(shown).size / distinct(known).size
+    shown = known & (exposure > 0)
+    if int(codes.max()) > codes.size:  # sparse codes (given through the API): sort them
+        return distinct(codes[shown]).size / distinct(codes[known]).size
+    # The readers' codes are 0 .. categories - 1: a tally counts the distinct ones without a sort.
+    every = np.bincount(codes[known])
+    return np.count_nonzero(np.bincount(codes[shown], minlength=every.size)) / np.count_nonzero(every)
 
 
 def exposure_share(lists: RecommendationLists, *, k: int | None = None) -> FloatArray:

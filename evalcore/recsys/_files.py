@@ -7,11 +7,14 @@
 | history      | `user,item`          | earlier interactions: popularity and expectations      |
 | items        | `item[,category]`    | the catalog, one row per item, with its category       |
 
-User and item ids are strings, encoded to integer codes once, by Arrow's hash tables (no Python
-object per row): every file's items go through one table, the catalog's first, so that each item
-row is hashed once and the catalog's items get codes 0 .. n - 1 in the file's order. With an items file the catalog is that file, and an item outside it is an error
-wherever it appears; without one, the catalog is every item seen in any file (so catalog coverage is
-then an upper bound). Popularity counts the history's rows when a history is given, else the
+User and item ids are strings, encoded to integer codes by Arrow's hash tables (no Python object
+per row). The lists' and interactions' items are read as codes per CSV block (each block hashed in
+a small table of its own distinct items); one table then takes the catalog's items, then each
+block's distinct items, so that the catalog's items get codes 0 .. n - 1 in the file's order and
+every other item its code in order of first appearance. Users come in runs: the first user of each
+run of every file goes through one table, the lists' first. With an items file the catalog is that
+file, and an item outside it is an error wherever it appears; without one, the catalog is every item
+seen in any file (so catalog coverage is then an upper bound). Ranks are integers below 2**31 in size. Popularity counts the history's rows when a history is given, else the
 interactions' rows, every row counting, including those of users without a list.
 """
 
@@ -24,8 +27,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from evalcore.arrow import binary_length, cast, keep, small_pages, sort_indices, take, to_numpy
-from evalcore.csvfiles import CsvSchema, CsvTable, encode_column, from_numpy, read_csv
+from evalcore.arrow import binary_length, from_numpy, keep, small_pages, sort_indices, take, to_numpy
+from evalcore.csvfiles import CsvSchema, CsvTable, encode_column, encode_runs_together, read_csv, unify_codes
 from evalcore.recsys._data import (
     IntArray,
     Interactions,
@@ -37,8 +40,8 @@ from evalcore.recsys._registry import RecsysData
 
 PathLike = str | Path
 
-RECS = CsvSchema({"user": "text", "item": "text", "rank": "integer"}, ("user", "item", "rank"))
-INTERACTIONS = CsvSchema({"user": "text", "item": "text"}, ("user", "item"))
+RECS = CsvSchema({"user": "text", "item": "code", "rank": "small integer"}, ("user", "item", "rank"))
+INTERACTIONS = CsvSchema({"user": "text", "item": "code"}, ("user", "item"))
 ITEMS = CsvSchema({"item": "text", "category": "text"}, ("item",))
 
 
@@ -110,37 +113,44 @@ def _read(
         item_ids = catalog.ids
     else:
         item_ids = _encode_items(files, None)
-    user_ids = recs.ids("user")
-    relevant_users = interactions.codes_in("user", user_ids) if interactions is not None else None
+    # Every file's users in one hash table, the lists' first: their users are 0 .. listed - 1, then
+    # the interactions' users without a list (`without_list` of them) in order of first appearance.
+    user_values = _encode_users(files)
+    listed = int(recs.users.max()) + 1 if len(recs.users) else 0
     without_list = 0
-    if interactions is not None and relevant_users is not None and (strangers := relevant_users < 0).any():
-        # Users with held-out interactions but no list: counted, and with `complete` given an empty one.
-        extra_ids, extra_codes = encode_column(keep(interactions.table.column("user"), from_numpy(strangers)))
-        without_list = len(extra_ids)
-        if complete:
-            relevant_users[strangers] = len(user_ids) + extra_codes
-            user_ids = pa.concat_arrays([user_ids, extra_ids])
+    relevant_users = None
+    if interactions is not None:
+        interactions.table.refuse_empty("user", user_values, interactions.users)
+        relevant_users = interactions.users.copy()
+        if relevant_users.size and (strangers := relevant_users >= listed).any():
+            # Users with held-out interactions but no list: counted, and with `complete` given an empty one.
+            without_list = int(relevant_users.max()) + 1 - listed
+            if not complete:
+                relevant_users[strangers] = -1
+    user_ids = user_values.slice(0, listed + (without_list if complete else 0))
     n_users, n_items = len(user_ids), len(item_ids)
     lists = _lists(recs, item_ids, n_users, k)
 
     relevant = past = None
-    popularity = None
+    counts = None  # each item's interactions: the popularity
     if interactions is not None:
         assert relevant_users is not None
         items = interactions.item_codes(item_ids)
         relevant = _pairs(relevant_users, items, n_users, n_items)
-        popularity = np.bincount(items, minlength=n_items).astype(np.float64)
+        counts = np.bincount(items, minlength=n_items)
     if history is not None:
         items = history.item_codes(item_ids)
-        past = _pairs(history.codes_in("user", user_ids), items, n_users, n_items)
-        popularity = np.bincount(items, minlength=n_items).astype(np.float64)
+        history.table.refuse_empty("user", user_values, history.users)
+        users = np.where(history.users < n_users, history.users, -1)  # -1: a user without a list
+        past = _pairs(users, items, n_users, n_items)
+        counts = np.bincount(items, minlength=n_items)
     data = RecsysData(
         lists,
         relevant=relevant,
         history=past,
-        popularity=popularity,
+        popularity=None if counts is None else counts.astype(np.float64),
         categories=None if catalog is None else catalog.categories,
-        baseline=None if popularity is None else _most_popular(popularity, k or lists.depth, item_ids),
+        baseline=None if counts is None else _most_popular(counts, k or lists.depth, item_ids),
     )
     source = "history" if history is not None else "interactions" if interactions is not None else ""
     rows = interactions.table.num_rows if interactions is not None else 0
@@ -159,10 +169,7 @@ def _encode_items(files: list[_Rows], catalog: CsvTable | None) -> pa.Array:
     first appearance. One hash table takes the catalog's items, then each file's; an item code at or
     beyond the catalog's size is then an item outside it (`_Rows.item_codes` refuses it)."""
     tables = ([catalog] if catalog is not None else []) + [f.table for f in files]
-    column = pa.chunked_array([c for t in tables for c in t.column("item").chunks], pa.binary())
-    values, codes = encode_column(column)
-    bounds = np.cumsum([0] + [t.num_rows for t in tables])
-    parts = [codes[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    values, parts = unify_codes([t.column("item") for t in tables])
     if catalog is None:
         for rows, part in zip(files, parts, strict=True):
             rows.table.refuse_empty("item", values, part)
@@ -177,6 +184,17 @@ def _encode_items(files: list[_Rows], catalog: CsvTable | None) -> pa.Array:
         rows.items = part
         rows.vocabulary = values
     return values.slice(0, catalog.num_rows)
+
+
+def _encode_users(files: list[_Rows]) -> pa.Array:
+    """The distinct user ids of the files, the first file's first, after giving each file its users'
+    codes (`_Rows.users`). An empty user is refused here in the first file, in the others where
+    their users are read (so that the errors come in the order of the checks)."""
+    values, codes = encode_runs_together([f.table.column("user") for f in files])
+    for rows, part in zip(files, codes, strict=True):
+        rows.users = part
+    files[0].table.refuse_empty("user", values, files[0].users)
+    return values
 
 
 def category_codes(table: CsvTable) -> tuple[pa.Array, IntArray]:
@@ -194,36 +212,15 @@ def category_codes(table: CsvTable) -> tuple[pa.Array, IntArray]:
 
 
 class _Rows:
-    """One file of (user, item) rows, each id column encoded once, on first use."""
+    """One file of (user, item) rows, its id columns encoded by `_encode_users` and `_encode_items`."""
 
     def __init__(self, table: CsvTable) -> None:
         self.table = table
-        self._encoded: dict[str, tuple[pa.Array, IntArray]] = {}
+        # Each row's user code, in the values `_encode_users` returns.
+        self.users: IntArray = np.zeros(0, dtype=np.int32)
         # Each row's item code and the distinct items they index, set by `_encode_items`.
         self.items: IntArray = np.zeros(0, dtype=np.int32)
         self.vocabulary: pa.Array | None = None
-
-    def encoded(self, name: str) -> tuple[pa.Array, IntArray]:
-        if name not in self._encoded:
-            self._encoded[name] = self.table.encode(name, grouped=name == "user")
-        return self._encoded[name]
-
-    def ids(self, name: str) -> pa.Array:
-        return self.encoded(name)[0]
-
-    def codes_in(self, name: str, vocabulary: pa.Array) -> IntArray:
-        """Each row's index in `vocabulary`, -1 where its value is not there; one hash lookup per
-        distinct value, not per row."""
-        values, codes = self.encoded(name)
-        if not len(values):
-            return codes
-        # Encoding the vocabulary followed by the values in one hash table numbers the vocabulary
-        # 0 .. V - 1 (its ids are distinct), so a value's code is its index there when it is below V.
-        # (`pc.index_in` does the same but imports pandas, half a second, for its options.)
-        both = encode_column(pa.chunked_array([vocabulary, cast(values, vocabulary.type)]))[1]
-        position = both[len(vocabulary) :]
-        position[position >= len(vocabulary)] = -1
-        return position[codes]
 
     def item_codes(self, catalog: pa.Array) -> IntArray:
         """Each row's item code, refusing an empty item or one outside the catalog (an items file)."""
@@ -246,7 +243,7 @@ def _lists(recs: _Rows, catalog: pa.Array, n_users: int, k: int | None) -> Recom
     ranks = to_numpy(table.column("rank"))
     try:
         return RecommendationLists.from_ranked(
-            recs.encoded("user")[1],
+            recs.users,
             recs.item_codes(catalog),
             ranks,
             n_users=n_users,
@@ -262,16 +259,21 @@ def _lists(recs: _Rows, catalog: pa.Array, n_users: int, k: int | None) -> Recom
         )
 
 
-def _most_popular(popularity: np.ndarray, k: int, item_ids: pa.Array) -> IntArray:
-    """The codes of the k most popular items, ties broken by item id: codes follow the files' row
-    order, ids do not, so the baseline (and serendipity_baseline) cannot depend on that order."""
-    k = min(k, popularity.size)
+def _most_popular(counts: IntArray, k: int, item_ids: pa.Array) -> IntArray:
+    """The codes of the k items with the most interactions (`counts`), ties broken by item id:
+    codes follow the files' row order, ids do not, so the baseline (and serendipity_baseline) cannot
+    depend on that order."""
+    k = min(k, counts.size)
     if k == 0:
         return np.zeros(0, dtype=np.int64)
-    kth = np.partition(popularity, popularity.size - k)[popularity.size - k]
-    candidates = np.flatnonzero(popularity >= kth)
+    # The k-th largest count, from a tally of the counts (a partition of a million counts, most of
+    # them equal, took a sixth of a second).
+    at_least = np.cumsum(np.bincount(counts)[::-1])  # at_least[j]: items with a count >= max - j
+    kth = counts.max() - int(np.searchsorted(at_least, k))
+    candidates = np.flatnonzero(counts >= kth)
     ids = take(item_ids, from_numpy(candidates))
-    table = pa.Table.from_arrays([from_numpy(popularity[candidates]), ids], names=["popularity", "id"])
+    popularity = counts[candidates].astype(np.float64)
+    table = pa.Table.from_arrays([from_numpy(popularity), ids], names=["popularity", "id"])
     order = sort_indices(table, [("popularity", "descending"), ("id", "ascending")])
     return candidates[order[:k]]
 

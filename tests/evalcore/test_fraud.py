@@ -168,6 +168,41 @@ def test_it_matches_scikit_learn_on_a_large_sample_with_ties() -> None:
     assert_close(pr_auc_score(labels, scores), sk.average_precision_score(labels, scores), atol=1e-12)
 
 
+def _curve_fields(curve: fraud.ScoreCurve) -> list[object]:
+    return [
+        curve.thresholds.tolist(),
+        curve.tp.tolist(),
+        curve.fp.tolist(),
+        curve.n_positive,
+        curve.n_negative,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("scores", "by_value"),
+    [
+        (lambda rng, labels: np.round(np.clip(rng.normal(0.3 + 0.25 * labels, 0.15), 0, 1), 4), True),
+        (lambda rng, labels: rng.integers(0, 5, labels.size) * 0.25, True),  # a handful of buckets
+        (lambda rng, labels: rng.normal(size=labels.size) + labels, False),  # all distinct: sorted
+        (lambda rng, labels: np.round(rng.normal(size=labels.size), 1), False),  # 0.0 and -0.0 both
+    ],
+)
+def test_it_counts_repeated_scores_by_value_as_the_sort_does(
+    scores: object, by_value: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalcore.fraud import _curve
+
+    rng = np.random.default_rng(3)
+    labels = rng.random(150_000) < 0.03
+    values = scores(rng, labels)  # type: ignore[operator]
+    assert (_curve._curve_by_value(labels, values) is not None) == by_value
+    ours = score_curve(labels, values)
+    monkeypatch.setattr(_curve, "_BY_VALUE_MIN", labels.size + 1)  # the sort, always
+    sorted_way = score_curve(labels, values)
+    assert _curve_fields(ours) == _curve_fields(sorted_way)
+    assert ours.tp.dtype == ours.fp.dtype == np.int64
+
+
 def test_it_leaves_undefined_areas_as_nan() -> None:
     """scikit-learn raises for ROC-AUC and returns 0 for average precision with one class."""
     assert math.isnan(roc_auc_score([0, 0, 0], [0.1, 0.2, 0.3]))

@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -408,6 +409,40 @@ def test_it_finds_distinct_popularity_by_counting_as_np_unique_does_by_sorting(
         assert ours.dtype == sorted_way.dtype and np.array_equal(ours, sorted_way)
 
 
+@pytest.mark.parametrize("n_categories", [1, 7, 30, 400])
+def test_it_counts_alike_pairs_by_tally_as_by_sorting(
+    n_categories: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(n_categories)
+    n_items, depth = 500, 12
+    matrix = np.stack([rng.choice(n_items, depth, replace=False) for _ in range(300)])
+    matrix[rng.random(matrix.shape[0]) < 0.2, 5:] = -1  # shorter lists
+    matrix[::7, 1:] = -1  # single items: no pair
+    categories = rng.integers(0, n_categories, n_items)
+    categories[rng.random(n_items) < 0.1] = -1  # items without a category
+    lists = RecommendationLists.from_matrix(matrix, n_items=n_items)
+    similarity = ItemSimilarity.from_categories(categories)
+    ours = _diversity.per_user_intra_list_diversity(lists, similarity)
+    monkeypatch.setattr(_diversity, "_TALLY_PER_SLOT", -1)  # sort every list's categories
+    assert np.array_equal(ours, _diversity.per_user_intra_list_diversity(lists, similarity), equal_nan=True)
+
+
+def test_it_counts_categories_with_sparse_codes() -> None:
+    lists = RecommendationLists.from_matrix([[0, 1], [1, 2]], n_items=4)
+    assert category_coverage(lists, [10**9, 5, -1, 7]) == pytest.approx(2 / 3)
+    assert category_coverage(lists, [2, 0, -1, 1]) == pytest.approx(2 / 3)
+
+
+def test_it_takes_the_most_popular_items_by_count_then_id() -> None:
+    from evalcore.recsys._files import _most_popular
+
+    ids = pa.array([b"e", b"d", b"c", b"b", b"a"], pa.binary())
+    counts = np.array([3, 1, 3, 1, 0])
+    assert _most_popular(counts, 3, ids).tolist() == [2, 0, 3]  # 3 (c, e), then 1 (b before d)
+    assert _most_popular(counts, 5, ids).tolist() == [2, 0, 3, 1, 4]
+    assert _most_popular(np.zeros(3, dtype=np.int64), 2, ids.slice(0, 3)).tolist() == [2, 1]
+
+
 def test_it_gives_unseen_items_the_novelty_of_an_item_seen_once() -> None:
     lists = RecommendationLists.from_matrix([[0, 1]], n_items=3)
     assert novelty(lists, [6, 0, 2]) == pytest.approx((math.log2(8 / 6) + math.log2(8)) / 2)
@@ -658,6 +693,7 @@ def test_it_reads_quoted_ids_blank_lines_and_any_column_order(tmp_path: Path) ->
         ("user,item\nu,a\n", None, 1, "missing column 'rank'"),
         ("user,item,rank,score\n", None, 1, "unknown column 'score'"),
         ("user,item,rank\nu,a,1\nu,b,x\n", None, 3, "rank 'x' is not an integer"),
+        ("user,item,rank\nu,a,1\nu,b,2147483648\n", None, 3, "rank '2147483648' is out of range (at most 2,147,483,647 in size)"),
         ("user,item,rank\nu,a,1\nu,b\n", None, 3, "expected 3 columns (user,item,rank), found 2"),
         ("user,item,rank\nu,a,1\n,b,2\n", None, 3, "empty user"),
         ("user,item,rank\nu,a,1\nv,a,1\nu,a,2\n", None, 4, "item 'a' appears twice in the list of user 'u' (first on line 2)"),
