@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+from uuid import uuid4
 
 import pytest
 from django.contrib import admin
@@ -444,6 +445,8 @@ MATRIX: dict[str, Row] = {
     "monitoring:alert-acknowledge": page("team", None, EDITORS, pk="event"),
     "monitoring:stream-create": page("team", EDITORS, EDITORS),
     "monitoring:stream-detail": page("team", TEAM, post=None),
+    "monitoring:stream-edit": page("team", EDITORS, EDITORS),
+    "monitoring:stream-delete": page("team", EDITORS, EDITORS),  # an empty POST deletes nothing (400)
     "monitoring:stream-upload": page("team", EDITORS, EDITORS),
     "monitoring:stream-monitor": page("team", None, EDITORS),
     "monitoring:stream-recompute": page("team", EDITORS, EDITORS),
@@ -520,7 +523,7 @@ MATRIX: dict[str, Row] = {
     "monitoring-api:recommendation-comparisons": api("team", TEAM, EDITORS),
     "monitoring-api:recommendation-comparison": api("team", TEAM, pk="recs_comparison"),
     "monitoring-api:streams": api("team", TEAM, EDITORS),
-    "monitoring-api:stream": api("team", TEAM),
+    "monitoring-api:stream": api("team", TEAM, pk="spare_stream", patch=EDITORS, delete=EDITORS),
     "monitoring-api:stream-schedule": api("team", None, put=EDITORS),
     "monitoring-api:stream-monitor": api("team", None, EDITORS),
     "monitoring-api:stream-recompute": api("team", None, EDITORS),
@@ -639,10 +642,14 @@ SPARE_OBJECTS = frozenset({"spare_run", "spare_qrels", "spare_evaluation", "spar
 
 
 def spare(name: str, world: World) -> dict[str, Any]:
-    """Ids for one request that may destroy what it names: a channel, a team member or an object of its own
-    for each."""
+    """Ids for one request that may destroy what it names: a channel, a team member, a stream or an object of
+    its own for each."""
     if MATRIX[name].pk in SPARE_OBJECTS:
         return {**world.ids, MATRIX[name].pk: spare_object(MATRIX[name].pk, world.team)}
+    if MATRIX[name].pk == "spare_stream":
+        slug = f"spare-{uuid4().hex[:12]}"
+        monitors.stream_create(team=world.team, slug=slug, name="Spare", dimension=DIM, every_minutes=60)
+        return {**world.ids, "stream": slug}
     if MATRIX[name].pk == "spare_membership":
         user = User.objects.create_user(f"spare-{User.objects.count()}")
         return {**world.ids, "spare_membership": team_member_set(team=world.team, user=user).pk}
