@@ -77,6 +77,15 @@ def display_name(item: Any) -> str:
     return str(item.name)
 
 
+def archived_refusal(item: Any, noun: str) -> str:
+    """Why an archived run or qrels source is refused for new work (evaluations, comparisons, fusions and
+    pools list only those not archived; the forms and the API say this of one chosen anyway)."""
+    return (
+        f"The {noun} {item.name} (#{item.pk}) is archived: unarchive it (on its page, or PATCH "
+        '{"archived": false}) to use it again.'
+    )
+
+
 def _plural(count: int, one: str, many: str | None = None) -> str:
     return f"{count} {one if count == 1 else (many or one + 's')}"
 

@@ -309,6 +309,87 @@ class TestPages:
             assert "r0" in page and "r3" in page
 
 
+@pytest.mark.django_db
+class TestArchivedChoices:
+    """Archived runs and qrels sources are offered for no new work: the forms list those not archived, and
+    the forms and the API refuse one chosen anyway, saying why."""
+
+    @pytest.fixture
+    def archived(self, world: dict[str, Any], team: Team) -> dict[str, Any]:
+        old = uploads.qrels_upload(team=team, upload=upload("old.qrels", QRELS))
+        editing.item_update(item=world["dense"], archived=True)
+        editing.item_update(item=old, archived=True)  # the newest source, archived
+        return {**world, "old": old}
+
+    def test_the_forms_list_only_what_is_not_archived(
+        self, client: Client, theo: User, archived: dict[str, Any]
+    ) -> None:
+        editor = logged_in(client, theo)
+        bm25, dense, qrels, old = archived["bm25"], archived["dense"], archived["qrels"], archived["old"]
+        for path in ("evaluations/new/", "comparisons/new/", "fusions/new/", "runs/new/"):
+            page = editor.get(f"/teams/search/{path}").content.decode()
+            assert f'value="{old.pk}"' not in page and f"old (#{old.pk}" not in page, path
+            if path != "runs/new/":
+                assert f"bm25 (#{bm25.pk})" in page and f"dense (#{dense.pk})" not in page, path
+        evaluation = editor.get("/teams/search/evaluations/new/").content.decode()
+        # The newest source not archived is the one chosen first.
+        assert f'<option value="{qrels.pk}" selected>judged (#{qrels.pk}' in evaluation
+
+    def test_the_forms_refuse_an_archived_run_or_qrels_source_saying_why(
+        self, client: Client, theo: User, archived: dict[str, Any]
+    ) -> None:
+        editor = logged_in(client, theo)
+        dense, old = archived["dense"], archived["old"]
+        refused = editor.post(
+            "/teams/search/evaluations/new/",
+            {"run": dense.pk, "qrels": old.pk, "measures": ["map"], "rel_level": 1},
+        )
+        page = refused.content.decode()
+        assert refused.status_code == 400
+        assert f"The run dense (#{dense.pk}) is archived: unarchive it" in page
+        assert f"The qrels source old (#{old.pk}) is archived" in page
+        compared = editor.post(
+            "/teams/search/comparisons/new/",
+            {"qrels": archived["qrels"].pk, "runs": [archived["bm25"].pk, dense.pk], "measures": ["map"],
+             "rel_level": 1, "test": "t", "correction": "holm", "alpha": 0.05},
+        )  # fmt: skip
+        assert compared.status_code == 400 and "The run dense" in compared.content.decode()
+        assert Evaluation.objects.count() == 3 and Comparison.objects.count() == 1
+
+    def test_the_api_refuses_an_archived_run_or_qrels_source_naming_the_field(
+        self, client: Client, theo: User, archived: dict[str, Any]
+    ) -> None:
+        editor = logged_in(client, theo)
+        dense, qrels, old = archived["dense"], archived["qrels"], archived["old"]
+        evaluation = editor.post(
+            "/api/teams/search/evaluations/",
+            {"run": dense.pk, "qrels": old.pk},
+            content_type="application/json",
+        )
+        assert evaluation.status_code == 400
+        assert evaluation.json() == {
+            "run": [editing.archived_refusal(dense, "run")],
+            "qrels": [editing.archived_refusal(old, "qrels source")],
+        }
+        assert 'PATCH {"archived": false}' in evaluation.json()["run"][0]
+        runs = [archived["bm25"].pk, dense.pk]
+        comparison = editor.post(
+            "/api/teams/search/comparisons/",
+            {"qrels": qrels.pk, "runs": runs},
+            content_type="application/json",
+        )
+        assert comparison.status_code == 400
+        assert comparison.json() == {"runs": {"1": [editing.archived_refusal(dense, "run")]}}
+        # Unarchived, it is taken again.
+        editing.item_update(item=dense, archived=False)
+        taken = editor.post(
+            "/api/teams/search/evaluations/",
+            {"run": dense.pk, "qrels": qrels.pk},
+            content_type="application/json",
+        )
+        assert taken.status_code in (200, 202), taken.json()
+
+
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_an_editor_renames_archives_and_deletes_a_run_in_chromium(
