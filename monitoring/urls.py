@@ -55,6 +55,7 @@ urlpatterns = [
             ("archive", editing.item_archive),
             ("delete", editing.item_delete),
         )
+        if action in kind.actions
     ],
     path(TEAM + "runs/new/", uploads.run_upload, name="run-upload"),
     path(TEAM + "runs/<int:pk>/", runs.run_detail, name="run-detail"),

@@ -419,6 +419,9 @@ class PerQueryPageOut(serializers.Serializer):
 
 class ComparisonOut(JobStateOut):
     id = serializers.IntegerField()
+    name = serializers.CharField(allow_blank=True, help_text="Blank: named by its number.")
+    description = serializers.CharField(allow_blank=True)
+    tags = serializers.ListField(child=serializers.CharField())
     url = serializers.SerializerMethodField()
     qrels = ObjectRefOut()
     runs = ObjectRefOut(many=True, source="runs.all")

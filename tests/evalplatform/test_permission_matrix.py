@@ -55,6 +55,7 @@ from monitoring.models import (
     NotificationChannel,
     QrelsSource,
     ReuseAnalysis,
+    Run,
 )
 from monitoring.pooling import services as pooling
 from monitoring.pooling.models import JudgingPool
@@ -397,6 +398,8 @@ MATRIX: dict[str, Row] = {
     "monitoring:evaluation-edit": page("team", EDITORS, EDITORS, pk="evaluation"),
     "monitoring:evaluation-archive": page("team", None, EDITORS, pk="evaluation"),
     "monitoring:evaluation-delete": page("team", EDITORS, EDITORS, pk="evaluation"),
+    "monitoring:comparison-edit": page("team", EDITORS, EDITORS, pk="comparison"),
+    "monitoring:comparison-delete": page("team", EDITORS, EDITORS, pk="comparison"),
     "monitoring:recsys-edit": page("team", EDITORS, EDITORS, pk="recs"),
     "monitoring:recsys-archive": page("team", None, EDITORS, pk="recs"),
     "monitoring:recsys-delete": page("team", EDITORS, EDITORS, pk="recs"),
@@ -492,7 +495,7 @@ MATRIX: dict[str, Row] = {
     "monitoring-api:evaluation": api("team", TEAM, pk="spare_evaluation", patch=EDITORS, delete=EDITORS),
     "monitoring-api:evaluation-per-query": api("team", TEAM, pk="evaluation"),
     "monitoring-api:comparisons": api("team", TEAM, EDITORS),
-    "monitoring-api:comparison": api("team", TEAM, pk="comparison"),
+    "monitoring-api:comparison": api("team", TEAM, pk="spare_comparison", patch=EDITORS, delete=EDITORS),
     "monitoring-api:fusions": api("team", TEAM, EDITORS),
     "monitoring-api:fusion": api("team", TEAM, pk="fusion"),
     "monitoring-api:evaluation-report": api("team", TEAM, pk="evaluation"),
@@ -617,8 +620,8 @@ def logged_in(user: User | None) -> Client:
 
 
 def spare_object(kind: str, team: Team) -> int:
-    """A run, qrels source, evaluation, recommendation set or fraud score set of its own for one request
-    that may delete it."""
+    """A run, qrels source, evaluation, comparison, recommendation set or fraud score set of its own for one
+    request that may delete it."""
     qrels_text, run_text = synthetic_collection(queries=2, docs=3)
     if kind == "spare_qrels":
         return uploads.qrels_upload(team=team, upload=upload("spare.qrels", qrels_text), uploaded_by=None).pk
@@ -635,10 +638,17 @@ def spare_object(kind: str, team: Team) -> int:
     if kind == "spare_run":
         return run.pk
     source = QrelsSource.objects.filter(team=team, kind="upload").order_by("pk").first()
+    if kind == "spare_comparison":
+        other = Run.objects.filter(team=team).exclude(pk=run.pk).order_by("pk").first()
+        return evaluations.comparison_create(
+            qrels=source, runs=[run, other], measures=("map",), enqueue=False
+        ).pk
     return evaluations.evaluation_create(run=run, qrels=source, measures=("map",), enqueue=False).pk
 
 
-SPARE_OBJECTS = frozenset({"spare_run", "spare_qrels", "spare_evaluation", "spare_recs", "spare_scores"})
+SPARE_OBJECTS = frozenset(
+    {"spare_run", "spare_qrels", "spare_evaluation", "spare_comparison", "spare_recs", "spare_scores"}
+)
 
 
 def spare(name: str, world: World) -> dict[str, Any]:

@@ -310,6 +310,65 @@ class TestPages:
 
 
 @pytest.mark.django_db
+class TestComparisons:
+    """A comparison is renamed, described, tagged and deleted on its own (never archived); its runs, qrels
+    and their evaluations stay."""
+
+    def test_it_names_what_goes_with_a_comparison_with_counts(self, world: dict[str, Any]) -> None:
+        comparison = world["comparison"]
+        lines = {line.what: line for line in editing.delete_consequences(comparison)}
+        pairs = comparison.pairs.count()
+        assert pairs == 1 and lines["pairs"].text.startswith("1 paired test (every pair of runs")
+        values = MetricValue.objects.filter(job_type="monitoring.comparison", job_id=comparison.pk).count()
+        assert lines["values"].count == values == 2  # each run's mean of map
+        assert lines["runs"].text == "The runs (bm25, dense) and the qrels judged stay."
+
+    def test_it_renames_and_deletes_a_comparison_from_the_web(
+        self, client: Client, theo: User, world: dict[str, Any], django_capture_on_commit_callbacks: Any
+    ) -> None:
+        editor = logged_in(client, theo)
+        pk = world["comparison"].pk
+        base = f"/teams/search/comparisons/{pk}/"
+        page = editor.get(base).content.decode()
+        assert 'id="comparison-edit"' in page and 'id="comparison-delete"' in page
+        assert 'id="comparison-archive"' not in page
+        saved = editor.post(
+            base + "edit/", {"name": "bm25 vs dense", "description": "week 48", "tags": "a, b"}
+        )
+        assert saved.status_code == 302 and saved["Location"] == base
+        assert "<h1>Comparison bm25 vs dense</h1>" in editor.get(base).content.decode()
+        assert editor.post(base + "archive/", {"archived": "1"}).status_code == 404
+        confirm = editor.get(base + "delete/").content.decode()
+        assert "Delete the comparison bm25 vs dense?" in confirm and "1 paired test" in confirm
+        assert editor.post(base + "delete/").status_code == 400 and Comparison.objects.filter(pk=pk).exists()
+        with django_capture_on_commit_callbacks(execute=True):
+            done = editor.post(base + "delete/", {"confirm": f"delete comparisons {pk}"})
+        assert done.status_code == 302 and done["Location"] == "/teams/search/#comparison-table"
+        assert (
+            not Comparison.objects.exists()
+            and not MetricValue.objects.filter(job_type="monitoring.comparison").exists()
+        )
+        assert Run.objects.count() == 2 and Evaluation.objects.count() == 3
+
+    def test_the_api_patches_and_deletes_a_comparison_but_never_archives_it(
+        self, client: Client, theo: User, vera: User, world: dict[str, Any]
+    ) -> None:
+        url = f"/api/teams/search/comparisons/{world['comparison'].pk}/"
+        viewer = logged_in(Client(), vera)
+        assert viewer.patch(url, {"name": "x"}, content_type="application/json").status_code == 403
+        editor = logged_in(client, theo)
+        patched = editor.patch(url, {"name": "weekly", "tags": ["t"]}, content_type="application/json")
+        assert patched.status_code == 200 and (patched.json()["name"], patched.json()["tags"]) == (
+            "weekly",
+            ["t"],
+        )
+        refused = editor.patch(url, {"archived": True}, content_type="application/json")
+        assert refused.status_code == 400 and list(refused.json()) == ["archived"]
+        assert editor.delete(url).status_code == 204 and not Comparison.objects.exists()
+        assert Run.objects.count() == 2
+
+
+@pytest.mark.django_db
 class TestArchivedChoices:
     """Archived runs and qrels sources are offered for no new work: the forms list those not archived, and
     the forms and the API refuse one chosen anyway, saying why."""

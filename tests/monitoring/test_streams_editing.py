@@ -85,12 +85,13 @@ class TestServices:
         files = [Path(s.file.path) for s in monitored.snapshots.all()]
         task = monitored.periodic_task_id
         assert all(f.exists() for f in files) and AlertRule.objects.filter(series__object_id=monitored.pk)
+        assert MetricValue.objects.filter(job_type="monitoring.monitorrun").exists()
         with django_capture_on_commit_callbacks(execute=True):
             monitors.stream_delete(stream=monitored)
         assert not EmbeddingStream.objects.exists() and not EmbeddingSnapshot.objects.exists()
         assert not MonitorRun.objects.exists() and not Series.objects.filter(kind="stream").exists()
         assert not AlertRule.objects.exists() and not AlertEvent.objects.exists()
-        assert not MetricValue.objects.filter(job_type="monitorrun").exists()
+        assert not MetricValue.objects.filter(job_type="monitoring.monitorrun").exists()
         assert not PeriodicTask.objects.filter(pk=task).exists()
         assert not any(f.exists() for f in files)
 
