@@ -76,7 +76,7 @@ class Kind:
 
 
 #: Kinds whose name may be blank (named by what they are made of).
-NAME_OPTIONAL = (Evaluation, Comparison)
+NAME_OPTIONAL = (Evaluation, Comparison, RecommendationEvaluation, FraudScoreEvaluation)
 
 
 def display_name(item: Any) -> str:
@@ -84,7 +84,7 @@ def display_name(item: Any) -> str:
     comparison: its number)."""
     if isinstance(item, Evaluation) and not item.name:
         return f"#{item.pk} ({item.run.name} on {item.qrels.name})"
-    if isinstance(item, Comparison) and not item.name:
+    if isinstance(item, Comparison | RecommendationEvaluation | FraudScoreEvaluation) and not item.name:
         return f"#{item.pk}"
     return str(item.name)
 
@@ -202,6 +202,24 @@ def _comparison_consequences(comparison: Comparison) -> list[Consequence]:
     ]  # fmt: skip
 
 
+def _set_evaluation_consequences(
+    evaluation: RecommendationEvaluation | FraudScoreEvaluation,
+) -> list[Consequence]:
+    values = _values_of(type(evaluation).objects.filter(pk=evaluation.pk))
+    comparisons = evaluation.comparisons_as_a.count() + evaluation.comparisons_as_b.count()
+    owner = (
+        evaluation.recommendation_set
+        if isinstance(evaluation, RecommendationEvaluation)
+        else evaluation.score_set
+    )
+    return [
+        Consequence("values", values, f"{_plural(values, 'metric value')} in the series of {owner.name} (its "
+                    "charts and alert rules stop reading them)."),
+        Consequence("comparisons", comparisons, f"{_plural(comparisons, 'comparison')} it takes part in."),
+        Consequence("set", 0, f"The set {owner.name} and its other evaluations stay."),
+    ]  # fmt: skip
+
+
 def _no_files(item: Any) -> list[FieldFile]:
     return []
 
@@ -242,6 +260,13 @@ KINDS: dict[str, Kind] = {
         Kind("comparisons", "comparison", "comparison", Comparison,
              lambda team, pk: evaluation_selectors.get_comparison(team=team, pk=pk),
              _comparison_consequences, _no_files, "comparison-table", archivable=False),
+        Kind("recommendations/evaluations", "recommendation evaluation", "recsys-evaluation",
+             RecommendationEvaluation,
+             lambda team, pk: recsys_fraud_selectors.get_recommendation_evaluation(team=team, pk=pk),
+             _set_evaluation_consequences, _no_files, "recsys-fraud-table", archivable=False),
+        Kind("fraud-scores/evaluations", "fraud evaluation", "fraud-evaluation", FraudScoreEvaluation,
+             lambda team, pk: recsys_fraud_selectors.get_fraud_evaluation(team=team, pk=pk),
+             _set_evaluation_consequences, _no_files, "recsys-fraud-table", archivable=False),
         Kind("recommendations", "recommendation set", "recsys", RecommendationSet,
              lambda team, pk: recsys_fraud_selectors.get_recommendation_set(team=team, pk=pk),
              lambda item: _set_consequences(item, RecommendationEvaluation.objects.filter(recommendation_set=item)),

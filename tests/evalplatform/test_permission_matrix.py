@@ -38,6 +38,7 @@ from annotations import imports, qrels
 from annotations.machine_judges.imports import judge_import_create
 from annotations.models import Annotation, GoldLabel, LLMJudgeJob, MachineJudge, MachineLabel, Project, Task
 from annotations.quality import services as quality
+from evalcore.fraud import FraudOptions
 from evalcore.recsys import RecsysOptions
 from evalplatform.charts import plotly_js_version
 from evalplatform.models import Team, TeamMembership
@@ -51,9 +52,13 @@ from monitoring.fusion import services as fusions
 from monitoring.models import (
     AlertEvent,
     ComparisonPair,
+    FraudScoreEvaluation,
+    FraudScoreSet,
     MonitorRun,
     NotificationChannel,
     QrelsSource,
+    RecommendationEvaluation,
+    RecommendationSet,
     ReuseAnalysis,
     Run,
 )
@@ -400,6 +405,10 @@ MATRIX: dict[str, Row] = {
     "monitoring:evaluation-delete": page("team", EDITORS, EDITORS, pk="evaluation"),
     "monitoring:comparison-edit": page("team", EDITORS, EDITORS, pk="comparison"),
     "monitoring:comparison-delete": page("team", EDITORS, EDITORS, pk="comparison"),
+    "monitoring:recsys-evaluation-edit": page("team", EDITORS, EDITORS, pk="recs_eval"),
+    "monitoring:recsys-evaluation-delete": page("team", EDITORS, EDITORS, pk="recs_eval"),
+    "monitoring:fraud-evaluation-edit": page("team", EDITORS, EDITORS, pk="fraud_eval"),
+    "monitoring:fraud-evaluation-delete": page("team", EDITORS, EDITORS, pk="fraud_eval"),
     "monitoring:recsys-edit": page("team", EDITORS, EDITORS, pk="recs"),
     "monitoring:recsys-archive": page("team", None, EDITORS, pk="recs"),
     "monitoring:recsys-delete": page("team", EDITORS, EDITORS, pk="recs"),
@@ -513,13 +522,13 @@ MATRIX: dict[str, Row] = {
     "monitoring-api:recommendation-set": api("team", TEAM, pk="spare_recs", patch=EDITORS, delete=EDITORS),
     "monitoring-api:recommendation-set-file": api("team", TEAM, pk="recs"),
     "monitoring-api:recommendation-evaluations": api("team", TEAM, EDITORS),
-    "monitoring-api:recommendation-evaluation": api("team", TEAM, pk="recs_eval"),
+    "monitoring-api:recommendation-evaluation": api("team", TEAM, pk="spare_recs_eval", patch=EDITORS, delete=EDITORS),
     "monitoring-api:recommendation-evaluation-curves": api("team", TEAM, pk="recs_eval"),
     "monitoring-api:fraud-score-sets": api("team", TEAM, EDITORS),
     "monitoring-api:fraud-score-set": api("team", TEAM, pk="spare_scores", patch=EDITORS, delete=EDITORS),
     "monitoring-api:fraud-score-set-download": api("team", TEAM, pk="scores"),
     "monitoring-api:fraud-evaluations": api("team", TEAM, EDITORS),
-    "monitoring-api:fraud-evaluation": api("team", TEAM, pk="fraud_eval"),
+    "monitoring-api:fraud-evaluation": api("team", TEAM, pk="spare_fraud_eval", patch=EDITORS, delete=EDITORS),
     "monitoring-api:fraud-evaluation-curves": api("team", TEAM, pk="fraud_eval"),
     "monitoring-api:fraud-comparisons": api("team", TEAM, EDITORS),
     "monitoring-api:fraud-comparison": api("team", TEAM, pk="fraud_comparison"),
@@ -632,6 +641,17 @@ def spare_object(kind: str, team: Team) -> int:
         return recsys_fraud.fraud_score_set_upload(
             team=team, name="spare", scores=csv_file("s.csv", "id,score,label\na,1,1\n")
         ).pk
+    if kind == "spare_recs_eval":
+        recs = RecommendationSet.objects.filter(team=team).order_by("pk").first()
+        return recsys_fraud.recommendation_evaluation_create(
+            recommendation_set=recs,
+            options=RecsysOptions(k=RecommendationEvaluation.objects.count() + 20),
+            enqueue=False,
+        ).pk
+    if kind == "spare_fraud_eval":
+        scores = FraudScoreSet.objects.filter(team=team).order_by("pk").first()
+        options = FraudOptions(target_fpr=0.0123 + 0.0001 * FraudScoreEvaluation.objects.count())
+        return recsys_fraud.fraud_evaluation_create(score_set=scores, options=options, enqueue=False).pk
     run = uploads.run_upload(
         team=team, upload=upload("spare.run", run_text(1, 1.0, "spare")), uploaded_by=None
     )
@@ -647,8 +667,9 @@ def spare_object(kind: str, team: Team) -> int:
 
 
 SPARE_OBJECTS = frozenset(
-    {"spare_run", "spare_qrels", "spare_evaluation", "spare_comparison", "spare_recs", "spare_scores"}
-)
+    {"spare_run", "spare_qrels", "spare_evaluation", "spare_comparison", "spare_recs", "spare_scores",
+     "spare_recs_eval", "spare_fraud_eval"}
+)  # fmt: skip
 
 
 def spare(name: str, world: World) -> dict[str, Any]:

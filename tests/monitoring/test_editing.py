@@ -23,12 +23,15 @@ from monitoring.models import (
     AlertRule,
     Comparison,
     Evaluation,
+    FraudComparison,
     FraudScoreEvaluation,
     FraudScoreSet,
     QrelsSource,
+    RecommendationEvaluation,
     RecommendationSet,
     Run,
 )
+from monitoring.recsys_fraud import comparisons as recsys_fraud_comparisons
 from monitoring.recsys_fraud import services as recsys_fraud
 from series.models import MetricValue, Series
 from series.subjects import recsys_series, run_series
@@ -227,6 +230,56 @@ class TestSets:
         assert refused.status_code == 400 and refused.json() == {"name": ["Give a name."]}
         assert editor.delete(url).status_code == 204
         assert not FraudScoreSet.objects.exists() and not FraudScoreEvaluation.objects.exists()
+
+
+@pytest.mark.django_db
+class TestSetEvaluations:
+    """A recommendation or fraud evaluation is renamed and deleted on its own (never archived): its
+    comparisons go with it, its set and the set's other evaluations stay."""
+
+    def test_it_renames_and_deletes_a_fraud_evaluation_with_its_comparisons_from_the_web(
+        self, client: Client, theo: User, sets: tuple[RecommendationSet, FraudScoreSet]
+    ) -> None:
+        _, scores = sets
+        first = FraudScoreEvaluation.objects.get(score_set=scores)
+        second = recsys_fraud.fraud_evaluation_create(score_set=scores, enqueue=False)
+        recsys_fraud.fraud_evaluation_run(evaluation_id=second.pk)
+        recsys_fraud_comparisons.fraud_comparison_create(a=first, b=second, enqueue=False)
+        editor = logged_in(client, theo)
+        base = f"/teams/search/fraud-scores/evaluations/{first.pk}/"
+        page = editor.get(base).content.decode()
+        assert 'id="fraud-evaluation-edit"' in page and 'id="fraud-evaluation-archive"' not in page
+        assert editor.post(base + "edit/", {"name": "fpr 1%", "tags": "prod"}).status_code == 302
+        assert "(fpr 1%)</h1>" in editor.get(base).content.decode()
+        values = MetricValue.objects.filter(
+            job_type="monitoring.fraudscoreevaluation", job_id=first.pk
+        ).count()
+        confirm = editor.get(base + "delete/").content.decode()
+        assert "Delete the fraud evaluation fpr 1%?" in confirm
+        assert (
+            f"{values} metric values in the series of cards" in confirm and "1 comparison it takes" in confirm
+        )
+        assert editor.post(base + "delete/").status_code == 400
+        done = editor.post(base + "delete/", {"confirm": f"delete fraud-scores/evaluations {first.pk}"})
+        assert done.status_code == 302 and not FraudScoreEvaluation.objects.filter(pk=first.pk).exists()
+        assert not FraudComparison.objects.exists() and FraudScoreEvaluation.objects.get() == second
+        assert not MetricValue.objects.filter(job_type="monitoring.fraudscoreevaluation", job_id=first.pk)
+
+    def test_the_api_patches_and_deletes_a_recommendation_evaluation(
+        self, client: Client, theo: User, vera: User, sets: tuple[RecommendationSet, FraudScoreSet]
+    ) -> None:
+        recs, _ = sets
+        evaluation = RecommendationEvaluation.objects.get(recommendation_set=recs)
+        url = f"/api/teams/search/recommendation-evaluations/{evaluation.pk}/"
+        assert logged_in(Client(), vera).delete(url).status_code == 403
+        editor = logged_in(client, theo)
+        body = editor.patch(
+            url, {"name": "k=10", "description": "weekly"}, content_type="application/json"
+        ).json()
+        assert (body["name"], body["description"], body["tags"]) == ("k=10", "weekly", [])
+        assert editor.patch(url, {"archived": True}, content_type="application/json").status_code == 400
+        assert editor.delete(url).status_code == 204
+        assert not RecommendationEvaluation.objects.exists() and RecommendationSet.objects.get() == recs
 
 
 @pytest.mark.django_db
