@@ -55,6 +55,7 @@ urlpatterns = [
             ("archive", editing.item_archive),
             ("delete", editing.item_delete),
         )
+        if action in kind.actions
     ],
     path(TEAM + "runs/new/", uploads.run_upload, name="run-upload"),
     path(TEAM + "runs/<int:pk>/", runs.run_detail, name="run-detail"),
@@ -127,6 +128,8 @@ urlpatterns = [
     # Embedding streams (`monitoring.embeddings.views`).
     path(TEAM + "streams/new/", streams.stream_create, name="stream-create"),
     path(STREAM, streams.stream_detail, name="stream-detail"),
+    path(STREAM + "edit/", streams.stream_edit, name="stream-edit"),
+    path(STREAM + "delete/", streams.stream_delete, name="stream-delete"),
     path(STREAM + "upload/", streams.snapshot_upload, name="stream-upload"),
     path(STREAM + "monitor/", streams.stream_monitor, name="stream-monitor"),
     path(STREAM + "recompute/", streams.stream_recompute, name="stream-recompute"),

@@ -18,6 +18,7 @@ from evalcore.metrics import FAMILIES
 from evalplatform.errors import InputError
 from evalplatform.jobs import JobStatus
 from evalplatform.models import TeamMembership
+from monitoring.editing.services import archived_refusal
 from monitoring.evaluations import services as evaluations
 from monitoring.evaluations.models import OVERLAP
 from monitoring.evaluations.selectors import evaluation_results_attach, metric_spec
@@ -239,14 +240,22 @@ class QrelsIn(UploadIn):
 
 
 class TeamObjectField(serializers.PrimaryKeyRelatedField):
-    """The id of one of the team's runs or qrels sources (the team comes in the serializer's context)."""
+    """The id of one of the team's runs or qrels sources (the team comes in the serializer's context);
+    with `unarchived`, one archived is refused saying so (new work takes only those not archived)."""
 
-    def __init__(self, model: type[Model], what: str, **kwargs: Any) -> None:
+    def __init__(self, model: type[Model], what: str, *, unarchived: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("error_messages", {"does_not_exist": f"The team has no {what} {{pk_value}}."})
         super().__init__(queryset=model._default_manager.all(), **kwargs)
+        self.what, self.unarchived = what, unarchived
 
     def get_queryset(self) -> Any:
         return super().get_queryset().filter(team=self.context["team"])
+
+    def to_internal_value(self, data: Any) -> Any:
+        found = super().to_internal_value(data)
+        if self.unarchived and found.archived:
+            raise serializers.ValidationError(archived_refusal(found, self.what))
+        return found
 
 
 def checked_measures(names: list[str]) -> list[str]:
@@ -257,8 +266,8 @@ def checked_measures(names: list[str]) -> list[str]:
 
 
 class EvaluationIn(serializers.Serializer):
-    run = TeamObjectField(Run, "run")
-    qrels = TeamObjectField(QrelsSource, "qrels source")
+    run = TeamObjectField(Run, "run", unarchived=True)
+    qrels = TeamObjectField(QrelsSource, "qrels source", unarchived=True)
     measures = serializers.ListField(
         child=serializers.CharField(),
         default=list(DEFAULT_MEASURES),
@@ -280,8 +289,10 @@ class EvaluationIn(serializers.Serializer):
 
 
 class ComparisonIn(serializers.Serializer):
-    qrels = TeamObjectField(QrelsSource, "qrels source")
-    runs = serializers.ListField(child=TeamObjectField(Run, "run"), help_text="At least two run ids.")
+    qrels = TeamObjectField(QrelsSource, "qrels source", unarchived=True)
+    runs = serializers.ListField(
+        child=TeamObjectField(Run, "run", unarchived=True), help_text="At least two run ids (not archived)."
+    )
     measures = serializers.ListField(
         child=serializers.CharField(), required=False, help_text=f"Default: {', '.join(PARAMS.measures)}."
     )
@@ -409,6 +420,9 @@ class PerQueryPageOut(serializers.Serializer):
 
 class ComparisonOut(JobStateOut):
     id = serializers.IntegerField()
+    name = serializers.CharField(allow_blank=True, help_text="Blank: named by its number.")
+    description = serializers.CharField(allow_blank=True)
+    tags = serializers.ListField(child=serializers.CharField())
     url = serializers.SerializerMethodField()
     qrels = ObjectRefOut()
     runs = ObjectRefOut(many=True, source="runs.all")

@@ -1,5 +1,5 @@
 """PATCH (name, description, tags, archived) and DELETE on the detail endpoints of runs, qrels sources,
-evaluations, recommendation sets and fraud score sets: each endpoint looks its object up for an editor and
+evaluations, comparisons (never archived), recommendation sets and fraud score sets: each endpoint looks its object up for an editor and
 hands the request here, to the one service of `monitoring.editing.services`."""
 
 from __future__ import annotations
@@ -68,6 +68,11 @@ def item_change(request: Request, item: Any, out: type[serializers.Serializer]) 
         return Response(status=status.HTTP_204_NO_CONTENT)
     data = ItemEditIn(data=request.data)
     data.is_valid(raise_exception=True)
+    kind = services.kind_of(item)
+    if "archived" in data.validated_data and not kind.archivable:
+        raise serializers.ValidationError(
+            {"archived": [f"A {kind.noun} is not archived: delete it, or keep it."]}
+        )
     try:
         services.item_update(item=item, **data.validated_data)
     except InputError as exc:

@@ -1,4 +1,5 @@
-"""The edit form of a run, a qrels source, an evaluation, a recommendation set or a fraud score set."""
+"""The edit form of a run, a qrels source, an evaluation, a comparison, a recommendation set or a fraud score
+set."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ class ItemEditForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["name"].required = name_required
         if not name_required:
-            self.fields["name"].help_text = "Blank: named by its run and qrels."
+            self.fields["name"].help_text = "Blank: named by what it is made of."
 
     def clean_tags(self) -> list[str]:
         try:

@@ -65,16 +65,37 @@ class Kind:
     consequences: Callable[[Any], list[Consequence]]
     files: Callable[[Any], list[FieldFile]]
     list_anchor: str  # where the team page lists it
+    archivable: bool = True  # False: renamed and deleted, never archived (no `archived` field)
+
+    @property
+    def actions(self) -> tuple[str, ...]:
+        return ("edit", "archive", "delete") if self.archivable else ("edit", "delete")
 
     def title(self, item: Any) -> str:
         return f"{self.noun} {display_name(item)}"
 
 
+#: Kinds whose name may be blank (named by what they are made of).
+NAME_OPTIONAL = (Evaluation, Comparison, RecommendationEvaluation, FraudScoreEvaluation)
+
+
 def display_name(item: Any) -> str:
-    """An object's name as pages show it (an evaluation without a name of its own: its run on its qrels)."""
+    """An object's name as pages show it (an evaluation without a name of its own: its run on its qrels; a
+    comparison: its number)."""
     if isinstance(item, Evaluation) and not item.name:
         return f"#{item.pk} ({item.run.name} on {item.qrels.name})"
+    if isinstance(item, Comparison | RecommendationEvaluation | FraudScoreEvaluation) and not item.name:
+        return f"#{item.pk}"
     return str(item.name)
+
+
+def archived_refusal(item: Any, noun: str) -> str:
+    """Why an archived run or qrels source is refused for new work (evaluations, comparisons, fusions and
+    pools list only those not archived; the forms and the API say this of one chosen anyway)."""
+    return (
+        f"The {noun} {item.name} (#{item.pk}) is archived: unarchive it (on its page, or PATCH "
+        '{"archived": false}) to use it again.'
+    )
 
 
 def _plural(count: int, one: str, many: str | None = None) -> str:
@@ -168,7 +189,38 @@ def _evaluation_consequences(evaluation: Evaluation) -> list[Consequence]:
     ]  # fmt: skip
 
 
-def _evaluation_files(evaluation: Evaluation) -> list[FieldFile]:
+def _comparison_consequences(comparison: Comparison) -> list[Consequence]:
+    values = _values_of(Comparison.objects.filter(pk=comparison.pk))
+    pairs = comparison.pairs.count()
+    runs = ", ".join(sorted(run.name for run in comparison.runs.all()))
+    return [
+        Consequence("pairs", pairs, f"{_plural(pairs, 'paired test')} (every pair of runs on every measure) "
+                    "with their per-query differences, and its overlap and many-systems statistics."),
+        Consequence("values", values, f"{_plural(values, 'metric value')} (each run's mean and interval); the "
+                    "runs' own evaluations and their series keep theirs."),
+        Consequence("runs", 0, f"The runs ({runs}) and the qrels {comparison.qrels.name} stay."),
+    ]  # fmt: skip
+
+
+def _set_evaluation_consequences(
+    evaluation: RecommendationEvaluation | FraudScoreEvaluation,
+) -> list[Consequence]:
+    values = _values_of(type(evaluation).objects.filter(pk=evaluation.pk))
+    comparisons = evaluation.comparisons_as_a.count() + evaluation.comparisons_as_b.count()
+    owner = (
+        evaluation.recommendation_set
+        if isinstance(evaluation, RecommendationEvaluation)
+        else evaluation.score_set
+    )
+    return [
+        Consequence("values", values, f"{_plural(values, 'metric value')} in the series of {owner.name} (its "
+                    "charts and alert rules stop reading them)."),
+        Consequence("comparisons", comparisons, f"{_plural(comparisons, 'comparison')} it takes part in."),
+        Consequence("set", 0, f"The set {owner.name} and its other evaluations stay."),
+    ]  # fmt: skip
+
+
+def _no_files(item: Any) -> list[FieldFile]:
     return []
 
 
@@ -204,7 +256,17 @@ KINDS: dict[str, Kind] = {
              _qrels_consequences, _qrels_files, "qrels-table"),
         Kind("evaluations", "evaluation", "evaluation", Evaluation,
              lambda team, pk: evaluation_selectors.get_evaluation(team=team, pk=pk),
-             _evaluation_consequences, _evaluation_files, "evaluation-table"),
+             _evaluation_consequences, _no_files, "evaluation-table"),
+        Kind("comparisons", "comparison", "comparison", Comparison,
+             lambda team, pk: evaluation_selectors.get_comparison(team=team, pk=pk),
+             _comparison_consequences, _no_files, "comparison-table", archivable=False),
+        Kind("recommendations/evaluations", "recommendation evaluation", "recsys-evaluation",
+             RecommendationEvaluation,
+             lambda team, pk: recsys_fraud_selectors.get_recommendation_evaluation(team=team, pk=pk),
+             _set_evaluation_consequences, _no_files, "recsys-fraud-table", archivable=False),
+        Kind("fraud-scores/evaluations", "fraud evaluation", "fraud-evaluation", FraudScoreEvaluation,
+             lambda team, pk: recsys_fraud_selectors.get_fraud_evaluation(team=team, pk=pk),
+             _set_evaluation_consequences, _no_files, "recsys-fraud-table", archivable=False),
         Kind("recommendations", "recommendation set", "recsys", RecommendationSet,
              lambda team, pk: recsys_fraud_selectors.get_recommendation_set(team=team, pk=pk),
              lambda item: _set_consequences(item, RecommendationEvaluation.objects.filter(recommendation_set=item)),
@@ -255,7 +317,7 @@ def item_update(
     old_name = item.name
     if name is not None:
         name = name.strip()
-        if not name and not isinstance(item, Evaluation):
+        if not name and not isinstance(item, NAME_OPTIONAL):
             raise InputError("Give a name.")
         if len(name) > 200:
             raise InputError("A name has at most 200 characters.")
@@ -268,6 +330,8 @@ def item_update(
         item.tags = clean_tags(tags)
         changed.append("tags")
     if archived is not None:
+        if not kind_of(item).archivable:
+            raise InputError(f"A {kind_of(item).noun} is not archived: delete it, or keep it.")
         item.archived = bool(archived)
         changed.append("archived")
     if changed:

@@ -19,7 +19,6 @@ from evalplatform.forms import ConfirmForm
 from evalplatform.teams import get_team_for_member
 from monitoring.editing import services
 from monitoring.editing.forms import ItemEditForm
-from monitoring.models import Evaluation
 
 
 def _item(request: SignedInRequest, team: str, kind: str, pk: int) -> tuple[Any, services.Kind, Any]:
@@ -37,7 +36,8 @@ def _team_list(item: Any, kind: services.Kind) -> str:
 def item_edit(request: SignedInRequest, team: str, pk: int, kind: str) -> HttpResponse:
     membership, chosen, item = _item(request, team, kind, pk)
     initial = {"name": item.name, "description": item.description, "tags": ", ".join(item.tags)}
-    form = ItemEditForm(request.POST or None, initial=initial, name_required=not isinstance(item, Evaluation))
+    optional = isinstance(item, services.NAME_OPTIONAL)
+    form = ItemEditForm(request.POST or None, initial=initial, name_required=not optional)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:

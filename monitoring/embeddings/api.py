@@ -1,4 +1,4 @@
-"""A team's embedding streams: create, read and schedule them; upload snapshots (a `.npy` file, or a small
+"""A team's embedding streams: create, read, edit (PATCH), delete and schedule them; upload snapshots (a `.npy` file, or a small
 batch of vectors as JSON); queue their monitor runs; read the runs, the metric series and the alert events
 (acknowledged through the team's alerts API, `monitoring.alerts.api`).
 
@@ -65,6 +65,21 @@ class ScheduleIn(serializers.Serializer):
     crontab = serializers.CharField(
         required=False, allow_blank=True, default="", help_text='Or a cron schedule, "*/30 * * * *".'
     )
+
+
+class EmbeddingStreamEditIn(serializers.Serializer):
+    """What a PATCH may change; a field left out stays as it is (the slug and the dimension always do)."""
+
+    name = serializers.CharField(max_length=200, required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+    params = serializers.DictField(
+        required=False, help_text="The overrides of the monitor's parameters, as a whole (they replace the old "
+        "ones; `{}` goes back to the defaults). Runs made later use them; finished runs keep theirs.",
+    )  # fmt: skip
+    every_minutes = serializers.IntegerField(
+        required=False, allow_null=True, help_text="With crontab: the schedule, as PUT schedule/ takes it."
+    )
+    crontab = serializers.CharField(required=False, allow_blank=True)
 
 
 class PeriodicTaskOut(serializers.Serializer):
@@ -281,10 +296,47 @@ def stream_list(request: Request, team: str) -> Response:
     )
 
 
-@extend_schema(responses={200: EmbeddingStreamOut, 404: NOT_FOUND}, summary="An embedding stream", tags=TAGS)
-@api_view(["GET"])
+@extend_schema(
+    methods=["GET"],
+    responses={200: EmbeddingStreamOut, 404: NOT_FOUND},
+    summary="An embedding stream",
+    tags=TAGS,
+)
+@extend_schema(
+    methods=["PATCH"],
+    request=EmbeddingStreamEditIn,
+    responses={200: EmbeddingStreamOut, 400: FIELD_ERRORS, 403: FORBIDDEN, 404: NOT_FOUND},
+    summary="Rename a stream, describe it, change its parameters or its schedule (editors)",
+    description="Fields left out stay. `every_minutes` and `crontab` set the schedule together, as "
+    "PUT schedule/ does (one given, the other is cleared). The slug and the dimension do not change.",
+    tags=TAGS,
+)
+@extend_schema(
+    methods=["DELETE"],
+    responses={204: None, 403: FORBIDDEN, 404: NOT_FOUND},
+    summary="Delete a stream (editors)",
+    description="Deletes what goes with it too (the web's confirmation page lists it with counts): its "
+    "snapshots and their files, its monitor runs and their metric values, the alert rules on its series with "
+    "their alerts, and its periodic task.",
+    tags=TAGS,
+)
+@api_view(["GET", "PATCH", "DELETE"])
 def stream_detail(request: Request, team: str, stream: str) -> Response:
-    found = _stream_of(request, team, stream)
+    found = _stream_of(request, team, stream, write=request.method != "GET")
+    if request.method == "DELETE":
+        monitors.stream_delete(stream=found)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+    if request.method == "PATCH":
+        data = EmbeddingStreamEditIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        scheduled = "every_minutes" in values or "crontab" in values
+        schedule = (values.pop("every_minutes", None), values.pop("crontab", "")) if scheduled else None
+        try:
+            monitors.stream_update(stream=found, schedule=schedule, **values)
+        except InputError as error:
+            raise _refused(error) from None
+        found = _fresh(found)
     return Response(EmbeddingStreamOut(found, context={"request": request}).data)
 
 

@@ -1,6 +1,6 @@
-"""The stream forms: a new stream (its parameter fields generated from `MonitorParams` and `PARAM_BOUNDS`,
-so each shows its default and its bound and is checked by the same rule the monitor applies), a snapshot
-upload (.npy or a JSON list of vectors)."""
+"""The stream forms: a new stream and its edit (their parameter fields generated from `MonitorParams` and
+`PARAM_BOUNDS`, so each shows its default and its bound and is checked by the same rule the monitor
+applies), a snapshot upload (.npy or a JSON list of vectors)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from evalcore.embeddings import PARAM_BOUNDS, EmbeddingInputError, MonitorParams
-from monitoring.embeddings.params import MonitorInputError
+from monitoring.embeddings.params import MonitorInputError, monitor_params
 from monitoring.embeddings.streams import MAX_EVERY_MINUTES, SLUG, check_schedule, vectors_array
 
 #: The largest JSON file of vectors read (10,000 vectors of 768 numbers written with full precision).
@@ -111,9 +111,24 @@ class StreamForm(forms.Form):
         return [self[name] for name in PARAM_NAMES]
 
     def stream_fields(self) -> list[forms.BoundField]:
-        return [
-            self[name] for name in ("name", "slug", "description", "dimension", "every_minutes", "crontab")
-        ]
+        names = ("name", "slug", "description", "dimension", "every_minutes", "crontab")
+        return [self[name] for name in names if name in self.fields]
+
+
+class StreamEditForm(StreamForm):
+    """The new-stream form, less the slug (the stream's addresses) and the dimension (its snapshots' width),
+    filled with the stream's name, schedule and parameters: the same fields and the same checks."""
+
+    FIXED = ("slug", "dimension")
+
+    def __init__(self, *args: Any, stream: Any, **kwargs: Any) -> None:
+        initial = {
+            "name": stream.name, "description": stream.description, "every_minutes": stream.every_minutes,
+            "crontab": stream.crontab, **monitor_params(stream.params).to_dict(),
+        }  # fmt: skip
+        super().__init__(*args, team=stream.team, initial=initial, **kwargs)
+        for name in self.FIXED:
+            del self.fields[name]
 
 
 class SnapshotForm(forms.Form):

@@ -1,7 +1,8 @@
 """Embedding monitors: a team's streams, their snapshots, the schedule, and one monitor run per snapshot.
 
 - `stream_create` makes a stream with the default alert rules (`alerts.default_stream_rules`) and its
-  schedule. `stream_schedule_set` changes the schedule; `stream_schedule_sync`, the one place that does,
+  schedule; `stream_update` renames it and changes its parameters; `stream_delete` deletes it with what
+  `stream_delete_consequences` names. `stream_schedule_set` changes the schedule; `stream_schedule_sync`, the one place that does,
   keeps the stream's django-celery-beat `PeriodicTask` in step with it (an `IntervalSchedule` for
   `every_minutes`, a `CrontabSchedule` for `crontab`), running `monitoring.tasks.stream_tick(stream_id)`.
 - `snapshot_upload` keeps a `.npy` file after checking its header (2-d float32 or float64, the stream's
@@ -87,9 +88,11 @@ from monitoring.embeddings.streams import (
     snapshot_upload,
     stream_create,
     stream_delete,
+    stream_delete_consequences,
     stream_reference_set,
     stream_schedule_set,
     stream_schedule_sync,
+    stream_update,
 )
 
 __all__ = [
@@ -131,6 +134,7 @@ __all__ = [
     "spectrum_points",
     "stream_create",
     "stream_delete",
+    "stream_delete_consequences",
     "stream_events",
     "stream_monitor_now",
     "stream_recompute",
@@ -142,5 +146,6 @@ __all__ = [
     "stream_series",
     "stream_snapshots",
     "stream_tick",
+    "stream_update",
     "team_streams",
 ]

@@ -28,19 +28,25 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files import File
 from django.db import transaction
+from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
 from evalplatform.models import Team
 from evalplatform.uploads import stored_file, upload_chunks, upload_name, upload_size, upload_too_large
 from monitoring.alerts import services as alerts
+from monitoring.editing.services import Consequence
 from monitoring.embeddings.params import MonitorInputError, monitor_params
 from monitoring.embeddings.runs import monitor_run_create
 from monitoring.models import (
+    AlertEvent,
+    AlertRule,
     EmbeddingSnapshot,
     EmbeddingStream,
     MonitorRun,
     NotificationChannel,
 )
+from series.models import MetricValue, Series
+from series.subjects import stream_series
 
 #: The most vectors one JSON upload may carry; bigger batches go as `.npy` files.
 MAX_JSON_VECTORS = 10_000
@@ -158,6 +164,47 @@ def stream_schedule_set(
     return stream
 
 
+@transaction.atomic
+def stream_update(
+    *,
+    stream: EmbeddingStream,
+    name: str | None = None,
+    description: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    schedule: tuple[int | None, str] | None = None,
+) -> EmbeddingStream:
+    """Change what is given of a stream's name, description, parameter overrides and schedule
+    (`(every_minutes, crontab)`, as `stream_schedule_set` takes them); None leaves it unchanged.
+
+    `params` replaces the overrides as a whole, checked as `stream_create` checks them; runs made later
+    freeze the new parameters, finished ones keep theirs. A new name relabels the stream's series and its
+    periodic task. The slug (its addresses) and the dimension (its snapshots') stay."""
+    if schedule is not None:
+        stream_schedule_set(stream=stream, every_minutes=schedule[0], crontab=schedule[1])
+    changed: list[str] = []
+    if name is not None:
+        if not name.strip():
+            raise MonitorInputError("Name the stream.", field="name")
+        if len(name.strip()) > 200:
+            raise MonitorInputError("A name has at most 200 characters.", field="name")
+        stream.name = name.strip()
+        changed.append("name")
+    if description is not None:
+        stream.description = description.strip()
+        changed.append("description")
+    if params is not None:
+        overrides = dict(params)
+        monitor_params(overrides)
+        stream.params = overrides
+        changed.append("params")
+    if changed:
+        stream.save(update_fields=changed)
+    if "name" in changed:
+        stream_series(stream)  # its label names the stream
+        stream_schedule_sync(stream=stream)  # so does its periodic task's description
+    return stream
+
+
 def periodic_task_name(stream: EmbeddingStream) -> str:
     return f"embedding stream {stream.team.slug}/{stream.slug} (#{stream.pk})"[:200]
 
@@ -223,6 +270,34 @@ def stream_delete(*, stream: EmbeddingStream) -> None:
             PeriodicTask.objects.filter(pk=task_id).delete()
         storage = EmbeddingSnapshot._meta.get_field("file").storage  # type: ignore[union-attr]
         transaction.on_commit(partial(_delete_files, storage, names))
+
+
+def stream_delete_consequences(stream: EmbeddingStream) -> list[Consequence]:
+    """What goes with a stream, with counts (its confirmation page and the tests read it)."""
+    snapshots = stream.snapshots.all()
+    references = snapshots.filter(kind=EmbeddingSnapshot.Kind.REFERENCE).count()
+    size = sum(snapshots.values_list("size", flat=True))
+    runs = stream.monitor_runs.count()
+    series = Series.objects.filter(kind=Series.Kind.STREAM, object_id=stream.pk)
+    values = MetricValue.objects.filter(series__in=series).count()
+    rules = list(AlertRule.objects.filter(series__in=series).order_by("name").values_list("name", flat=True))
+    events = AlertEvent.objects.filter(rule__series__in=series).count()
+    schedule = schedule_text(stream)
+    return [
+        Consequence("snapshots", snapshots.count(), f"{_plural(snapshots.count(), 'snapshot')} ({_plural(references, 'reference')} "
+                    f"among them) and their stored files ({filesizeformat(size)})."),
+        Consequence("runs", runs, f"{_plural(runs, 'monitor run')}, with {_plural(values, 'metric value')} in the "
+                    "stream's series (its charts, CSV and reports)."),
+        Consequence("rules", len(rules), f"{_plural(len(rules), 'alert rule')} on its series"
+                    + (f" ({', '.join(rules)})" if rules else "") + f", with {_plural(events, 'alert')} they opened."),
+        Consequence("schedule", int(bool(stream.periodic_task_id)),
+                    f"Its schedule ({schedule}) and its periodic task." if stream.periodic_task_id
+                    else "No schedule (it is not scheduled)."),
+    ]  # fmt: skip
+
+
+def _plural(count: int, one: str) -> str:
+    return f"{count} {one if count == 1 else one + 's'}"
 
 
 def _delete_files(storage: Any, names: Iterable[str]) -> None:

@@ -28,7 +28,7 @@ from evalplatform.jobs import JobStatus
 from evalplatform.teams import get_team_for_member
 from monitoring.embeddings import charts as charts_monitors
 from monitoring.embeddings import services as monitors
-from monitoring.embeddings.forms import SnapshotForm, StreamForm
+from monitoring.embeddings.forms import SnapshotForm, StreamEditForm, StreamForm
 from monitoring.embeddings.params import MonitorInputError
 from monitoring.evaluations import selectors
 from monitoring.models import EmbeddingStream
@@ -323,3 +323,53 @@ def stream_recompute(request: SignedInRequest, team: str, stream: str) -> HttpRe
     }  # fmt: skip
     status = 200 if request.method == "GET" else 409 if error else 400
     return render(request, "evalplatform/confirm.html", context, status=status)
+
+
+# --- edit and delete a stream (editors) --------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def stream_edit(request: SignedInRequest, team: str, stream: str) -> HttpResponse:
+    """The new-stream form filled with the stream's name, schedule and parameters (its slug and dimension
+    stay); saving changes later runs only."""
+    membership = get_team_for_member(request.user, team, write=True)
+    found = monitors.get_stream(team=membership.team, slug=stream)
+    form = StreamEditForm(request.POST or None, stream=found)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            monitors.stream_update(
+                stream=found, name=data["name"], description=data["description"], params=form.params(),
+                schedule=(data["every_minutes"], data["crontab"]),
+            )  # fmt: skip
+        except MonitorInputError as error:
+            form.add_error(error.field if error.field in form.fields else None, str(error))
+        else:
+            messages.success(request, f"Saved the stream {found.name}: its next runs use what you set.")
+            return redirect(found.get_absolute_url())
+    context = {"membership": membership, "team": membership.team, "form": form, "stream": found}
+    return render(request, "monitoring/stream_form.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def stream_delete(request: SignedInRequest, team: str, stream: str) -> HttpResponse:
+    """A confirmation naming what goes with the stream, with counts (GET), then its deletion (POST with the
+    confirmation); an empty POST deletes nothing (400)."""
+    membership = get_team_for_member(request.user, team, write=True)
+    found = monitors.get_stream(team=membership.team, slug=stream)
+    form = ConfirmForm(request.POST or None, expected=f"delete stream {found.slug}")
+    if request.method == "POST" and form.is_valid():
+        monitors.stream_delete(stream=found)
+        messages.success(request, f"Deleted the stream {found.name}.")
+        return redirect(reverse("monitoring:team", args=[membership.team.slug]) + "#streams")
+    context = {
+        "title": f"Delete the stream {found.name}?",
+        "consequences": [line.text for line in monitors.stream_delete_consequences(found)],
+        "form": form, "error": "", "button": "Delete the stream", "cancel": found.get_absolute_url(),
+        "team": membership.team,
+    }  # fmt: skip
+    return render(
+        request, "evalplatform/confirm.html", context, status=200 if request.method == "GET" else 400
+    )

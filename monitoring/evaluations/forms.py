@@ -1,7 +1,7 @@
 """Forms of the evaluation pages: uploads, and starting evaluations and comparisons.
 
-Every choice of a run, a qrels source or a build is limited to the team's own (the form takes the team);
-measure names are checked against the registry the jobs use (`evaluations.check_measures`).
+Every choice of a run, a qrels source or a build is limited to the team's own (the form takes the team), and
+of runs and qrels sources to those not archived (`UnarchivedChoice`); measure names are checked against the registry the jobs use (`evaluations.check_measures`).
 """
 
 from __future__ import annotations
@@ -11,11 +11,14 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.forms.models import ModelChoiceIterator
 
 from annotations.models import QrelsBuild
 from evalcore.comparison import DEFAULT_MEASURES
 from evalplatform.errors import InputError
 from evalplatform.models import Team
+from monitoring.editing.services import archived_refusal
 from monitoring.evaluations import selectors
 from monitoring.evaluations.models import OVERLAP
 from monitoring.evaluations.services import check_measures
@@ -44,17 +47,40 @@ def _measure_choices() -> list[tuple[str, str]]:
     return [(key, selectors.measure_column(key).title) for key in COMMON_MEASURES]
 
 
-class RunChoiceField(forms.ModelChoiceField):
+class _Unarchived(ModelChoiceIterator):
+    def __init__(self, field: forms.ModelChoiceField) -> None:
+        super().__init__(field)
+        self.queryset = self.queryset.filter(archived=False)
+
+
+class UnarchivedChoice:
+    """A choice of the team's runs or qrels sources for new work: it lists those not archived, and refuses
+    one archived chosen anyway (a page opened before it was archived, an old link's `?run=`), saying so."""
+
+    iterator: type[ModelChoiceIterator] = _Unarchived
+    noun = "run"
+
+    def clean(self, value: Any) -> Any:
+        chosen = super().clean(value)  # type: ignore[misc]
+        for item in chosen if isinstance(chosen, QuerySet) else [chosen]:
+            if item is not None and item.archived:
+                raise ValidationError(archived_refusal(item, self.noun))
+        return chosen
+
+
+class RunChoiceField(UnarchivedChoice, forms.ModelChoiceField):
     def label_from_instance(self, obj: Any) -> str:
         return f"{obj.name} (#{obj.pk})"
 
 
-class RunsChoiceField(forms.ModelMultipleChoiceField):
+class RunsChoiceField(UnarchivedChoice, forms.ModelMultipleChoiceField):
     def label_from_instance(self, obj: Any) -> str:
         return f"{obj.name} (#{obj.pk})"
 
 
-class QrelsChoiceField(forms.ModelChoiceField):
+class QrelsChoiceField(UnarchivedChoice, forms.ModelChoiceField):
+    noun = "qrels source"
+
     def label_from_instance(self, obj: Any) -> str:
         return f"{obj.name} (#{obj.pk}, {obj.get_kind_display().lower()})"
 
@@ -65,9 +91,9 @@ class BuildChoiceField(forms.ModelChoiceField):
 
 
 def _qrels_field(team: Team, **options: Any) -> QrelsChoiceField:
-    """The team's qrels sources, the newest chosen unless the form is told otherwise."""
+    """The team's qrels sources, the newest not archived chosen unless the form is told otherwise."""
     sources = selectors.team_qrels_sources(team=team)
-    options.setdefault("initial", sources.first())
+    options.setdefault("initial", sources.filter(archived=False).first())
     return QrelsChoiceField(queryset=sources, label="Qrels", **options)
 
 

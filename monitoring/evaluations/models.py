@@ -128,6 +128,11 @@ class Comparison(Job):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="comparisons")
     qrels = models.ForeignKey(QrelsSource, on_delete=models.CASCADE, related_name="comparisons")
     runs = models.ManyToManyField(Run, related_name="comparisons")
+    name = models.CharField(
+        max_length=200, blank=True, help_text="Blank: named by its number, runs and qrels."
+    )
+    description = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
     measures = models.JSONField()
     rel_level = models.SmallIntegerField(default=PARAMS.rel_level)
     complete = models.BooleanField(default=PARAMS.complete)

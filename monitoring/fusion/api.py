@@ -34,7 +34,8 @@ TAGS = ["evaluation: fusion"]
 
 class FusionIn(serializers.Serializer):
     runs = serializers.ListField(
-        child=TeamObjectField(Run, "run"), help_text="Two or more run ids, in the order `weights` follows."
+        child=TeamObjectField(Run, "run", unarchived=True),
+        help_text="Two or more run ids (not archived), in the order `weights` follows.",
     )
     method = serializers.CharField(
         help_text=f"ranx's name: {', '.join(METHODS)}; also {', '.join(sorted(METHOD_ALIASES))} (any case)."
@@ -49,7 +50,7 @@ class FusionIn(serializers.Serializer):
     )  # fmt: skip
     k = serializers.FloatField(default=DEFAULTS.k, min_value=0, help_text="rrf's k.")
     optimize_on = TeamObjectField(
-        QrelsSource, "qrels source", required=False, allow_null=True, default=None,
+        QrelsSource, "qrels source", unarchived=True, required=False, allow_null=True, default=None,
         help_text="A qrels source to choose wsum/wmnz weights (or rrf's k) on, by grid search with k-fold "
         "cross-validation over queries.",
     )  # fmt: skip

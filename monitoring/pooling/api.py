@@ -17,6 +17,7 @@ from evalcore.pooling import STRATEGIES
 from evalplatform.errors import InputError
 from monitoring.common.pagination import PAGE_PARAMETERS, page_of, paginate
 from monitoring.common.serializers import FIELD_ERRORS, EvaluationErrorOut, JobStateOut, ObjectRefOut, link
+from monitoring.editing.services import archived_refusal
 from monitoring.evaluations.api.evaluations import queued_status
 from monitoring.files.models import Run
 from monitoring.pooling import selectors
@@ -42,6 +43,12 @@ class TeamRunField(serializers.PrimaryKeyRelatedField):
 
     def get_queryset(self) -> Any:
         return super().get_queryset().filter(team=self.context["team"])
+
+    def to_internal_value(self, data: Any) -> Any:
+        found = super().to_internal_value(data)
+        if found.archived:
+            raise serializers.ValidationError(archived_refusal(found, "run"))
+        return found
 
 
 class PoolIn(serializers.Serializer):

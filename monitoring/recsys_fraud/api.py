@@ -201,6 +201,9 @@ class WithResults(serializers.ListSerializer):
 
 class RecommendationEvaluationOut(JobStateOut):
     id = serializers.IntegerField()
+    name = serializers.CharField(allow_blank=True, help_text="Blank: named by its number.")
+    description = serializers.CharField(allow_blank=True)
+    tags = serializers.ListField(child=serializers.CharField())
     url = serializers.SerializerMethodField()
     curves_url = serializers.SerializerMethodField()
     recommendation_set = ObjectRefOut()
@@ -222,6 +225,9 @@ class RecommendationEvaluationOut(JobStateOut):
 
 class FraudEvaluationOut(JobStateOut):
     id = serializers.IntegerField()
+    name = serializers.CharField(allow_blank=True, help_text="Blank: named by its number.")
+    description = serializers.CharField(allow_blank=True)
+    tags = serializers.ListField(child=serializers.CharField())
     url = serializers.SerializerMethodField()
     curves_url = serializers.SerializerMethodField()
     score_set = ObjectRefOut()
@@ -445,14 +451,18 @@ def recommendation_evaluation_list(request: Request, team: str) -> Response:
 
 
 @extend_schema(
+    methods=["GET"],
     responses={200: RecommendationEvaluationOut, 404: NOT_FOUND},
     summary="A recommendation evaluation: its job state and, once done, every metric with its registry spec",
     tags=TAGS,
 )
-@api_view(["GET"])
+@edit_schemas(RecommendationEvaluationOut, "recommendation evaluation (with its comparisons)", TAGS)
+@api_view(["GET", "PATCH", "DELETE"])
 def recommendation_evaluation_detail(request: Request, team: str, pk: int) -> Response:
-    membership = get_team_for_member(request.user, team)
+    membership = get_team_for_member(request.user, team, write=request.method != "GET")
     found = selectors.get_recommendation_evaluation(team=membership.team, pk=pk)
+    if request.method != "GET":
+        return item_change(request, found, RecommendationEvaluationOut)
     return Response(RecommendationEvaluationOut(found, context={"request": request}).data)
 
 
@@ -491,14 +501,18 @@ def fraud_evaluation_list(request: Request, team: str) -> Response:
 
 
 @extend_schema(
+    methods=["GET"],
     responses={200: FraudEvaluationOut, 404: NOT_FOUND},
     summary="A fraud evaluation: its job state and, once done, every metric with its registry spec",
     tags=TAGS,
 )
-@api_view(["GET"])
+@edit_schemas(FraudEvaluationOut, "fraud evaluation (with its comparisons)", TAGS)
+@api_view(["GET", "PATCH", "DELETE"])
 def fraud_evaluation_detail(request: Request, team: str, pk: int) -> Response:
-    membership = get_team_for_member(request.user, team)
+    membership = get_team_for_member(request.user, team, write=request.method != "GET")
     found = selectors.get_fraud_evaluation(team=membership.team, pk=pk)
+    if request.method != "GET":
+        return item_change(request, found, FraudEvaluationOut)
     return Response(FraudEvaluationOut(found, context={"request": request}).data)
 
 

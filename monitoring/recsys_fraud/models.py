@@ -192,6 +192,9 @@ class RecommendationEvaluation(MetricResults, Job):
     recommendation_set = models.ForeignKey(
         RecommendationSet, on_delete=models.CASCADE, related_name="evaluations"
     )
+    name = models.CharField(max_length=200, blank=True, help_text="Blank: named by its number.")
+    description = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
     k = models.PositiveIntegerField(null=True, blank=True, help_text="Cutoff; blank: the lists' depth.")
     complete = models.BooleanField(default=False, help_text="Users without a list count as 0.")
     head_share = models.FloatField(default=DEFAULT_HEAD_SHARE, help_text="The short head's share.")
@@ -237,6 +240,9 @@ class FraudScoreEvaluation(MetricResults, Job):
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="fraud_evaluations")
     score_set = models.ForeignKey(FraudScoreSet, on_delete=models.CASCADE, related_name="evaluations")
+    name = models.CharField(max_length=200, blank=True, help_text="Blank: named by its number.")
+    description = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
     target_fpr = models.FloatField(default=FraudOptions.target_fpr)
     threshold = models.FloatField(
         null=True,

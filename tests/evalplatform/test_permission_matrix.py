@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+from uuid import uuid4
 
 import pytest
 from django.contrib import admin
@@ -37,6 +38,7 @@ from annotations import imports, qrels
 from annotations.machine_judges.imports import judge_import_create
 from annotations.models import Annotation, GoldLabel, LLMJudgeJob, MachineJudge, MachineLabel, Project, Task
 from annotations.quality import services as quality
+from evalcore.fraud import FraudOptions
 from evalcore.recsys import RecsysOptions
 from evalplatform.charts import plotly_js_version
 from evalplatform.models import Team, TeamMembership
@@ -50,11 +52,16 @@ from monitoring.fusion import services as fusions
 from monitoring.models import (
     AlertEvent,
     ComparisonPair,
+    FraudScoreEvaluation,
+    FraudScoreSet,
     GapsRequest,
     MonitorRun,
     NotificationChannel,
     QrelsSource,
+    RecommendationEvaluation,
+    RecommendationSet,
     ReuseAnalysis,
+    Run,
 )
 from monitoring.pooling import services as pooling
 from monitoring.pooling.models import JudgingPool
@@ -398,6 +405,12 @@ MATRIX: dict[str, Row] = {
     "monitoring:evaluation-edit": page("team", EDITORS, EDITORS, pk="evaluation"),
     "monitoring:evaluation-archive": page("team", None, EDITORS, pk="evaluation"),
     "monitoring:evaluation-delete": page("team", EDITORS, EDITORS, pk="evaluation"),
+    "monitoring:comparison-edit": page("team", EDITORS, EDITORS, pk="comparison"),
+    "monitoring:comparison-delete": page("team", EDITORS, EDITORS, pk="comparison"),
+    "monitoring:recsys-evaluation-edit": page("team", EDITORS, EDITORS, pk="recs_eval"),
+    "monitoring:recsys-evaluation-delete": page("team", EDITORS, EDITORS, pk="recs_eval"),
+    "monitoring:fraud-evaluation-edit": page("team", EDITORS, EDITORS, pk="fraud_eval"),
+    "monitoring:fraud-evaluation-delete": page("team", EDITORS, EDITORS, pk="fraud_eval"),
     "monitoring:recsys-edit": page("team", EDITORS, EDITORS, pk="recs"),
     "monitoring:recsys-archive": page("team", None, EDITORS, pk="recs"),
     "monitoring:recsys-delete": page("team", EDITORS, EDITORS, pk="recs"),
@@ -446,6 +459,8 @@ MATRIX: dict[str, Row] = {
     "monitoring:alert-acknowledge": page("team", None, EDITORS, pk="event"),
     "monitoring:stream-create": page("team", EDITORS, EDITORS),
     "monitoring:stream-detail": page("team", TEAM, post=None),
+    "monitoring:stream-edit": page("team", EDITORS, EDITORS),
+    "monitoring:stream-delete": page("team", EDITORS, EDITORS),  # an empty POST deletes nothing (400)
     "monitoring:stream-upload": page("team", EDITORS, EDITORS),
     "monitoring:stream-monitor": page("team", None, EDITORS),
     "monitoring:stream-recompute": page("team", EDITORS, EDITORS),
@@ -492,7 +507,7 @@ MATRIX: dict[str, Row] = {
     "monitoring-api:evaluation": api("team", TEAM, pk="spare_evaluation", patch=EDITORS, delete=EDITORS),
     "monitoring-api:evaluation-per-query": api("team", TEAM, pk="evaluation"),
     "monitoring-api:comparisons": api("team", TEAM, EDITORS),
-    "monitoring-api:comparison": api("team", TEAM, pk="comparison"),
+    "monitoring-api:comparison": api("team", TEAM, pk="spare_comparison", patch=EDITORS, delete=EDITORS),
     "monitoring-api:fusions": api("team", TEAM, EDITORS),
     "monitoring-api:fusion": api("team", TEAM, pk="fusion"),
     "monitoring-api:evaluation-report": api("team", TEAM, pk="evaluation"),
@@ -510,20 +525,20 @@ MATRIX: dict[str, Row] = {
     "monitoring-api:recommendation-set": api("team", TEAM, pk="spare_recs", patch=EDITORS, delete=EDITORS),
     "monitoring-api:recommendation-set-file": api("team", TEAM, pk="recs"),
     "monitoring-api:recommendation-evaluations": api("team", TEAM, EDITORS),
-    "monitoring-api:recommendation-evaluation": api("team", TEAM, pk="recs_eval"),
+    "monitoring-api:recommendation-evaluation": api("team", TEAM, pk="spare_recs_eval", patch=EDITORS, delete=EDITORS),
     "monitoring-api:recommendation-evaluation-curves": api("team", TEAM, pk="recs_eval"),
     "monitoring-api:fraud-score-sets": api("team", TEAM, EDITORS),
     "monitoring-api:fraud-score-set": api("team", TEAM, pk="spare_scores", patch=EDITORS, delete=EDITORS),
     "monitoring-api:fraud-score-set-download": api("team", TEAM, pk="scores"),
     "monitoring-api:fraud-evaluations": api("team", TEAM, EDITORS),
-    "monitoring-api:fraud-evaluation": api("team", TEAM, pk="fraud_eval"),
+    "monitoring-api:fraud-evaluation": api("team", TEAM, pk="spare_fraud_eval", patch=EDITORS, delete=EDITORS),
     "monitoring-api:fraud-evaluation-curves": api("team", TEAM, pk="fraud_eval"),
     "monitoring-api:fraud-comparisons": api("team", TEAM, EDITORS),
     "monitoring-api:fraud-comparison": api("team", TEAM, pk="fraud_comparison"),
     "monitoring-api:recommendation-comparisons": api("team", TEAM, EDITORS),
     "monitoring-api:recommendation-comparison": api("team", TEAM, pk="recs_comparison"),
     "monitoring-api:streams": api("team", TEAM, EDITORS),
-    "monitoring-api:stream": api("team", TEAM),
+    "monitoring-api:stream": api("team", TEAM, pk="spare_stream", patch=EDITORS, delete=EDITORS),
     "monitoring-api:stream-schedule": api("team", None, put=EDITORS),
     "monitoring-api:stream-monitor": api("team", None, EDITORS),
     "monitoring-api:stream-recompute": api("team", None, EDITORS),
@@ -617,8 +632,8 @@ def logged_in(user: User | None) -> Client:
 
 
 def spare_object(kind: str, team: Team) -> int:
-    """A run, qrels source, evaluation, recommendation set or fraud score set of its own for one request
-    that may delete it."""
+    """A run, qrels source, evaluation, comparison, recommendation set or fraud score set of its own for one
+    request that may delete it."""
     qrels_text, run_text = synthetic_collection(queries=2, docs=3)
     if kind == "spare_qrels":
         return uploads.qrels_upload(team=team, upload=upload("spare.qrels", qrels_text), uploaded_by=None).pk
@@ -629,23 +644,46 @@ def spare_object(kind: str, team: Team) -> int:
         return recsys_fraud.fraud_score_set_upload(
             team=team, name="spare", scores=csv_file("s.csv", "id,score,label\na,1,1\n")
         ).pk
+    if kind == "spare_recs_eval":
+        recs = RecommendationSet.objects.filter(team=team).order_by("pk").first()
+        return recsys_fraud.recommendation_evaluation_create(
+            recommendation_set=recs,
+            options=RecsysOptions(k=RecommendationEvaluation.objects.count() + 20),
+            enqueue=False,
+        ).pk
+    if kind == "spare_fraud_eval":
+        scores = FraudScoreSet.objects.filter(team=team).order_by("pk").first()
+        options = FraudOptions(target_fpr=0.0123 + 0.0001 * FraudScoreEvaluation.objects.count())
+        return recsys_fraud.fraud_evaluation_create(score_set=scores, options=options, enqueue=False).pk
     run = uploads.run_upload(
         team=team, upload=upload("spare.run", run_text(1, 1.0, "spare")), uploaded_by=None
     )
     if kind == "spare_run":
         return run.pk
     source = QrelsSource.objects.filter(team=team, kind="upload").order_by("pk").first()
+    if kind == "spare_comparison":
+        other = Run.objects.filter(team=team).exclude(pk=run.pk).order_by("pk").first()
+        return evaluations.comparison_create(
+            qrels=source, runs=[run, other], measures=("map",), enqueue=False
+        ).pk
     return evaluations.evaluation_create(run=run, qrels=source, measures=("map",), enqueue=False).pk
 
 
-SPARE_OBJECTS = frozenset({"spare_run", "spare_qrels", "spare_evaluation", "spare_recs", "spare_scores"})
+SPARE_OBJECTS = frozenset(
+    {"spare_run", "spare_qrels", "spare_evaluation", "spare_comparison", "spare_recs", "spare_scores",
+     "spare_recs_eval", "spare_fraud_eval"}
+)  # fmt: skip
 
 
 def spare(name: str, world: World) -> dict[str, Any]:
-    """Ids for one request that may destroy what it names: a channel, a team member or an object of its own
-    for each."""
+    """Ids for one request that may destroy what it names: a channel, a team member, a stream or an object of
+    its own for each."""
     if MATRIX[name].pk in SPARE_OBJECTS:
         return {**world.ids, MATRIX[name].pk: spare_object(MATRIX[name].pk, world.team)}
+    if MATRIX[name].pk == "spare_stream":
+        slug = f"spare-{uuid4().hex[:12]}"
+        monitors.stream_create(team=world.team, slug=slug, name="Spare", dimension=DIM, every_minutes=60)
+        return {**world.ids, "stream": slug}
     if MATRIX[name].pk == "spare_membership":
         user = User.objects.create_user(f"spare-{User.objects.count()}")
         return {**world.ids, "spare_membership": team_member_set(team=world.team, user=user).pk}

@@ -23,12 +23,15 @@ from monitoring.models import (
     AlertRule,
     Comparison,
     Evaluation,
+    FraudComparison,
     FraudScoreEvaluation,
     FraudScoreSet,
     QrelsSource,
+    RecommendationEvaluation,
     RecommendationSet,
     Run,
 )
+from monitoring.recsys_fraud import comparisons as recsys_fraud_comparisons
 from monitoring.recsys_fraud import services as recsys_fraud
 from series.models import MetricValue, Series
 from series.subjects import recsys_series, run_series
@@ -230,6 +233,56 @@ class TestSets:
 
 
 @pytest.mark.django_db
+class TestSetEvaluations:
+    """A recommendation or fraud evaluation is renamed and deleted on its own (never archived): its
+    comparisons go with it, its set and the set's other evaluations stay."""
+
+    def test_it_renames_and_deletes_a_fraud_evaluation_with_its_comparisons_from_the_web(
+        self, client: Client, theo: User, sets: tuple[RecommendationSet, FraudScoreSet]
+    ) -> None:
+        _, scores = sets
+        first = FraudScoreEvaluation.objects.get(score_set=scores)
+        second = recsys_fraud.fraud_evaluation_create(score_set=scores, enqueue=False)
+        recsys_fraud.fraud_evaluation_run(evaluation_id=second.pk)
+        recsys_fraud_comparisons.fraud_comparison_create(a=first, b=second, enqueue=False)
+        editor = logged_in(client, theo)
+        base = f"/teams/search/fraud-scores/evaluations/{first.pk}/"
+        page = editor.get(base).content.decode()
+        assert 'id="fraud-evaluation-edit"' in page and 'id="fraud-evaluation-archive"' not in page
+        assert editor.post(base + "edit/", {"name": "fpr 1%", "tags": "prod"}).status_code == 302
+        assert "(fpr 1%)</h1>" in editor.get(base).content.decode()
+        values = MetricValue.objects.filter(
+            job_type="monitoring.fraudscoreevaluation", job_id=first.pk
+        ).count()
+        confirm = editor.get(base + "delete/").content.decode()
+        assert "Delete the fraud evaluation fpr 1%?" in confirm
+        assert (
+            f"{values} metric values in the series of cards" in confirm and "1 comparison it takes" in confirm
+        )
+        assert editor.post(base + "delete/").status_code == 400
+        done = editor.post(base + "delete/", {"confirm": f"delete fraud-scores/evaluations {first.pk}"})
+        assert done.status_code == 302 and not FraudScoreEvaluation.objects.filter(pk=first.pk).exists()
+        assert not FraudComparison.objects.exists() and FraudScoreEvaluation.objects.get() == second
+        assert not MetricValue.objects.filter(job_type="monitoring.fraudscoreevaluation", job_id=first.pk)
+
+    def test_the_api_patches_and_deletes_a_recommendation_evaluation(
+        self, client: Client, theo: User, vera: User, sets: tuple[RecommendationSet, FraudScoreSet]
+    ) -> None:
+        recs, _ = sets
+        evaluation = RecommendationEvaluation.objects.get(recommendation_set=recs)
+        url = f"/api/teams/search/recommendation-evaluations/{evaluation.pk}/"
+        assert logged_in(Client(), vera).delete(url).status_code == 403
+        editor = logged_in(client, theo)
+        body = editor.patch(
+            url, {"name": "k=10", "description": "weekly"}, content_type="application/json"
+        ).json()
+        assert (body["name"], body["description"], body["tags"]) == ("k=10", "weekly", [])
+        assert editor.patch(url, {"archived": True}, content_type="application/json").status_code == 400
+        assert editor.delete(url).status_code == 204
+        assert not RecommendationEvaluation.objects.exists() and RecommendationSet.objects.get() == recs
+
+
+@pytest.mark.django_db
 class TestPages:
     def test_it_confirms_a_run_deletion_naming_what_goes_and_refuses_an_empty_post(
         self, client: Client, theo: User, world: dict[str, Any]
@@ -307,6 +360,146 @@ class TestPages:
             with django_assert_max_num_queries(len(few.captured_queries)):
                 page = editor.get(path + "?archived=1").content.decode()
             assert "r0" in page and "r3" in page
+
+
+@pytest.mark.django_db
+class TestComparisons:
+    """A comparison is renamed, described, tagged and deleted on its own (never archived); its runs, qrels
+    and their evaluations stay."""
+
+    def test_it_names_what_goes_with_a_comparison_with_counts(self, world: dict[str, Any]) -> None:
+        comparison = world["comparison"]
+        lines = {line.what: line for line in editing.delete_consequences(comparison)}
+        pairs = comparison.pairs.count()
+        assert pairs == 1 and lines["pairs"].text.startswith("1 paired test (every pair of runs")
+        values = MetricValue.objects.filter(job_type="monitoring.comparison", job_id=comparison.pk).count()
+        assert lines["values"].count == values == 2  # each run's mean of map
+        assert lines["runs"].text == "The runs (bm25, dense) and the qrels judged stay."
+
+    def test_it_renames_and_deletes_a_comparison_from_the_web(
+        self, client: Client, theo: User, world: dict[str, Any], django_capture_on_commit_callbacks: Any
+    ) -> None:
+        editor = logged_in(client, theo)
+        pk = world["comparison"].pk
+        base = f"/teams/search/comparisons/{pk}/"
+        page = editor.get(base).content.decode()
+        assert 'id="comparison-edit"' in page and 'id="comparison-delete"' in page
+        assert 'id="comparison-archive"' not in page
+        saved = editor.post(
+            base + "edit/", {"name": "bm25 vs dense", "description": "week 48", "tags": "a, b"}
+        )
+        assert saved.status_code == 302 and saved["Location"] == base
+        assert "<h1>Comparison bm25 vs dense</h1>" in editor.get(base).content.decode()
+        assert editor.post(base + "archive/", {"archived": "1"}).status_code == 404
+        confirm = editor.get(base + "delete/").content.decode()
+        assert "Delete the comparison bm25 vs dense?" in confirm and "1 paired test" in confirm
+        assert editor.post(base + "delete/").status_code == 400 and Comparison.objects.filter(pk=pk).exists()
+        with django_capture_on_commit_callbacks(execute=True):
+            done = editor.post(base + "delete/", {"confirm": f"delete comparisons {pk}"})
+        assert done.status_code == 302 and done["Location"] == "/teams/search/#comparison-table"
+        assert (
+            not Comparison.objects.exists()
+            and not MetricValue.objects.filter(job_type="monitoring.comparison").exists()
+        )
+        assert Run.objects.count() == 2 and Evaluation.objects.count() == 3
+
+    def test_the_api_patches_and_deletes_a_comparison_but_never_archives_it(
+        self, client: Client, theo: User, vera: User, world: dict[str, Any]
+    ) -> None:
+        url = f"/api/teams/search/comparisons/{world['comparison'].pk}/"
+        viewer = logged_in(Client(), vera)
+        assert viewer.patch(url, {"name": "x"}, content_type="application/json").status_code == 403
+        editor = logged_in(client, theo)
+        patched = editor.patch(url, {"name": "weekly", "tags": ["t"]}, content_type="application/json")
+        assert patched.status_code == 200 and (patched.json()["name"], patched.json()["tags"]) == (
+            "weekly",
+            ["t"],
+        )
+        refused = editor.patch(url, {"archived": True}, content_type="application/json")
+        assert refused.status_code == 400 and list(refused.json()) == ["archived"]
+        assert editor.delete(url).status_code == 204 and not Comparison.objects.exists()
+        assert Run.objects.count() == 2
+
+
+@pytest.mark.django_db
+class TestArchivedChoices:
+    """Archived runs and qrels sources are offered for no new work: the forms list those not archived, and
+    the forms and the API refuse one chosen anyway, saying why."""
+
+    @pytest.fixture
+    def archived(self, world: dict[str, Any], team: Team) -> dict[str, Any]:
+        old = uploads.qrels_upload(team=team, upload=upload("old.qrels", QRELS))
+        editing.item_update(item=world["dense"], archived=True)
+        editing.item_update(item=old, archived=True)  # the newest source, archived
+        return {**world, "old": old}
+
+    def test_the_forms_list_only_what_is_not_archived(
+        self, client: Client, theo: User, archived: dict[str, Any]
+    ) -> None:
+        editor = logged_in(client, theo)
+        bm25, dense, qrels, old = archived["bm25"], archived["dense"], archived["qrels"], archived["old"]
+        for path in ("evaluations/new/", "comparisons/new/", "fusions/new/", "runs/new/"):
+            page = editor.get(f"/teams/search/{path}").content.decode()
+            assert f'value="{old.pk}"' not in page and f"old (#{old.pk}" not in page, path
+            if path != "runs/new/":
+                assert f"bm25 (#{bm25.pk})" in page and f"dense (#{dense.pk})" not in page, path
+        evaluation = editor.get("/teams/search/evaluations/new/").content.decode()
+        # The newest source not archived is the one chosen first.
+        assert f'<option value="{qrels.pk}" selected>judged (#{qrels.pk}' in evaluation
+
+    def test_the_forms_refuse_an_archived_run_or_qrels_source_saying_why(
+        self, client: Client, theo: User, archived: dict[str, Any]
+    ) -> None:
+        editor = logged_in(client, theo)
+        dense, old = archived["dense"], archived["old"]
+        refused = editor.post(
+            "/teams/search/evaluations/new/",
+            {"run": dense.pk, "qrels": old.pk, "measures": ["map"], "rel_level": 1},
+        )
+        page = refused.content.decode()
+        assert refused.status_code == 400
+        assert f"The run dense (#{dense.pk}) is archived: unarchive it" in page
+        assert f"The qrels source old (#{old.pk}) is archived" in page
+        compared = editor.post(
+            "/teams/search/comparisons/new/",
+            {"qrels": archived["qrels"].pk, "runs": [archived["bm25"].pk, dense.pk], "measures": ["map"],
+             "rel_level": 1, "test": "t", "correction": "holm", "alpha": 0.05},
+        )  # fmt: skip
+        assert compared.status_code == 400 and "The run dense" in compared.content.decode()
+        assert Evaluation.objects.count() == 3 and Comparison.objects.count() == 1
+
+    def test_the_api_refuses_an_archived_run_or_qrels_source_naming_the_field(
+        self, client: Client, theo: User, archived: dict[str, Any]
+    ) -> None:
+        editor = logged_in(client, theo)
+        dense, qrels, old = archived["dense"], archived["qrels"], archived["old"]
+        evaluation = editor.post(
+            "/api/teams/search/evaluations/",
+            {"run": dense.pk, "qrels": old.pk},
+            content_type="application/json",
+        )
+        assert evaluation.status_code == 400
+        assert evaluation.json() == {
+            "run": [editing.archived_refusal(dense, "run")],
+            "qrels": [editing.archived_refusal(old, "qrels source")],
+        }
+        assert 'PATCH {"archived": false}' in evaluation.json()["run"][0]
+        runs = [archived["bm25"].pk, dense.pk]
+        comparison = editor.post(
+            "/api/teams/search/comparisons/",
+            {"qrels": qrels.pk, "runs": runs},
+            content_type="application/json",
+        )
+        assert comparison.status_code == 400
+        assert comparison.json() == {"runs": {"1": [editing.archived_refusal(dense, "run")]}}
+        # Unarchived, it is taken again.
+        editing.item_update(item=dense, archived=False)
+        taken = editor.post(
+            "/api/teams/search/evaluations/",
+            {"run": dense.pk, "qrels": qrels.pk},
+            content_type="application/json",
+        )
+        assert taken.status_code in (200, 202), taken.json()
 
 
 @pytest.mark.browser

@@ -80,6 +80,22 @@ class TestPages:
         assert response.status_code == 400 and "This field is required" in body and "best" in body
         assert not JudgingPool.objects.exists()
 
+    def test_it_offers_no_archived_run_and_refuses_one_chosen_anyway(
+        self, lead: Client, project: Project, runs: list[Run]
+    ) -> None:
+        archived = runs[1]
+        Run.objects.filter(pk=archived.pk).update(archived=True)
+        page = lead.get("/projects/web/pools/").content.decode()
+        assert f"{runs[0].name} (#{runs[0].pk})" in page and f"{archived.name} (#{archived.pk})" not in page
+        body = {"runs": [runs[0].pk, archived.pk], "strategy": "depth", "budget": 3, "depth": 5, "seed": 0}
+        refused = lead.post("/projects/web/pools/", body)
+        assert refused.status_code == 400 and f"The run {archived.name} (#{archived.pk}) is archived" in (
+            refused.content.decode()
+        )
+        api = lead.post("/api/projects/web/pools/", body, content_type="application/json")
+        assert api.status_code == 400 and "is archived" in api.json()["runs"]["1"][0]
+        assert not JudgingPool.objects.exists()
+
     def test_a_lead_outside_the_team_reads_pools_but_may_not_pool_its_runs(
         self, client: Client, lena: User, project: Project, runs: list[Run]
     ) -> None:

@@ -21,6 +21,7 @@ from monitoring.common.serializers import (
     ComparisonIn,
     ComparisonOut,
 )
+from monitoring.editing.api import edit_schemas, item_change
 from monitoring.evaluations import selectors
 from monitoring.evaluations import services as evaluations
 from monitoring.evaluations.api.evaluations import queued_status
@@ -70,12 +71,16 @@ def comparison_list(request: Request, team: str) -> Response:
 
 
 @extend_schema(
+    methods=["GET"],
     responses={200: ComparisonDetailOut, 404: NOT_FOUND},
     summary="A comparison: its job state and, once done, the summaries per run and measure and every pair",
     tags=TAGS,
 )
-@api_view(["GET"])
+@edit_schemas(ComparisonDetailOut, "comparison (its runs and qrels stay)", TAGS)
+@api_view(["GET", "PATCH", "DELETE"])
 def comparison_detail(request: Request, team: str, pk: int) -> Response:
-    membership = get_team_for_member(request.user, team)
+    membership = get_team_for_member(request.user, team, write=request.method != "GET")
     comparison = selectors.get_comparison(team=membership.team, pk=pk)
+    if request.method != "GET":
+        return item_change(request, comparison, ComparisonDetailOut)
     return Response(ComparisonDetailOut(comparison, context={"request": request}).data)
