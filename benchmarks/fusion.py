@@ -18,9 +18,9 @@ writing the fused run. It reports each process's wall and CPU seconds and peak r
 time's `-v` where /usr/bin/time is GNU time, else the children's `getrusage`, whose peak is the
 largest child's so far), and wall and CPU seconds per input run. The files (about 36 bytes a
 line: 2.3 GiB for ten 7M-line runs) go to a temporary directory removed afterwards, or to `--dir`,
-where they are kept and reused; the free space is checked first. ranx is not run in this mode: at
-10 x 7M lines its numba dictionaries would not fit beside the other work on the 24 GiB development
-machine (the in-memory mode measures it at 10 x 1M).
+where they are kept and reused; the free space is checked first. ranx is not run in this mode: the
+in-memory mode with ranx peaked at 8 GiB at 10 x 1M lines, so 10 x 7M would not fit the 24 GiB
+development machine (docs/fusion.md).
 """
 
 from __future__ import annotations
