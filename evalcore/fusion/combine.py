@@ -53,53 +53,99 @@ from evalcore.retrieval.data import Run, lookup
 _FLOOR = 1e-9  # ranx's guard against a zero denominator
 _MISSING_MAX = -1e9  # what ranx's CombMAX counts for a run that lacks the document
 _MISSING_MIN = 1e9
+_BLOCK = 1 << 22  # rows packed at a time
 
 
 @dataclass(frozen=True)
 class Stacked:
-    """Every row of every run: its run, query code, document code, score; the shared vocabularies."""
+    """Every row of every run, run after run: its query code, document code and score; the shared
+    vocabularies (documents in first-seen order: byte order is needed only to break ties, where the
+    sorts compare the ids themselves), and where each run's rows start."""
 
     qids: np.ndarray
     docnos: pa.Array
-    run: np.ndarray
     q: np.ndarray
     d: np.ndarray
     s: np.ndarray
-    n_runs: int
+    bounds: np.ndarray  # run i's rows are bounds[i]:bounds[i + 1]
+    run_docnos: tuple[pa.ChunkedArray, ...]
+
+    @property
+    def n_runs(self) -> int:
+        return len(self.bounds) - 1
 
     @property
     def n_rq(self) -> int:
         return self.n_runs * len(self.qids)
 
+    def run_of_rows(self) -> np.ndarray:
+        dtype = np.min_scalar_type(max(self.n_runs - 1, 0))
+        return np.repeat(np.arange(self.n_runs, dtype=dtype), np.diff(self.bounds))
+
 
 def stack(runs: Sequence[Run]) -> Stacked:
-    """One table of all rows; documents coded in byte order of their ids, queries in sorted order."""
+    """One table of all rows; documents coded by one hash of every id (Arrow's `dictionary_encode`)."""
     if not runs:
         raise ValueError("fusion needs at least one run")
     parts = [r.qids for r in runs if len(r.qids)]
     qids = np.unique(np.concatenate(parts)).astype(object) if parts else np.zeros(0, dtype=object)
-    q = np.concatenate([lookup(qids, r.qids)[r.qid_codes] for r in runs]).astype(np.int64)
-    run = np.repeat(np.arange(len(runs), dtype=np.int64), [len(r) for r in runs])
-    s = np.concatenate([r.scores for r in runs]).astype(np.float64)
+    q = np.concatenate([lookup(qids, r.qids).astype(np.int32)[r.qid_codes] for r in runs])
+    bounds = np.concatenate(([0], np.cumsum([len(r) for r in runs]))).astype(np.int64)
+    s = np.concatenate([r.scores for r in runs]).astype(np.float64, copy=False)
     chunks = [c for r in runs for c in r.docnos.chunks if len(c)]
-    if len({c.type for c in chunks}) > 1:
+    large = len({c.type for c in chunks}) > 1
+    if large:
         chunks = [c.cast(pa.large_binary()) for c in chunks]
+    run_docnos = tuple(pa.chunked_array(r.docnos.chunks, type=r.docnos.type) for r in runs)
     if not chunks:
-        empty = np.zeros(0, dtype=np.int64)
-        return Stacked(qids, pa.array([], type=pa.binary()), run, q, empty, s, len(runs))
-    docs = pa.chunked_array(chunks)
-    unique = pc.unique(docs)
-    index = to_numpy(pc.index_in(docs, value_set=unique)).astype(np.int64)
-    order = to_numpy(pc.array_sort_indices(unique)).astype(np.int64)
-    byte_rank = np.empty(len(order), dtype=np.int64)
-    byte_rank[order] = np.arange(len(order), dtype=np.int64)
-    return Stacked(qids, unique.take(pa.array(order)), run, q, byte_rank[index], s, len(runs))
+        empty = np.zeros(0, dtype=np.int32)
+        return Stacked(qids, pa.array([], type=pa.binary()), q, empty, s, bounds, run_docnos)
+    encoded = pc.dictionary_encode(pa.chunked_array(chunks))
+    # A chunked array is encoded against one memo table: every chunk carries the final dictionary.
+    docnos = encoded.chunks[-1].dictionary
+    d = np.concatenate([to_numpy(c.indices) for c in encoded.chunks]).astype(np.int32, copy=False)
+    return Stacked(qids, docnos, q, d, s, bounds, run_docnos)
 
 
 def _group_starts(sorted_keys: np.ndarray) -> np.ndarray:
     if not len(sorted_keys):
         return np.zeros(0, dtype=np.int64)
     return np.concatenate(([0], np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1))
+
+
+def _groups(q: np.ndarray, d: np.ndarray, n_queries: int, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """(each row's group, int32; each group's key q·n_docs + d), groups numbered in key order.
+
+    One sort of 64-bit numbers: where the key and the row index fit in 64 bits together, the row
+    rides in the key's low bits and a plain sort (faster than an argsort) gives both. The keys are
+    packed a block of rows at a time, so that no other array of every row's 64-bit numbers exists.
+    """
+    n = len(q)
+    row_bits = max((n - 1).bit_length(), 1)
+    if max(n_queries * n_docs - 1, 1).bit_length() + row_bits <= 64:
+        packed = np.empty(n, dtype=np.uint64)
+        for lo in range(0, n, _BLOCK):
+            hi = min(lo + _BLOCK, n)
+            block = q[lo:hi].astype(np.uint64)
+            block *= np.uint64(n_docs)
+            block += d[lo:hi].astype(np.uint64)
+            block <<= np.uint64(row_bits)
+            block |= np.arange(lo, hi, dtype=np.uint64)
+            packed[lo:hi] = block
+        packed.sort()
+        by_key = (packed & np.uint64((1 << row_bits) - 1)).view(np.int64)
+        packed >>= np.uint64(row_bits)
+        sorted_key = packed.view(np.int64)
+    else:
+        sorted_key = q.astype(np.int64) * n_docs + d
+        by_key = np.argsort(sorted_key)
+        sorted_key = sorted_key[by_key]
+    new_group = np.empty(n, dtype=bool)
+    new_group[:1] = True
+    np.not_equal(sorted_key[1:], sorted_key[:-1], out=new_group[1:])
+    group = np.empty(n, dtype=np.int32)
+    group[by_key] = np.cumsum(new_group, dtype=np.int32) - 1
+    return group, sorted_key[new_group]
 
 
 @dataclass(frozen=True)
@@ -119,90 +165,108 @@ def prepare(stacked: Stacked, params: FusionParams) -> Prepared:
     """Group rows by (query, document) and give each its normalised or rank-based value."""
     st = stacked
     n_docs = max(len(st.docnos), 1)
-    key = st.q * n_docs + st.d
-    by_key = np.argsort(key)
-    starts = _group_starts(key[by_key])
-    group = np.empty(len(key), dtype=np.int64)
-    first = np.zeros(len(key), dtype=np.int64)
-    first[starts] = 1
-    group[by_key] = np.cumsum(first) - 1
-    group_key = key[by_key][starts]
+    group, group_key = _groups(st.q, st.d, len(st.qids), n_docs)
     group_q, group_d = group_key // n_docs, group_key % n_docs
     candidates = np.bincount(group_q, minlength=len(st.qids)).astype(np.float64)
-
-    rq = st.run * len(st.qids) + st.q
-    needs_rank = params.method in RANK_METHODS or params.norm in ("rank", "borda")
-    order = np.lexsort((-st.d, -st.s, rq)) if needs_rank else np.argsort(rq, kind="stable")
-    rq_starts = _group_starts(rq[order])
-    sizes = np.diff(np.append(rq_starts, len(order)))
-    n_rq = np.bincount(rq, minlength=st.n_rq).astype(np.float64)
-    n = n_rq[rq]
-    rank = np.empty(len(order), dtype=np.float64)
-    rank[order] = np.arange(len(order)) - np.repeat(rq_starts, sizes)
-
-    value, fill = _values(st, params, order, rq_starts, sizes, rq, n, rank, candidates, n_rq)
-    run = st.run
-    if fill is not None:
-        group, run, value = _complete(st, group, run, value, group_q, fill)
+    value = np.empty(len(st.q), dtype=np.float64)
+    fills = []  # per run, a missing candidate's value per query (only where runs complete)
+    for i in range(st.n_runs):
+        lo, hi = int(st.bounds[i]), int(st.bounds[i + 1])
+        value[lo:hi], fill = _run_values(st, i, params, candidates)
+        if fill is not None:
+            fills.append(fill)
+    run = st.run_of_rows()
+    if fills:
+        group, run, value = _complete(st, group, run, value, group_q, np.concatenate(fills))
     return Prepared(st, group, run, value, group_q, group_d)
 
 
+def _rank_order(q: np.ndarray, s: np.ndarray, docnos: pa.ChunkedArray) -> np.ndarray:
+    """The run's rows by query, score descending, then document id descending (ids compared byte by
+    byte, trec_eval's `strcmp`); Arrow's sort compares the ids only where query and score tie."""
+    table = pa.table({"q": q, "s": s, "d": docnos})
+    keys = [("q", "ascending"), ("s", "descending"), ("d", "descending")]
+    return to_numpy(pc.sort_indices(table, sort_keys=keys)).astype(np.int64)
+
+
+def _run_values(
+    st: Stacked, i: int, params: FusionParams, candidates: np.ndarray
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Run `i`'s rows' values, and the value of a missing candidate per query where runs complete."""
+    lo, hi = int(st.bounds[i]), int(st.bounds[i + 1])
+    q, s = st.q[lo:hi], st.s[lo:hi]
+    n_q = np.bincount(q, minlength=len(st.qids)).astype(np.float64)
+    needs_rank = params.method in RANK_METHODS or params.norm in ("rank", "borda")
+    order = _rank_order(q, s, st.run_docnos[i]) if needs_rank else np.argsort(q, kind="stable")
+    starts = _group_starts(q[order])
+    sizes = np.diff(np.append(starts, len(order)))
+    rank = None
+    if needs_rank:
+        rank = np.empty(len(order), dtype=np.float64)
+        rank[order] = np.arange(len(order)) - np.repeat(starts, sizes)
+    return _values(params, s, q, order, starts, sizes, rank, n_q, candidates)
+
+
 def _values(
-    st: Stacked,
     params: FusionParams,
+    s: np.ndarray,
+    q: np.ndarray,
     order: np.ndarray,
     starts: np.ndarray,
     sizes: np.ndarray,
-    rq: np.ndarray,
-    n: np.ndarray,
-    rank: np.ndarray,
-    candidates: np.ndarray,
-    n_rq: np.ndarray,
+    rank: np.ndarray | None,
+    n_q: np.ndarray,
+    cand_q: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Each row's value, and the value of a missing candidate per (run, query) where runs complete."""
-    method, s = params.method, st.s
-    cand_rq = np.tile(candidates, st.n_runs)  # N for every (run, query)
-    cand = cand_rq[rq]
-    if method in RANK_METHODS:
+    """One run's values: n_q and cand_q are its documents and the candidates N of each query."""
+    method = params.method
+    if rank is not None:
+        cand = cand_q[q]
         if method == "rrf":
             return 1.0 / (params.k + rank + 1.0), None
         if method == "rbc":
             return (1.0 - params.phi) * params.phi**rank, None
         if method == "bordafuse":
-            return cand - rank, (cand_rq - n_rq + 1.0) / 2.0
-        return 1.0 / (rank + 1.0) ** 2, None  # isr, log_isr, logn_isr
-    if params.norm is None:
-        return s, None
-    if params.norm == "rank":
-        return 1.0 - rank / n, None
-    if params.norm == "borda":
-        return 1.0 - rank / cand, 0.5 - (n_rq - 1.0) / (2.0 * np.maximum(cand_rq, 1.0))
-    mn, mx, sm, mean, sd = _score_stats(s, order, starts, sizes, st.n_rq, rq)
+            return cand - rank, (cand_q - n_q + 1.0) / 2.0
+        if method in RANK_METHODS:
+            return 1.0 / (rank + 1.0) ** 2, None  # isr, log_isr, logn_isr
+        if params.norm == "rank":
+            return 1.0 - rank / n_q[q], None
+        return 1.0 - rank / cand, 0.5 - (n_q - 1.0) / (2.0 * np.maximum(cand_q, 1.0))  # borda
+    if params.norm is None or not len(s):
+        return s.copy(), None
+    stats = _score_stats(s, order, starts, sizes, params.norm)
+    which = np.empty(len(s), dtype=np.intp)
+    which[order] = np.repeat(np.arange(len(starts)), sizes)
     if params.norm == "min-max":
-        return (s - mn) / np.maximum(mx - mn, _FLOOR), None
+        mn, mx = stats
+        return (s - mn[which]) / np.maximum(mx - mn, _FLOOR)[which], None
     if params.norm == "max":
-        return s / np.maximum(mx, _FLOOR), None
+        (mx,) = stats
+        return s / np.maximum(mx, _FLOOR)[which], None
     if params.norm == "sum":
-        return (s - mn) / np.maximum(sm - mn * n, _FLOOR), None
-    return (s - mean) / np.maximum(sd, _FLOOR), None  # zmuv
+        mn, sm = stats
+        return (s - mn[which]) / np.maximum(sm - mn * sizes, _FLOOR)[which], None
+    mean, sd = stats
+    return (s - mean[which]) / np.maximum(sd, _FLOOR)[which], None  # zmuv
 
 
 def _score_stats(
-    s: np.ndarray, order: np.ndarray, starts: np.ndarray, sizes: np.ndarray, n_rq: int, rq: np.ndarray
+    s: np.ndarray, order: np.ndarray, starts: np.ndarray, sizes: np.ndarray, norm: str
 ) -> tuple[np.ndarray, ...]:
-    """Per row: its (run, query)'s minimum, maximum, sum, mean and population standard deviation."""
-    if not len(s):
-        return (s,) * 5
+    """Per (run, query) segment, what `norm` needs of its scores: the minimum, maximum, sum, mean or
+    population standard deviation."""
     ordered = s[order]
-    mn = np.minimum.reduceat(ordered, starts)
-    mx = np.maximum.reduceat(ordered, starts)
+    if norm == "min-max":
+        return np.minimum.reduceat(ordered, starts), np.maximum.reduceat(ordered, starts)
+    if norm == "max":
+        return (np.maximum.reduceat(ordered, starts),)
     sm = np.add.reduceat(ordered, starts)
+    if norm == "sum":
+        return np.minimum.reduceat(ordered, starts), sm
     mean = sm / sizes
     dev = ordered - np.repeat(mean, sizes)
-    sd = np.sqrt(np.add.reduceat(dev * dev, starts) / sizes)
-    which = np.empty(len(s), dtype=np.int64)
-    which[order] = np.repeat(np.arange(len(starts)), sizes)
-    return mn[which], mx[which], sm[which], mean[which], sd[which]
+    return mean, np.sqrt(np.add.reduceat(dev * dev, starts) / sizes)
 
 
 def _complete(
@@ -220,7 +284,7 @@ def _complete(
     extra = fill[miss_run * len(st.qids) + group_q[miss_group]]
     return (
         np.concatenate([group, miss_group]),
-        np.concatenate([run, miss_run]),
+        np.concatenate([run, miss_run.astype(run.dtype)]),
         np.concatenate([value, extra]),
     )
 
@@ -254,7 +318,8 @@ def combine(prep: Prepared, params: FusionParams) -> np.ndarray:
 def _order_statistic(g: np.ndarray, v: np.ndarray, count: np.ndarray, method: str, k: int) -> np.ndarray:
     if not len(g):
         return np.zeros(0)
-    order = np.lexsort((v, g))
+    table = pa.table({"g": g, "v": v})
+    order = to_numpy(pc.sort_indices(table, sort_keys=[("g", "ascending"), ("v", "ascending")]))
     ordered = v[order]
     starts = _group_starts(g[order])
     c = count.astype(np.int64)
@@ -275,9 +340,12 @@ def _weights(params: FusionParams, k: int) -> np.ndarray:
 
 def fused_run(prep: Prepared, scores: np.ndarray, *, run_id: str | None = None) -> Run:
     """The fused run, rows ordered by query id, score descending, then document id descending."""
-    order = np.lexsort((-prep.group_d, -scores, prep.group_q))
     st = prep.stacked
-    docnos = st.docnos.take(pa.array(prep.group_d[order]))
+    docnos = st.docnos.take(pa.array(prep.group_d))
+    table = pa.table({"q": prep.group_q, "s": scores, "d": docnos})
+    keys = [("q", "ascending"), ("s", "descending"), ("d", "descending")]
+    order = to_numpy(pc.sort_indices(table, sort_keys=keys))
+    docnos = docnos.take(pa.array(order))
     return Run(
         st.qids,
         prep.group_q[order].astype(np.int32),

@@ -15,9 +15,10 @@ from evalcore.retrieval.data import Run
 def ranked_rows(run: Run, depth: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(rows in evaluation order: query id, score descending, document id descending; 1-based ranks),
     keeping the first `depth` of each query when given."""
-    doc_order = np.empty(len(run), dtype=np.int64)
-    doc_order[np.asarray(pc.sort_indices(run.docnos))] = np.arange(len(run))
-    order = np.lexsort((-doc_order, -run.scores, run.qid_codes))
+    # One sort that compares the ids themselves (byte by byte) only where query and score tie.
+    table = pa.table({"q": run.qid_codes, "s": run.scores, "d": run.docnos})
+    keys = [("q", "ascending"), ("s", "descending"), ("d", "descending")]
+    order = np.asarray(pc.sort_indices(table, sort_keys=keys)).astype(np.int64)
     codes = run.qid_codes[order]
     starts = np.concatenate(([0], np.flatnonzero(codes[1:] != codes[:-1]) + 1)) if len(codes) else codes
     sizes = np.diff(np.append(starts, len(codes)))
