@@ -968,7 +968,7 @@ def run_mode(args: argparse.Namespace, mode: str, *, floor_per_s: float | None) 
                   on_start=meter.start)
         )  # fmt: skip
         cpu = meter.stop()
-        # The worker's CPU over the run (its jobs' database backends are among the database's above).
+        # The worker's CPU over the run (its jobs' database backends are among the database's above, and apart).
         worker_cpu = process_cpu_seconds(worker.pid) - worker_cpu if worker else 0.0
         jobs = pool_jobs(slug) if pool else {}
     finally:
