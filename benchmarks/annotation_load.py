@@ -262,13 +262,23 @@ def add_pool(
           f"({outcome.status})")  # fmt: skip
 
 
+#: The application name of the pool worker's database connections.
+WORKER_APP_NAME = "annotation-load-worker"
+
+
 def start_worker() -> subprocess.Popen[bytes]:
     """A Celery worker (one process, `--pool solo`: its CPU is one pid's) on the benchmark's database and
     broker, for the pool's re-prioritisation jobs."""
-    command = [sys.executable, "-m", "celery", "-A", "evalplatform", "worker", "-Q", "default,heavy",
+    # The worker keeps its database connection between tasks (Celery's Django fix-up closes it after each
+    # by default): a backend that lives through the run is one the CPU meter reads at its start and end.
+    launch = ("import sys; from evalplatform.celery import app; app.conf['CELERY_DB_REUSE_MAX'] = 10**9; "
+              "app.worker_main(sys.argv[1:])")  # fmt: skip
+    command = [sys.executable, "-c", launch, "worker", "-Q", "default,heavy",
                "--pool", "solo", "--hostname", f"load-{os.getpid()}@%h", "--without-mingle",
                "--without-gossip", "--loglevel", "warning"]  # fmt: skip
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "evalplatform.settings"}
+    # Its database connections carry WORKER_APP_NAME (libpq reads PGAPPNAME), so that the CPU of their
+    # backends is told apart from the web's (`CpuMeter`).
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "evalplatform.settings", "PGAPPNAME": WORKER_APP_NAME}
     worker = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
     from evalplatform.celery import app
 
@@ -294,7 +304,16 @@ def pool_jobs(slug: str) -> dict[str, int]:
         .values_list("status", "n")
     )
     judged = JudgingPool.objects.filter(project__slug=slug).values_list("judged", flat=True).first() or 0
-    return {**jobs, "judged": judged}
+    done = PoolReprioritise.objects.filter(pool__project__slug=slug, status="done", finished_at__isnull=False)
+    seconds = [job.seconds for job in done if job.seconds is not None]
+    changed = list(done.values_list("changed", flat=True))
+    return {
+        **jobs,
+        "judged": judged,
+        "job_s_max": round(max(seconds, default=0.0), 3),
+        "job_s_mean": round(sum(seconds) / len(seconds), 3) if seconds else 0.0,
+        "changed_mean": round(sum(changed) / len(changed)) if changed else 0,
+    }
 
 
 def integrity(slug: str, accepted: set[int]) -> dict[str, int]:
@@ -396,11 +415,16 @@ class CpuMeter:
         children = Path(f"/proc/{self.server_pid}/task/{self.server_pid}/children").read_text().split()
         with psycopg.connect(dbname=self.config["NAME"], **connect_params(self.config)) as db:
             rows = db.execute(
-                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "SELECT pid, application_name FROM pg_stat_activity WHERE datname = current_database() "
                 "AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
             ).fetchall()
-        backends = [int(pid) for (pid,) in rows if int(pid) not in self.exclude]
-        return {"web": [self.server_pid, *map(int, children)], "database": backends}
+        backends = [(int(pid), name) for pid, name in rows if int(pid) not in self.exclude]
+        # "database" is every backend, the pool worker's included; "worker_database" the worker's alone.
+        return {
+            "web": [self.server_pid, *map(int, children)],
+            "database": [pid for pid, _ in backends],
+            "worker_database": [pid for pid, name in backends if name == WORKER_APP_NAME],
+        }
 
     def snapshot(self) -> dict[str, dict[int, float]]:
         return {kind: {pid: process_cpu_seconds(pid) for pid in pids} for kind, pids in self.pids().items()}
@@ -944,7 +968,7 @@ def run_mode(args: argparse.Namespace, mode: str, *, floor_per_s: float | None) 
                   on_start=meter.start)
         )  # fmt: skip
         cpu = meter.stop()
-        # The worker's CPU over the run (its jobs' database backends are among the database's above).
+        # The worker's CPU over the run (its jobs' database backends are among the database's above, and apart).
         worker_cpu = process_cpu_seconds(worker.pid) - worker_cpu if worker else 0.0
         jobs = pool_jobs(slug) if pool else {}
     finally:
@@ -1010,9 +1034,14 @@ def run_mode(args: argparse.Namespace, mode: str, *, floor_per_s: float | None) 
         "target_met": met,
     }  # fmt: skip
     if pool:
+        worker_db_ms = 1000 * cpu.get("worker_database", 0.0) / answers if answers else 0.0
         result["pool"] = {"strategy": pool, "budget": args.pool_budget, "reprioritisations": jobs,
-                          "worker_cpu_s": round(worker_cpu, 2)}  # fmt: skip
-        print(f"pool {pool}: re-prioritisations {jobs}; worker CPU {worker_cpu:.1f} s")
+                          "worker_cpu_s": round(worker_cpu, 2),
+                          "worker_db_cpu_s": round(cpu.get("worker_database", 0.0), 2),
+                          "worker_db_cpu_ms_per_answer": round(worker_db_ms, 3)}  # fmt: skip
+        print(f"pool {pool}: re-prioritisations {jobs}; worker CPU {worker_cpu:.1f} s, its database "
+              f"backends {cpu.get('worker_database', 0.0):.1f} s ({worker_db_ms:.2f} ms per answer, "
+              "among the database's above)")  # fmt: skip
     print(json.dumps(result))
     return result
 

@@ -23,10 +23,13 @@ counted answer, in the order of their first one, relevant when their mean counte
 
 Re-ordering (`PoolReprioritise`): `annotations.hooks` calls `pool_answers_changed` after an answer
 commits in a project with priorities. It asks for a re-prioritisation of each judging pool of the project:
-the first request creates the pending job and sends it `DEBOUNCE_SECONDS` later; later ones join it (the
-one-pending constraint), and a process that just queued the jobs does not ask the database again for
-`JOIN_MEMO_SECONDS` (shorter than the debounce, so those jobs read the answers it passed over). The job replays the answers, materialises the new order, refreshes the counters and
-the yield curve, and asks again if answers newer than those it read arrived meanwhile. Nothing of this
+one read gives the live pools and when their pending job, if any, was created; a pool without one gets
+it, sent `DEBOUNCE_SECONDS` later (the one-pending constraint settles two processes that race); a pool
+with one joins it without a write. Then the process does not ask the database again for
+`JOIN_MEMO_SECONDS`, and never past a second before any of those jobs starts, so they read the answers
+it passed over. The job replays the answers, materialises the new order (reading the pool's links and
+their tasks' state once, and writing only the priorities that change), refreshes the counters and the
+yield curve, and asks again if answers newer than those it read arrived meanwhile. Nothing of this
 runs in the request. The same candidates, parameters and answers give the same order (`pool_order` is
 deterministic), so re-running a job changes nothing.
 """
@@ -41,7 +44,7 @@ from typing import Any
 
 import numpy as np
 from django.db import IntegrityError, transaction
-from django.db.models import Avg, Exists, Max, Min, OuterRef
+from django.db.models import Avg, Exists, Max, Min, OuterRef, Subquery
 from django.utils import timezone
 
 from annotations.models import Annotation, Assignment, Document, Project, Task, Topic
@@ -62,8 +65,10 @@ logger = logging.getLogger(__name__)
 TIME_LIMIT = 30 * 60
 #: How long after the first answer a re-prioritisation waits, gathering the answers that follow.
 DEBOUNCE_SECONDS = 5.0
-#: After asking, a process joins the pending job without asking the database again for this long.
+#: After asking, a process joins the pending job without asking the database again for this long, and
+#: at most until JOIN_MARGIN_SECONDS before the job starts (for the clocks of the processes to differ).
 JOIN_MEMO_SECONDS = 2.0
+JOIN_MARGIN_SECONDS = 1.0
 TASK = Task._meta.db_table
 #: The stages whose pools follow the answers (a built pool; once its budget is spent, its figures still do).
 LIVE = (Stage.JUDGING, Stage.DONE)
@@ -245,30 +250,94 @@ class Materialised:
 
 
 def _materialise(pool: JudgingPool, candidates: PoolCandidates, history: History) -> Materialised:
-    """Make the project's tasks follow the order `history` leads to (in the caller's transaction)."""
+    """Make the project's tasks follow the order `history` leads to (in the caller's transaction).
+
+    The pool's links and their tasks' state are read once (`_links_read`); only candidates without a
+    link are looked up by pair (`_tasks_for`), and only tasks whose priority changes are written."""
     order = pool_order(candidates, pool.params, history.judged)
     base = len(history.judged)
     wanted = {int(index): base + position for position, index in enumerate(order.tolist())}
     judged = {index for index, _ in history.judged}
-    tasks, created = _tasks_for(pool, candidates, [*wanted, *judged])
-    linked = set(PoolTask.objects.filter(pool=pool).values_list("task_id", flat=True))
+    links = _links_read(pool)
+    tasks = {index: links.task[index] for index in (*wanted, *judged) if index in links.task}
+    unlinked = [index for index in (*wanted, *judged) if index not in links.task]
+    found, created = _tasks_for(pool, candidates, unlinked)
+    new_links = {index: task_id for index, task_id in found.items() if task_id not in links.state}
     PoolTask.objects.bulk_create(
         [
             PoolTask(pool=pool, task_id=task_id, candidate=index, created=task_id in created)
-            for index, task_id in tasks.items()
-            if task_id not in linked
+            for index, task_id in new_links.items()
         ],
         ignore_conflicts=True,
     )
+    tasks.update(found)
+    state = {**links.state, **_tasks_state(pool, new_links.values())}
     desired = {tasks[index]: priority for index, priority in wanted.items()}
-    changed = _priorities_set(pool, desired)
-    deleted = _dropped_delete(pool, keep=set(desired) | {tasks[index] for index in judged})
+    changed = _priorities_set(desired, state)
+    deleted = _dropped_delete(pool, state, keep=set(desired) | {tasks[index] for index in judged})
     Project.objects.filter(pk=pool.project_id, has_priorities=False).update(has_priorities=True)
     spent = pool.budget is not None and base >= pool.budget
     pool.stage = Stage.DONE if spent else Stage.JUDGING
-    _counters_refresh(pool, history)
-    new_links = len(tasks) - len(linked & set(tasks.values()))
-    return Materialised(len(created), max(0, new_links - len(created)), changed, deleted)
+    _counters_refresh(pool, history, pending=sum(row.labels == 0 for row in state.values()) - len(deleted))
+    return Materialised(len(created), max(0, len(new_links) - len(created)), changed, len(deleted))
+
+
+@dataclass(frozen=True)
+class TaskState:
+    """What the re-ordering reads of a pool's task, as it stood when read."""
+
+    priority: int | None
+    assigned: int
+    labels: int
+    #: The pool created the task (only such are deleted when they leave the order).
+    created: bool
+
+    @property
+    def fresh(self) -> bool:
+        """Nobody holds or answered it, and it is not urgent: the pool orders it."""
+        return (
+            self.assigned == 0 and self.labels == 0 and not (self.priority is not None and self.priority < 0)
+        )
+
+
+@dataclass(frozen=True)
+class Links:
+    #: Candidate index -> task id.
+    task: dict[int, int]
+    #: Task id -> its state.
+    state: dict[int, TaskState]
+
+
+def _links_read(pool: JudgingPool) -> Links:
+    """The pool's links with their tasks' state: one read of the pool's range of the links and the tasks
+    by key (no ordering: Task's default one would join the project and the topic to sort)."""
+    rows = (
+        PoolTask.objects.filter(pool=pool)
+        .order_by()
+        .values_list("candidate", "task_id", "task__priority", "task__assigned_count", "task__label_count",
+                     "created")
+    )  # fmt: skip
+    task, state = {}, {}
+    for candidate, task_id, priority, assigned, labels, created in rows:
+        task[candidate] = task_id
+        state[task_id] = TaskState(priority, assigned, labels, created)
+    return Links(task, state)
+
+
+def _tasks_state(pool: JudgingPool, task_ids: Any) -> dict[int, TaskState]:
+    """The state of tasks the pool has just linked (`created` from their new links)."""
+    ids = list(task_ids)
+    if not ids:
+        return {}
+    rows = (
+        PoolTask.objects.filter(pool=pool, task_id__in=ids)
+        .order_by()
+        .values_list("task_id", "task__priority", "task__assigned_count", "task__label_count", "created")
+    )
+    return {
+        task_id: TaskState(priority, assigned, labels, created)
+        for task_id, priority, assigned, labels, created in rows
+    }
 
 
 def _tasks_for(
@@ -277,10 +346,12 @@ def _tasks_for(
     """Candidate index -> task id for `indices`, creating the missing tasks; and the ids created."""
     if not indices:
         return {}, set()
-    topics = dict(Topic.objects.filter(project=pool.project_id).values_list("qid", "pk"))
+    topics = dict(Topic.objects.filter(project=pool.project_id).order_by().values_list("qid", "pk"))
     docnos = {candidates.docnos[index] for index in indices}
     documents = dict(
-        Document.objects.filter(project=pool.project_id, doc_id__in=docnos).values_list("doc_id", "pk")
+        Document.objects.filter(project=pool.project_id, doc_id__in=docnos)
+        .order_by()
+        .values_list("doc_id", "pk")
     )
     pairs = {}
     for index in indices:
@@ -289,7 +360,9 @@ def _tasks_for(
             pairs[index] = (topics[qid], documents[docno])
 
     def existing() -> dict[tuple[int, int], int]:
-        rows = Task.objects.filter(project=pool.project_id, document_id__in=set(documents.values()))
+        rows = Task.objects.filter(
+            project=pool.project_id, document_id__in=set(documents.values())
+        ).order_by()
         return {
             (topic, document): pk for pk, topic, document in rows.values_list("pk", "topic_id", "document_id")
         }
@@ -310,20 +383,19 @@ def _tasks_for(
     return {index: after[pair] for index, pair in pairs.items() if pair in after}, created
 
 
-def _priorities_set(pool: JudgingPool, desired: dict[int, int]) -> int:
+def _priorities_set(desired: dict[int, int], state: dict[int, TaskState]) -> int:
     """Give the wanted tasks nobody started their priority, and take it from the pool's other tasks nobody
-    started: one statement over the tasks whose priority changes. Returns how many.
+    started (`state`: the pool's tasks as read): one statement over the tasks whose priority changes.
+    Returns how many.
 
     The statement locks its rows in id order and skips those another transaction holds (a claim taking
-    the task right now: it is started, so its priority no longer matters), so it never waits on a claim.
-    Updated in the order `unnest` gives, it deadlocked with claims that held one task while waiting for
-    another; a skipped row is brought up to date by the next re-prioritisation."""
-    current = dict(
-        Task.objects.filter(pool_links__pool=pool, assigned_count=0, label_count=0)
-        .exclude(priority__lt=0)  # urgent (the gaps of a run): not the pool's to re-order
-        .values_list("pk", "priority")
-    )
-    changes = {pk: desired.get(pk) for pk, priority in current.items() if desired.get(pk) != priority}
+    the task right now: it is started, so its priority no longer matters), so it never waits on a claim;
+    it re-checks that nobody holds the task. Updated in the order `unnest` gives, it deadlocked with
+    claims that held one task while waiting for another; a skipped row is brought up to date by the next
+    re-prioritisation."""
+    changes = {
+        pk: desired.get(pk) for pk, row in state.items() if row.fresh and desired.get(pk) != row.priority
+    }
     if not changes:
         return 0
     ids, values = list(changes), [changes[pk] for pk in changes]
@@ -346,14 +418,18 @@ def _priorities_set(pool: JudgingPool, desired: dict[int, int]) -> int:
     )
 
 
-def _dropped_delete(pool: JudgingPool, *, keep: set[int]) -> int:
-    """Delete the tasks the pool created that left its order and that nobody holds or ever answered.
+def _dropped_delete(pool: JudgingPool, state: dict[int, TaskState], *, keep: set[int]) -> list[int]:
+    """Delete the tasks the pool created that left its order and that nobody holds or ever answered;
+    their ids.
 
-    They are locked first (SKIP LOCKED: a task a claim is taking right now stays) and re-checked under
-    the lock, so a task is never deleted under a reservation."""
+    The candidates come from `state` (the pool's tasks as read); they are locked (SKIP LOCKED: a task a
+    claim is taking right now stays) and re-checked under the lock, so a task is never deleted under a
+    reservation."""
+    maybe = [pk for pk, row in state.items() if row.created and row.fresh and pk not in keep]
+    if not maybe:
+        return []
     dropped = (
-        Task.objects.filter(pool_links__pool=pool, pool_links__created=True, assigned_count=0, label_count=0)
-        .exclude(pk__in=keep)
+        Task.objects.filter(pk__in=maybe, assigned_count=0, label_count=0)
         .exclude(priority__lt=0)  # urgent (the gaps of a run): wanted outside the pool
         .exclude(Exists(Assignment.objects.filter(task=OuterRef("pk"))))
         .exclude(Exists(PoolTask.objects.filter(task=OuterRef("pk")).exclude(pool=pool)))
@@ -363,15 +439,15 @@ def _dropped_delete(pool: JudgingPool, *, keep: set[int]) -> int:
     )
     if ids:
         Task.objects.filter(pk__in=ids).delete()
-    return len(ids)
+    return ids
 
 
-def _counters_refresh(pool: JudgingPool, history: History) -> None:
+def _counters_refresh(pool: JudgingPool, history: History, *, pending: int) -> None:
     flags = np.array([relevant for _, relevant in history.judged], dtype=np.int64)
     pool.judged = len(history.judged)
     pool.relevant = int(flags.sum())
     pool.yield_curve = np.cumsum(flags).tolist()
-    pool.pending = Task.objects.filter(pool_links__pool=pool, label_count=0).count()
+    pool.pending = pending
     pool.refreshed_at = timezone.now()
 
 
@@ -384,17 +460,33 @@ POOL_FIGURES = ["stage", "judged", "relevant", "pending", "yield_curve", "refres
 
 def pool_answers_changed(project_id: int) -> None:
     """`annotations.hooks`' call after answers committed in a project with priorities: ask for a
-    re-prioritisation of each of its judging pools (debounced; see the module docstring)."""
+    re-prioritisation of each of its judging pools (debounced; see the module docstring).
+
+    One read gives the live pools with the creation time of their pending job, if any: a pool with one
+    is joined without writing (the job has not read the answers yet: it starts `DEBOUNCE_SECONDS` after
+    it was created, and a job that started is no longer pending), the others get a job of their own."""
     if _joined.get(project_id, 0.0) > time.monotonic():
         return
     # A pool whose budget is spent too: the pairs that were in flight are still answered, and its figures
     # (and its stage, after an undo) follow them.
-    pools = JudgingPool.objects.filter(project=project_id, stage__in=LIVE).values_list("pk", flat=True)
-    queued = [pool_reprioritise_request(pool_id=pool_id) for pool_id in pools]
-    if queued and all(queued):
-        # Only after queueing jobs of its own, which run DEBOUNCE_SECONDS (> the memo) from now: the
-        # answers this process then passes over are read by them. A job it merely joined may be running.
-        _joined[project_id] = time.monotonic() + JOIN_MEMO_SECONDS
+    pending = PoolReprioritise.objects.filter(pool=OuterRef("pk"), status=PoolReprioritise.Status.PENDING)
+    pools = (
+        JudgingPool.objects.filter(project=project_id, stage__in=LIVE)
+        .order_by()
+        .values_list("pk", Subquery(pending.order_by().values("created_at")[:1]))
+    )
+    now = timezone.now()
+    # Until when every pool's pending job is sure to start after this process's next answers commit.
+    until = JOIN_MEMO_SECONDS
+    for pool_id, since in pools:
+        if since is None:
+            if not pool_reprioritise_request(pool_id=pool_id):
+                until = 0.0  # joined a job another process created just now, or the queue is down
+            continue
+        until = min(until, DEBOUNCE_SECONDS - JOIN_MARGIN_SECONDS - (now - since).total_seconds())
+    if until > 0:
+        # Only while each job is still waiting: the answers this process then passes over are read by it.
+        _joined[project_id] = time.monotonic() + until
 
 
 def pool_reprioritise_request(*, pool_id: int, countdown: float = DEBOUNCE_SECONDS) -> bool:

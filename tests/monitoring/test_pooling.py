@@ -5,12 +5,15 @@ re-prioritisation job follows the answers; answers reach it through `annotations
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from annotations import services as judging
 from annotations.models import Assignment, Project, Task
@@ -260,6 +263,41 @@ class TestAnswers:
         assert PoolReprioritise.objects.get(pk=job.pk).changed == 0
         assert prioritised(project) == order and set(Task.objects.values_list("pk", flat=True)) == tasks
 
+    def test_a_re_ordering_reads_the_links_once_and_writes_only_what_changed(
+        self, project: Project, runs: list[Run], alice: User
+    ) -> None:
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        pool = built(project, runs, strategy="bandit-mm-ns", budget=12, seed=3)
+        judge(project, alice, lambda task: int(task.document.doc_id.endswith(("-7", "-6"))) * 2, count=4)
+        before = dict(Task.objects.filter(pool_links__pool=pool).values_list("pk", "priority"))
+        job = PoolReprioritise.objects.create(pool=pool)
+        pooling.pool_reprioritise_run(job_id=job.pk)
+        after = dict(Task.objects.filter(pool_links__pool=pool).values_list("pk", "priority"))
+        moved = {pk for pk in after if pk in before and after[pk] != before[pk]}
+        dropped = {pk for pk, priority in before.items() if pk not in after and priority is not None}
+        new = set(after) - set(before)
+        job.refresh_from_db()
+        assert job.created_tasks == len(new) and job.deleted_tasks == len(dropped)
+        assert job.changed == len(moved) + len(dropped) + len(new) > 0
+        # Again with nothing new: every candidate of the order is linked, so no task is looked up by its
+        # pair, no read of the pool's tasks sorts them by Task's default ordering (a join of the project and
+        # the topic), and nothing is written.
+        again = PoolReprioritise.objects.create(pool=pool)
+        with CaptureQueriesContext(connection) as queries:
+            pooling.pool_reprioritise_run(job_id=again.pk)
+        again.refresh_from_db()
+        assert (again.changed, again.created_tasks, again.deleted_tasks) == (0, 0, 0)
+        sql = [query["sql"] for query in queries.captured_queries]
+        assert not any('"annotations_document"."doc_id" IN' in text for text in sql)
+        assert not any(
+            '"annotations_task"' in text and '"annotations_topic"."qid" ASC' in text for text in sql
+        )
+        assert not any(text.startswith("UPDATE annotations_task") for text in sql)
+        pool.refresh_from_db()
+        assert pool.pending == Task.objects.filter(pool_links__pool=pool, label_count=0).count()
+
     def test_a_task_someone_holds_is_never_deleted(
         self, project: Project, runs: list[Run], alice: User, bob: User
     ) -> None:
@@ -308,6 +346,42 @@ class TestAnswers:
         PoolReprioritise.objects.all().delete()
         pooling.pool_answers_changed(project.pk)  # the job failed, saying so: no memo, the next answer asks
         assert pooling._joined == {} and PoolReprioritise.objects.get(pool=pool).status == "failed"
+
+    def test_a_process_joins_a_waiting_job_with_one_read_and_no_write(
+        self, project: Project, runs: list[Run], queued: QueuedTasks, django_assert_num_queries: Any
+    ) -> None:
+        pool = built(project, runs, strategy="mtf", budget=10)
+        job = PoolReprioritise.objects.create(pool=pool)  # another process's, sent DEBOUNCE_SECONDS later
+        pooling._joined.clear()
+        with django_assert_num_queries(1):  # the live pools and their pending jobs: no INSERT that fails
+            pooling.pool_answers_changed(project.pk)
+        assert list(PoolReprioritise.objects.values_list("pk", flat=True)) == [job.pk]
+        assert queued.sent == []
+        # The job starts DEBOUNCE_SECONDS after it was created: until a margin before that, no more reads.
+        remaining = pooling._joined[project.pk] - time.monotonic()
+        assert 0 < remaining <= pooling.JOIN_MEMO_SECONDS
+        with django_assert_num_queries(0):
+            pooling.pool_answers_changed(project.pk)
+
+    def test_a_job_about_to_start_is_joined_without_a_memo(
+        self, project: Project, runs: list[Run], queued: QueuedTasks, django_assert_num_queries: Any
+    ) -> None:
+        pool = built(project, runs, strategy="mtf", budget=10)
+        job = PoolReprioritise.objects.create(pool=pool)
+        # Created DEBOUNCE_SECONDS - 0.5 s ago: it may start within the margin, and would miss answers
+        # this process passed over, so every answer asks again (one read each).
+        since = timezone.now() - timedelta(seconds=pooling.DEBOUNCE_SECONDS - 0.5)
+        PoolReprioritise.objects.filter(pk=job.pk).update(created_at=since)
+        pooling._joined.clear()
+        for _ in range(2):
+            with django_assert_num_queries(1):
+                pooling.pool_answers_changed(project.pk)
+        assert pooling._joined == {} and PoolReprioritise.objects.count() == 1 and queued.sent == []
+        # Once it started (no longer pending), the next answer queues the next job.
+        PoolReprioritise.objects.filter(pk=job.pk).update(status="running")
+        pooling.pool_answers_changed(project.pk)
+        assert PoolReprioritise.objects.filter(status="pending").count() == 1
+        assert [entry[0] for entry in queued.sent] == ["monitoring.tasks.pool_reprioritise"]
 
     def test_a_project_without_priorities_schedules_nothing_more_per_answer(
         self, lena: User, alice: User, django_capture_on_commit_callbacks: Any
