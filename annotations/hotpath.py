@@ -170,6 +170,32 @@ def token_member_of(*, key: str, slug: str) -> tuple[Token, AuthUser, ProjectMem
     return token, user, membership
 
 
+def user_member_of(*, user_id: int, slug: str) -> tuple[AuthUser, ProjectMembership | None] | None:
+    """The user `user_id`, with their membership of the project `slug` (`.project` loaded; None: not a
+    member) read in the same statement: what a signed-in page's request reads first (`evalplatform.auth.
+    session_sign_in_with`), in one round trip instead of two. None when there is no such user."""
+    shapes = [
+        sqlrows.columns(model, alias)
+        for model, alias in ((AuthUser, "u"), (ProjectMembership, "m"), (Project, "p"))
+    ]
+    row = _one(
+        f"SELECT {', '.join(shape.select for shape in shapes)} FROM {AuthUser._meta.db_table} u "
+        f"LEFT JOIN {MEMBERSHIP} m ON m.id = (SELECT m2.id FROM {MEMBERSHIP} m2 JOIN {PROJECT} p2 "
+        "ON p2.id = m2.project_id WHERE p2.slug = %s AND m2.user_id = u.id ORDER BY m2.id LIMIT 1) "
+        f"LEFT JOIN {PROJECT} p ON p.id = m.project_id WHERE u.id = %s",
+        [slug, user_id],
+    )
+    if row is None:
+        return None
+    user_shape, member_shape, project_shape = shapes
+    user = sqlrows.instance(user_shape, row)
+    membership = None
+    if row[user_shape.width] is not None:
+        membership = sqlrows.instance(member_shape, row, user_shape.width)
+        membership.project = sqlrows.instance(project_shape, row, user_shape.width + member_shape.width)
+    return user, membership
+
+
 #: The attribute of a request's user that holds the memberships read with its sign-in, by project slug.
 _SIGNED_IN_WITH = "_memberships_read_at_sign_in"
 
@@ -617,6 +643,88 @@ def reservation_take_steps(
     return Reservation(occupied, assignment_id)
 
 
+@dataclass(frozen=True)
+class FirstReserved:
+    """What `reservation_take_first` did with a list of candidates."""
+
+    #: The new assignment as `served_assignment` gives it; None when no candidate could be reserved.
+    served: Assignment | None
+    #: The candidates tried before it (all of them when none was reserved) that another claim held locked
+    #: while they still had a place: a claim may come back and wait for them.
+    busy: list[int]
+
+
+def reservation_take_first(
+    *,
+    project_id: int,
+    task_ids: list[int],
+    user_id: int,
+    now: datetime,
+    expires_at: datetime,
+    cap: int | None,
+) -> FirstReserved:
+    """Reserve the first of `task_ids`, in order, that can be reserved: lock it unless another claim holds
+    it (`task_lock`, SKIP LOCKED; a task held so, with a place, is noted as busy), re-count its places
+    under the lock and reserve one if left (`reservation_take`; a counter found behind is corrected).
+
+    One round trip in PostgreSQL: the function `annotations_reserve_first` (migration
+    0015_claimload_reserve_first), whose statements each take a fresh snapshot, as separate statements
+    do. In SQLite the steps one by one (`reservation_take_first_steps`). tests/annotations/
+    test_hotpath_contract.py holds the two to the same rows."""
+    if sqlrows.vendor() != "postgresql":
+        return reservation_take_first_steps(
+            project_id=project_id, task_ids=task_ids, user_id=user_id, now=now, expires_at=expires_at,
+            cap=cap,
+        )  # fmt: skip
+    shapes = _served_shapes()
+    # The function's columns are the assignment's, under the alias `a`; the task, topic and document are
+    # read by this statement's snapshot, taken before the function's writes: the task's assigned count
+    # is taken from the function instead.
+    row = _one(
+        f"SELECT a.assigned_after, a.busy, {', '.join(shape.select for shape in shapes)} "
+        "FROM annotations_reserve_first(%s::bigint[], %s::bigint, %s::bigint, %s, %s, %s::integer, %s::text, %s::text) a "
+        f"LEFT JOIN {TASK} t ON t.id = a.task_id LEFT JOIN {TOPIC} q ON q.id = t.topic_id "
+        f"LEFT JOIN {DOCUMENT} d ON d.id = t.document_id",
+        [list(task_ids), project_id, user_id, _db_time(now), _db_time(expires_at), cap, RESERVED, LABELLED],
+    )
+    assert row is not None
+    busy = [int(task_id) for task_id in row[1]]
+    if row[2] is None:
+        return FirstReserved(None, busy)
+    served = _served(shapes, row, 2)
+    served.task.assigned_count = int(row[0])
+    return FirstReserved(served, busy)
+
+
+def reservation_take_first_steps(
+    *,
+    project_id: int,
+    task_ids: list[int],
+    user_id: int,
+    now: datetime,
+    expires_at: datetime,
+    cap: int | None,
+) -> FirstReserved:
+    """`reservation_take_first` one statement at a time: per candidate, its lock, then (held by another)
+    whether it has a place, or (locked) its reservation and, when it had none, its counter's correction."""
+    busy: list[int] = []
+    for task_id in task_ids:
+        assigned = task_lock(task_id=task_id, cap=cap, wait=False)
+        if assigned is None:
+            if task_has_place(task_id=task_id, cap=cap):
+                busy.append(task_id)
+            continue
+        taken = reservation_take(
+            project_id=project_id, task_id=task_id, user_id=user_id, now=now, expires_at=expires_at, cap=cap
+        )
+        if taken.assignment_id is not None:
+            return FirstReserved(taken.served or served_assignment(taken.assignment_id), busy)
+        if taken.occupied is not None and cap is not None:
+            # The counter fell behind the places taken; correct it so the fast filter passes over this task.
+            assigned_count_set(task_id=task_id, value=max(taken.occupied, assigned, cap))
+    return FirstReserved(None, busy)
+
+
 def counters_add(*, task_id: int, assigned: int, labels: int) -> None:
     """Add to a task's counters (the caller orders several by task id, so that lockers never deadlock)."""
     _write(
@@ -756,46 +864,87 @@ def answer_plain(answer: Annotation, *, effect: AnswerEffect, min_seconds: int) 
     step-by-step path (and an undo, which locks the membership first, waits on the same rows)."""
     if sqlrows.vendor() != "postgresql":
         return False
-    now = _db_time(answer.created_at)
-    row = _one(
-        f"WITH answered AS (UPDATE {ASSIGNMENT} SET state = %s, answered_at = %s "
-        "WHERE id = %s AND project_id = %s AND annotator_id = %s AND state = %s AND expires_at > %s "
-        "AND GREATEST(0, EXTRACT(EPOCH FROM %s - reserved_at)) >= %s "
-        "RETURNING task_id, GREATEST(0, EXTRACT(EPOCH FROM %s - reserved_at))::float8 AS seconds), "
-        f"counted AS (UPDATE {TASK} SET assigned_count = assigned_count + %s, label_count = label_count + %s "
-        "WHERE id = (SELECT task_id FROM answered)) "
-        f"INSERT INTO {ANNOTATION} ({_ANNOTATION_COLUMNS}) "
-        "SELECT %s, %s, task_id, %s, %s, seconds, %s, %s, %s, %s, %s FROM answered "
-        "RETURNING id, task_id, seconds_spent",
-        [
-            effect.state,
-            now,
-            answer.assignment_id,
-            answer.project_id,
-            answer.annotator_id,
-            RESERVED,
-            now,
-            now,
-            min_seconds,
-            now,
-            effect.assigned,
-            effect.labels,
-            answer.assignment_id,
-            answer.project_id,
-            answer.annotator_id,
-            answer.grade,
-            answer.skipped,
-            answer.unclear,
-            effect.too_fast,
-            answer.comment,
-            now,
-        ],  # fmt: skip
-    )
+    sql, params = _plain_sql(answer, effect=effect, min_seconds=min_seconds)
+    row = _one(sql, params)
     if row is None:
         return False
+    _plain_saved(answer, row, effect)
+    return True
+
+
+def member_answer_plain(answer: Annotation, *, effect: AnswerEffect, min_seconds: int) -> int | None:
+    """`answer_plain` with the annotator's membership row locked first, in the same statement, as the
+    answer with the next claim takes them (`membership_assignment_lock`): their shuffle seed, once the
+    answer is stored; None, with nothing written, where `answer_plain` gives False or the annotator is
+    no longer an annotator of the project (the caller then goes the step-by-step way). In the caller's
+    transaction, whose claim then holds the membership's lock. Always None in SQLite."""
+    if sqlrows.vendor() != "postgresql":
+        return None
+    plain, params = _plain_sql(answer, effect=effect, min_seconds=min_seconds, member=True)
+    # The membership's lock first: the answer's update reads it (an InitPlan, run before the update's
+    # scan), so that the lock order is the claim's and the undo's.
+    row = _one(
+        f"WITH m AS (SELECT shuffle_seed FROM {MEMBERSHIP} WHERE project_id = %s AND user_id = %s "
+        f"AND role = %s FOR UPDATE), {plain} SELECT m.shuffle_seed, i.id, i.task_id, i.seconds_spent "
+        "FROM m JOIN inserted i ON TRUE",
+        [answer.project_id, answer.annotator_id, ProjectMembership.Role.ANNOTATOR.value, *params],
+    )
+    if row is None:
+        return None
+    _plain_saved(answer, row[1:], effect)
+    return int(row[0])
+
+
+def _plain_sql(
+    answer: Annotation, *, effect: AnswerEffect, min_seconds: int, member: bool = False
+) -> tuple[str, list[Any]]:
+    """`answer_plain`'s statement; with `member`, its sub-statements only (the insert as `inserted`), the
+    answer's update also asking that the CTE `m` (the membership) has a row."""
+    now = _db_time(answer.created_at)
+    sql = (
+        f"answered AS (UPDATE {ASSIGNMENT} SET state = %s, answered_at = %s "
+        "WHERE id = %s AND project_id = %s AND annotator_id = %s AND state = %s AND expires_at > %s "
+        "AND GREATEST(0, EXTRACT(EPOCH FROM %s - reserved_at)) >= %s "
+        + ("AND EXISTS (SELECT 1 FROM m) " if member else "")
+        + "RETURNING task_id, GREATEST(0, EXTRACT(EPOCH FROM %s - reserved_at))::float8 AS seconds), "
+        f"counted AS (UPDATE {TASK} SET assigned_count = assigned_count + %s, label_count = label_count + %s "
+        "WHERE id = (SELECT task_id FROM answered)) "
+    )
+    insert = (
+        f"INSERT INTO {ANNOTATION} ({_ANNOTATION_COLUMNS}) "
+        "SELECT %s, %s, task_id, %s, %s, seconds, %s, %s, %s, %s, %s FROM answered "
+        "RETURNING id, task_id, seconds_spent"
+    )
+    sql = f"{sql}, inserted AS ({insert})" if member else f"WITH {sql}{insert}"
+    return sql, [
+        effect.state,
+        now,
+        answer.assignment_id,
+        answer.project_id,
+        answer.annotator_id,
+        RESERVED,
+        now,
+        now,
+        min_seconds,
+        now,
+        effect.assigned,
+        effect.labels,
+        answer.assignment_id,
+        answer.project_id,
+        answer.annotator_id,
+        answer.grade,
+        answer.skipped,
+        answer.unclear,
+        effect.too_fast,
+        answer.comment,
+        now,
+    ]  # fmt: skip
+
+
+def _plain_saved(answer: Annotation, row: tuple[Any, ...], effect: AnswerEffect) -> None:
+    """The (unsaved) answer as the plain statement stored it: its id, task and seconds spent."""
     answer.task_id, answer.seconds_spent, answer.too_fast = int(row[1]), float(row[2]), effect.too_fast
     _saved(answer, int(row[0]))
-    return True
 
 
 def annotation_insert(answer: Annotation) -> None:

@@ -455,15 +455,16 @@ def _claim_one(
                 ids = read
             else:
                 ids = hotpath.candidate_ids(stage(limit=window))
-            for task_id in ids:
-                if task_id in tried:
-                    continue
-                tried.add(task_id)
-                served, held_by_another = _claim_task(task_id=task_id, wait=False, **claim)
-                if served is not None:
-                    return served
-                if held_by_another:
-                    busy.append(task_id)
+            untried = [task_id for task_id in dict.fromkeys(ids) if task_id not in tried]
+            if untried:
+                # The window's candidates tried in order, in one round trip (PostgreSQL).
+                tried.update(untried)
+                first_free = hotpath.reservation_take_first(
+                    **where, task_ids=untried, now=now, expires_at=now + project.reservation_timeout, cap=cap
+                )
+                if first_free.served is not None:
+                    return first_free.served
+                busy.extend(first_free.busy)
             if len(ids) < window:
                 break
     # Every open candidate was locked by another claim a moment ago (near the end of a queue, many
@@ -471,7 +472,7 @@ def _claim_one(
     if busy and not may_wait:
         raise _ClaimWouldWait()
     for task_id in busy:
-        served, _ = _claim_task(task_id=task_id, wait=True, **claim)
+        served = _claim_task_waiting(task_id=task_id, **claim)
         if served is not None:
             return served
     return None
@@ -484,14 +485,14 @@ def _started_cap(project: Project, *, is_gold: bool) -> int | None:
     return cap if not is_gold and cap is not None and cap > 1 else None
 
 
-def _claim_task(
-    *, project: Project, annotator: User, task_id: int, cap: int | None, now: datetime, wait: bool
-) -> tuple[Assignment | None, bool]:
-    """Lock the task, re-count its places and reserve it: (the new assignment as served, with its task,
-    topic and document; whether another claim held the task)."""
-    assigned = hotpath.task_lock(task_id=task_id, cap=cap, wait=wait)
+def _claim_task_waiting(
+    *, project: Project, annotator: User, task_id: int, cap: int | None, now: datetime
+) -> Assignment | None:
+    """Wait for the task's lock, re-count its places and reserve it: the new assignment as served, with
+    its task, topic and document, or None (no place left)."""
+    assigned = hotpath.task_lock(task_id=task_id, cap=cap, wait=True)
     if assigned is None:
-        return None, not wait and hotpath.task_has_place(task_id=task_id, cap=cap)
+        return None
     taken = hotpath.reservation_take(
         project_id=project.pk, task_id=task_id, user_id=annotator.pk, now=now,
         expires_at=now + project.reservation_timeout, cap=cap,
@@ -500,8 +501,8 @@ def _claim_task(
         if taken.occupied is not None and cap is not None:
             # The counter fell behind the places taken; correct it so the fast filter passes over this task.
             hotpath.assigned_count_set(task_id=task_id, value=max(taken.occupied, assigned, cap))
-        return None, False
-    return taken.served or hotpath.served_assignment(taken.assignment_id), False
+        return None
+    return taken.served or hotpath.served_assignment(taken.assignment_id)
 
 
 # --- answering ------------------------------------------------------------------------------------------
@@ -642,6 +643,18 @@ def _answer(
             hooks.answers_changed_on_commit(project)
             return plain, None, False
     with transaction.atomic():
+        if claim_next:
+            # The plain case again, with the membership's lock the claim needs, in one statement.
+            plain = Annotation(
+                assignment_id=assignment_id, project=project, annotator=annotator, grade=grade,
+                skipped=skipped, unclear=unclear, created_at=now, comment=comment,
+            )  # fmt: skip
+            in_time = answer_effect(grade=grade, too_fast=False)
+            seed = hotpath.member_answer_plain(plain, effect=in_time, min_seconds=min_seconds)
+            if seed is not None:
+                transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
+                hooks.answers_changed_on_commit(project)
+                return plain, _claim_after_answer(project, annotator, now=now, seed=seed, swept=swept), True
         seed, assignment = _answer_locks(
             project=project, annotator=annotator, assignment_id=assignment_id, claim_next=claim_next
         )
@@ -667,15 +680,23 @@ def _answer(
         )  # fmt: skip
         # The assignment answered (or released), the task's counters and the answer, written together.
         hotpath.answer_record(answer, effect)
-        claim = None
-        if seed is not None:
-            with contextlib.suppress(_ClaimWouldWait):
-                claim = _claim_locked(
-                    project=project, annotator=annotator, now=now, seed=seed, may_wait=False
-                )
-            if claim is not None and claim.status == "empty" and not swept:
-                claim = None
+        claim = (
+            None if seed is None else _claim_after_answer(project, annotator, now=now, seed=seed, swept=swept)
+        )
         return answer, claim, seed is not None
+
+
+def _claim_after_answer(
+    project: Project, annotator: User, *, now: datetime, seed: int, swept: bool
+) -> Claim | None:
+    """The next claim in the answer's transaction, which holds the membership's lock; None where it is
+    left to a transaction of its own (see `_answer_and_claim`)."""
+    claim = None
+    with contextlib.suppress(_ClaimWouldWait):
+        claim = _claim_locked(project=project, annotator=annotator, now=now, seed=seed, may_wait=False)
+    if claim is not None and claim.status == "empty" and not swept:
+        return None
+    return claim
 
 
 def answer_min_seconds(project: Project, *, grade: int | None) -> int:

@@ -6,10 +6,14 @@ whose user is a `User`, never anonymous; lookups that may see an anonymous user 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeAlias
 
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, load_backend
 from django.contrib.auth.models import AnonymousUser, User
 from django.http import HttpRequest
+from django.utils.crypto import constant_time_compare
 
 AnyUser: TypeAlias = User | AnonymousUser
 
@@ -20,4 +24,40 @@ class SignedInRequest(HttpRequest):
     user: User  # type: ignore[assignment]
 
 
-__all__ = ["AnyUser", "SignedInRequest", "User"]
+#: The backend a session signed in with for `session_sign_in_with` to read its user itself.
+MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+def session_sign_in_with(request: HttpRequest, read_user: Callable[[int], User | None]) -> None:
+    """Sign the request in from its session as `django.contrib.auth.get_user` does, its user read by
+    `read_user(user_id)` (a statement that reads more with it) instead of the backend's own query; call
+    it before anything reads `request.user`.
+
+    Only the common case is taken here, with Django's own checks: a session signed in through the model
+    backend (still in AUTHENTICATION_BACKENDS), whose hash verifies against the user's with the current
+    secret, of a user the backend lets sign in (active). Anything else (no session, another backend, a user
+    gone or inactive, a hash that does not verify, which may verify against SECRET_KEY_FALLBACKS) is left
+    to `get_user`, which refuses, flushes or rotates the session as it does: it then reads the user again."""
+    if hasattr(request, "_cached_user"):
+        return
+    session = request.session
+    try:
+        user_id = User._meta.pk.to_python(session[SESSION_KEY])  # type: ignore[union-attr]
+        backend_path = session[BACKEND_SESSION_KEY]
+    except KeyError:
+        return
+    session_hash = session.get(HASH_SESSION_KEY)
+    if (
+        backend_path != MODEL_BACKEND
+        or backend_path not in settings.AUTHENTICATION_BACKENDS
+        or not session_hash
+    ):
+        return
+    user = read_user(user_id)
+    if user is None or not load_backend(backend_path).user_can_authenticate(user):  # type: ignore[attr-defined]
+        return
+    if constant_time_compare(session_hash, user.get_session_auth_hash()):
+        request._cached_user = user  # type: ignore[attr-defined]  # what `request.user` gives
+
+
+__all__ = ["AnyUser", "SignedInRequest", "User", "session_sign_in_with"]

@@ -115,10 +115,10 @@ class TestAnswerAndClaimInOneTransaction:
         held = services.task_claim(project=project, annotator=alice).assignment
         assert held is not None
 
-        def lost_connection(**kwargs: Any) -> hotpath.Reservation:
+        def lost_connection(**kwargs: Any) -> hotpath.FirstReserved:
             raise OperationalError("server closed the connection unexpectedly")
 
-        monkeypatch.setattr(hotpath, "reservation_take", lost_connection)
+        monkeypatch.setattr(hotpath, "reservation_take_first", lost_connection)
         with pytest.raises(OperationalError):
             services.annotation_submit_and_claim(
                 project=project, annotator=alice, assignment_id=held.pk, grade=3
@@ -138,11 +138,16 @@ class TestAnswerAndClaimInOneTransaction:
         assert held is not None
         real_lock, waited = hotpath.task_lock, []
 
-        def every_task_locked_by_another(*, task_id: int, cap: int | None, wait: bool) -> int | None:
-            waited.append(wait)
-            return real_lock(task_id=task_id, cap=cap, wait=True) if wait else None
+        def every_task_locked_by_another(*, task_ids: list[int], **kwargs: Any) -> hotpath.FirstReserved:
+            waited.append(False)  # SKIP LOCKED: each candidate held by another claim, and busy
+            return hotpath.FirstReserved(served=None, busy=list(task_ids))
 
-        monkeypatch.setattr(hotpath, "task_lock", every_task_locked_by_another)
+        def lock(*, task_id: int, cap: int | None, wait: bool) -> int | None:
+            waited.append(wait)
+            return real_lock(task_id=task_id, cap=cap, wait=wait)
+
+        monkeypatch.setattr(hotpath, "reservation_take_first", every_task_locked_by_another)
+        monkeypatch.setattr(hotpath, "task_lock", lock)
         answered = services.annotation_submit_and_claim(
             project=project, annotator=alice, assignment_id=held.pk, grade=1
         )

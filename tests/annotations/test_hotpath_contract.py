@@ -209,6 +209,8 @@ def step_by_step() -> Iterator[None]:
         "answer_plain": lambda *args, **kwargs: False,
         "answer_record": hotpath.answer_record_steps,
         "reservation_take": hotpath.reservation_take_steps,
+        "reservation_take_first": hotpath.reservation_take_first_steps,
+        "member_answer_plain": lambda *args, **kwargs: None,
         "own_counts_with_candidates": counts_only,
         "membership_assignment_lock": lambda **kwargs: None,  # the caller then locks one by one
     }
@@ -319,6 +321,51 @@ def test_it_reserves_alike_fused_and_step_by_step(
         return inner
 
     assert rolled_back(run(hotpath.reservation_take)) == rolled_back(run(hotpath.reservation_take_steps))
+
+
+@EXAMPLES
+@given(
+    state=states(), order=st.permutations(range(8)), count=st.integers(1, 8),
+    cap=st.sampled_from([None, 1, 2, 3]), drifts=st.lists(st.integers(-1, 1), min_size=8, max_size=8),
+)  # fmt: skip
+def test_it_reserves_the_first_free_candidate_alike_in_one_call_and_step_by_step(
+    world: World,
+    claimer: User,
+    state: State,
+    order: list[int],
+    count: int,
+    cap: int | None,
+    drifts: list[int],
+) -> None:
+    """`reservation_take_first` (one call of the function `annotations_reserve_first`): the same
+    candidate reserved (or none), the same counters corrected on the way, the tasks' counters behind,
+    right or ahead of the places taken."""
+    now = timezone.now()
+    candidates = [world.tasks[i].pk for i in order[:count]]
+
+    def run(take: Callable[..., hotpath.FirstReserved]) -> Callable[[], Any]:
+        def inner() -> Any:
+            build(world, state, now)
+            for task, drift in zip(world.tasks, drifts, strict=True):
+                counted = Task.objects.get(pk=task.pk).assigned_count
+                assigned = max(0, counted + drift)
+                Task.objects.filter(pk=task.pk).update(
+                    assigned_count=assigned, label_count=Least("label_count", assigned)
+                )
+            first = take(
+                project_id=world.project.pk, task_ids=candidates, user_id=claimer.pk, now=now,
+                expires_at=now + timedelta(minutes=10), cap=cap,
+            )  # fmt: skip
+            s = first.served
+            served = s and (s.task_id, s.task.assigned_count, s.task.topic.qid, s.task.document.doc_id, s.state,
+                            s.annotator_id, s.reserved_at, s.expires_at, s.answered_at)  # fmt: skip
+            return served, first.busy
+
+        return inner
+
+    with mock.patch.object(hotpath, "reservation_take", hotpath.reservation_take_steps):
+        steps = rolled_back(run(hotpath.reservation_take_first_steps))
+    assert rolled_back(run(hotpath.reservation_take_first)) == steps
 
 
 @EXAMPLES

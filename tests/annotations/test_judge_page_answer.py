@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from annotations import hotpath
 from annotations.models import Annotation, Assignment, Project
 from tests.annotations.conftest import build_project
 
@@ -232,3 +235,60 @@ class TestOneRequestAnswerRefusals:
     def test_it_takes_only_post(self, project: Project, alice_client: Client) -> None:
         url = first_url(project, alice_client)
         assert alice_client.get(url, **FETCH).status_code == 405
+
+
+@pytest.mark.django_db
+class TestOneRequestAnswerSignIn:
+    """The answer's session sign-in reads the user and their membership in one statement, and signs in
+    only whom Django's own `get_user` would."""
+
+    def test_it_reads_the_user_and_the_membership_in_one_statement(
+        self, project: Project, alice_client: Client
+    ) -> None:
+        url = first_url(project, alice_client)
+        with CaptureQueriesContext(connection) as queries:
+            assert answer(alice_client, url, {"grade": "2"}).status_code == 200
+        users = [q["sql"] for q in queries if "auth_user" in q["sql"]]
+        assert len(users) == 1 and hotpath.MEMBERSHIP in users[0], users
+        # Every other statement that reads the membership is the answer's and the claim's, which lock it.
+        members = [q["sql"] for q in queries if hotpath.MEMBERSHIP in q["sql"] and q["sql"] != users[0]]
+        assert members and all("FOR UPDATE" in sql for sql in members), members
+
+    def test_it_signs_out_a_session_whose_password_changed(
+        self, project: Project, alice: User, alice_client: Client
+    ) -> None:
+        url = first_url(project, alice_client)
+        alice.set_password("a-new-password-456")
+        alice.save()
+        response = answer(alice_client, url, {"grade": "2"})
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+        assert not Annotation.objects.exists()
+        assert "_auth_user_id" not in alice_client.session  # flushed, as Django's get_user does
+
+    def test_it_refuses_an_inactive_user(self, project: Project, alice: User, alice_client: Client) -> None:
+        url = first_url(project, alice_client)
+        User.objects.filter(pk=alice.pk).update(is_active=False)
+        response = answer(alice_client, url, {"grade": "2"})
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+        assert not Annotation.objects.exists()
+
+    def test_it_verifies_a_session_signed_with_a_fallback_secret_and_rotates_it(
+        self, project: Project, alice_client: Client, settings: Any
+    ) -> None:
+        url = first_url(project, alice_client)
+        old_key = alice_client.session.session_key
+        settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
+        settings.SECRET_KEY = "another-secret-key-for-the-rotation-test-only"
+        response = answer(alice_client, url, {"grade": "2"})
+        assert response.status_code == 200 and Annotation.objects.count() == 1
+        assert alice_client.session.session_key != old_key  # cycled by Django's get_user
+
+    def test_it_leaves_another_backends_session_to_django(
+        self, project: Project, alice_client: Client, settings: Any
+    ) -> None:
+        url = first_url(project, alice_client)
+        session = alice_client.session
+        session["_auth_user_backend"] = "tests.no.such.Backend"
+        session.save()
+        response = answer(alice_client, url, {"grade": "2"})
+        assert response.status_code == 302 and not Annotation.objects.exists()
