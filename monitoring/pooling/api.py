@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.request import Request
@@ -22,7 +22,7 @@ from monitoring.files.models import Run
 from monitoring.pooling import selectors
 from monitoring.pooling import services as pooling
 from monitoring.pooling.models import DEFAULTS, JudgingPool
-from monitoring.pooling.planner import pool_planner_context
+from monitoring.pooling.planner import MEASURE, pool_planner_context
 from monitoring.reuse.api import PlannerOut
 
 TAGS = ["judging: pools from runs"]
@@ -141,6 +141,10 @@ class PoolProgressOut(PoolFiguresOut):
         help_text="Topic set size (Sakai 2016) from the pool's runs' per-topic scores on the newest qrels.",
     )
     planner_reason = serializers.CharField(help_text="Why there is no planner (empty when there is one).")
+    planner_measure = serializers.CharField(help_text="The measure the planner read per topic.")
+    planner_measures = serializers.ListField(
+        child=serializers.CharField(), help_text="The measures stored per topic for every evaluated run."
+    )
 
 
 @extend_schema(
@@ -192,7 +196,12 @@ def pool_detail(request: Request, slug: str, pk: int) -> Response:
 
 
 @extend_schema(
-    responses={200: PoolProgressOut, 403: FORBIDDEN, 404: NOT_FOUND},
+    parameters=[
+        OpenApiParameter(
+            "measure", str, description="The planner's measure (a registry name, one numeric measure; map)."
+        )
+    ],
+    responses={200: PoolProgressOut, 400: FIELD_ERRORS, 403: FORBIDDEN, 404: NOT_FOUND},
     summary="A pool's progress: judged against the budget, relevant found, and the yield after each judgment",
     tags=TAGS,
 )
@@ -200,12 +209,15 @@ def pool_detail(request: Request, slug: str, pk: int) -> Response:
 def pool_progress(request: Request, slug: str, pk: int) -> Response:
     project = selectors.get_pool_project(request.user, slug)
     pool = selectors.get_pool(project=project, pk=pk)
-    plan = pool_planner_context(pool)
+    try:
+        plan = pool_planner_context(pool, measure=request.query_params.get("measure", "").strip() or MEASURE)
+    except InputError as error:
+        raise serializers.ValidationError({"measure": [str(error)]}) from None
     body = {
         **pool.summary(),
         "refreshed_at": pool.refreshed_at,
         "yield_curve": [{"judged": p.judged, "relevant": p.relevant} for p in selectors.yield_points(pool)],
         "simulation": pool.simulation,
-        **{key: plan[key] for key in ("planner", "planner_reason")},
+        **{key: plan[key] for key in ("planner", "planner_reason", "planner_measure", "planner_measures")},
     }
     return Response(PoolProgressOut(body).data)
