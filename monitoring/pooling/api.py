@@ -184,14 +184,27 @@ def pool_list(request: Request, slug: str) -> Response:
 
 
 @extend_schema(
+    methods=["GET"],
     responses={200: PoolOut, 403: FORBIDDEN, 404: NOT_FOUND},
     summary="A pool: its parameters, its build's job state and its figures (leads)",
     tags=TAGS,
 )
-@api_view(["GET"])
+@extend_schema(
+    methods=["DELETE"],
+    responses={204: None, 403: FORBIDDEN, 404: NOT_FOUND},
+    summary="Delete a pool (leads): the tasks it created that nobody started go, the answers stay",
+    description="Its other unanswered tasks lose their priority; without another pool in the project the "
+    "gaps asked for from a leaderboard lose theirs too, and claims take their plain path again. The project "
+    "may then pool again (one pool builds or judges at a time).",
+    tags=TAGS,
+)
+@api_view(["GET", "DELETE"])
 def pool_detail(request: Request, slug: str, pk: int) -> Response:
     project = selectors.get_pool_project(request.user, slug)
     pool = selectors.get_pool(project=project, pk=pk)
+    if request.method == "DELETE":
+        pooling.pool_delete(pool=pool)
+        return Response(status=204)
     return Response(PoolOut(pool, context={"request": request}).data)
 
 

@@ -102,6 +102,22 @@ def pool_refresh(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
     return redirect(pool.get_absolute_url())
 
 
+@login_required
+@require_POST
+def pool_delete(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
+    """Delete the pool (its leads): what it created that nobody started goes, what was judged stays, and
+    the project can pool again."""
+    project = selectors.get_pool_project(request.user, slug)
+    pool = selectors.get_pool(project=project, pk=pk)
+    deleted = pooling.pool_delete(pool=pool)
+    messages.success(
+        request,
+        f"Pool #{pk} deleted, with the {deleted} task{'s' if deleted != 1 else ''} it created that nobody had "
+        "started; its answers stay.",
+    )
+    return redirect("monitoring:pool-list", project.slug)
+
+
 @never_cache
 @login_required
 @require_safe

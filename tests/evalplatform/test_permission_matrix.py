@@ -370,8 +370,9 @@ MATRIX: dict[str, Row] = {
     "monitoring:pool-simulation-csv": page("project", LEAD, None, pk="pool"),
     "monitoring:pool-state": page("project", LEAD, None, pk="pool"),
     "monitoring:pool-refresh": page("project", None, LEAD, pk="pool"),
+    "monitoring:pool-delete": page("project", None, LEAD, pk="spare_pool"),
     "monitoring-api:pools": api("project", LEAD, POOLERS),
-    "monitoring-api:pool": api("project", LEAD, pk="pool"),
+    "monitoring-api:pool": api("project", LEAD, pk="spare_pool", delete=LEAD),
     "monitoring-api:pool-progress": api("project", LEAD, pk="pool"),
     "annotations-api:machine-judges": api("project", LEAD, LEAD),
     "annotations-api:machine-judge": api("project", LEAD, pk="machine_judge"),
@@ -629,6 +630,9 @@ def spare_object(kind: str, team: Team) -> int:
         return recsys_fraud.fraud_score_set_upload(
             team=team, name="spare", scores=csv_file("s.csv", "id,score,label\na,1,1\n")
         ).pk
+    if kind == "spare_pool":  # a finished pool of project A (a second one building would be refused)
+        project = Project.objects.get(slug="alpha")
+        return JudgingPool.objects.create(team=team, project=project, strategy="depth", stage="done").pk
     run = uploads.run_upload(
         team=team, upload=upload("spare.run", run_text(1, 1.0, "spare")), uploaded_by=None
     )
@@ -638,7 +642,9 @@ def spare_object(kind: str, team: Team) -> int:
     return evaluations.evaluation_create(run=run, qrels=source, measures=("map",), enqueue=False).pk
 
 
-SPARE_OBJECTS = frozenset({"spare_run", "spare_qrels", "spare_evaluation", "spare_recs", "spare_scores"})
+SPARE_OBJECTS = frozenset(
+    {"spare_run", "spare_qrels", "spare_evaluation", "spare_recs", "spare_scores", "spare_pool"}
+)
 
 
 def spare(name: str, world: World) -> dict[str, Any]:
