@@ -188,7 +188,8 @@ class TestPlannerMeasure:
         else:
             assert f'<td class="num">{want["planner"]["rows"][0]["ttest"]}</td>' in text
         body = client.get(f"/api/projects/web/pools/{pool.pk}/progress/?measure=ndcg_cut_10").json()
-        assert (body["planner"], body["planner_reason"]) == (want["planner"], want["planner_reason"])
+        assert body["planner_reason"] == want["planner_reason"]
+        assert (body["planner"] or {}).get("rows") == (want["planner"] or {}).get("rows")
         assert body["planner_measure"] == "ndcg_cut_10" and "ndcg_cut_10" in body["planner_measures"]
         body = client.get(f"/api/projects/web/pools/{pool.pk}/progress/?measure=map").json()
         assert body["planner"]["rows"] == pool_planner_context(pool)["planner"]["rows"]
