@@ -171,7 +171,11 @@ def pool_delete(*, pool: JudgingPool) -> int:
     another pool in the project, the gaps asked for from a leaderboard lose their urgency too (they stay
     tasks, served in the ordinary order). Then the project serves by priority only while some unanswered
     task still has one (`project_priorities_settle`). Returns how many tasks were deleted."""
-    # Under the pool's lock, as a re-ordering materialises: never beside one.
+    # In a re-ordering's lock order (its job row, then the pool's: `job_finish` then `_reprioritise_store`),
+    # so that deleting its job with the pool never deadlocks with it; never beside a materialisation.
+    list(
+        PoolReprioritise.objects.select_for_update().filter(pool_id=pool.pk).order_by("pk").values_list("pk")
+    )
     locked = JudgingPool.objects.select_for_update(of=("self",)).defer("candidates").get(pk=pool.pk)
     deleted = _dropped_delete(locked, keep=set())
     others = JudgingPool.objects.filter(project_id=locked.project_id).exclude(pk=locked.pk).exists()
