@@ -21,6 +21,7 @@ class MonitoringConfig(AppConfig):
             QrelsSource,
             RecommendationEvaluation,
         )
+        from monitoring.pooling.planner import qrels_build_announced as pools_simulate_announced
         from monitoring.pooling.selectors import pool_links
         from monitoring.pooling.services import pool_answers_changed
         from series.services import metric_values_follow
@@ -34,6 +35,8 @@ class MonitoringConfig(AppConfig):
         observed.connect(series_observed, dispatch_uid="monitoring-alerts-series-observed")
         # A new qrels version of a project linked to a team re-scores the team's runs on it.
         qrels_build_done.connect(qrels_build_announced, dispatch_uid="monitoring-qrels-build-rescore")
+        # ... and the planner's simulation of the project's pools replays the strategies on it.
+        qrels_build_done.connect(pools_simulate_announced, dispatch_uid="monitoring-qrels-build-pools")
         for subject in (EmbeddingStream, QrelsSource):
             post_delete.connect(
                 subject_deleted, sender=subject, dispatch_uid=f"monitoring-series-{subject.__name__}"

@@ -15,6 +15,7 @@ from monitoring.evaluations import loop
 from monitoring.evaluations import services as evaluations
 from monitoring.fusion import services as fusions
 from monitoring.machine_judges import services as machine_judges
+from monitoring.pooling import planner
 from monitoring.pooling import services as pooling
 from monitoring.recsys_fraud import comparisons as recsys_fraud_comparisons
 from monitoring.recsys_fraud import services as recsys_fraud
@@ -219,3 +220,14 @@ def pool_build(self: Task, pool_id: int) -> str:
 )
 def pool_reprioritise(self: Task, job_id: int) -> str:
     return job_task_result(self, pooling.pool_reprioritise_run(job_id=job_id))
+
+
+@shared_task(
+    name="monitoring.tasks.pool_simulations_refresh",
+    time_limit=pooling.TIME_LIMIT,
+    soft_time_limit=pooling.TIME_LIMIT - 60,
+    **JOB_TASK_OPTIONS,
+)
+def pool_simulations_refresh(self: Task, build_id: int) -> int:
+    """The planner's simulation of a project's pools on its new qrels version (idempotent)."""
+    return len(planner.pool_simulations_refresh(build_id=build_id))

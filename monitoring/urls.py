@@ -114,6 +114,7 @@ urlpatterns = [
     path(POOLS + "<int:pk>/simulation.csv", pools.pool_simulation_csv, name="pool-simulation-csv"),
     path(POOLS + "<int:pk>/state.json", pools.pool_state, name="pool-state"),
     path(POOLS + "<int:pk>/refresh/", pools.pool_refresh, name="pool-refresh"),
+    path(POOLS + "<int:pk>/delete/", pools.pool_delete, name="pool-delete"),
     # Alerts (`monitoring.alerts.views`).
     path(TEAM + "alerts/", alerts.alerts_page, name="alerts"),
     path(TEAM + "alerts/rules/", alerts.rule_create, name="alert-rule-create"),

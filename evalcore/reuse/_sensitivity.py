@@ -7,12 +7,28 @@ Here the same question is asked of a qrels build made from several labels per pa
 
 - *bootstrap over annotators*: in each of B resamples every pair p with labels l_p1..l_pm keeps m labels
   drawn from its own with replacement; the pair's grade is re-aggregated as the build did (median
-  rounded down, mean rounded half up, majority with ties to the lower grade; a Dawid-Skene build is
-  resampled with the majority vote, since a resample that draws one annotator twice has no place in
-  Dawid-Skene's per-annotator confusion model), an adjudicated pair keeps its adjudicated grade, and every run is re-scored on the resampled qrels;
+  rounded down, mean rounded half up, majority with ties to the lower grade; Dawid-Skene as below), an
+  adjudicated pair keeps its adjudicated grade, and every run is re-scored on the resampled qrels;
 - *each annotator alone*: for an annotator who labelled at least `min_coverage` of the pairs, the pairs
   they labelled take their grade (their last one if they gave several) and the others keep the
   published grade.
+
+A Dawid-Skene build's resamples are aggregated by Dawid-Skene's E-step with one model: the annotators'
+confusion matrices pi[a, k, l] and the class priors are fitted once (`evalcore.aggregation.dawid_skene`)
+on the build's stored labels, and each resampled pair takes the class of largest posterior
+
+    log prior[k] + sum over its drawn labels j of log pi[a_j, k, l_j]      (ties: the lower class)
+
+where a drawn label keeps its annotator, so an annotator drawn twice counts twice (the model's
+independence of labels given the truth). The build itself fitted the model on every used label (the
+pairs it dropped too) anchored by the gold labels; neither is stored with its judgments, so this model is
+the build's refitted on what it kept, without the anchor.
+
+The build's agreement filter (at least `min_labels` labels spanning at most `tolerance` grades) is not
+applied again, because it cannot change anything the build stored: a kept pair's resample has as many
+labels as the pair, drawn from labels whose spread is within the tolerance, so its own spread is too and
+the filter keeps every resample of every kept pair; and the pairs the build dropped for disagreement are
+not among its judgments (their labels are not stored), so no resample can bring one back.
 
 For each resample b the system ranking is compared with the published one (scores on the published
 grades) by Kendall's tau-b (`evalcore.stats.kendall_tau`); the report gives the mean and the percentile
@@ -35,7 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalcore.aggregation import aggregate_labels
+from evalcore.aggregation import aggregate_labels, dawid_skene
 from evalcore.agreement import LongLabels
 from evalcore.retrieval import Qrels, Run, parse_measure
 from evalcore.retrieval.evaluation import compute
@@ -208,21 +224,65 @@ def bootstrap_grades(pairs: PairLabels, *, n_resamples: int, seed: int, aggregat
     # A resample may draw one annotator twice: each drawn label is its own "annotator" (its slot in the
     # pair), which the median, the mean and the majority ignore.
     slot = np.arange(pair_of.size, dtype=np.int64) - starts[pair_of]
-    method = "majority" if aggregation == "dawid_skene" else aggregation
-    labels = LongLabels.from_codes(
-        item,
-        np.tile(slot, n_resamples),
-        grades.ravel(),
-        n_items=n * n_resamples,
-        n_annotators=max(1, int(m.max(initial=1))),
-    )
-    scores = np.asarray(aggregate_labels(labels, method=method), dtype=np.float64).reshape(n_resamples, n)  # type: ignore[arg-type]
+    if aggregation == "dawid_skene":
+        scores = _dawid_skene_resampled(pairs, picked)
+    else:
+        scores = _aggregated(pairs, item, slot, grades, n_resamples, int(m.max(initial=1)), aggregation)
     out = np.floor(scores + 0.5)  # the build rounds the mean half up; the others give grades already
     keep = ~np.isfinite(out)
     out[keep] = np.broadcast_to(pairs.rel.astype(np.float64), out.shape)[keep]
     fixed = np.isfinite(pairs.fixed)
     out[:, fixed] = pairs.fixed[fixed]
     return out.astype(np.int64)
+
+
+def _aggregated(
+    pairs: PairLabels,
+    item: np.ndarray,
+    slot: np.ndarray,
+    grades: np.ndarray,
+    n_resamples: int,
+    n_slots: int,
+    method: str,
+) -> np.ndarray:
+    """(B, pairs) median, mean or majority of the drawn labels, in one call over B x pairs items."""
+    n = pairs.n_pairs
+    labels = LongLabels.from_codes(
+        item,
+        np.tile(slot, n_resamples),
+        grades.ravel(),
+        n_items=n * n_resamples,
+        n_annotators=max(1, n_slots),
+    )
+    return np.asarray(aggregate_labels(labels, method=method), dtype=np.float64).reshape(n_resamples, n)  # type: ignore[arg-type]
+
+
+def _dawid_skene_resampled(pairs: PairLabels, picked: np.ndarray) -> np.ndarray:
+    """(B, pairs) Dawid-Skene classes of the resampled labels (`picked`: (B, L) indices into the labels)
+    under the model fitted once on all the labels (see the module docstring); NaN for a pair without
+    labels. One bincount over B x pairs items per class."""
+    n, (n_resamples, n_drawn) = pairs.n_pairs, picked.shape
+    if not n_drawn:
+        return np.full((n_resamples, n), np.nan)
+    fit = dawid_skene(
+        LongLabels.from_codes(
+            pairs.label_pair, pairs.label_annotator, pairs.label_grade,
+            n_items=n, n_annotators=max(1, pairs.annotators.size),
+        )
+    )  # fmt: skip
+    code = np.searchsorted(fit.classes, pairs.label_grade)[picked]  # (B, L)
+    annotator = pairs.label_annotator[picked]
+    item = (np.arange(n_resamples, dtype=np.int64)[:, None] * n + pairs.label_pair[picked]).ravel()
+    with np.errstate(divide="ignore"):  # a class of prior 0 is impossible; every drawn label was seen
+        log_confusion, log_priors = np.log(fit.confusion), np.log(fit.priors)
+    log_joint = np.empty((n_resamples * n, fit.classes.size))
+    for k in range(fit.classes.size):  # a loop over classes, each a bincount over every drawn label
+        log_joint[:, k] = log_priors[k] + np.bincount(
+            item, weights=log_confusion[annotator, k, code].ravel(), minlength=n_resamples * n
+        )
+    out = fit.classes[np.argmax(log_joint, axis=1)].reshape(n_resamples, n)  # argmax: the lower class on ties
+    out[:, np.bincount(pairs.label_pair, minlength=n) == 0] = np.nan
+    return out
 
 
 def annotator_grades(pairs: PairLabels, *, min_coverage: float) -> tuple[list[tuple[str, float]], np.ndarray]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.request import Request
@@ -23,7 +23,7 @@ from monitoring.files.models import Run
 from monitoring.pooling import selectors
 from monitoring.pooling import services as pooling
 from monitoring.pooling.models import DEFAULTS, JudgingPool
-from monitoring.pooling.planner import pool_planner_context
+from monitoring.pooling.planner import MEASURE, pool_planner_context
 from monitoring.reuse.api import PlannerOut
 
 TAGS = ["judging: pools from runs"]
@@ -148,6 +148,10 @@ class PoolProgressOut(PoolFiguresOut):
         help_text="Topic set size (Sakai 2016) from the pool's runs' per-topic scores on the newest qrels.",
     )
     planner_reason = serializers.CharField(help_text="Why there is no planner (empty when there is one).")
+    planner_measure = serializers.CharField(help_text="The measure the planner read per topic.")
+    planner_measures = serializers.ListField(
+        child=serializers.CharField(), help_text="The measures stored per topic for every evaluated run."
+    )
 
 
 @extend_schema(
@@ -187,19 +191,37 @@ def pool_list(request: Request, slug: str) -> Response:
 
 
 @extend_schema(
+    methods=["GET"],
     responses={200: PoolOut, 403: FORBIDDEN, 404: NOT_FOUND},
     summary="A pool: its parameters, its build's job state and its figures (leads)",
     tags=TAGS,
 )
-@api_view(["GET"])
+@extend_schema(
+    methods=["DELETE"],
+    responses={204: None, 403: FORBIDDEN, 404: NOT_FOUND},
+    summary="Delete a pool (leads): the tasks it created that nobody started go, the answers stay",
+    description="Its other unanswered tasks lose their priority; without another pool in the project the "
+    "gaps asked for from a leaderboard lose theirs too, and claims take their plain path again. The project "
+    "may then pool again (one pool builds or judges at a time).",
+    tags=TAGS,
+)
+@api_view(["GET", "DELETE"])
 def pool_detail(request: Request, slug: str, pk: int) -> Response:
     project = selectors.get_pool_project(request.user, slug)
     pool = selectors.get_pool(project=project, pk=pk)
+    if request.method == "DELETE":
+        pooling.pool_delete(pool=pool)
+        return Response(status=204)
     return Response(PoolOut(pool, context={"request": request}).data)
 
 
 @extend_schema(
-    responses={200: PoolProgressOut, 403: FORBIDDEN, 404: NOT_FOUND},
+    parameters=[
+        OpenApiParameter(
+            "measure", str, description="The planner's measure (a registry name, one numeric measure; map)."
+        )
+    ],
+    responses={200: PoolProgressOut, 400: FIELD_ERRORS, 403: FORBIDDEN, 404: NOT_FOUND},
     summary="A pool's progress: judged against the budget, relevant found, and the yield after each judgment",
     tags=TAGS,
 )
@@ -207,12 +229,15 @@ def pool_detail(request: Request, slug: str, pk: int) -> Response:
 def pool_progress(request: Request, slug: str, pk: int) -> Response:
     project = selectors.get_pool_project(request.user, slug)
     pool = selectors.get_pool(project=project, pk=pk)
-    plan = pool_planner_context(pool)
+    try:
+        plan = pool_planner_context(pool, measure=request.query_params.get("measure", "").strip() or MEASURE)
+    except InputError as error:
+        raise serializers.ValidationError({"measure": [str(error)]}) from None
     body = {
         **pool.summary(),
         "refreshed_at": pool.refreshed_at,
         "yield_curve": [{"judged": p.judged, "relevant": p.relevant} for p in selectors.yield_points(pool)],
         "simulation": pool.simulation,
-        **{key: plan[key] for key in ("planner", "planner_reason")},
+        **{key: plan[key] for key in ("planner", "planner_reason", "planner_measure", "planner_measures")},
     }
     return Response(PoolProgressOut(body).data)

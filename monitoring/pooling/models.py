@@ -106,6 +106,12 @@ class JudgingPool(Job):
     def __str__(self) -> str:
         return f"{self.strategy} pool #{self.pk} of {self.project}"
 
+    def on_done(self) -> None:
+        """A build whose budget was already spent leaves no priority: the claim's plain path again."""
+        from monitoring.pooling.services import project_priorities_settle
+
+        project_priorities_settle(project_id=self.project_id)
+
     def get_absolute_url(self) -> str:
         return reverse("monitoring:pool-detail", args=[self.project.slug, self.pk])
 
@@ -197,3 +203,12 @@ class PoolReprioritise(Job):
 
     def __str__(self) -> str:
         return f"re-prioritise pool {self.pool_id} ({self.status})"
+
+    def on_done(self) -> None:
+        """A pool whose budget is spent (and whose last pairs were answered) leaves no priority: the
+        project's claims take their plain path again."""
+        from monitoring.pooling.services import project_priorities_settle
+
+        pool = JudgingPool.objects.filter(pk=self.pool_id).values_list("project_id", flat=True).first()
+        if pool is not None:
+            project_priorities_settle(project_id=pool)

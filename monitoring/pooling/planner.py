@@ -7,19 +7,31 @@ built from the pool's project (`oracle_source`):
 - how relevant-document yield and ranking agreement grow with the judging budget per strategy: every
   strategy replayed on the pool's runs with that version as the oracle (`evalcore.pooling.
   simulate_pooling`). The build job computes it (`simulation_compute`) and stores it on the pool
-  (`JudgingPool.simulation`); `pool_simulate` computes it again (after a new version, say). Pages read it.
+  (`JudgingPool.simulation`). A new version of the project computes it again: `qrels_build_announced`,
+  a receiver of `annotations.signals.qrels_build_done` beside the team's re-scoring, queues
+  `pool_simulations_refresh` on commit, which recomputes the simulation of every built pool of the
+  project whose stored one is not on that newest version (so a re-delivered task changes nothing).
+  Pages read it.
+
+The topic set size reads the measure the user picks (`planner_measure`: any one numeric measure name of
+the registry, `map` by default) from the stored per-topic scores; the simulation ranks the runs by `map`.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
+from django.db import transaction
 
 from evalcore.jsonable import json_finite
 from evalcore.pooling import PoolParams, simulate_pooling
+from evalcore.retrieval import UnknownMeasureError, parse_measure
+from evalplatform.errors import InputError
 from evalplatform.jobs import JobStatus, ProgressFn
 from monitoring.evaluations.services import read_qrels, read_run
+from monitoring.files.uploads import qrels_source_for_build
 from monitoring.models import Evaluation, QrelsSource
 from monitoring.pooling.models import JudgingPool
 from monitoring.reuse.services import planner
@@ -30,6 +42,8 @@ MEASURE = "map"
 SIMULATED = ("depth", "take-rrf", "take-rbp", "mtf", "bandit-mm-ns", "random")
 #: About this many points per strategy's curve.
 STEPS = 20
+
+logger = logging.getLogger(__name__)
 
 
 def oracle_source(pool: JudgingPool) -> QrelsSource | None:
@@ -47,18 +61,59 @@ def oracle_source(pool: JudgingPool) -> QrelsSource | None:
 # --- the topic set size, from stored per-topic scores -------------------------------------------------
 
 
-def topic_scores(pool: JudgingPool, source: QrelsSource) -> tuple[list[str], list[str], np.ndarray]:
-    """(qids, run names, topics x runs matrix of `MEASURE`) over the topics every evaluated run scored,
-    from each pool run's newest done evaluation on `source` that has the measure per topic."""
-    rows = (
+def planner_measure_key(name: str) -> tuple[object, ...]:
+    """What a measure name asks for, whatever its spelling (`P.5`, `P_5` and `P@5` ask for the same):
+    the measure, its parameter and its relevance level. InputError unless the name is one numeric measure
+    of the registry."""
+    try:
+        specs = parse_measure(name)
+    except UnknownMeasureError as error:
+        raise InputError(str(error)) from None
+    if len(specs) != 1 or specs[0].measure.text:
+        raise InputError(f"{name}: give one numeric measure, such as map or ndcg_cut_10")
+    spec = specs[0]
+    return (spec.measure.name, spec.param, spec.rel_level, spec.judged_only)
+
+
+def _stored_key(per_query: dict[str, Any], wanted: tuple[object, ...]) -> str | None:
+    """The column of `per_query` (an evaluation's, keyed as it was asked for) that holds `wanted`."""
+    for key in per_query:
+        try:
+            if planner_measure_key(key) == wanted:
+                return key
+        except InputError:  # a text column (relstring)
+            continue
+    return None
+
+
+def _done_evaluations(pool: JudgingPool, source: QrelsSource) -> Any:
+    return (
         Evaluation.objects.filter(qrels=source, run__in=pool.runs.all(), status=JobStatus.DONE)
         .select_related("run")
         .order_by("run_id", "-finished_at", "-pk")
     )
+
+
+def stored_measures(pool: JudgingPool, source: QrelsSource) -> list[str]:
+    """The measures stored per topic for every evaluated pool run (in any of its done evaluations on
+    `source`): the choices the page offers, sorted."""
+    per_run: dict[int, set[str]] = {}
+    for evaluation in _done_evaluations(pool, source).only("run_id", "per_query"):
+        per_run.setdefault(evaluation.run_id, set()).update(evaluation.per_query or {})
+    return sorted(set.intersection(*per_run.values())) if per_run else []
+
+
+def topic_scores(
+    pool: JudgingPool, source: QrelsSource, *, measure: str = MEASURE
+) -> tuple[list[str], list[str], np.ndarray]:
+    """(qids, run names, topics x runs matrix of `measure`) over the topics every evaluated run scored,
+    from each pool run's newest done evaluation on `source` that has the measure per topic."""
+    key = planner_measure_key(measure)
     per_run: dict[str, dict[str, float]] = {}
     seen: set[int] = set()
-    for evaluation in rows:
-        values = (evaluation.per_query or {}).get(MEASURE)
+    for evaluation in _done_evaluations(pool, source):
+        column = _stored_key(evaluation.per_query or {}, key)
+        values = None if column is None else evaluation.per_query[column]
         if evaluation.run_id in seen or values is None:
             continue
         seen.add(evaluation.run_id)
@@ -122,8 +177,56 @@ def pool_simulate(*, pool_id: int) -> JudgingPool:
     """Compute the pool's simulation again (on the newest version) and store it."""
     pool = JudgingPool.objects.get(pk=pool_id)
     pool.simulation = simulation_compute(pool)
-    pool.save(update_fields=["simulation"])
+    JudgingPool.objects.filter(pk=pool.pk).update(simulation=pool.simulation)  # the counters stay the jobs'
     return pool
+
+
+# --- a new version: the simulation again --------------------------------------------------------------
+
+
+def pool_simulations_refresh(*, build_id: int) -> list[int]:
+    """The task's one call after a build of a project: the linked team's source of the build made sure of
+    (as the re-scoring does), then the simulation of every built pool of the project recomputed unless it
+    is already on the newest version. Returns the ids of the pools recomputed (none when re-delivered)."""
+    from annotations.models import QrelsBuild
+
+    build = QrelsBuild.objects.select_related("project__team").filter(pk=build_id).first()
+    if build is None or build.status != JobStatus.DONE or build.project.team is None:
+        return []
+    qrels_source_for_build(team=build.project.team, build=build)
+    from monitoring.pooling.services import LIVE  # services imports this module
+
+    pools = JudgingPool.objects.filter(project_id=build.project_id, stage__in=LIVE).order_by("pk")
+    refreshed = []
+    for pool in pools:
+        source = oracle_source(pool)
+        if source is None or (pool.simulation or {}).get("qrels") == source.pk:
+            continue
+        try:
+            pool_simulate(pool_id=pool.pk)
+        except (
+            Exception
+        ) as error:  # as in the build: the simulation is an extra, one pool never stops the rest
+            logger.warning("pool %s: simulation after build %s failed: %s", pool.pk, build_id, error)
+            JudgingPool.objects.filter(pk=pool.pk).update(
+                simulation={"reason": f"The simulation on {source.name} failed: {error}"}
+            )
+        refreshed.append(pool.pk)
+    return refreshed
+
+
+def qrels_build_announced(*, build_id: int, **kwargs: Any) -> None:
+    """A receiver of `annotations.signals.qrels_build_done` (beside the re-scoring's): queue
+    `pool_simulations_refresh` once committed. A broker that is down loses this refresh only (logged)."""
+    from monitoring.tasks import pool_simulations_refresh as task
+
+    def enqueue() -> None:
+        try:
+            task.apply_async(args=(build_id,))
+        except Exception:  # kombu's OperationalError and its kin
+            logger.exception("pool simulations after qrels build %s not queued", build_id)
+
+    transaction.on_commit(enqueue)
 
 
 # --- the read side ------------------------------------------------------------------------------------
@@ -138,10 +241,13 @@ def simulation_rows(simulation: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def pool_planner_context(pool: JudgingPool) -> dict[str, Any]:
+def pool_planner_context(pool: JudgingPool, *, measure: str = MEASURE) -> dict[str, Any]:
     """The pool page's planner: `planner`/`planner_reason` (for `monitoring/reuse/_planner.html`), the
-    source it reads (`planner_source`) and the stored simulation with its rows."""
+    source it reads (`planner_source`), the measure (`planner_measure`) and the measures stored per topic
+    (`planner_measures`), and the stored simulation with its rows. InputError for an unknown measure."""
+    planner_measure_key(measure)
     source = oracle_source(pool)
+    measures: list[str] = []
     if source is None:
         context: dict[str, Any] = {
             "planner": None,
@@ -151,12 +257,13 @@ def pool_planner_context(pool: JudgingPool) -> dict[str, Any]:
             ),
         }
     else:
-        qids, names, matrix = topic_scores(pool, source)
+        measures = stored_measures(pool, source)
+        qids, names, matrix = topic_scores(pool, source, measure=measure)
         if len(names) < 2:
             context = {
                 "planner": None,
                 "planner_reason": (
-                    f"Evaluate at least two of the pool's runs on {source.name} (with {MEASURE}) to plan "
+                    f"Evaluate at least two of the pool's runs on {source.name} (with {measure}) to plan "
                     "from their per-topic scores."
                 ),
             }
@@ -166,7 +273,8 @@ def pool_planner_context(pool: JudgingPool) -> dict[str, Any]:
     return {
         **context,
         "planner_source": source,
-        "planner_measure": MEASURE,
+        "planner_measure": measure,
+        "planner_measures": measures,
         "simulation": simulation,
         "simulation_rows": simulation_rows(simulation),
     }

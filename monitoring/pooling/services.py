@@ -32,6 +32,13 @@ their tasks' state once, and writing only the priorities that change), refreshes
 yield curve, and asks again if answers newer than those it read arrived meanwhile. Nothing of this
 runs in the request. The same candidates, parameters and answers give the same order (`pool_order` is
 deterministic), so re-running a job changes nothing.
+
+One pool at a time: a project's pools would write the same `Task.priority`, so `pool_create` refuses a
+pool while another of the project is building or judging (`ordering_pool`, under the project's row
+lock); a pool whose budget is spent, that failed, or that was deleted (`pool_delete`) lets the next one
+in. Serving by priority ends with the pools: `project_priorities_settle` clears `Project.has_priorities`
+once no unanswered task of the project has a priority (after each re-ordering and build, and after a
+deletion), so the claim goes back to its plain path.
 """
 
 from __future__ import annotations
@@ -52,7 +59,14 @@ from evalcore.pooling import PoolCandidates, PoolParams, candidates_from_runs, p
 from evalplatform import sqlrows
 from evalplatform.auth import User
 from evalplatform.errors import InputError
-from evalplatform.jobs import JobOutcome, ProgressFn, job_enqueue, job_enqueue_on_commit, job_run
+from evalplatform.jobs import (
+    JobOutcome,
+    JobStatus,
+    ProgressFn,
+    job_enqueue,
+    job_enqueue_on_commit,
+    job_run,
+)
 from monitoring.evaluations.services import read_run
 from monitoring.files.models import Run
 from monitoring.pooling.models import JudgingPool, PoolReprioritise, PoolTask
@@ -72,6 +86,8 @@ JOIN_MARGIN_SECONDS = 1.0
 TASK = Task._meta.db_table
 #: The stages whose pools follow the answers (a built pool; once its budget is spent, its figures still do).
 LIVE = (Stage.JUDGING, Stage.DONE)
+#: The stages of a pool whose order decides the project's priorities (one such pool per project).
+ORDERING = (Stage.BUILDING, Stage.JUDGING)
 #: The most runs one pool reads.
 MAX_RUNS = 100
 #: The priority of tasks asked for outside any pool's order ("judge the gaps" of a leaderboard run):
@@ -120,6 +136,15 @@ def pool_create(
         raise InputError(
             f"rel_level must be one of the project's grades ({', '.join(map(str, project.grades))})."
         )
+    # The project's row, locked (no key: answers still reference it) so that two creations take turns.
+    Project.objects.select_for_update(no_key=True).filter(pk=project.pk).first()
+    other = ordering_pool(project_id=project.pk)
+    if other is not None:
+        raise InputError(
+            f"Pool #{other.pk} ({other.strategy}) of this project is still {other.phase_label.lower()}: a "
+            "project judges one pool at a time, since a pool's order decides which of its tasks are served "
+            "first. Wait until its budget is spent, or delete it, then create this one."
+        )
     pool = JudgingPool.objects.create(
         team_id=project.team_id, project=project, strategy=strategy, budget=budget, depth=depth, seed=seed,
         rrf_k=rrf_k, rbp_p=rbp_p, rel_level=rel_level, created_by=created_by,
@@ -128,6 +153,68 @@ def pool_create(
     if enqueue:
         job_enqueue_on_commit(pool)
     return pool
+
+
+def ordering_pool(*, project_id: int) -> JudgingPool | None:
+    """The project's pool whose order decides its priorities now: building or judging, not failed."""
+    return (
+        JudgingPool.objects.filter(project_id=project_id, stage__in=ORDERING)
+        .exclude(status=JobStatus.FAILED)
+        .defer("candidates")
+        .order_by("pk")
+        .first()
+    )
+
+
+# --- ending ---------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def pool_delete(*, pool: JudgingPool) -> int:
+    """Delete the pool: the tasks it created that nobody holds or answered go with it, its other
+    unanswered tasks lose their place in its order (the answered ones, and their answers, stay). Without
+    another pool in the project, the gaps asked for from a leaderboard lose their urgency too (they stay
+    tasks, served in the ordinary order). Then the project serves by priority only while some unanswered
+    task still has one (`project_priorities_settle`). Returns how many tasks were deleted."""
+    # In a re-ordering's lock order (its job row, then the pool's: `job_finish` then `_reprioritise_store`),
+    # so that deleting its job with the pool never deadlocks with it; never beside a materialisation.
+    list(
+        PoolReprioritise.objects.select_for_update().filter(pool_id=pool.pk).order_by("pk").values_list("pk")
+    )
+    locked = JudgingPool.objects.select_for_update(of=("self",)).defer("candidates").get(pk=pool.pk)
+    deleted = _dropped_delete(locked, keep=set())
+    others = JudgingPool.objects.filter(project_id=locked.project_id).exclude(pk=locked.pk).exists()
+    rows = Task.objects.filter(project_id=locked.project_id, label_count=0, priority__isnull=False)
+    rows = rows.filter(pool_links__pool=locked).exclude(priority__lt=0) if others else rows
+    _priorities_clear(rows)
+    locked.delete()
+    project_priorities_settle(project_id=locked.project_id)
+    return deleted
+
+
+def _priorities_clear(rows: Any) -> int:
+    """Take the priority from `rows`, locked in id order first and skipping those a claim holds right now
+    (as the re-ordering does: never waiting on a claim, so never deadlocking with one). A skipped task is
+    being taken: it is answered, or handed back with its priority until the next settle."""
+    ids = list(
+        rows.order_by("pk").select_for_update(skip_locked=True, of=("self",)).values_list("pk", flat=True)
+    )
+    return Task.objects.filter(pk__in=ids).update(priority=None) if ids else 0
+
+
+def project_priorities_settle(*, project_id: int) -> bool:
+    """Clear `Project.has_priorities` once no unanswered ordinary task of the project has a priority, so
+    that claims take their plain path again; True when it was cleared. One conditional statement: a pool
+    that sets priorities meanwhile sets the flag again at its next materialisation."""
+    pending = Task.objects.filter(
+        project=OuterRef("pk"), priority__isnull=False, is_gold=False, label_count=0
+    )
+    cleared = (
+        Project.objects.filter(pk=project_id, has_priorities=True)
+        .exclude(Exists(pending))
+        .update(has_priorities=False)
+    )
+    return bool(cleared)
 
 
 # --- building -------------------------------------------------------------------------------------------

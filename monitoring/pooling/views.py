@@ -17,7 +17,7 @@ from monitoring.pooling import selectors
 from monitoring.pooling import services as pooling
 from monitoring.pooling.charts import simulation_figure, yield_figure
 from monitoring.pooling.forms import PoolForm
-from monitoring.pooling.planner import pool_planner_context, simulation_rows
+from monitoring.pooling.planner import MEASURE, pool_planner_context, simulation_rows
 
 
 @login_required
@@ -54,7 +54,13 @@ def pool_list(request: SignedInRequest, slug: str) -> HttpResponse:
 def pool_detail(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
     project = selectors.get_pool_project(request.user, slug)
     pool = selectors.get_pool(project=project, pk=pk)
-    planner_context = pool_planner_context(pool)
+    measure = request.GET.get("measure", "").strip() or MEASURE
+    status = 200
+    try:
+        planner_context = pool_planner_context(pool, measure=measure)
+    except InputError as error:  # an unknown measure: the planner says so, the rest of the page stands
+        planner_context = {**pool_planner_context(pool), "planner": None, "planner_reason": str(error)}
+        planner_context["planner_measure"], status = measure, 400
     context = {
         "project": project,
         "pool": pool,
@@ -67,7 +73,7 @@ def pool_detail(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
         "leaderboard_source": planner_context["planner_source"],
         "may_see_team": selectors.may_pool(request.user, project),
     }
-    return render(request, "monitoring/pool_detail.html", context)
+    return render(request, "monitoring/pool_detail.html", context, status=status)
 
 
 @login_required
@@ -94,6 +100,22 @@ def pool_refresh(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
     else:
         messages.info(request, "A re-ordering is already queued.")
     return redirect(pool.get_absolute_url())
+
+
+@login_required
+@require_POST
+def pool_delete(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
+    """Delete the pool (its leads): what it created that nobody started goes, what was judged stays, and
+    the project can pool again."""
+    project = selectors.get_pool_project(request.user, slug)
+    pool = selectors.get_pool(project=project, pk=pk)
+    deleted = pooling.pool_delete(pool=pool)
+    messages.success(
+        request,
+        f"Pool #{pk} deleted, with the {deleted} task{'s' if deleted != 1 else ''} it created that nobody had "
+        "started; its answers stay.",
+    )
+    return redirect("monitoring:pool-list", project.slug)
 
 
 @never_cache

@@ -11,6 +11,8 @@ import pytest
 from scipy import stats
 from statsmodels.stats.power import FTestAnovaPower, TTestPower
 
+from evalcore.aggregation import agreement_filter, dawid_skene
+from evalcore.agreement import LongLabels
 from evalcore.retrieval import Qrels, Run, evaluate, parse_measure
 from evalcore.reuse import (
     PairLabels,
@@ -269,6 +271,63 @@ class TestSensitivity:
             q = Qrels.from_codes(*codes, list(pairs.doc_ids), grades[k])
             for r, run in enumerate(runs.values()):
                 assert scored[k, r] == pytest.approx(evaluate(q, run, [measure]).aggregate[key])
+
+    def test_a_dawid_skene_build_is_resampled_through_its_model_as_a_direct_loop_computes_it(self) -> None:
+        """Three annotators, "liar" answering the opposite of the others on every pair: Dawid-Skene learns
+        it and trusts his flipped labels, where the majority vote of a resample drawing him twice follows
+        him. The reference: the same draws, each pair's posterior summed by a loop."""
+        rng = np.random.default_rng(11)
+        truth = rng.integers(0, 2, size=40)
+        rows = [
+            (f"q{p // 10}", f"d{p}", int(t), [
+                {"annotator": "ann", "grade": int(t)},
+                {"annotator": "bea", "grade": int(t) if p % 7 else 1 - int(t)},
+                {"annotator": "liar", "grade": 1 - int(t)},
+            ])
+            for p, t in enumerate(truth.tolist())
+        ]  # fmt: skip
+        pairs = PairLabels.from_judgments(rows)
+        grades = bootstrap_grades(pairs, n_resamples=60, seed=5, aggregation="dawid_skene")
+        fit = dawid_skene(
+            LongLabels.from_codes(pairs.label_pair, pairs.label_annotator, pairs.label_grade, n_items=40)
+        )
+        draws = np.random.default_rng(5).random((60, pairs.label_pair.size))
+        m = np.bincount(pairs.label_pair, minlength=40)
+        starts = np.concatenate([[0], np.cumsum(m)[:-1]])
+        for b in range(60):
+            for p in range(40):
+                score = np.log(fit.priors).copy()
+                for j in np.flatnonzero(pairs.label_pair == p):
+                    drawn = starts[p] + int(draws[b, j] * m[p])
+                    code = int(np.searchsorted(fit.classes, pairs.label_grade[drawn]))
+                    score += np.log(fit.confusion[pairs.label_annotator[drawn], :, code])
+                assert grades[b, p] == fit.classes[int(np.argmax(score))]
+        # The liar's flipped label counts for the truth: the resamples keep the published grades far more
+        # often than the majority vote's, which follows him whenever he is drawn twice.
+        majority = bootstrap_grades(pairs, n_resamples=60, seed=5, aggregation="majority")
+        assert (grades != truth).mean() == pytest.approx(14 / 2400)  # 14 of 2,400 pair grades
+        assert (majority != truth).mean() == pytest.approx(0.33)
+
+    def test_the_agreement_filter_would_keep_every_resample_of_a_kept_pair(self) -> None:
+        """Why it is not applied again: a resample's labels come from the pair's own, so their spread is
+        within the pair's, and their count is the pair's."""
+        rng = np.random.default_rng(3)
+        rows = []
+        for p in range(30):
+            low = int(rng.integers(0, 3))
+            labels = [{"annotator": f"u{k}", "grade": low + int(rng.integers(0, 2))} for k in range(3)]
+            rows.append(("q1", f"d{p}", low, labels))
+        pairs = PairLabels.from_judgments(rows)
+        draws = np.random.default_rng(9).random((50, pairs.label_pair.size))
+        m = np.bincount(pairs.label_pair)
+        starts = np.concatenate([[0], np.cumsum(m)[:-1]])
+        picked = starts[pairs.label_pair] + np.floor(draws * m[pairs.label_pair]).astype(np.int64)
+        item = (np.arange(50)[:, None] * 30 + pairs.label_pair[None, :]).ravel()
+        resampled = LongLabels.from_codes(item, np.tile(np.arange(pairs.label_pair.size), 50),
+                                          pairs.label_grade[picked].ravel(), n_items=1500)  # fmt: skip
+        published = LongLabels.from_codes(pairs.label_pair, pairs.label_annotator, pairs.label_grade)
+        assert agreement_filter(published, tolerance=1, min_labels=3).kept.all()
+        assert agreement_filter(resampled, tolerance=1, min_labels=3).kept.all()
 
     def test_it_is_seeded(self) -> None:
         a = bootstrap_grades(hand_pairs(), n_resamples=30, seed=4, aggregation="mean")

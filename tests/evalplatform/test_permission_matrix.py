@@ -377,8 +377,9 @@ MATRIX: dict[str, Row] = {
     "monitoring:pool-simulation-csv": page("project", LEAD, None, pk="pool"),
     "monitoring:pool-state": page("project", LEAD, None, pk="pool"),
     "monitoring:pool-refresh": page("project", None, LEAD, pk="pool"),
+    "monitoring:pool-delete": page("project", None, LEAD, pk="spare_pool"),
     "monitoring-api:pools": api("project", LEAD, POOLERS),
-    "monitoring-api:pool": api("project", LEAD, pk="pool"),
+    "monitoring-api:pool": api("project", LEAD, pk="spare_pool", delete=LEAD),
     "monitoring-api:pool-progress": api("project", LEAD, pk="pool"),
     "annotations-api:machine-judges": api("project", LEAD, LEAD),
     "annotations-api:machine-judge": api("project", LEAD, pk="machine_judge"),
@@ -655,6 +656,9 @@ def spare_object(kind: str, team: Team) -> int:
         scores = FraudScoreSet.objects.filter(team=team).order_by("pk").first()
         options = FraudOptions(target_fpr=0.0123 + 0.0001 * FraudScoreEvaluation.objects.count())
         return recsys_fraud.fraud_evaluation_create(score_set=scores, options=options, enqueue=False).pk
+    if kind == "spare_pool":  # a finished pool of project A (a second one building would be refused)
+        project = Project.objects.get(slug="alpha")
+        return JudgingPool.objects.create(team=team, project=project, strategy="depth", stage="done").pk
     run = uploads.run_upload(
         team=team, upload=upload("spare.run", run_text(1, 1.0, "spare")), uploaded_by=None
     )
@@ -671,7 +675,7 @@ def spare_object(kind: str, team: Team) -> int:
 
 SPARE_OBJECTS = frozenset(
     {"spare_run", "spare_qrels", "spare_evaluation", "spare_comparison", "spare_recs", "spare_scores",
-     "spare_recs_eval", "spare_fraud_eval"}
+     "spare_recs_eval", "spare_fraud_eval", "spare_pool"}
 )  # fmt: skip
 
 

@@ -21,13 +21,16 @@ from evalcore.pooling import PoolParams, simulate_pooling
 from evalcore.retrieval import evaluate
 from evalcore.reuse import topic_set_size_table
 from monitoring.evaluations import loop
+from monitoring.evaluations import services as evaluations
 from monitoring.evaluations.services import read_qrels
 from monitoring.models import QrelsSource
+from monitoring.pooling import planner
 from monitoring.pooling import services as pooling
 from monitoring.pooling.models import JudgingPool
 from monitoring.pooling.planner import SIMULATED, pool_planner_context, topic_scores
-from tests.conftest import THEO, browser_log_in
-from tests.monitoring.test_judging_loop import carol, linked, signed_in  # noqa: F401 - fixtures
+from monitoring.reuse.services import planner as planner_of
+from tests.conftest import THEO, QueuedTasks, browser_log_in
+from tests.monitoring.test_judging_loop import build_version, carol, linked, signed_in  # noqa: F401 - fixtures
 from tests.monitoring.test_pooling import run_pending
 
 __all__ = ["carol", "linked"]
@@ -95,6 +98,113 @@ class TestSimulation:
         page = signed_in(theo).get(f"/projects/web/pools/{pool.pk}/").content.decode()
         assert 'id="no-simulation"' in page and "no qrels version" in page
         assert "No qrels version of this project is a qrels source of the team yet" in page
+
+
+@pytest.mark.django_db
+class TestANewVersion:
+    def test_it_queues_the_simulation_again_which_replays_every_strategy_on_the_new_version_once(
+        self, linked: dict[str, Any], theo: User, carol: User, queued: QueuedTasks,
+        django_capture_on_commit_callbacks: Any,
+    ) -> None:  # fmt: skip
+        pool = pool_of(linked, theo, budget=12)
+        assert pool.simulation["qrels"] == linked["source"].pk
+        with django_capture_on_commit_callbacks(execute=True):
+            v2 = build_version(linked["project"], carol, list(Task.objects.filter(project=linked["project"])))
+        sent = [(name, args) for name, args, _ in queued.sent]
+        assert ("monitoring.tasks.pool_simulations_refresh", (v2.pk,)) in sent
+        assert ("monitoring.tasks.qrels_build_rescore", (v2.pk,)) in sent  # beside the re-scoring
+        assert planner.pool_simulations_refresh(build_id=v2.pk) == [pool.pk]
+        v2_source = QrelsSource.objects.get(build=v2)
+        pool.refresh_from_db()
+        assert pool.simulation["qrels"] == v2_source.pk and pool.simulation["qrels_name"] == "web v2"
+        qrels = read_qrels(v2_source)
+        for curve in pool.simulation["strategies"]:
+            expected = simulate_pooling(
+                read_runs(linked), qrels, PoolParams(curve["strategy"], budget=12, depth=10),
+                step=pool.simulation["step"], names=[run.name for run in linked["runs"]],
+            )  # fmt: skip
+            assert curve["steps"] == [
+                {"judged": s.judged, "relevant_found": s.relevant_found, "kendall_tau": s.kendall_tau}
+                for s in expected
+            ]
+        # v2 judges every task: more relevant pairs found by judging everything than on v1.
+        assert pool.simulation["strategies"][0]["steps"][-1]["relevant_found"] > 0
+        assert planner.pool_simulations_refresh(build_id=v2.pk) == []  # a re-delivered task: nothing
+        assert planner.pool_simulations_refresh(build_id=linked["v1"].pk) == []  # already on the newest
+
+    def test_a_pool_still_building_is_left_to_its_build(
+        self, linked: dict[str, Any], theo: User, carol: User
+    ) -> None:
+        pool = pooling.pool_create(project=linked["project"], runs=linked["runs"], strategy="mtf", budget=4,
+                                   depth=10, enqueue=False)  # fmt: skip
+        v2 = build_version(linked["project"], carol, list(Task.objects.filter(project=linked["project"])))
+        assert planner.pool_simulations_refresh(build_id=v2.pk) == []
+        assert JudgingPool.objects.get(pk=pool.pk).simulation == {}
+
+
+def evaluated_with(linked: dict[str, Any], measure: str) -> None:
+    for run in linked["runs"]:
+        evaluation = evaluations.evaluation_create(
+            run=run, qrels=linked["source"], measures=[measure], enqueue=False
+        )
+        assert evaluations.evaluation_run(evaluation_id=evaluation.pk).status == "done"
+
+
+@pytest.mark.django_db
+class TestPlannerMeasure:
+    def test_it_plans_from_the_measure_picked_by_its_registry_name(
+        self, linked: dict[str, Any], theo: User
+    ) -> None:
+        pool = pool_of(linked, theo, budget=4)
+        evaluated_with(linked, "ndcg_cut_10")
+        qids, _, matrix = topic_scores(pool, linked["source"], measure="ndcg_cut.10")  # trec_eval's spelling
+        qrels = read_qrels(linked["source"])
+        columns = []
+        for data in read_runs(linked):
+            got, values = evaluate(qrels, data, ["ndcg_cut_10"]).per_query_array("ndcg_cut_10")
+            columns.append(dict(zip(got.tolist(), values.tolist(), strict=True)))
+        reference = np.array([[column[q] for column in columns] for q in qids])
+        assert qids == ["q0", "q1", "q2"]
+        np.testing.assert_allclose(matrix, reference)
+        context = pool_planner_context(pool, measure="nDCG@10")  # ir-measures' spelling
+        want = planner_of(reference, n_systems=2)  # the topic set size design, or why there is none
+        assert (context["planner"], context["planner_reason"]) == (want["planner"], want["planner_reason"])
+        assert context["planner_measure"] == "nDCG@10"
+        assert {"map", "P_5", "ndcg_cut_10"} <= set(context["planner_measures"])
+
+    def test_the_page_and_the_api_take_the_measure_and_refuse_an_unknown_one(
+        self, linked: dict[str, Any], theo: User
+    ) -> None:
+        pool = pool_of(linked, theo, budget=4)
+        evaluated_with(linked, "ndcg_cut_10")
+        client = signed_in(theo)
+        page = client.get(f"/projects/web/pools/{pool.pk}/?measure=ndcg_cut_10")
+        assert page.status_code == 200
+        text = page.content.decode()
+        assert 'value="ndcg_cut_10"' in text and "per-topic ndcg_cut_10" in text
+        want = pool_planner_context(pool, measure="ndcg_cut_10")
+        if want["planner"] is None:  # the fixture's topics are alike: the grades may leave no variance
+            assert want["planner_reason"] in text
+        else:
+            assert f'<td class="num">{want["planner"]["rows"][0]["ttest"]}</td>' in text
+        body = client.get(f"/api/projects/web/pools/{pool.pk}/progress/?measure=ndcg_cut_10").json()
+        assert body["planner_reason"] == want["planner_reason"]
+        assert (body["planner"] or {}).get("rows") == (want["planner"] or {}).get("rows")
+        assert body["planner_measure"] == "ndcg_cut_10" and "ndcg_cut_10" in body["planner_measures"]
+        body = client.get(f"/api/projects/web/pools/{pool.pk}/progress/?measure=map").json()
+        assert body["planner"]["rows"] == pool_planner_context(pool)["planner"]["rows"]
+        bad = client.get(f"/projects/web/pools/{pool.pk}/?measure=ndgc_cut_10")
+        assert bad.status_code == 400 and "did you mean" in bad.content.decode()
+        assert 'id="simulation-table"' in bad.content.decode()  # the rest of the page stands
+        api = client.get(f"/api/projects/web/pools/{pool.pk}/progress/?measure=ndgc_cut_10")
+        assert api.status_code == 400 and "ndcg_cut_10" in api.json()["measure"][0]
+
+    def test_it_says_which_measure_to_evaluate_with_when_none_is_stored(
+        self, linked: dict[str, Any], theo: User
+    ) -> None:
+        pool = pool_of(linked, theo, budget=4)
+        context = pool_planner_context(pool, measure="ndcg_cut_20")
+        assert context["planner"] is None and "(with ndcg_cut_20)" in context["planner_reason"]
 
 
 @pytest.mark.django_db

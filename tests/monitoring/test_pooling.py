@@ -165,7 +165,8 @@ class TestBuild:
         assert Task.objects.filter(project=project, topic=topic, document=document).get().pk == existing.pk
         assert pool.tasks_reused == 1 and pool.tasks_created == pool.candidates_count - 1
         assert not PoolTask.objects.get(pool=pool, task=existing).created
-        # A second build of the same runs reuses every task.
+        # A second build of the same runs reuses every task (once the first is done: one pool at a time).
+        JudgingPool.objects.filter(pk=pool.pk).update(stage=JudgingPool.Stage.DONE)
         again = built(project, runs, strategy="depth", budget=None)
         assert (again.tasks_created, again.tasks_reused) == (0, pool.candidates_count)
         assert Task.objects.filter(project=project).count() == pool.candidates_count
@@ -469,3 +470,118 @@ class TestUnderLoad:
         assert pool.phase == "done" and pool.pending == 0
         assert 18 <= pool.judged <= 18 + len(people)
         assert PoolReprioritise.objects.filter(status="failed").count() == 0
+
+
+def has_priorities(project: Project) -> bool:
+    return Project.objects.values_list("has_priorities", flat=True).get(pk=project.pk)
+
+
+@pytest.mark.django_db
+class TestPrioritiesEnd:
+    def test_a_spent_budget_clears_has_priorities_once_its_last_pairs_are_answered(
+        self, project: Project, runs: list[Run], alice: User
+    ) -> None:
+        pool = built(project, runs, strategy="mtf", budget=5)
+        assert has_priorities(project)
+        judge(project, alice, lambda task: 2, count=4)
+        assert reprioritise(pool).phase == "judging" and has_priorities(project)
+        judge(project, alice, lambda task: 0, count=1)
+        assert reprioritise(pool).phase == "done"
+        assert not has_priorities(project)  # the claim's plain path again
+        assert not Task.objects.filter(project=project, priority__isnull=False, label_count=0).exists()
+
+    def test_a_pair_in_flight_keeps_it_until_answered(
+        self, project: Project, runs: list[Run], alice: User, bob: User
+    ) -> None:
+        pool = built(project, runs, strategy="depth", budget=3)
+        held = judging.task_claim(project=project, annotator=bob).assignment
+        assert held is not None and held.task.priority is not None
+        judge(project, alice, lambda task: 1, count=2)
+        # A pooled pair outside the order, judged in the ordinary way: the budget is spent.
+        Task.objects.create(
+            project=project, topic=project.topics.get(qid="q0"), document=project.documents.get(doc_id="d0-3")
+        )
+        judge(project, alice, lambda task: 1, count=1)
+        assert reprioritise(pool).phase == "done" and has_priorities(project)  # bob's pair is pending
+        judging.annotation_submit(project=project, annotator=bob, assignment_id=held.pk, grade=0)
+        reprioritise(pool)
+        assert not has_priorities(project)
+
+    def test_deleting_the_pool_drops_its_unstarted_tasks_keeps_the_answers_and_clears_priorities(
+        self, project: Project, runs: list[Run], alice: User
+    ) -> None:
+        pool = built(project, runs, strategy="take-rrf", budget=9)
+        answered = judge(project, alice, lambda task: 1, count=2)
+        reprioritise(pool)
+        created = set(PoolTask.objects.filter(pool=pool, created=True).values_list("task_id", flat=True))
+        assert len(created) == 9
+        assert pooling.pool_delete(pool=pool) == 7
+        assert set(Task.objects.filter(project=project).values_list("pk", flat=True)) == {
+            task.pk for task in answered
+        }
+        assert not JudgingPool.objects.filter(pk=pool.pk).exists() and not has_priorities(project)
+        assert judging.task_claim(project=project, annotator=alice).status == "empty"
+        # The project may pool again.
+        again = built(project, runs, strategy="depth", budget=4)
+        assert again.phase == "judging" and has_priorities(project)
+
+    def test_the_gaps_lose_their_urgency_with_the_last_pool_only(
+        self, project: Project, runs: list[Run]
+    ) -> None:
+        pool = built(project, runs, strategy="depth", budget=3)
+        outside = Task.objects.create(
+            project=project, topic=project.topics.get(qid="q2"), document=project.documents.get(doc_id="d2-7"),
+            priority=pooling.URGENT_PRIORITY,
+        )  # fmt: skip
+        done = JudgingPool.objects.create(team=pool.team, project=project, strategy="depth", stage="done")
+        pooling.pool_delete(pool=done)  # another pool remains: the gaps keep theirs
+        assert Task.objects.get(pk=outside.pk).priority == pooling.URGENT_PRIORITY and has_priorities(project)
+        pooling.pool_delete(pool=pool)
+        assert Task.objects.get(pk=outside.pk).priority is None and not has_priorities(project)
+
+
+@pytest.mark.django_db
+class TestOnePoolAtATime:
+    def test_it_refuses_a_second_pool_while_one_judges_and_says_why(
+        self, project: Project, runs: list[Run], alice: User
+    ) -> None:
+        pool = built(project, runs, strategy="mtf", budget=4)
+        with pytest.raises(InputError, match=rf"Pool #{pool.pk} \(mtf\) of this project is still judging"):
+            pooling.pool_create(project=project, runs=runs, strategy="depth", budget=3)
+        judge(project, alice, lambda task: 1, count=4)
+        assert reprioritise(pool).phase == "done"
+        second = built(project, runs, strategy="depth", budget=6)  # a spent budget lets the next one in
+        assert second.phase == "judging"
+
+    def test_a_pool_still_building_blocks_too_and_a_failed_one_does_not(
+        self, project: Project, runs: list[Run]
+    ) -> None:
+        building = pooling.pool_create(project=project, runs=runs, strategy="depth", budget=3, enqueue=False)
+        with pytest.raises(InputError, match="still building"):
+            pooling.pool_create(project=project, runs=runs, strategy="depth", budget=3, enqueue=False)
+        JudgingPool.objects.filter(pk=building.pk).update(status="failed")
+        assert pooling.pool_create(project=project, runs=runs, strategy="depth", budget=3, enqueue=False)
+
+    def test_the_page_and_the_api_refuse_it_and_delete_a_pool(
+        self, project: Project, runs: list[Run], lena: User, theo: User
+    ) -> None:
+        from annotations import services as project_services
+        from annotations.models import ProjectMembership
+        from monitoring.pooling.selectors import may_pool  # noqa: F401 - theo leads and edits the team
+        from tests.monitoring.test_judging_loop import signed_in
+
+        project_services.membership_set(project=project, user=theo, role=ProjectMembership.Role.LEAD)
+        pool = built(project, runs, strategy="mtf", budget=4)
+        client = signed_in(theo)
+        body = {"runs": [runs[0].pk], "strategy": "depth", "budget": 3, "depth": 10, "seed": 0}
+        page = client.post(f"/projects/{project.slug}/pools/", body)
+        assert page.status_code == 400, page.content.decode()
+        assert "a project judges one pool at a time" in page.content.decode()
+        api = client.post(f"/api/projects/{project.slug}/pools/", body, content_type="application/json")
+        assert api.status_code == 400 and "one pool at a time" in api.json()["non_field_errors"][0]
+        response = client.post(f"/projects/{project.slug}/pools/{pool.pk}/delete/")
+        assert response.status_code == 302 and response["Location"] == f"/projects/{project.slug}/pools/"
+        assert not JudgingPool.objects.exists() and not has_priorities(project)
+        other = built(project, runs, strategy="depth", budget=3)
+        assert client.delete(f"/api/projects/{project.slug}/pools/{other.pk}/").status_code == 204
+        assert not JudgingPool.objects.exists() and not Task.objects.filter(project=project).exists()

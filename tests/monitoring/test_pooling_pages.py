@@ -262,7 +262,32 @@ def test_the_pools_list_reads_a_fixed_number_of_queries(
     with django_assert_max_num_queries(25) as one:
         assert lead.get("/projects/web/pools/").status_code == 200
     ceiling = len(one.captured_queries)  # now: the next request clears the connection's query log
-    more = [built(project, runs, strategy=strategy, budget=3) for strategy in ("mtf", "take-rrf")]
+    more = []
+    for strategy in ("mtf", "take-rrf"):  # one pool at a time: each earlier one taken as done
+        JudgingPool.objects.filter(project=project).update(stage=JudgingPool.Stage.DONE)
+        more.append(built(project, runs, strategy=strategy, budget=3))
     with django_assert_max_num_queries(ceiling):
         page = lead.get("/projects/web/pools/").content.decode()
     assert all(f'href="/projects/web/pools/{pool.pk}/"' in page for pool in (first, *more))
+
+
+@pytest.mark.django_db
+def test_the_delete_command_deletes_the_pool_and_lets_the_project_pool_again(
+    project: Project, runs: list[Run]
+) -> None:
+    pool = built(project, runs, strategy="depth", budget=5)
+    with pytest.raises(CommandError, match="still judging"):
+        call_command("pool_runs", "--project", "web", "--run", "up", "--strategy", "depth", "--budget", "3",
+                     stdout=io.StringIO())  # fmt: skip
+    with pytest.raises(CommandError, match="has no pool 0"):
+        call_command("pool_delete", "--project", "web", "--pool", "0")
+    out = io.StringIO()
+    call_command("pool_delete", "--project", "web", "--pool", str(pool.pk), stdout=out)
+    assert (
+        out.getvalue().strip()
+        == f"Pool {pool.pk} of web deleted, with the 5 tasks it created that nobody had started."
+    )
+    assert not JudgingPool.objects.exists() and not Task.objects.filter(project=project).exists()
+    call_command("pool_runs", "--project", "web", "--run", "up", "--strategy", "depth", "--budget", "3",
+                 stdout=io.StringIO())  # fmt: skip
+    assert JudgingPool.objects.get().phase == "judging"
