@@ -182,7 +182,7 @@ def pool_delete(*, pool: JudgingPool) -> int:
         PoolReprioritise.objects.select_for_update().filter(pool_id=pool.pk).order_by("pk").values_list("pk")
     )
     locked = JudgingPool.objects.select_for_update(of=("self",)).defer("candidates").get(pk=pool.pk)
-    deleted = _dropped_delete(locked, keep=set())
+    deleted = len(_dropped_delete(locked, _links_read(locked).state, keep=set()))
     others = JudgingPool.objects.filter(project_id=locked.project_id).exclude(pk=locked.pk).exists()
     rows = Task.objects.filter(project_id=locked.project_id, label_count=0, priority__isnull=False)
     rows = rows.filter(pool_links__pool=locked).exclude(priority__lt=0) if others else rows
