@@ -157,6 +157,27 @@ def test_it_fuses_an_empty_run_as_no_votes() -> None:
         fuse([], FusionParams("sum"))
 
 
+def test_it_matches_documents_across_runs_of_short_and_long_ids() -> None:
+    # Run a's ids all fit in 8 bytes (exact keys), run b's do not (hashed keys): still one document.
+    a = Run.from_dict({"q1": {"d1": 2.0, "doc-2": 1.0}})
+    b = Run.from_dict({"q1": {"doc-2": 3.0, "a-very-long-document-id": 1.0, "d1": 0.5}})
+    assert a.exact_keys and not b.exact_keys
+    fused = fuse([a, b], FusionParams("sum", norm=None)).to_dict()
+    assert fused == {"q1": {"doc-2": 4.0, "d1": 2.5, "a-very-long-document-id": 1.0}}
+
+
+def test_it_confirms_equal_keys_on_the_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    a = Run.from_dict({"q1": {"first-long-id": 2.0, "second-long-id": 1.0}})
+    b = Run.from_dict({"q1": {"second-long-id": 3.0, "third-long-id": 1.0}})
+    expected = fuse([a, b], FusionParams("sum", norm=None)).to_dict()
+    assert expected == {"q1": {"second-long-id": 4.0, "first-long-id": 2.0, "third-long-id": 1.0}}
+    # Every key collides: the ids themselves must decide.
+    monkeypatch.setattr(
+        Run, "doc_keys_for", lambda self, exact: (np.arange(len(self)), np.zeros(len(self), np.uint64))
+    )
+    assert fuse([a, b], FusionParams("sum", norm=None)).to_dict() == expected
+
+
 def test_it_keeps_a_query_only_one_run_has() -> None:
     a = Run.from_dict({"q1": {"a": 2.0, "b": 1.0}, "q2": {"x": 5.0}})
     b = Run.from_dict({"q1": {"b": 4.0}})
