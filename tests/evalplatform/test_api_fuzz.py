@@ -52,7 +52,7 @@ from monitoring.embeddings import services as monitors
 from monitoring.evaluations import services as evaluations
 from monitoring.files import uploads
 from monitoring.fusion import services as fusions
-from monitoring.models import AlertEvent, NotificationChannel, ReuseAnalysis
+from monitoring.models import AlertEvent, GapsRequest, NotificationChannel, ReuseAnalysis
 from monitoring.pooling import services as pooling
 from monitoring.recsys_fraud import comparisons as recsys_fraud_comparisons
 from monitoring.recsys_fraud import services as recsys_fraud
@@ -240,6 +240,9 @@ def world(db: None, wsgi_requests_in_the_test_transaction: None) -> World:
     assert pooling.pool_build_run(pool_id=pool.pk).status == "done"
     ids["pools"] = pool.pk
     ids["members"] = team.memberships.get(user=lead).pk
+    ids["gaps-requests"] = GapsRequest.objects.create(
+        team=team, run_id=ids["runs"], qrels_id=ids["qrels"], depth=10
+    ).pk
     return World(lead=lead, annotator=annotator, project=project, team=team, ids=ids, stream="query-encoder")
 
 

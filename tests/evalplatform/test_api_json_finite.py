@@ -28,6 +28,7 @@ from annotations.models import ImportJob, LLMJudgeJob, MachineJudge, MachineJudg
 from evalcore.recsys import RecsysOptions
 from evalplatform.models import TeamMembership
 from monitoring import models as monitoring_models
+from monitoring.evaluations import loop
 from monitoring.fusion import services as fusions
 from monitoring.models import EmbeddingStream
 from monitoring.recsys_fraud import comparisons
@@ -71,6 +72,7 @@ ID_MODELS: dict[str, type[models.Model]] = {
     "recommendation-evaluations": monitoring_models.RecommendationEvaluation,
     "recommendation-sets": monitoring_models.RecommendationSet,
     "reuse-analyses": monitoring_models.ReuseAnalysis,
+    "gaps-requests": monitoring_models.GapsRequest,
     "runs": monitoring_models.Run,
     "series": Series,
     "snapshots": monitoring_models.EmbeddingSnapshot,
@@ -252,6 +254,13 @@ def test_it_answers_strict_json_from_every_get_endpoint_with_undefined_values_st
     reuse.reuse_analysis_run(analysis_id=analysis.pk)
     analysis.refresh_from_db()
     assert analysis.status == "done", analysis.error
+    # A finished "judge the gaps" request on a built version, so its reply (state and counts) is read too.
+    built = monitoring_models.QrelsSource.objects.filter(team__slug="search", build__isnull=False).first()
+    assert built is not None
+    gaps = loop.gaps_request_create(
+        run=monitoring_models.Run.objects.filter(team__slug="search").order_by("pk")[0], qrels=built, depth=5
+    )
+    assert loop.gaps_request_run(request_id=gaps.pk).status == "done"
     # A finished fusion optimised on that leaderboard's qrels, so its reply (weights, folds) is read too.
     inputs = list(monitoring_models.Run.objects.filter(team__slug="search").order_by("pk")[:2])
     fusion = fusions.fusion_create(
