@@ -162,6 +162,14 @@ def uploads_in_media_root(settings: Any, media_root: Path) -> None:
 
 
 @pytest.fixture(autouse=True)
+def fast_password_hashing(settings: Any) -> None:
+    """Personas are created, and sign in, in many tests: the production hasher (PBKDF2, a quarter of a
+    second of CPU per hash) would take a good part of the run. Processes the tests start (a demo, a
+    benchmark, the worker) keep the production hasher; no test signs in there as a user made here."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def judging_counts_exact(settings: Any) -> None:
     """Tests read queue counts right after the writes they check: no per-process caching of the open
     totals, skipped expiry sweeps nor remembered pending recomputes (production's load settings;

@@ -58,7 +58,7 @@ def wait_for_job(client: Client, url: str, timeout: float = 180.0) -> dict[str, 
         body: dict[str, Any] = client.get(url).json()
         if body["status"] in ("done", "failed"):
             return body
-        time.sleep(0.5)
+        time.sleep(0.1)
     raise AssertionError(f"the import job did not finish within {timeout} s: {body}")
 
 

@@ -28,7 +28,7 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> bool:
     while time.monotonic() < deadline:
         if predicate():
             return True
-        time.sleep(0.2)
+        time.sleep(0.05)
     return False
 
 

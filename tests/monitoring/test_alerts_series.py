@@ -301,7 +301,7 @@ def wait_until(predicate: Callable[[], bool], *, timeout: float = 120.0) -> bool
     while time.monotonic() < deadline:
         if predicate():
             return True
-        time.sleep(0.3)
+        time.sleep(0.05)
     return False
 
 

@@ -427,7 +427,7 @@ def wait_for_job(client: Client, url: str, auth: dict[str, str], timeout: float 
         body: dict[str, Any] = client.get(url, **auth).json()
         if body["status"] in {"done", "failed"}:
             return body
-        time.sleep(0.3)
+        time.sleep(0.1)
     raise AssertionError(f"{url} did not finish in {timeout} s")
 
 
@@ -519,5 +519,5 @@ def test_it_queues_a_job_from_a_fresh_web_process(
     assert code == "202"
     deadline = time.monotonic() + 90
     while Evaluation.objects.get(pk=int(pk)).status != "done" and time.monotonic() < deadline:
-        time.sleep(0.3)
+        time.sleep(0.05)
     assert Evaluation.objects.get(pk=int(pk)).status == "done", celery_worker_process.log()

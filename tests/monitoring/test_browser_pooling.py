@@ -75,7 +75,7 @@ def test_a_lead_pools_the_teams_runs_and_follows_the_pool(
         )
     deadline = time.monotonic() + JOB_TIMEOUT / 1000
     while time.monotonic() < deadline and not JudgingPool.objects.filter(pk=pool.pk, judged=2).exists():
-        time.sleep(0.5)
+        time.sleep(0.05)
     jobs = list(PoolReprioritise.objects.values("status", "error"))
     assert JudgingPool.objects.get(pk=pool.pk).judged == 2, (jobs, celery_worker_process.log()[-3000:])
     page.reload()

@@ -173,7 +173,7 @@ def wait_for(predicate: Any, timeout: float = 60.0) -> bool:
     while time.monotonic() < deadline:
         if predicate():
             return True
-        time.sleep(0.2)
+        time.sleep(0.05)
     return False
 
 

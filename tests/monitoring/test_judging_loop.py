@@ -379,7 +379,7 @@ def wait_for(predicate: Any, timeout: float = 90.0) -> bool:
     while time.monotonic() < deadline:
         if predicate():
             return True
-        time.sleep(0.3)
+        time.sleep(0.05)
     return False
 
 

@@ -288,7 +288,7 @@ def wait_for_job(client: Client, url: str, auth: dict[str, str], timeout: float 
         body: dict[str, Any] = client.get(url, **auth).json()
         if body["status"] in {"done", "failed"}:
             return body
-        time.sleep(0.3)
+        time.sleep(0.1)
     raise AssertionError(f"{url} did not finish in {timeout} s")
 
 

@@ -37,7 +37,7 @@ DONE_RUN = re.compile(r"Task monitoring\.tasks\.monitor_run\[[^]]+\] succeeded i
 DONE_CHECK = re.compile(r"Task monitoring\.tasks\.alerts_check_series\[[^]]+\] succeeded")
 
 
-def wait_until(predicate: Callable[[], bool], *, timeout: float, every: float = 0.2) -> bool:
+def wait_until(predicate: Callable[[], bool], *, timeout: float, every: float = 0.05) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
