@@ -189,3 +189,16 @@ def test_it_recovers_a_lost_chord_through_the_stale_job_sweep(
     finally:
         with app.connection_for_write() as broker:
             broker.default_channel.queue_delete(nowhere)
+        worker_settle(app, celery_worker_process.hostname)
+
+
+def worker_settle(app: Any, hostname: str, timeout: float = 30.0) -> None:
+    """Wait until the worker runs and holds no task (the follow-ups a finished run queues, such as its
+    alert check), so that the test database's flush never meets one of its transactions."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        inspect = app.control.inspect(destination=[hostname], timeout=1.0)
+        busy = [tasks for reply in (inspect.active(), inspect.reserved()) for tasks in (reply or {}).values()]
+        if not any(busy):
+            return
+        time.sleep(0.1)
