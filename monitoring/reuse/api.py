@@ -12,7 +12,6 @@ from typing import Any
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
-from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -122,7 +121,5 @@ def _out(analysis: ReuseAnalysis | None) -> dict[str, Any] | None:
 @api_view(["GET"])
 def reuse_analysis(request: Request, team: str, pk: int) -> Response:
     membership = get_team_for_member(request.user, team)
-    analysis = ReuseAnalysis.objects.filter(team=membership.team, pk=pk).first()
-    if analysis is None:
-        raise NotFound("No such analysis.")
+    analysis = selectors.get_one(ReuseAnalysis.objects.filter(team=membership.team), pk, "analysis")
     return Response(ReuseAnalysisOut(analysis).data)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -75,9 +75,7 @@ def judge_gaps(request: Request, team: str, pk: int, run: int) -> Response:
 @api_view(["GET"])
 def gaps_request(request: Request, team: str, pk: int) -> Response:
     membership = get_team_for_member(request.user, team)
-    job = GapsRequest.objects.filter(team=membership.team, pk=pk).first()
-    if job is None:
-        raise NotFound("No such gaps request.")
+    job = selectors.get_one(GapsRequest.objects.filter(team=membership.team), pk, "gaps request")
     return Response(GapsRequestOut(job).data)
 
 
