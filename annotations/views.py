@@ -11,7 +11,7 @@ import io
 import json
 from collections.abc import Callable
 from datetime import datetime
-from functools import partial, wraps
+from functools import lru_cache, partial, wraps
 from typing import Any
 
 from django.contrib import messages
@@ -24,7 +24,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import get_template
-from django.urls import reverse
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from annotations import hooks, hotpath, selectors, services
@@ -238,6 +238,41 @@ def judge(request: SignedInRequest, slug: str) -> HttpResponse:
     )
 
 
+#: A task id no URL holds, reversed once and replaced by each task's own (`judge_urls`).
+_TASK_MARKER = 987654321987654321
+#: The judge page's links: the key the task part reads, the URL's name, whether it names a task.
+_JUDGE_LINKS = (
+    ("judge", "annotations:judge", False),
+    ("undo", "annotations:judge-undo", False),
+    ("history", "annotations:judge-history", False),
+    ("guidelines", "annotations:guidelines", False),
+    ("continue", "annotations:judge-continue", False),
+    ("answer", "annotations:judge-answer", True),
+    ("answer_next", "annotations:judge-answer-next", True),
+)
+
+
+@lru_cache(maxsize=4096)
+def _judge_url_shapes(prefix: str, urlconf: str | None, slug: str) -> tuple[tuple[str, str, bool], ...]:
+    # `prefix` and `urlconf` key the cache: `reverse` reads them from the request's thread.
+    shapes = [(key, reverse(name, args=[slug, _TASK_MARKER] if task else [slug]), task)
+              for key, name, task in _JUDGE_LINKS]  # fmt: skip
+    return (*shapes, ("projects", reverse("annotations:project-list"), False))
+
+
+def judge_urls(slug: str, assignment_id: int | None = None) -> dict[str, str]:
+    """The judge page's links for project `slug`, and the answer URLs of the task `assignment_id` where
+    one is served: reversed once per project and process, since the task part is rendered on every
+    answer and its `{% url %}` tags were a twentieth of the answer's Python (py-spy, the load benchmark's
+    page mode)."""
+    marker = str(_TASK_MARKER)
+    return {
+        key: url.replace(marker, str(assignment_id)) if task else url
+        for key, url, task in _judge_url_shapes(get_script_prefix(), get_urlconf(), slug)
+        if assignment_id is not None or not task
+    }
+
+
 def _judge_context(
     membership: ProjectMembership, annotator: Any, claim: services.Claim, undoable: Annotation | None
 ) -> dict[str, Any]:
@@ -253,6 +288,7 @@ def _judge_context(
         "progress": progress,
         "undoable": undoable,
         "undo_rule": selectors.UNDO_RULE,
+        "urls": judge_urls(project.slug, claim.assignment.pk if claim.assignment is not None else None),
     }
     if claim.assignment is not None:
         task = claim.assignment.task
@@ -392,7 +428,7 @@ def _judge_reply(
         "html": get_template("annotations/_judge.html").render(context),
         "level": level,
         "message": message,
-        "url": reverse("annotations:judge", args=[membership.project.slug]),
+        "url": context["urls"]["judge"],
     }
     return JsonResponse(body, status=status)
 

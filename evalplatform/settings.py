@@ -246,6 +246,8 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+# Django's database sessions, read by a written-out statement (evalplatform/sessions.py).
+SESSION_ENGINE = "evalplatform.sessions"
 
 # Email (alerts and invitations).
 EMAIL_BACKEND = os.environ.get(
