@@ -37,6 +37,7 @@ urlpatterns = [
     path("projects/<slug:slug>/pools/", pools.pool_list, name="pools"),
     path("projects/<slug:slug>/pools/<int:pk>/", pools.pool_detail, name="pool"),
     path("projects/<slug:slug>/pools/<int:pk>/progress/", pools.pool_progress, name="pool-progress"),
+    path("projects/<slug:slug>/pools/<int:pk>/simulation/", pools.pool_simulation, name="pool-simulation"),
     path("teams/<slug:team>/runs/<int:pk>/", files.run_detail, name="run"),
     path("teams/<slug:team>/runs/<int:pk>/download/", files.run_download, name="run-download"),
     path("teams/<slug:team>/qrels/", files.qrels_list, name="qrels"),

@@ -231,3 +231,14 @@ def pool_reprioritise(self: Task, job_id: int) -> str:
 def pool_simulations_refresh(self: Task, build_id: int) -> int:
     """The planner's simulation of a project's pools on its new qrels version (idempotent)."""
     return len(planner.pool_simulations_refresh(build_id=build_id))
+
+
+@shared_task(
+    name="monitoring.tasks.pool_simulate",
+    time_limit=pooling.TIME_LIMIT,
+    soft_time_limit=pooling.TIME_LIMIT - 60,
+    **JOB_TASK_OPTIONS,
+)
+def pool_simulate(self: Task, pool_id: int) -> bool:
+    """The planner's simulation of one pool again, by the measure its lead chose (idempotent)."""
+    return planner.pool_simulate_task(pool_id=pool_id)

@@ -112,6 +112,7 @@ urlpatterns = [
     path(POOLS + "<int:pk>/", pools.pool_detail, name="pool-detail"),
     path(POOLS + "<int:pk>/yield.csv", pools.pool_yield_csv, name="pool-yield-csv"),
     path(POOLS + "<int:pk>/simulation.csv", pools.pool_simulation_csv, name="pool-simulation-csv"),
+    path(POOLS + "<int:pk>/simulation/", pools.pool_simulate, name="pool-simulate"),
     path(POOLS + "<int:pk>/state.json", pools.pool_state, name="pool-state"),
     path(POOLS + "<int:pk>/refresh/", pools.pool_refresh, name="pool-refresh"),
     path(POOLS + "<int:pk>/delete/", pools.pool_delete, name="pool-delete"),

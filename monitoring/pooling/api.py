@@ -23,7 +23,12 @@ from monitoring.files.models import Run
 from monitoring.pooling import selectors
 from monitoring.pooling import services as pooling
 from monitoring.pooling.models import DEFAULTS, JudgingPool
-from monitoring.pooling.planner import MEASURE, pool_planner_context
+from monitoring.pooling.planner import (
+    MEASURE,
+    pool_planner_context,
+    pool_simulation_measure_set,
+    simulation_measure_check,
+)
 from monitoring.reuse.api import PlannerOut
 
 TAGS = ["judging: pools from runs"]
@@ -69,6 +74,33 @@ class PoolIn(serializers.Serializer):
     rel_level = serializers.IntegerField(
         min_value=0, max_value=9, default=1, help_text="Relevant: a mean counted grade at least this."
     )
+    simulation_measure = serializers.CharField(
+        max_length=64,
+        default=MEASURE,
+        help_text="The measure that ranks the runs in the planner's simulation (a registry name, one "
+        "numeric measure).",
+    )
+
+    def validate_simulation_measure(self, value: str) -> str:
+        try:
+            return simulation_measure_check(value)
+        except InputError as error:
+            raise serializers.ValidationError(str(error)) from None
+
+
+class SimulationMeasureIn(serializers.Serializer):
+    measure = serializers.CharField(
+        max_length=64,
+        allow_blank=True,
+        default=MEASURE,
+        help_text="The measure that ranks the runs (a registry name, one numeric measure; blank: map).",
+    )
+
+    def validate_measure(self, value: str) -> str:
+        try:
+            return simulation_measure_check(value)
+        except InputError as error:
+            raise serializers.ValidationError(str(error)) from None
 
 
 class PoolFiguresOut(serializers.Serializer):
@@ -103,7 +135,9 @@ class SimulationCurveOut(serializers.Serializer):
 class SimulationOut(serializers.Serializer):
     qrels = serializers.IntegerField(required=False, help_text="The qrels source used as the oracle.")
     qrels_name = serializers.CharField(required=False)
-    measure = serializers.CharField(required=False, help_text="The measure that ranks the runs.")
+    measure = serializers.CharField(
+        required=False, help_text="The measure that ranked the runs for Kendall's tau in this simulation."
+    )
     step = serializers.IntegerField(required=False)
     budget = serializers.IntegerField(required=False, allow_null=True)
     strategies = SimulationCurveOut(many=True, required=False, help_text="Each strategy's steps.")
@@ -125,6 +159,10 @@ class PoolOut(JobStateOut):
     rel_level = serializers.IntegerField()
     adaptive = serializers.BooleanField(source="is_adaptive")
     figures = PoolFiguresOut(source="summary")
+    simulation_measure = serializers.CharField(
+        help_text="The measure chosen to rank the runs in the simulation (`simulation.measure` is the one "
+        "the stored simulation ranked by: they differ while a new simulation is queued)."
+    )
     simulation = SimulationOut(
         help_text="Every strategy replayed on the pool's runs with the team's newest qrels of the project as "
         "the oracle (computed by the build): relevant found and Kendall's tau against judgments."
@@ -143,6 +181,10 @@ class PoolProgressOut(PoolFiguresOut):
     refreshed_at = serializers.DateTimeField(allow_null=True)
     yield_curve = YieldPointOut(many=True, help_text="After each judgment, in the order judged.")
     simulation = SimulationOut()
+    simulation_measure = serializers.CharField(help_text="The measure chosen to rank the runs.")
+    simulation_pending = serializers.BooleanField(
+        help_text="The stored simulation ranks by another measure than the one chosen (not computed yet)."
+    )
     planner = PlannerOut(
         allow_null=True,
         help_text="Topic set size (Sakai 2016) from the pool's runs' per-topic scores on the newest qrels.",
@@ -238,6 +280,34 @@ def pool_progress(request: Request, slug: str, pk: int) -> Response:
         "refreshed_at": pool.refreshed_at,
         "yield_curve": [{"judged": p.judged, "relevant": p.relevant} for p in selectors.yield_points(pool)],
         "simulation": pool.simulation,
+        "simulation_measure": plan["simulation_measure"],
+        "simulation_pending": plan["simulation_pending"],
         **{key: plan[key] for key in ("planner", "planner_reason", "planner_measure", "planner_measures")},
     }
     return Response(PoolProgressOut(body).data)
+
+
+@extend_schema(
+    request=SimulationMeasureIn,
+    responses={202: PoolOut, 400: FIELD_ERRORS, 403: FORBIDDEN, 404: NOT_FOUND, 503: PoolOut},
+    summary="Simulate the strategies again, the runs ranked by a measure (leads; queued)",
+    description="Stores `measure` as the pool's `simulation_measure` and queues the simulation: every "
+    "strategy replayed on the pool's runs with the team's newest qrels of the project as the oracle, "
+    "Kendall's tau between the runs' ranking by `measure` on the judgments so far and on the oracle. Each "
+    "new qrels version of the project computes it again by that measure. Read it from `progress/` (its "
+    "`simulation.measure` is the measure once computed). 400 for an unknown or non-numeric measure, or a "
+    "pool not built yet; 503 when the task queue is unreachable (the choice is kept).",
+    tags=TAGS,
+)
+@api_view(["POST"])
+def pool_simulation(request: Request, slug: str, pk: int) -> Response:
+    project = selectors.get_pool_project(request.user, slug)
+    pool = selectors.get_pool(project=project, pk=pk)
+    data = SimulationMeasureIn(data=request.data)
+    data.is_valid(raise_exception=True)
+    try:
+        queued = pool_simulation_measure_set(pool=pool, measure=data.validated_data["measure"])
+    except InputError as error:
+        raise serializers.ValidationError({"non_field_errors": [str(error)]}) from None
+    pool = selectors.get_pool(project=project, pk=pk)
+    return Response(PoolOut(pool, context={"request": request}).data, status=202 if queued else 503)

@@ -43,11 +43,13 @@ STRATEGY_COLOURS = ("#6b7280", "#2457c5", "#0f9d58", "#d97706", "#b3261e", "#7c3
 
 
 def simulation_figure(simulation: dict[str, Any]) -> dict[str, Any] | None:
-    """Relevant found (left) and Kendall's tau (right, dotted) against judgments, one colour per strategy
-    (None without a stored simulation)."""
+    """Relevant found (left) and Kendall's tau of the runs' ranking by the simulation's measure (right,
+    dotted; its axis names the measure) against judgments, one colour per strategy (None without a stored
+    simulation)."""
     curves = simulation.get("strategies") or []
     if not curves:
         return None
+    measure = str(simulation.get("measure") or "map")
     traces = []
     for number, curve in enumerate(curves):
         strategy, steps = curve["strategy"], curve["steps"]
@@ -74,7 +76,7 @@ def simulation_figure(simulation: dict[str, Any]) -> dict[str, Any] | None:
                 showlegend=False,
                 yaxis="y2",
                 line={"color": colour, "dash": "dot"},
-                hovertemplate=f"{strategy}: %{{x}} judged, τ = %{{y:.3f}}<extra></extra>",
+                hovertemplate=f"{strategy}: %{{x}} judged, τ ({measure}) = %{{y:.3f}}<extra></extra>",
             )  # fmt: skip
         )
     return figure(
@@ -87,7 +89,7 @@ def simulation_figure(simulation: dict[str, Any]) -> dict[str, Any] | None:
             xaxis={"title": {"text": "Pairs judged (simulated)"}, "rangemode": "tozero"},
             yaxis={"title": {"text": "Relevant found (solid)"}, "rangemode": "tozero"},
             yaxis2={
-                "title": {"text": "Kendall's τ vs the oracle (dotted)"},
+                "title": {"text": f"Kendall's τ by {measure} vs the oracle (dotted)"},
                 "overlaying": "y",
                 "side": "right",
                 "range": [-1, 1],

@@ -75,7 +75,13 @@ class JudgingPool(Job):
         default=list, blank=True, help_text="Relevant found after each judgment, in the order judged."
     )
     refreshed_at = models.DateTimeField(null=True, blank=True)
-    # The planner's simulation, computed by the build job (`services.pool_simulation_compute`).
+    # The planner's simulation, computed by the build job (`planner.simulation_compute`), ranking the runs
+    # by `simulation_measure` (chosen on the pool's page or by the API; each new qrels version keeps it).
+    simulation_measure = models.CharField(
+        max_length=64,
+        default="map",
+        help_text="The measure (a registry name, one numeric measure) that ranks the runs in the simulation.",
+    )
     simulation = models.JSONField(
         default=dict,
         blank=True,

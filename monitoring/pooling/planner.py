@@ -14,7 +14,11 @@ built from the pool's project (`oracle_source`):
   Pages read it.
 
 The topic set size reads the measure the user picks (`planner_measure`: any one numeric measure name of
-the registry, `map` by default) from the stored per-topic scores; the simulation ranks the runs by `map`.
+the registry, `map` by default) from the stored per-topic scores. The simulation ranks the runs by the
+pool's `simulation_measure` (any one numeric measure of the registry, evaluated on the judgments so far as
+on the oracle; `map` by default): a lead picks it on the page or by the API (`pool_simulation_measure_set`),
+which stores it on the pool and queues `pool_simulate` (the task `monitoring.tasks.pool_simulate`), and a
+new version recomputes with it. The stored simulation says which measure it ranked by (`measure`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 
 import numpy as np
 from django.db import transaction
+from kombu.exceptions import OperationalError as BrokerError
 
 from evalcore.jsonable import json_finite
 from evalcore.pooling import PoolParams, simulate_pooling
@@ -36,7 +41,7 @@ from monitoring.models import Evaluation, QrelsSource
 from monitoring.pooling.models import JudgingPool
 from monitoring.reuse.services import planner
 
-#: The measure that ranks the runs in the simulation and whose per-topic scores feed the topic set size.
+#: The measure whose per-topic scores feed the topic set size, and the pool's simulation's by default.
 MEASURE = "map"
 #: The strategies the planner replays (the fixed, the adaptive the papers compare, and the baseline).
 SIMULATED = ("depth", "take-rrf", "take-rbp", "mtf", "bandit-mm-ns", "random")
@@ -130,15 +135,30 @@ def topic_scores(
 # --- the simulation, computed by the build job --------------------------------------------------------
 
 
+def simulation_measure_check(name: str) -> str:
+    """The measure name a simulation may rank the runs by (stripped; `map` when blank): one numeric
+    measure of the registry, in any of its spellings. InputError otherwise."""
+    name = (name or "").strip() or MEASURE
+    max_length = JudgingPool._meta.get_field("simulation_measure").max_length or 64
+    if len(name) > max_length:
+        raise InputError(f"A measure name is at most {max_length} characters.")
+    planner_measure_key(name)
+    return name
+
+
 def simulation_compute(pool: JudgingPool, progress: ProgressFn | None = None) -> dict[str, Any]:
-    """Every strategy replayed on the pool's runs with `oracle_source` as the oracle (see the module
-    docstring), as stored on `JudgingPool.simulation`."""
+    """Every strategy replayed on the pool's runs with `oracle_source` as the oracle, the runs ranked by the
+    pool's `simulation_measure` (see the module docstring), as stored on `JudgingPool.simulation`."""
+    measure = pool.simulation_measure or MEASURE
     source = oracle_source(pool)
     if source is None:
-        return {"reason": "The team has no qrels version built from this project to simulate with."}
+        return {
+            "reason": "The team has no qrels version built from this project to simulate with.",
+            "measure": measure,
+        }
     runs = list(pool.runs.order_by("pk"))
     if len(runs) < 2:
-        return {"reason": "The simulation ranks runs: pool at least two."}
+        return {"reason": "The simulation ranks runs: pool at least two.", "measure": measure}
     qrels = read_qrels(source)
     data = [read_run(run) for run in runs]
     names = [
@@ -154,7 +174,7 @@ def simulation_compute(pool: JudgingPool, progress: ProgressFn | None = None) ->
             strategy, budget=budget, depth=pool.depth, seed=pool.seed, rrf_k=pool.rrf_k, rbp_p=pool.rbp_p
         )
         steps = simulate_pooling(
-            data, qrels, params, step=step, measure=MEASURE, rel_level=max(1, pool.rel_level), names=names
+            data, qrels, params, step=step, measure=measure, rel_level=max(1, pool.rel_level), names=names
         )
         steps_out = [
             {"judged": s.judged, "relevant_found": s.relevant_found, "kendall_tau": s.kendall_tau}
@@ -165,7 +185,7 @@ def simulation_compute(pool: JudgingPool, progress: ProgressFn | None = None) ->
         {
             "qrels": source.pk,
             "qrels_name": source.name,
-            "measure": MEASURE,
+            "measure": measure,
             "step": step,
             "budget": budget,
             "strategies": curves,
@@ -174,11 +194,74 @@ def simulation_compute(pool: JudgingPool, progress: ProgressFn | None = None) ->
 
 
 def pool_simulate(*, pool_id: int) -> JudgingPool:
-    """Compute the pool's simulation again (on the newest version) and store it."""
-    pool = JudgingPool.objects.get(pk=pool_id)
+    """Compute the pool's simulation again (on the newest version, by its `simulation_measure`) and store
+    it, unless the measure was changed meanwhile (the task the change queued stores that one)."""
+    pool = JudgingPool.objects.defer("candidates").get(pk=pool_id)
     pool.simulation = simulation_compute(pool)
-    JudgingPool.objects.filter(pk=pool.pk).update(simulation=pool.simulation)  # the counters stay the jobs'
+    JudgingPool.objects.filter(pk=pool.pk, simulation_measure=pool.simulation_measure).update(
+        simulation=pool.simulation
+    )  # the counters stay the jobs'
     return pool
+
+
+def pool_simulate_task(*, pool_id: int) -> bool:
+    """The task's one call (`monitoring.tasks.pool_simulate`): `pool_simulate` on a built pool; a failure
+    is stored as the simulation's reason, as in the build. False when there is no built pool any more."""
+    from monitoring.pooling.services import LIVE  # services imports this module
+
+    pool = JudgingPool.objects.filter(pk=pool_id, stage__in=LIVE).only("pk", "simulation_measure").first()
+    if pool is None:
+        return False
+    try:
+        pool_simulate(pool_id=pool.pk)
+    except Exception as error:  # an unreadable run or oracle: the page says why
+        logger.warning("pool %s: simulation by %s failed: %s", pool.pk, pool.simulation_measure, error)
+        JudgingPool.objects.filter(pk=pool.pk, simulation_measure=pool.simulation_measure).update(
+            simulation={
+                "reason": f"The simulation by {pool.simulation_measure} failed: {error}",
+                "measure": pool.simulation_measure,
+            }
+        )
+    return True
+
+
+def pool_simulation_measure_set(*, pool: JudgingPool, measure: str) -> bool:
+    """Rank the pool's simulation's runs by `measure` (`simulation_measure_check`): store it on the pool and
+    queue `pool_simulate` (also when it is unchanged: the simulation is run again). InputError for an
+    impossible measure or a pool that is not built (its build computes the simulation). False when the
+    queue is unreachable: the choice stays, and the next qrels version of the project computes it."""
+    from monitoring.pooling.services import LIVE  # services imports this module
+    from monitoring.tasks import pool_simulate as task
+
+    measure = simulation_measure_check(measure)
+    if pool.stage not in LIVE:
+        raise InputError("The pool's build computes its simulation: choose the measure once it is built.")
+    JudgingPool.objects.filter(pk=pool.pk).update(simulation_measure=measure)
+    pool.simulation_measure = measure
+
+    def enqueue() -> bool:
+        try:
+            task.apply_async(args=(pool.pk,), retry=False)
+        except (BrokerError, OSError) as error:
+            logger.warning("pool %s: simulation by %s not queued: %s", pool.pk, measure, error)
+            return False
+        return True
+
+    if _in_atomic_block():  # sent once the choice is committed, for the worker to read it
+        transaction.on_commit(enqueue)
+        return True
+    return enqueue()
+
+
+def _in_atomic_block() -> bool:
+    return bool(transaction.get_connection().in_atomic_block)
+
+
+def simulation_pending(pool: JudgingPool) -> bool:
+    """The pool's stored simulation ranks by another measure than the one chosen (its task has not stored
+    it yet, or was not queued)."""
+    stored = (pool.simulation or {}).get("measure")
+    return bool(pool.simulation) and stored is not None and stored != pool.simulation_measure
 
 
 # --- a new version: the simulation again --------------------------------------------------------------
@@ -200,7 +283,10 @@ def pool_simulations_refresh(*, build_id: int) -> list[int]:
     refreshed = []
     for pool in pools:
         source = oracle_source(pool)
-        if source is None or (pool.simulation or {}).get("qrels") == source.pk:
+        stored = pool.simulation or {}
+        if source is None or (
+            stored.get("qrels") == source.pk and stored.get("measure", MEASURE) == pool.simulation_measure
+        ):
             continue
         try:
             pool_simulate(pool_id=pool.pk)
@@ -209,7 +295,10 @@ def pool_simulations_refresh(*, build_id: int) -> list[int]:
         ) as error:  # as in the build: the simulation is an extra, one pool never stops the rest
             logger.warning("pool %s: simulation after build %s failed: %s", pool.pk, build_id, error)
             JudgingPool.objects.filter(pk=pool.pk).update(
-                simulation={"reason": f"The simulation on {source.name} failed: {error}"}
+                simulation={
+                    "reason": f"The simulation on {source.name} failed: {error}",
+                    "measure": pool.simulation_measure,
+                }
             )
         refreshed.append(pool.pk)
     return refreshed
@@ -277,4 +366,6 @@ def pool_planner_context(pool: JudgingPool, *, measure: str = MEASURE) -> dict[s
         "planner_measures": measures,
         "simulation": simulation,
         "simulation_rows": simulation_rows(simulation),
+        "simulation_measure": pool.simulation_measure,
+        "simulation_pending": simulation_pending(pool),
     }

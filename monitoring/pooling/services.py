@@ -36,7 +36,9 @@ deterministic), so re-running a job changes nothing.
 One pool at a time: a project's pools would write the same `Task.priority`, so `pool_create` refuses a
 pool while another of the project is building or judging (`ordering_pool`, under the project's row
 lock); a pool whose budget is spent, that failed, or that was deleted (`pool_delete`) lets the next one
-in. Serving by priority ends with the pools: `project_priorities_settle` clears `Project.has_priorities`
+in. A finished pool's re-ordering while another pool of the project builds or judges only follows the
+answers (`_follow`): it stays done (even when an undo brought it under its budget) and gives no priority.
+Serving by priority ends with the pools: `project_priorities_settle` clears `Project.has_priorities`
 once no unanswered task of the project has a priority (after each re-ordering and build, and after a
 deletion), so the claim goes back to its plain path.
 """
@@ -70,7 +72,7 @@ from evalplatform.jobs import (
 from monitoring.evaluations.services import read_run
 from monitoring.files.models import Run
 from monitoring.pooling.models import JudgingPool, PoolReprioritise, PoolTask
-from monitoring.pooling.planner import simulation_compute
+from monitoring.pooling.planner import simulation_compute, simulation_measure_check
 
 Stage = JudgingPool.Stage
 logger = logging.getLogger(__name__)
@@ -113,10 +115,12 @@ def pool_create(
     rrf_k: int = 60,
     rbp_p: float = 0.8,
     rel_level: int = 1,
+    simulation_measure: str = "map",
     created_by: User | None = None,
     enqueue: bool = True,
 ) -> JudgingPool:
-    """A new pool of `project` from `runs` (its linked team's), its build queued on commit.
+    """A new pool of `project` from `runs` (its linked team's), its build queued on commit; its simulation
+    ranks the runs by `simulation_measure` (`planner.simulation_measure_check`).
 
     InputError when the project has no team, a run is another team's, or the parameters are impossible."""
     if project.team_id is None:
@@ -132,6 +136,7 @@ def pool_create(
         PoolParams(strategy, budget=budget, depth=depth, seed=seed, rrf_k=rrf_k, rbp_p=rbp_p)
     except ValueError as error:
         raise InputError(str(error)) from None
+    simulation_measure = simulation_measure_check(simulation_measure)
     if rel_level < 0 or rel_level not in range(max(project.grades, default=0) + 1):
         raise InputError(
             f"rel_level must be one of the project's grades ({', '.join(map(str, project.grades))})."
@@ -147,7 +152,8 @@ def pool_create(
         )
     pool = JudgingPool.objects.create(
         team_id=project.team_id, project=project, strategy=strategy, budget=budget, depth=depth, seed=seed,
-        rrf_k=rrf_k, rbp_p=rbp_p, rel_level=rel_level, created_by=created_by,
+        rrf_k=rrf_k, rbp_p=rbp_p, rel_level=rel_level, simulation_measure=simulation_measure,
+        created_by=created_by,
     )  # fmt: skip
     pool.runs.set(runs)
     if enqueue:
@@ -542,6 +548,41 @@ def _counters_refresh(pool: JudgingPool, history: History, *, pending: int) -> N
 POOL_FIGURES = ["stage", "judged", "relevant", "pending", "yield_curve", "refreshed_at"]
 
 
+# --- a finished pool beside a newer one -----------------------------------------------------------------
+
+
+def _ordering_elsewhere(pool: JudgingPool) -> JudgingPool | None:
+    """For a finished pool (`done`), the project's other pool whose order decides its priorities now, if
+    any (`ordering_pool`); None for a judging pool, or when no other pool builds or judges.
+
+    The project's row is locked first (no key, as `pool_create` does), so that a finished pool that an
+    undo brings back under its budget and a new pool of the project take turns: one of them orders."""
+    if pool.stage != Stage.DONE:
+        return None
+    Project.objects.select_for_update(no_key=True).filter(pk=pool.project_id).first()
+    other = ordering_pool(project_id=pool.project_id)
+    return other if other is not None and other.pk != pool.pk else None
+
+
+def _follow(pool: JudgingPool, history: History, *, ordering: JudgingPool) -> Materialised:
+    """The re-ordering of a finished pool while `ordering`, a newer pool of the project, builds or judges:
+    its figures follow the answers, but it stays `done` (even when an undo brought it back under its
+    budget), creates and deletes no task, and gives no priority. It only takes a priority it gave from its
+    tasks that nobody started and that `ordering` does not want (a pair an undo re-opened), so the newer
+    pool's order is the project's alone. Once no other pool orders, its next re-ordering materialises its
+    order again."""
+    links = _links_read(pool)
+    theirs = set(
+        PoolTask.objects.filter(pool=ordering, task_id__in=list(links.state)).values_list(
+            "task_id", flat=True
+        )
+    )
+    changed = _priorities_set({}, {pk: row for pk, row in links.state.items() if pk not in theirs})
+    pool.stage = Stage.DONE
+    _counters_refresh(pool, history, pending=sum(row.labels == 0 for row in links.state.values()))
+    return Materialised(0, 0, changed, 0)
+
+
 # --- re-ordering as answers arrive ----------------------------------------------------------------------
 
 
@@ -610,7 +651,11 @@ def _reprioritise_store(job: PoolReprioritise, history: History) -> None:
     pool = JudgingPool.objects.select_for_update(of=("self",)).get(pk=job.pool_id)
     if pool.stage not in LIVE:
         return
-    done = _materialise(pool, PoolCandidates.from_bytes(bytes(pool.candidates)), history)
+    ordering = _ordering_elsewhere(pool)
+    if ordering is not None:
+        done = _follow(pool, history, ordering=ordering)
+    else:
+        done = _materialise(pool, PoolCandidates.from_bytes(bytes(pool.candidates)), history)
     pool.save(update_fields=POOL_FIGURES)
     job.answers_seen = history.answers_seen
     job.changed, job.created_tasks, job.deleted_tasks = done.changed, done.created, done.deleted

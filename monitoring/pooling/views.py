@@ -17,7 +17,12 @@ from monitoring.pooling import selectors
 from monitoring.pooling import services as pooling
 from monitoring.pooling.charts import simulation_figure, yield_figure
 from monitoring.pooling.forms import PoolForm
-from monitoring.pooling.planner import MEASURE, pool_planner_context, simulation_rows
+from monitoring.pooling.planner import (
+    MEASURE,
+    pool_planner_context,
+    pool_simulation_measure_set,
+    simulation_rows,
+)
 
 
 @login_required
@@ -104,6 +109,32 @@ def pool_refresh(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
+def pool_simulate(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
+    """Rank the runs of the pool's simulation by the measure given (blank: `map`) and compute it again
+    (queued, as a new qrels version's is)."""
+    project = selectors.get_pool_project(request.user, slug)
+    pool = selectors.get_pool(project=project, pk=pk)
+    measure = request.POST.get("measure", "")
+    try:
+        queued = pool_simulation_measure_set(pool=pool, measure=measure)
+    except InputError as error:
+        messages.error(request, str(error))
+    else:
+        if queued:
+            messages.success(
+                request, f"Simulation by {pool.simulation_measure} queued: the page shows it once computed."
+            )
+        else:
+            messages.error(
+                request,
+                f"The task queue is unreachable: the simulation by {pool.simulation_measure} was not queued. "
+                "Try again later (the next qrels version of the project computes it too).",
+            )
+    return redirect(pool.get_absolute_url() + "#simulation-heading")
+
+
+@login_required
+@require_POST
 def pool_delete(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
     """Delete the pool (its leads): what it created that nobody started goes, what was judged stays, and
     the project can pool again."""
@@ -131,15 +162,18 @@ def pool_state(request: SignedInRequest, slug: str, pk: int) -> JsonResponse:
 @login_required
 @require_safe
 def pool_simulation_csv(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
-    """The planner's simulation: one row per strategy and step (a header alone without one)."""
+    """The planner's simulation: one row per strategy and step, with the measure that ranked the runs for
+    Kendall's tau (a header alone without one)."""
     project = selectors.get_pool_project(request.user, slug)
     pool = selectors.get_pool(project=project, pk=pk)
+    simulation = pool.simulation or {}
+    measure = simulation.get("measure", "")
     rows = (
-        (row["strategy"], row["judged"], row["relevant_found"], row["kendall_tau"])
-        for row in simulation_rows(pool.simulation or {})
+        (row["strategy"], row["judged"], row["relevant_found"], row["kendall_tau"], measure)
+        for row in simulation_rows(simulation)
     )
     return csv_response(
         f"{project.slug}-pool-{pool.pk}-simulation.csv",
-        ["strategy", "judged", "relevant_found", "kendall_tau"],
+        ["strategy", "judged", "relevant_found", "kendall_tau", "measure"],
         rows,
     )

@@ -26,6 +26,7 @@ from monitoring.evaluations.services import read_qrels
 from monitoring.models import QrelsSource
 from monitoring.pooling import planner
 from monitoring.pooling import services as pooling
+from monitoring.pooling.charts import simulation_figure
 from monitoring.pooling.models import JudgingPool
 from monitoring.pooling.planner import SIMULATED, pool_planner_context, topic_scores
 from monitoring.reuse.services import planner as planner_of
@@ -242,7 +243,8 @@ class TestPlanner:
                 io.StringIO(client.get(f"/projects/web/pools/{pool.pk}/simulation.csv").content.decode())
             )
         )
-        assert rows[0] == ["strategy", "judged", "relevant_found", "kendall_tau"]
+        assert rows[0] == ["strategy", "judged", "relevant_found", "kendall_tau", "measure"]
+        assert {row[4] for row in rows[1:]} == {"map"}
         stored = [
             [curve["strategy"], str(step["judged"]), str(step["relevant_found"])]
             for curve in pool.simulation["strategies"]
@@ -267,6 +269,231 @@ class TestPlanner:
         linked["runs"][1].evaluations.all().delete()
         context = pool_planner_context(pool)
         assert context["planner"] is None and "at least two" in context["planner_reason"]
+
+
+def expected_steps(linked: dict[str, Any], source: QrelsSource, simulation: dict[str, Any], strategy: str,
+                   measure: str, budget: int = 12) -> list[dict[str, Any]]:  # fmt: skip
+    """evalcore's `simulate_pooling` called directly on the run files, the runs ranked by `measure`."""
+    steps = simulate_pooling(
+        read_runs(linked), read_qrels(source), PoolParams(strategy, budget=budget, depth=10),
+        step=simulation["step"], measure=measure, names=[run.name for run in linked["runs"]],
+    )  # fmt: skip
+    return [
+        {"judged": s.judged, "relevant_found": s.relevant_found, "kendall_tau": s.kendall_tau} for s in steps
+    ]
+
+
+@pytest.mark.django_db
+class TestSimulationMeasure:
+    """The measure that ranks the runs in the pool's simulation: chosen per pool (page, API), stored with it,
+    kept by a new version's refresh."""
+
+    def test_the_simulation_by_another_measure_is_evalcores_by_that_measure(
+        self, linked: dict[str, Any], theo: User
+    ) -> None:
+        pool = pool_of(linked, theo, budget=12, simulation_measure="ndcg_cut_10")
+        assert pool.simulation_measure == "ndcg_cut_10" and pool.simulation["measure"] == "ndcg_cut_10"
+        for curve in pool.simulation["strategies"]:
+            assert curve["steps"] == expected_steps(
+                linked, linked["source"], pool.simulation, curve["strategy"], "ndcg_cut_10"
+            )
+
+    def test_a_lead_picks_the_measure_on_the_page_and_the_queued_task_computes_it(
+        self, linked: dict[str, Any], theo: User, queued: QueuedTasks,
+        django_capture_on_commit_callbacks: Any,
+    ) -> None:  # fmt: skip
+        pool = pool_of(linked, theo, budget=12)
+        client = signed_in(theo)
+        page = client.get(f"/projects/web/pools/{pool.pk}/").content.decode()
+        assert 'id="simulation-measure-form"' in page and 'id="simulation-measure" value="map"' in page
+        with django_capture_on_commit_callbacks(execute=True):
+            answer = client.post(f"/projects/web/pools/{pool.pk}/simulation/", {"measure": " P.5 "})
+        assert answer.status_code == 302
+        assert ("monitoring.tasks.pool_simulate", (pool.pk,)) in [(n, a) for n, a, _ in queued.sent]
+        pool.refresh_from_db()
+        assert pool.simulation_measure == "P.5" and pool.simulation["measure"] == "map"  # not computed yet
+        page = client.get(f"/projects/web/pools/{pool.pk}/").content.decode()
+        assert 'id="simulation-pending"' in page and "Simulation by P.5 queued" in page
+        assert planner.pool_simulate_task(pool_id=pool.pk) is True  # the worker's call
+        pool.refresh_from_db()
+        assert pool.simulation["measure"] == "P.5"
+        for curve in pool.simulation["strategies"]:
+            assert curve["steps"] == expected_steps(linked, linked["source"], pool.simulation, curve["strategy"],
+                                                    "P_5")  # fmt: skip
+        page = client.get(f"/projects/web/pools/{pool.pk}/").content.decode()
+        assert 'id="simulation-pending"' not in page and "runs ranked by P.5" in page
+        assert "τ (P.5)</th>" in page  # the table's
+        figure = simulation_figure(pool.simulation)
+        assert figure is not None
+        axis = figure["layout"]["yaxis2"]["title"]["text"]  # the chart's
+        assert axis == "Kendall's τ by P.5 vs the oracle (dotted)"
+        rows = list(csv.reader(io.StringIO(
+            client.get(f"/projects/web/pools/{pool.pk}/simulation.csv").content.decode())))  # fmt: skip
+        assert rows[0][-1] == "measure" and {row[-1] for row in rows[1:]} == {"P.5"}
+
+    def test_the_page_refuses_a_measure_it_cannot_rank_by_and_keeps_the_choice(
+        self, linked: dict[str, Any], theo: User, queued: QueuedTasks
+    ) -> None:
+        pool = pool_of(linked, theo, budget=4)
+        client = signed_in(theo)
+        for measure in ("ndgc_cut_10", "relstring", "map P_5"):
+            answer = client.post(
+                f"/projects/web/pools/{pool.pk}/simulation/", {"measure": measure}, follow=True
+            )
+            assert answer.status_code == 200 and 'id="simulation-table"' in answer.content.decode()
+        assert (
+            "did you mean"
+            in client.post(
+                f"/projects/web/pools/{pool.pk}/simulation/", {"measure": "ndgc_cut_10"}, follow=True
+            ).content.decode()
+        )
+        assert JudgingPool.objects.get(pk=pool.pk).simulation_measure == "map" and not queued.sent
+        # A building pool: its build computes the simulation.
+        JudgingPool.objects.filter(pk=pool.pk).update(stage=JudgingPool.Stage.BUILDING)
+        answer = client.post(f"/projects/web/pools/{pool.pk}/simulation/", {"measure": "P_5"}, follow=True)
+        assert "once it is built" in answer.content.decode() and not queued.sent
+
+    def test_the_api_takes_the_measure_shows_it_and_says_when_the_queue_is_down(
+        self, linked: dict[str, Any], theo: User, queued: QueuedTasks,
+        django_capture_on_commit_callbacks: Any, monkeypatch: pytest.MonkeyPatch,
+    ) -> None:  # fmt: skip
+        pool = pool_of(linked, theo, budget=12)
+        client = signed_in(theo)
+        path = f"/api/projects/web/pools/{pool.pk}/simulation/"
+        assert client.get(f"/api/projects/web/pools/{pool.pk}/").json()["simulation_measure"] == "map"
+        with django_capture_on_commit_callbacks(execute=True):
+            answer = client.post(path, {"measure": "ndcg_cut_10"}, content_type="application/json")
+        assert answer.status_code == 202, answer.content
+        assert answer.json()["simulation_measure"] == "ndcg_cut_10"
+        assert answer.json()["simulation"]["measure"] == "map"
+        progress = client.get(f"/api/projects/web/pools/{pool.pk}/progress/").json()
+        assert progress["simulation_pending"] is True and progress["simulation_measure"] == "ndcg_cut_10"
+        planner.pool_simulate_task(pool_id=pool.pk)
+        progress = client.get(f"/api/projects/web/pools/{pool.pk}/progress/").json()
+        assert progress["simulation_pending"] is False and progress["simulation"]["measure"] == "ndcg_cut_10"
+        pool.refresh_from_db()
+        assert progress["simulation"]["strategies"] == pool.simulation["strategies"]
+        bad = client.post(path, {"measure": "ndgc_cut_10"}, content_type="application/json")
+        assert bad.status_code == 400 and "ndcg_cut_10" in bad.json()["measure"][0]
+        assert client.post(path, {"measure": "x" * 65}, content_type="application/json").status_code == 400
+        # Outside a transaction (as a request is) the task is sent at once: a broker that is down answers 503.
+        monkeypatch.setattr(planner, "_in_atomic_block", lambda: False)
+        queued.broker_down = True
+        down = client.post(path, {"measure": "P_5"}, content_type="application/json")
+        assert down.status_code == 503 and down.json()["simulation_measure"] == "P_5"  # the choice stays
+        page = client.post(f"/projects/web/pools/{pool.pk}/simulation/", {"measure": "P_5"}, follow=True)
+        assert "The task queue is unreachable" in page.content.decode()
+        queued.broker_down = False
+        assert client.post(path, {}, content_type="application/json").json()["simulation_measure"] == "map"
+        schema = client.get("/api/schema/?format=json").json()
+        operation = schema["paths"]["/api/projects/{slug}/pools/{id}/simulation/"]["post"]
+        assert {"202", "400", "403", "404", "503"} <= set(operation["responses"])
+        assert "simulation_measure" in schema["components"]["schemas"]["PoolOut"]["properties"]
+
+    def test_the_api_creates_a_pool_with_its_measure(
+        self, linked: dict[str, Any], theo: User, queued: QueuedTasks
+    ) -> None:
+        client = signed_in(theo)
+        body = {"runs": [run.pk for run in linked["runs"]], "strategy": "depth", "budget": 4, "depth": 10}
+        bad = client.post("/api/projects/web/pools/", {**body, "simulation_measure": "relstring"},
+                          content_type="application/json")  # fmt: skip
+        assert bad.status_code == 400 and "simulation_measure" in bad.json()
+        created = client.post("/api/projects/web/pools/", {**body, "simulation_measure": "P_5"},
+                              content_type="application/json")  # fmt: skip
+        assert created.status_code == 202, created.content
+        assert created.json()["simulation_measure"] == "P_5"
+        assert pooling.pool_build_run(pool_id=created.json()["id"]).status == "done"
+        assert JudgingPool.objects.get(pk=created.json()["id"]).simulation["measure"] == "P_5"
+
+    def test_a_new_version_keeps_the_pools_measure(
+        self, linked: dict[str, Any], theo: User, carol: User
+    ) -> None:
+        pool = pool_of(linked, theo, budget=12, simulation_measure="P_5")
+        v2 = build_version(linked["project"], carol, list(Task.objects.filter(project=linked["project"])))
+        assert planner.pool_simulations_refresh(build_id=v2.pk) == [pool.pk]
+        v2_source = QrelsSource.objects.get(build=v2)
+        pool.refresh_from_db()
+        assert pool.simulation["qrels"] == v2_source.pk and pool.simulation["measure"] == "P_5"
+        for curve in pool.simulation["strategies"]:
+            assert curve["steps"] == expected_steps(
+                linked, v2_source, pool.simulation, curve["strategy"], "P_5"
+            )
+        assert planner.pool_simulations_refresh(build_id=v2.pk) == []  # re-delivered: nothing
+        # A choice whose task was never sent: the next refresh computes it, though on the same version.
+        JudgingPool.objects.filter(pk=pool.pk).update(simulation_measure="map")
+        assert planner.pool_simulations_refresh(build_id=v2.pk) == [pool.pk]
+        assert JudgingPool.objects.get(pk=pool.pk).simulation["measure"] == "map"
+
+    def test_a_simulation_computed_while_the_measure_changed_is_not_stored(
+        self, linked: dict[str, Any], theo: User, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        pool = pool_of(linked, theo, budget=4)
+        compute = planner.simulation_compute
+
+        def changed_meanwhile(pool: JudgingPool, progress: Any = None) -> dict[str, Any]:
+            JudgingPool.objects.filter(pk=pool.pk).update(simulation_measure="P_5")
+            return compute(pool, progress)
+
+        monkeypatch.setattr(planner, "simulation_compute", changed_meanwhile)
+        before = JudgingPool.objects.get(pk=pool.pk).simulation
+        planner.pool_simulate(pool_id=pool.pk)  # computed by map, stored by nobody: P_5's task stores its own
+        assert JudgingPool.objects.get(pk=pool.pk).simulation == before
+
+
+def test_kendall_tau_by_a_measure_other_than_map_is_scipys_on_the_rankings_by_that_measure() -> None:
+    """A small case computed by hand: P@2 of four runs over two topics on the judgments so far (unjudged
+    documents non-relevant, the mean over the topics judged so far) and on the whole qrels, their Kendall's
+    tau-b by scipy, against `simulate_pooling(measure="P_2")` at every judgment."""
+    from scipy.stats import kendalltau
+
+    from evalcore.pooling import candidates_from_runs, judging_sequence
+    from evalcore.pooling.simulation import candidate_grades
+    from evalcore.retrieval import Qrels, Run
+
+    truth = {"t1": {"a": 1, "b": 1, "c": 0, "d": 1}, "t2": {"e": 1, "f": 0, "g": 1, "h": 0}}
+    rankings = {
+        "r1": {"t1": ["a", "b", "c"], "t2": ["e", "g", "f"]},
+        "r2": {"t1": ["c", "a", "d"], "t2": ["f", "h", "e"]},
+        "r3": {"t1": ["d", "c", "b"], "t2": ["g", "f", "h"]},
+        "r4": {"t1": ["c", "d", "a"], "t2": ["h", "e", "f"]},
+    }
+    runs = [
+        Run.from_dict({qid: {doc: float(10 - rank) for rank, doc in enumerate(docs)} for qid, docs in ranked.items()})
+        for ranked in rankings.values()
+    ]  # fmt: skip
+    qrels = Qrels.from_dict(truth)
+    params = PoolParams("depth", depth=3)
+
+    def p_at_2(judged: dict[str, dict[str, int]]) -> list[float]:
+        return [
+            float(
+                np.mean([sum(judged[qid].get(doc, 0) >= 1 for doc in ranked[qid][:2]) / 2 for qid in judged])
+            )
+            for ranked in rankings.values()
+        ]
+
+    steps = simulate_pooling(runs, qrels, params, step=1, measure="P_2", names=list(rankings))
+    candidates = candidates_from_runs(runs, depth=3, names=list(rankings), qids=list(qrels.qids))
+    grades = candidate_grades(candidates, qrels)
+    sequence = judging_sequence(candidates, params, grades >= 1).tolist()
+    assert [s.judged for s in steps] == list(range(1, len(sequence) + 1)) and len(sequence) == 8
+    full = p_at_2(truth)
+    taus = []
+    for step in steps:
+        judged: dict[str, dict[str, int]] = {}
+        for index in sequence[: step.judged]:
+            qid, doc = candidates.pair(index)
+            judged.setdefault(qid, {})[doc] = truth[qid][doc]
+        want = kendalltau(full, p_at_2(judged)).statistic  # tau-b, as evalcore's
+        taus.append(step.kendall_tau)
+        if np.isnan(want):
+            assert step.kendall_tau is None
+        else:
+            assert step.kendall_tau == pytest.approx(want)
+    assert steps[-1].kendall_tau == pytest.approx(1.0)
+    # The measure matters: ranked by map, the agreement differs somewhere on the way.
+    by_map = [s.kendall_tau for s in simulate_pooling(runs, qrels, params, step=1, names=list(rankings))]
+    assert by_map != taus
 
 
 @pytest.mark.django_db

@@ -553,6 +553,32 @@ class TestOnePoolAtATime:
         second = built(project, runs, strategy="depth", budget=6)  # a spent budget lets the next one in
         assert second.phase == "judging"
 
+    def test_an_undo_in_a_finished_pool_leaves_the_newer_pools_order_alone(
+        self, project: Project, runs: list[Run], alice: User
+    ) -> None:
+        older = built(project, [runs[0]], strategy="depth", budget=3, depth=3)  # d{q}-0 and d{q}-1
+        judge(project, alice, lambda task: 1, count=3)
+        assert reprioritise(older).phase == "done" and not has_priorities(project)
+        newer = built(project, [runs[1]], strategy="depth", budget=4, depth=2)  # d{q}-7 and d{q}-6
+        theirs = prioritised(project)
+        assert len(theirs) == 4 and all(doc[-1] in "67" for _, doc in theirs)
+        # alice takes her last answer back (a pair of the older pool) and leaves it.
+        reopened = judging.annotation_undo(project=project, annotator=alice).task
+        judging.reservations_release_held(project=project, annotator=alice)
+        older = reprioritise(older)
+        assert older.phase == "done" and (older.judged, older.pending) == (2, 1)  # its figures follow
+        assert (
+            Task.objects.get(pk=reopened.pk).priority is None
+        )  # served in the plain order, after the newer's
+        assert prioritised(project) == theirs and pooling.ordering_pool(project_id=project.pk) == newer
+        assert reprioritise(newer).phase == "judging" and prioritised(project) == theirs
+        with pytest.raises(InputError, match=rf"Pool #{newer.pk} \(depth\)"):
+            pooling.pool_create(project=project, runs=runs, strategy="depth", budget=3)
+        # Without the newer pool, the older one orders again: the re-opened pair is its to serve.
+        pooling.pool_delete(pool=newer)
+        assert reprioritise(older).phase == "judging"
+        assert prioritised(project) == [(reopened.topic.qid, reopened.document.doc_id)]
+
     def test_a_pool_still_building_blocks_too_and_a_failed_one_does_not(
         self, project: Project, runs: list[Run]
     ) -> None:
