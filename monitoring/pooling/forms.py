@@ -1,4 +1,5 @@
-"""The form that creates a pool: the linked team's runs, a strategy and its parameters."""
+"""The form that creates a pool: the linked team's runs, a strategy and its parameters, and the measure
+that ranks the runs in the pool page's simulation."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from typing import Any
 from django import forms
 
 from evalcore.pooling import ADAPTIVE_STRATEGIES, STRATEGIES
+from evalplatform.errors import InputError
 from evalplatform.models import Team
 from monitoring.evaluations.forms import RunsChoiceField
 from monitoring.pooling.models import DEFAULTS
+from monitoring.pooling.planner import MEASURE, simulation_measure_check
 from monitoring.pooling.selectors import team_runs
 
 STRATEGY_HELP = {
@@ -41,6 +44,21 @@ class PoolForm(forms.Form):
     seed = forms.IntegerField(
         min_value=0, max_value=2**62, initial=DEFAULTS.seed, help_text="Drives the random and bandit orders."
     )
+    simulation_measure = forms.CharField(
+        label="Rank the simulated runs by",
+        required=False,
+        initial=MEASURE,
+        # No max_length: the check below says when a name is too long, a browser's maxlength would not.
+        help_text="The measure that ranks the runs in the pool page's simulation of the strategies: any one "
+        "numeric measure of the registry, in any of its spellings (ndcg_cut_10, nDCG@10, P_5); empty: map.",
+    )
+
+    def clean_simulation_measure(self) -> str:
+        """As the API's: one numeric measure of the registry (`planner.simulation_measure_check`)."""
+        try:
+            return simulation_measure_check(self.cleaned_data.get("simulation_measure") or "")
+        except InputError as error:
+            raise forms.ValidationError(str(error)) from None
 
     def __init__(self, *args: Any, team: Team, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -48,4 +66,4 @@ class PoolForm(forms.Form):
             queryset=team_runs(team=team), widget=forms.CheckboxSelectMultiple, label="Runs",
             help_text=f"{team.name}'s runs; their top documents over this project's topics are pooled.",
         )  # fmt: skip
-        self.order_fields(["runs", "strategy", "budget", "depth", "seed"])
+        self.order_fields(["runs", "strategy", "budget", "depth", "seed", "simulation_measure"])

@@ -39,7 +39,8 @@ def pool_list(request: SignedInRequest, slug: str) -> HttpResponse:
         try:
             pool = pooling.pool_create(
                 project=project, runs=list(data["runs"]), strategy=data["strategy"], budget=data["budget"],
-                depth=data["depth"], seed=data["seed"], created_by=request.user,
+                depth=data["depth"], seed=data["seed"], simulation_measure=data["simulation_measure"],
+                created_by=request.user,
             )  # fmt: skip
         except InputError as error:
             form.add_error(None, str(error))

@@ -50,10 +50,13 @@ def test_a_lead_pools_the_teams_runs_and_follows_the_pool(
     page.get_by_label("Strategy").select_option("mtf")
     page.get_by_label("Budget").fill("6")
     page.get_by_label("Depth").fill("5")
+    assert page.get_by_label("Rank the simulated runs by").input_value() == "map"
+    page.get_by_label("Rank the simulated runs by").fill("P_5")
     page.get_by_role("button", name="Create the pool").click()
 
     pool = JudgingPool.objects.get()
     assert page.url == f"{live_server.url}/projects/{project.slug}/pools/{pool.pk}/"
+    assert pool.simulation_measure == "P_5"
     # The page polls the build and reloads once it is done.
     page.wait_for_selector("#pool-stage:has-text('Judging')", timeout=JOB_TIMEOUT)
     pool.refresh_from_db()

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 
 from annotations import services as judging
 from annotations.models import Task
@@ -23,6 +26,7 @@ from evalcore.reuse import topic_set_size_table
 from monitoring.evaluations import loop
 from monitoring.evaluations import services as evaluations
 from monitoring.evaluations.services import read_qrels
+from monitoring.files import uploads
 from monitoring.models import QrelsSource
 from monitoring.pooling import planner
 from monitoring.pooling import services as pooling
@@ -31,7 +35,14 @@ from monitoring.pooling.models import JudgingPool
 from monitoring.pooling.planner import SIMULATED, pool_planner_context, topic_scores
 from monitoring.reuse.services import planner as planner_of
 from tests.conftest import THEO, QueuedTasks, browser_log_in
-from tests.monitoring.test_judging_loop import build_version, carol, linked, signed_in  # noqa: F401 - fixtures
+from tests.monitoring.conftest import upload
+from tests.monitoring.test_judging_loop import (  # noqa: F401 - fixtures
+    build_version,
+    carol,
+    linked,
+    run_text,
+    signed_in,
+)
 from tests.monitoring.test_pooling import run_pending
 
 __all__ = ["carol", "linked"]
@@ -297,6 +308,43 @@ class TestSimulationMeasure:
             assert curve["steps"] == expected_steps(
                 linked, linked["source"], pool.simulation, curve["strategy"], "ndcg_cut_10"
             )
+
+    def test_pool_runs_m_stores_what_simulate_pooling_m_prints_on_the_same_files(
+        self, linked: dict[str, Any], tmp_path: Path
+    ) -> None:
+        """`pool_runs -m nDCG@10` ranks the simulation's runs by that measure, and each stored curve is what
+        `simulate_pooling -m nDCG@10` prints on the same run files and qrels (the version, exported as
+        TREC qrels), strategy, budget, depth, seed and step (five runs: tau is not only +-1)."""
+        more = [
+            uploads.run_upload(team=linked["project"].team, upload=upload(f"{tag}.run", run_text(order, tag)),
+                               uploaded_by=linked["runs"][0].uploaded_by)
+            for tag, order in (("mix", [3, 0, 4, 1, 5, 2]), ("deep", [3, 4, 5, 2, 1, 0]), ("alt", [1, 3, 0, 5, 2, 4]))
+        ]  # fmt: skip
+        names = [arg for run in [*linked["runs"], *more] for arg in ("--run", run.name)]
+        out = io.StringIO()
+        call_command("pool_runs", "--project", "web", *names, "--strategy", "mtf", "--budget", "12", "--depth", "10",
+                     "--seed", "7", "-m", "nDCG@10", "--json", stdout=out)  # fmt: skip
+        data = json.loads(out.getvalue())
+        pool = JudgingPool.objects.get(pk=data["pool"])
+        assert data["simulation_measure"] == pool.simulation_measure == "nDCG@10"
+        assert pool.simulation["measure"] == "nDCG@10" and pool.simulation["qrels"] == linked["source"].pk
+        qrels_file = tmp_path / "v1.qrels"
+        with evaluations.qrels_path(linked["source"]) as path:
+            shutil.copyfile(path, qrels_file)
+        files = [arg for run in [*linked["runs"], *more] for arg in ("--run", run.file.path)]
+
+        def simulated(strategy: str, *measure: str) -> dict[str, Any]:
+            printed = io.StringIO()
+            call_command("simulate_pooling", "--qrels", str(qrels_file), *files, "--strategy", strategy,
+                         "--budget", "12", "--depth", "10", "--seed", "7", "--step", str(pool.simulation["step"]),
+                         *measure, "--json", stdout=printed)  # fmt: skip
+            return json.loads(printed.getvalue())  # type: ignore[no-any-return]
+
+        assert [curve["strategy"] for curve in pool.simulation["strategies"]] == list(SIMULATED)
+        for curve in pool.simulation["strategies"]:
+            command = simulated(curve["strategy"], "-m", "nDCG@10")
+            assert command["measure"] == "nDCG@10" and command["steps"] == curve["steps"], curve["strategy"]
+            assert simulated(curve["strategy"])["steps"] != curve["steps"]  # by map: the measure matters here
 
     def test_a_lead_picks_the_measure_on_the_page_and_the_queued_task_computes_it(
         self, linked: dict[str, Any], theo: User, queued: QueuedTasks,

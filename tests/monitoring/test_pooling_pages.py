@@ -18,6 +18,7 @@ from annotations.models import Project, Task
 from evalplatform.models import Team
 from evalplatform.teams import team_member_set
 from monitoring.files.models import Run
+from monitoring.management.commands.pool_runs import Command as PoolRuns
 from monitoring.pooling import services as pooling
 from monitoring.pooling.models import JudgingPool
 from tests.conftest import QueuedTasks
@@ -70,7 +71,39 @@ class TestPages:
             "lena",
         )
         assert set(pool.runs.all()) == {runs[0], runs[1]}
+        assert pool.simulation_measure == "map"  # a form without the field: the default
         assert queued.names() == ["monitoring.tasks.pool_build"]
+
+    def test_the_form_takes_the_simulations_measure_in_any_spelling_blank_map(
+        self, lead: Client, project: Project, runs: list[Run], queued: QueuedTasks
+    ) -> None:
+        page = lead.get("/projects/web/pools/").content.decode()
+        assert '<label for="id_simulation_measure">Rank the simulated runs by</label>' in page
+        assert 'name="simulation_measure" value="map"' in page
+        body = {"runs": [runs[0].pk, runs[1].pk], "strategy": "depth", "budget": 3, "depth": 5, "seed": 0}
+        for measure, stored in ((" nDCG@10 ", "nDCG@10"), ("P.5", "P.5"), ("", "map")):
+            response = lead.post("/projects/web/pools/", {**body, "simulation_measure": measure})
+            pool = JudgingPool.objects.get()
+            assert response.status_code == 302 and pool.simulation_measure == stored, response.content
+            pool.delete()  # one pool at a time: the next one may be created
+
+    def test_the_form_refuses_a_measure_it_cannot_rank_by_saying_why(
+        self, lead: Client, project: Project, runs: list[Run]
+    ) -> None:
+        body = {"runs": [runs[0].pk], "strategy": "depth", "budget": 3, "depth": 5, "seed": 0}
+        for measure, reason in (
+            ("ndgc_cut_10", "did you mean &#x27;ndcg_cut_10&#x27;"),
+            ("relstring", "relstring: give one numeric measure, such as map or ndcg_cut_10"),
+            ("map P_5", "unknown measure &#x27;map P_5&#x27;"),
+            ("x" * 65, "A measure name is at most 64 characters."),
+        ):
+            response = lead.post("/projects/web/pools/", {**body, "simulation_measure": measure})
+            page = response.content.decode()
+            assert response.status_code == 400 and reason in page, measure
+            field = page[page.index('<label for="id_simulation_measure">') :]
+            assert reason in field[: field.index("</div>\n</div>")]  # under the field, with its value kept
+            assert f'name="simulation_measure" value="{measure}"' in field
+        assert not JudgingPool.objects.exists()
 
     def test_it_refuses_a_bad_form_with_its_reasons(
         self, lead: Client, project: Project, runs: list[Run]
@@ -214,7 +247,36 @@ class TestCommand:
         pool = JudgingPool.objects.get()
         assert data["pool"] == pool.pk and data["runs"] == ["up", "down"] and data["stage"] == "judging"
         assert (data["tasks_created"], data["pending"], data["skipped_missing"]) == (5, 5, 3)
+        assert data["simulation_measure"] == pool.simulation_measure == "map"
         assert Task.objects.filter(project=project, priority__isnull=False).count() == 5
+
+    def test_m_ranks_the_simulations_runs_by_a_measure_of_the_registry(
+        self, project: Project, runs: list[Run]
+    ) -> None:
+        out = io.StringIO()
+        call_command("pool_runs", "--project", "web", "--run", "up", "--strategy", "depth", "--budget", "3",
+                     "-m", "P.5", stdout=out)  # fmt: skip
+        pool = JudgingPool.objects.get()
+        assert pool.simulation_measure == "P.5" and pool.simulation["measure"] == "P.5"
+        assert "its simulation ranks the runs by P.5." in out.getvalue()
+        JudgingPool.objects.all().delete()
+        out = io.StringIO()
+        call_command("pool_runs", "--project", "web", "--run", "up", "--strategy", "depth", "--budget", "3",
+                     "--measure", " ndcg_cut.10 ", "--json", stdout=out)  # fmt: skip
+        assert json.loads(out.getvalue())["simulation_measure"] == "ndcg_cut.10"
+        JudgingPool.objects.all().delete()
+        for measure, reason in (
+            ("ndgc_cut_10", "-m/--measure: unknown measure 'ndgc_cut_10'; did you mean 'ndcg_cut_10'"),
+            ("relstring", "-m/--measure: relstring: give one numeric measure"),
+            ("P.5,10", "-m/--measure: P.5,10: give one numeric measure"),
+        ):
+            with pytest.raises(CommandError) as refused:
+                call_command("pool_runs", "--project", "web", "--run", "up", "--strategy", "depth", "--budget", "3",
+                             "-m", measure)  # fmt: skip
+            assert str(refused.value).startswith(reason), refused.value
+        assert not JudgingPool.objects.exists()
+        usage = PoolRuns().create_parser("manage.py", "pool_runs").format_help()
+        assert "-m MEASURE, --measure MEASURE" in usage and "simulate_pooling's -m" in " ".join(usage.split())
 
     def test_it_says_what_is_wrong(self, project: Project, runs: list[Run]) -> None:
         with pytest.raises(CommandError, match="no run named 'nope'"):

@@ -1,5 +1,5 @@
-"""`pool_runs --project SLUG --run NAME ... --strategy S --budget B`: pool a team's runs into the judging
-project linked to that team, as the pool page and the API do, built in this process."""
+"""`pool_runs --project SLUG --run NAME ... --strategy S --budget B [-m MEASURE]`: pool a team's runs into
+the judging project linked to that team, as the pool page and the API do, built in this process."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from evalplatform.errors import InputError
 from monitoring.files.models import Run
 from monitoring.pooling import services as pooling
 from monitoring.pooling.models import DEFAULTS, JudgingPool
+from monitoring.pooling.planner import MEASURE, simulation_measure_check
 
 
 def pool_summary(pool: JudgingPool) -> dict[str, Any]:
@@ -27,6 +28,7 @@ def pool_summary(pool: JudgingPool) -> dict[str, Any]:
         "budget": pool.budget,
         "depth": pool.depth,
         "seed": pool.seed,
+        "simulation_measure": pool.simulation_measure,
         "status": pool.status,
         "error": pool.error,
         **pool.summary(),
@@ -41,7 +43,8 @@ class Command(BaseCommand):
         "--budget of them added to the project as tasks that annotators are served first, in that order "
         "(tasks the project has are reused; documents it lacks are left out and counted). Adaptive "
         f"strategies ({', '.join(sorted(ADAPTIVE_STRATEGIES))}) re-order the pending tasks as answers "
-        "arrive. The pool is built in this process; its page lists it for the project's leads."
+        "arrive. The pool is built in this process; its page lists it for the project's leads, with every "
+        "strategy replayed on the runs (the simulation), the runs ranked by -m/--measure."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -62,6 +65,12 @@ class Command(BaseCommand):
             "--seed", type=int, default=DEFAULTS.seed, metavar="N",
             help=f"drives the random and bandit orders (default {DEFAULTS.seed})",
         )  # fmt: skip
+        parser.add_argument(
+            "-m", "--measure", default=MEASURE, metavar="MEASURE",
+            help=f"the measure that ranks the runs in the pool page's simulation of the strategies, as "
+            f"simulate_pooling's -m: any one numeric measure of the registry, in any of its spellings, such "
+            f"as ndcg_cut_10 or P_5 (default {MEASURE})",
+        )  # fmt: skip
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -76,9 +85,13 @@ class Command(BaseCommand):
         if options["budget"] < 1:
             raise CommandError("--budget must be at least 1.")
         try:
+            measure = simulation_measure_check(options["measure"])
+        except InputError as error:
+            raise CommandError(f"-m/--measure: {error}") from None
+        try:
             pool = pooling.pool_create(
                 project=project, runs=runs, strategy=options["strategy"], budget=options["budget"],
-                depth=options["depth"], seed=options["seed"], enqueue=False,
+                depth=options["depth"], seed=options["seed"], simulation_measure=measure, enqueue=False,
             )  # fmt: skip
         except InputError as error:
             raise CommandError(str(error)) from None
@@ -100,7 +113,8 @@ class Command(BaseCommand):
             f"Pool {pool.pk} ({pool.strategy}) of {len(runs)} run{'s' if len(runs) != 1 else ''} into "
             f"{project.slug}: {pool.candidates_count} pairs pooled{skipped}; {pool.tasks_created} tasks added, "
             f"{pool.tasks_reused} reused; {pool.judged} of {pool.budget} judged already, {pool.pending} waiting "
-            f"({pool.phase_label.lower()}). Its page: {pool.get_absolute_url()}"
+            f"({pool.phase_label.lower()}); its simulation ranks the runs by {pool.simulation_measure}. Its page: "
+            f"{pool.get_absolute_url()}"
         )
 
     @staticmethod
