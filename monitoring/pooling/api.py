@@ -56,6 +56,20 @@ class TeamRunField(serializers.PrimaryKeyRelatedField):
         return found
 
 
+class SimulationMeasureField(serializers.CharField):
+    """A measure that ranks the runs in a pool's simulation, as `simulation_measure_check` accepts and
+    spells it (one numeric measure of the registry; blank: map)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_length=64, **kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        try:
+            return simulation_measure_check(super().to_internal_value(data))
+        except InputError as error:
+            raise serializers.ValidationError(str(error)) from None
+
+
 class PoolIn(serializers.Serializer):
     runs = serializers.ListField(
         child=TeamRunField(), min_length=1, help_text="Ids of the linked team's runs."
@@ -74,33 +88,19 @@ class PoolIn(serializers.Serializer):
     rel_level = serializers.IntegerField(
         min_value=0, max_value=9, default=1, help_text="Relevant: a mean counted grade at least this."
     )
-    simulation_measure = serializers.CharField(
-        max_length=64,
+    simulation_measure = SimulationMeasureField(
         default=MEASURE,
         help_text="The measure that ranks the runs in the planner's simulation (a registry name, one "
         "numeric measure).",
     )
 
-    def validate_simulation_measure(self, value: str) -> str:
-        try:
-            return simulation_measure_check(value)
-        except InputError as error:
-            raise serializers.ValidationError(str(error)) from None
-
 
 class SimulationMeasureIn(serializers.Serializer):
-    measure = serializers.CharField(
-        max_length=64,
+    measure = SimulationMeasureField(
         allow_blank=True,
         default=MEASURE,
         help_text="The measure that ranks the runs (a registry name, one numeric measure; blank: map).",
     )
-
-    def validate_measure(self, value: str) -> str:
-        try:
-            return simulation_measure_check(value)
-        except InputError as error:
-            raise serializers.ValidationError(str(error)) from None
 
 
 class PoolFiguresOut(serializers.Serializer):
