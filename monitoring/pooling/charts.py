@@ -84,15 +84,19 @@ def simulation_figure(simulation: dict[str, Any]) -> dict[str, Any] | None:
         layout(
             LAYOUT,
             showlegend=True,
-            height=420,
-            margin={"l": 70, "r": 70, "t": 30, "b": 60},
+            height=460,
+            margin={"l": 70, "r": 70, "t": 30, "b": 100},
+            # Below the plot: at the right it covered the tau axis and its title.
+            legend={"orientation": "h", "x": 0, "y": -0.22, "xanchor": "left", "yanchor": "top"},
             xaxis={"title": {"text": "Pairs judged (simulated)"}, "rangemode": "tozero"},
             yaxis={"title": {"text": "Relevant found (solid)"}, "rangemode": "tozero"},
             yaxis2={
                 "title": {"text": f"Kendall's τ by {measure} vs the oracle (dotted)"},
                 "overlaying": "y",
                 "side": "right",
-                "range": [-1, 1],
+                "range": [-1.05, 1.05],
+                "tickvals": [-1, -0.5, 0, 0.5, 1],
+                "showgrid": False,
             },  # fmt: skip
         ),
     )
