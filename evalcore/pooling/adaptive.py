@@ -29,6 +29,10 @@ Strategies (one arm chosen per judgment; ties go to the run given first):
   draw theta_s ~ Beta(1 + rel_s, 1 + nrel_s) for every run and pull the largest; draws come from
   `numpy.random.default_rng([seed, topic, judged so far in the topic])`, so the same seed and
   judgments give the same choices.
+- `bandit-bla-ns`, the non-stationary learning automaton: `bandit-bla`'s draws from the posteriors of
+  `bandit-mm-ns`'s discounted counts, theta_s ~ Beta(1 + rel_s, 1 + nrel_s) with rel_s and nrel_s
+  discounted by gamma at each new observation of the run (the IPM paper's second non-stationary variant,
+  as we read its abstract: its two non-stationary methods are those of MM and of BLA).
 
 The *current order* of the pending documents: replay the judgments to get the state, then keep
 choosing with the state frozen (no new evidence): the chosen run is read until it runs out, then the
@@ -46,6 +50,10 @@ import math
 import numpy as np
 
 __all__ = ["TopicArms"]
+
+#: The strategies whose run counts are discounted at each new observation, and those that draw.
+DISCOUNTED = frozenset({"bandit-mm-ns", "bandit-bla-ns"})
+THOMPSON = frozenset({"bandit-bla", "bandit-bla-ns"})
 
 
 class TopicArms:
@@ -80,7 +88,7 @@ class TopicArms:
         self.taken = np.zeros(count, dtype=bool)
         self.label = np.full(count, -1, dtype=np.int8)
         self.pointer = np.zeros(arms, dtype=np.int64)
-        self.rel = np.zeros(arms)  # discounted for bandit-mm-ns, plain counts otherwise
+        self.rel = np.zeros(arms)  # discounted for the DISCOUNTED strategies, plain counts otherwise
         self.nrel = np.zeros(arms)
         self.seen = np.zeros(arms, dtype=np.int64)
         self.priority = np.zeros(arms, dtype=np.int64)
@@ -107,7 +115,7 @@ class TopicArms:
 
     def _advance(self, arm: int) -> None:
         items, at, end = self.lists[arm], int(self.pointer[arm]), int(self.length[arm])
-        gamma = self.discount if self.strategy == "bandit-mm-ns" else 1.0
+        gamma = self.discount if self.strategy in DISCOUNTED else 1.0
         while at < end and self.taken[items[at]]:
             grade = int(self.label[items[at]])
             if grade >= 0:
@@ -174,7 +182,7 @@ class TopicArms:
         open_arms = self._open()
         if not open_arms.any():
             return -1
-        score = self._draw(self.judged) if self.strategy == "bandit-bla" else self.scores()
+        score = self._draw(self.judged) if self.strategy in THOMPSON else self.scores()
         score = np.where(open_arms, score, -math.inf)
         return int(np.argmax(score))
 
@@ -187,7 +195,7 @@ class TopicArms:
         """Up to `limit` pending local documents in the order chosen with the state frozen."""
         if limit <= 0:
             return np.zeros(0, dtype=np.int64)
-        if self.strategy == "bandit-bla":
+        if self.strategy in THOMPSON:
             return self._frozen_draws(limit)
         score = self.scores()
         arms = np.lexsort((np.arange(len(score)), -score))

@@ -15,11 +15,12 @@ STRATEGIES: tuple[str, ...] = (
     "bandit-mm",
     "bandit-ucb",
     "bandit-bla",
+    "bandit-bla-ns",
     "random",
 )
 #: Strategies whose order depends on the judgments so far (random's order never changes).
 ADAPTIVE_STRATEGIES: frozenset[str] = frozenset(
-    {"mtf", "bandit-mm-ns", "bandit-mm", "bandit-ucb", "bandit-bla"}
+    {"mtf", "bandit-mm-ns", "bandit-mm", "bandit-ucb", "bandit-bla", "bandit-bla-ns"}
 )
 
 
@@ -28,8 +29,8 @@ class PoolParams:
     """How to order a pool.
 
     `budget` is the total number of judgments over all topics (None: every candidate); `depth` how
-    deep each run is read; `seed` drives `random` and `bandit-bla`; `rrf_k` is reciprocal rank
-    fusion's k, `rbp_p` RBP's persistence; `discount` is the non-stationary bandit's weight on older
+    deep each run is read; `seed` drives `random`, `bandit-bla` and `bandit-bla-ns`; `rrf_k` is reciprocal rank
+    fusion's k, `rbp_p` RBP's persistence; `discount` is the non-stationary bandits' weight on older
     evidence (each new observation of a run multiplies the run's earlier counts by it).
     """
 

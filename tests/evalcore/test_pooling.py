@@ -550,6 +550,29 @@ class TestWorkedCases:
         share = first.count(a_next) / seeds
         assert abs(share - chance) < 4 * math.sqrt(chance * (1 - chance) / seeds), share
 
+    def test_the_non_stationary_automaton_draws_from_the_discounted_posteriors(self) -> None:
+        """BLA-NS: BLA's draws from the posteriors of MM-NS's discounted counts. A judged R, N, N with
+        gamma = 0.9 has rel = 0.81 and nrel = 1.9 (as MM-NS), so theta_A ~ Beta(1.81, 2.9); B, not yet
+        observed, theta_B ~ Beta(1, 1), uniform, so P(theta_A > theta_B) = E[theta_A] = 1.81 / 4.71 =
+        0.384289 (stationary BLA: Beta(2, 3), 2/5). Over 3,000 seeds A (its a4) comes first that often."""
+        lists = [["a1", "a2", "a3", "a4"], ["b1", "b2"]]
+        seen = [("a1", True), ("a2", False), ("a3", False)]
+        arms = replay("bandit-bla-ns", lists, seen)
+        assert arms.rel.tolist() == pytest.approx([0.81, 0.0]) and arms.nrel.tolist() == pytest.approx(
+            [1.9, 0.0]
+        )
+        assert replay("bandit-bla", lists, seen).nrel.tolist() == pytest.approx([2.0, 0.0])
+        pool, _ = one_topic(lists)
+        index = {pool.docnos[i]: i for i in range(len(pool))}
+        done = [(index[d], r) for d, r in seen]
+        seeds, chance = 3000, 1.81 / 4.71
+        first = [
+            pool.docnos[int(pool_order(pool, PoolParams("bandit-bla-ns", seed=s), done)[0])]
+            for s in range(seeds)
+        ]
+        share = first.count("a4") / seeds
+        assert abs(share - chance) < 4 * math.sqrt(chance * (1 - chance) / seeds), share
+
     def test_the_chosen_run_gives_its_top_unjudged_document(self) -> None:
         """A: x, y, z; B: y, w. y judged non-relevant (B's pointer passes it: B 1/3; A's top is still x:
         A 1/2): A is read to its end skipping y (x, z), then B (w)."""
@@ -592,7 +615,7 @@ class TestWorkedCases:
                 score = np.where(arms.pointer < arms.length, arms.scores(), -math.inf)
                 assert arm == int(np.flatnonzero(score == score.max())[0])
             arms.observe(doc, pool.docnos[doc] in relevant, arm)
-            discount = gamma if strategy == "bandit-mm-ns" else 1.0
+            discount = gamma if strategy in ("bandit-mm-ns", "bandit-bla-ns") else 1.0
             for a in range(len(arms.runs)):
                 labels = arms.label[arms.lists[a][: arms.pointer[a]]].astype(float)
                 weights = discount ** np.arange(len(labels) - 1, -1, -1)

@@ -40,7 +40,9 @@ class Program(cli.FileCommand):
         parser.add_argument(
             "--step", type=int, metavar="K", help="report every K judgments (default: a tenth of the budget)"
         )
-        parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of random and bandit-bla")
+        parser.add_argument(
+            "--seed", type=int, default=0, metavar="N", help="seed of random, bandit-bla and bandit-bla-ns"
+        )
         parser.add_argument(
             "--depth", type=int, default=100, metavar="D", help="how deep each run is pooled (default 100)"
         )
