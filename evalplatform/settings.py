@@ -462,6 +462,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(JOBS_REQUEUE_SECONDS),
         "options": {"expire_seconds": JOBS_REQUEUE_SECONDS},
     },
+    # Expired sessions are never read (the session store checks the expiry) but stay in the table until
+    # deleted: `manage.py clearsessions`, daily.
+    "sessions-clear-expired": {
+        "task": "evalplatform.tasks.sessions_clear_expired",
+        "schedule": 86400.0,
+        "options": {"expire_seconds": 3600},
+    },
 }
 
 LOGGING = {

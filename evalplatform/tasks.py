@@ -14,6 +14,7 @@ from celery.signals import worker_ready, worker_shutdown
 
 from evalplatform.jobs import jobs_requeue_stale
 from evalplatform.models import WorkerHeartbeat
+from evalplatform.sessions import SessionStore
 
 
 @shared_task(bind=True, name="evalplatform.tasks.record_heartbeat", time_limit=30, soft_time_limit=20)
@@ -36,3 +37,9 @@ def forget_heartbeat_on_shutdown(sender: Any, **kwargs: Any) -> None:
 @shared_task(name="evalplatform.tasks.requeue_stale_jobs", time_limit=120, soft_time_limit=100)
 def requeue_stale_jobs() -> int:
     return jobs_requeue_stale()
+
+
+@shared_task(name="evalplatform.tasks.sessions_clear_expired", time_limit=600, soft_time_limit=540)
+def sessions_clear_expired() -> None:
+    """Delete expired sessions (what `manage.py clearsessions` does), daily by beat."""
+    SessionStore.clear_expired()

@@ -62,3 +62,16 @@ def test_saves_and_flushes_as_djangos_backend() -> None:
     assert key is not None and SessionStore(key)["user"] == "u"
     store.flush()
     assert not Session.objects.filter(session_key=key).exists()
+
+
+def test_beat_deletes_the_expired_sessions_daily() -> None:
+    from django.conf import settings
+
+    from evalplatform.tasks import sessions_clear_expired
+
+    kept, gone = _saved({"a": 1}), _saved({"b": 2})
+    Session.objects.filter(session_key=gone).update(expire_date=timezone.now() - timedelta(seconds=1))
+    sessions_clear_expired()
+    assert set(Session.objects.values_list("session_key", flat=True)) == {kept}
+    entry = settings.CELERY_BEAT_SCHEDULE["sessions-clear-expired"]
+    assert entry["task"] == sessions_clear_expired.name and entry["schedule"] == 86400.0
