@@ -45,7 +45,69 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
+def _empty_the_filled_tables(test_case: Any) -> None:
+    """A transactional test's teardown, as Django's `flush` leaves the database (every model's table
+    empty, then the post_migrate signal, which makes the content types and permissions again), but by
+    DELETE of the tables that hold a row instead of one TRUNCATE of all of them: TRUNCATE makes new files
+    for each of the ~80 tables and their indexes, and took most of a transactional test's teardown."""
+    from contextlib import suppress
+    from importlib import import_module
+
+    from django.apps import apps
+    from django.core.management.sql import emit_post_migrate_signal
+    from django.db import connections, transaction
+
+    for app_config in apps.get_app_configs():  # as flush does: the handlers some apps connect there
+        with suppress(ImportError):
+            import_module(".management", app_config.name)
+    for db_name in test_case._databases_names(include_mirrors=False):
+        connection = connections[db_name]
+        tables = connection.introspection.django_table_names(only_existing=True, include_views=False)
+        if not tables:
+            continue
+        quote = connection.ops.quote_name
+        with connection.cursor() as cursor:
+            cursor.execute(
+                " UNION ALL ".join(
+                    f"SELECT %s WHERE EXISTS (SELECT 1 FROM {quote(table)})" for table in tables
+                ),
+                list(tables),
+            )
+            filled = [row[0] for row in cursor.fetchall()]
+            # Django's foreign keys are DEFERRABLE INITIALLY DEFERRED: checked at the commit, when every
+            # row that referred to a deleted one is gone too.
+            with transaction.atomic(using=db_name):
+                for table in filled:
+                    cursor.execute(f"DELETE FROM {quote(table)}")
+        emit_post_migrate_signal(verbosity=0, interactive=False, db=db_name)
+
+
+def _install_cheaper_flush() -> None:
+    """Transactional tests (the worker's, the browser's) end with `_empty_the_filled_tables` on
+    PostgreSQL; the cases it does not cover (available_apps, serialized rollback, sequences reset, another
+    database) keep Django's flush."""
+    from django.db import connections
+    from django.test import TransactionTestCase
+
+    flush = TransactionTestCase._fixture_teardown  # type: ignore[attr-defined]
+
+    def _fixture_teardown(self: Any) -> None:
+        names = self._databases_names(include_mirrors=False)
+        if (
+            self.available_apps is None
+            and not self.serialized_rollback
+            and not self.reset_sequences
+            and all(connections[name].vendor == "postgresql" for name in names)
+        ):
+            _empty_the_filled_tables(self)
+        else:
+            flush(self)
+
+    TransactionTestCase._fixture_teardown = _fixture_teardown  # type: ignore[attr-defined]
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    _install_cheaper_flush()
     if not IN_CI:
         return
     from django.conf import settings
@@ -227,6 +289,37 @@ def celery_worker_process(
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture(scope="class")
+def demo_loaded(
+    django_db_setup: None, django_db_blocker: pytest.FixtureRequest, media_root: Path
+) -> Iterator[dict[str, Any]]:
+    """`load_demo --json` once for a test class, read by each of its tests (its summary is the value), as
+    Django's `TestCase.setUpTestData` does: in a transaction that each test's own nests in as a savepoint
+    (so a test's writes are rolled back before the next), itself rolled back after the class's last test.
+    The settings are the ones the autouse fixtures give each test. Only for classes of non-transactional
+    tests whose every test reads the demo as it loads (a test that loads it itself, on an empty database,
+    belongs in another class)."""
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.db import transaction
+    from django.test import override_settings
+
+    overrides = override_settings(
+        MEDIA_ROOT=media_root,
+        PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"],
+        JUDGING_OPEN_TOTALS_SECONDS=0,
+        JUDGING_EXPIRY_SWEEP_SECONDS=0,
+        QUALITY_JOIN_MEMO_SECONDS=0,
+    )
+    with django_db_blocker.unblock(), overrides, transaction.atomic():  # type: ignore[attr-defined]
+        out = StringIO()
+        call_command("load_demo", "--json", stdout=out)
+        yield json.loads(out.getvalue())
+        transaction.set_rollback(True)
 
 
 # --- the queue ----------------------------------------------------------------------------------------

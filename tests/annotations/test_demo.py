@@ -66,22 +66,24 @@ class TestDemoProject:
         )  # v1, the loop's v2; none on the second run
         assert QualitySnapshot.objects.filter(project=project).count() == 1
 
-    def test_it_uses_the_standard_librarys_help_texts(self) -> None:
-        call_command("load_demo", stdout=StringIO())
+
+@pytest.mark.django_db
+class TestTheLoadedDemo:
+    """The demo as `load_demo` leaves it, loaded once for the class (`demo_loaded`)."""
+
+    def test_it_uses_the_standard_librarys_help_texts(self, demo_loaded: dict[str, object]) -> None:
         document = Document.objects.get(project__slug=DEMO_SLUG, doc_id="try")
         assert document.title == 'The "try" statement'
         assert "exception handlers" in document.text
         assert Project.objects.get(slug=DEMO_SLUG).topics.get(qid="q01").description
 
-    def test_it_lets_the_demo_annotators_judge(self, client: Client) -> None:
-        call_command("load_demo", stdout=StringIO())
+    def test_it_lets_the_demo_annotators_judge(self, demo_loaded: dict[str, object], client: Client) -> None:
         client.login(request=HttpRequest(), username="alice", password="demo-alice-pass")
         page = client.get(f"/projects/{DEMO_SLUG}/judge/").content.decode()
         assert 'id="judge-form"' in page
         assert not Annotation.objects.filter(annotator__username__in=["alice", "bob"]).exists()
 
-    def test_it_simulates_careful_and_careless_annotators(self) -> None:
-        call_command("load_demo", stdout=StringIO())
+    def test_it_simulates_careful_and_careless_annotators(self, demo_loaded: dict[str, object]) -> None:
         project = Project.objects.get(slug=DEMO_SLUG)
         rows = {row["username"]: row for row in QualitySnapshot.objects.get(project=project).annotators}
         for careful in ("carol", "dave"):

@@ -41,23 +41,14 @@ from tests.monitoring.stored import comparison_rows
 
 
 @pytest.fixture
-def loaded(db: None) -> dict[str, Any]:
-    out = StringIO()
-    call_command("load_demo", "--json", stdout=out)
-    return json.loads(out.getvalue())  # type: ignore[no-any-return]
+def loaded(demo_loaded: dict[str, Any], db: None) -> dict[str, Any]:
+    """The demo as `load_demo --json` leaves it, loaded once per class (`demo_loaded`), and its summary."""
+    return demo_loaded
 
 
 @pytest.mark.django_db
-class TestDemoSearchTeam:
-    def test_it_gives_the_analyst_a_team_with_the_demo_projects_qrels(self, loaded: dict[str, Any]) -> None:
-        team = Team.objects.get(slug="search")
-        assert team.name == "Search team"
-        roles = dict(TeamMembership.objects.filter(team=team).values_list("user__username", "role"))
-        assert roles == {"analyst": "editor", "lead": "viewer"}
-        assert Project.objects.get(slug="python-help").team == team
-        source = QrelsSource.objects.get(team=team, build__version=1)
-        assert (source.kind, source.build.version, source.name) == ("build", 1, "python-help v1")
-        assert loaded["team"]["slug"] == "search" and loaded["team"]["qrels"] == "python-help v1"
+class TestDemoSearchTeamLoadedHere:
+    """The tests that load the demo themselves, on an empty database."""
 
     def test_it_ships_two_runs_evaluated_as_evalcore_evaluates_them(self, tmp_path: Path) -> None:
         call_command("load_demo", stdout=StringIO())
@@ -81,6 +72,33 @@ class TestDemoSearchTeam:
             got = {row.measure: row.value for row in evaluation.results}
             assert got == pytest.approx(want.aggregate, abs=1e-12)
             assert 0.2 < got["map"] < 0.9  # real rankings, far from random and from perfect
+
+    def test_it_says_what_the_analyst_finds(self) -> None:
+        out = StringIO()
+        call_command("load_demo", stdout=out)
+        line = out.getvalue().splitlines()[-1]
+        source, comparison = QrelsSource.objects.get(build__version=1), Comparison.objects.get()
+        assert line.startswith("Demo search team 'search': runs bm25 (map 0.")
+        assert (
+            "dense-lsa (map 0." in line
+            and f"Holm's correction at /teams/search/comparisons/{comparison.pk}/" in line
+        )
+        assert line.endswith(
+            f"Log in as analyst and open /teams/search/ (leaderboard: {source.get_absolute_url()})."
+        )
+
+
+@pytest.mark.django_db
+class TestDemoSearchTeam:
+    def test_it_gives_the_analyst_a_team_with_the_demo_projects_qrels(self, loaded: dict[str, Any]) -> None:
+        team = Team.objects.get(slug="search")
+        assert team.name == "Search team"
+        roles = dict(TeamMembership.objects.filter(team=team).values_list("user__username", "role"))
+        assert roles == {"analyst": "editor", "lead": "viewer"}
+        assert Project.objects.get(slug="python-help").team == team
+        source = QrelsSource.objects.get(team=team, build__version=1)
+        assert (source.kind, source.build.version, source.name) == ("build", 1, "python-help v1")
+        assert loaded["team"]["slug"] == "search" and loaded["team"]["qrels"] == "python-help v1"
 
     def test_it_compares_the_two_runs_with_a_randomization_test_and_holm(
         self, loaded: dict[str, Any]
@@ -125,20 +143,6 @@ class TestDemoSearchTeam:
         call_command("load_demo", "--json", stdout=out)
         assert snapshot() == before
         assert json.loads(out.getvalue())["team"] == loaded["team"]
-
-    def test_it_says_what_the_analyst_finds(self) -> None:
-        out = StringIO()
-        call_command("load_demo", stdout=out)
-        line = out.getvalue().splitlines()[-1]
-        source, comparison = QrelsSource.objects.get(build__version=1), Comparison.objects.get()
-        assert line.startswith("Demo search team 'search': runs bm25 (map 0.")
-        assert (
-            "dense-lsa (map 0." in line
-            and f"Holm's correction at /teams/search/comparisons/{comparison.pk}/" in line
-        )
-        assert line.endswith(
-            f"Log in as analyst and open /teams/search/ (leaderboard: {source.get_absolute_url()})."
-        )
 
     def test_its_leaderboard_shows_ppi_intervals_and_the_judges_page_the_ranking(
         self, loaded: dict[str, Any]
