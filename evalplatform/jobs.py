@@ -466,6 +466,25 @@ def job_enqueue_on_commit(job: Job, *, countdown: float = 0) -> None:
     transaction.on_commit(partial(job_enqueue, job, countdown=countdown))
 
 
+def task_send(task: Any, args: tuple[Any, ...], *, what: str, retry: bool | None = None) -> bool:
+    """Send a plain task (one that is not a `Job`'s): False, and logged, when the broker is unreachable,
+    which loses this send only. `what` names what was not queued, for the log; `retry`, when given,
+    overrides Celery's publish retry (False: fail at once, for a request that answers 503)."""
+    options = {} if retry is None else {"retry": retry}
+    try:
+        task.apply_async(args=args, **options)
+    except Exception:  # kombu's OperationalError and its kin
+        logger.exception("could not queue %s", what)
+        return False
+    return True
+
+
+def task_send_on_commit(task: Any, args: tuple[Any, ...], *, what: str, retry: bool | None = None) -> None:
+    """`task_send` once the current transaction commits (at once outside one): a broker that is down then
+    loses this send only, never the transaction that asked for it."""
+    transaction.on_commit(partial(task_send, task, args, what=what, retry=retry))
+
+
 def job_models() -> list[type[Job]]:
     from django.apps import apps
 

@@ -33,7 +33,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import partial
 from typing import Any, cast
 
 from django.apps import apps
@@ -46,7 +45,7 @@ from evalcore.alerts import AlertRuleError, EffectRequirement, evaluate_rules, i
 from evalcore.metrics import Family, UnknownMetricError, metric_registry
 from evalplatform.auth import User
 from evalplatform.errors import InputError
-from evalplatform.jobs import job_enqueue_on_commit
+from evalplatform.jobs import job_enqueue_on_commit, task_send_on_commit
 from evalplatform.models import Team
 from monitoring.models import (
     AlertEvent,
@@ -420,16 +419,11 @@ def series_observed(*, series_ids: Iterable[int], job_type: str, job_id: int, **
         if getattr(_here, "depth", 0):
             alerts_check_series(series_id=series_id, job_type=job_type, job_id=job_id)
         else:
-            transaction.on_commit(partial(_enqueue_check, task, (series_id, job_type, job_id)))
+            task_send_on_commit(
+                task, (series_id, job_type, job_id),
+                what=f"the alert check of series {series_id} after {job_type} #{job_id}",
+            )  # fmt: skip
     return watched
-
-
-def _enqueue_check(task: Any, args: tuple[int, str, int]) -> None:
-    """Queue a check; a broker that is down loses this check only (logged), never the job that wrote."""
-    try:
-        task.apply_async(args=args)
-    except Exception:  # kombu's OperationalError and its kin: the job's values are committed already
-        logger.exception("could not queue the alert check of series %s after %s #%s", *args)
 
 
 _here = threading.local()

@@ -28,7 +28,14 @@ from annotations.models import Project, ProjectMembership, QrelsBuild, Task
 from evalcore.coverage import DEFAULT_GAP_DEPTH, unjudged_pairs
 from evalplatform.auth import AnyUser, User
 from evalplatform.errors import InputError
-from evalplatform.jobs import JobOutcome, JobStatus, ProgressFn, job_enqueue_on_commit, job_run
+from evalplatform.jobs import (
+    JobOutcome,
+    JobStatus,
+    ProgressFn,
+    job_enqueue_on_commit,
+    job_run,
+    task_send_on_commit,
+)
 from evalplatform.models import TeamMembership
 from monitoring.evaluations.selectors import leaderboard
 from monitoring.evaluations.services import evaluation_create, read_qrels, read_run
@@ -267,10 +274,4 @@ def qrels_build_announced(*, build_id: int, **kwargs: Any) -> None:
     that is down loses this re-scoring only (logged), never the build."""
     from monitoring.tasks import qrels_build_rescore as task
 
-    def enqueue() -> None:
-        try:
-            task.apply_async(args=(build_id,))
-        except Exception:  # kombu's OperationalError and its kin
-            logger.exception("re-scoring after qrels build %s not queued", build_id)
-
-    transaction.on_commit(enqueue)
+    task_send_on_commit(task, (build_id,), what=f"the re-scoring after qrels build {build_id}")

@@ -28,13 +28,12 @@ from typing import Any
 
 import numpy as np
 from django.db import transaction
-from kombu.exceptions import OperationalError as BrokerError
 
 from evalcore.jsonable import json_finite
 from evalcore.pooling import PoolParams, simulate_pooling
 from evalcore.retrieval import UnknownMeasureError, parse_measure
 from evalplatform.errors import InputError
-from evalplatform.jobs import JobStatus, ProgressFn
+from evalplatform.jobs import JobStatus, ProgressFn, task_send, task_send_on_commit
 from monitoring.evaluations.services import read_qrels, read_run
 from monitoring.files.uploads import qrels_source_for_build
 from monitoring.models import Evaluation, QrelsSource
@@ -238,19 +237,11 @@ def pool_simulation_measure_set(*, pool: JudgingPool, measure: str) -> bool:
         raise InputError("The pool's build computes its simulation: choose the measure once it is built.")
     JudgingPool.objects.filter(pk=pool.pk).update(simulation_measure=measure)
     pool.simulation_measure = measure
-
-    def enqueue() -> bool:
-        try:
-            task.apply_async(args=(pool.pk,), retry=False)
-        except (BrokerError, OSError) as error:
-            logger.warning("pool %s: simulation by %s not queued: %s", pool.pk, measure, error)
-            return False
-        return True
-
+    what = f"the simulation of pool {pool.pk} by {measure}"
     if _in_atomic_block():  # sent once the choice is committed, for the worker to read it
-        transaction.on_commit(enqueue)
+        task_send_on_commit(task, (pool.pk,), what=what, retry=False)
         return True
-    return enqueue()
+    return task_send(task, (pool.pk,), what=what, retry=False)
 
 
 def _in_atomic_block() -> bool:
@@ -309,13 +300,7 @@ def qrels_build_announced(*, build_id: int, **kwargs: Any) -> None:
     `pool_simulations_refresh` once committed. A broker that is down loses this refresh only (logged)."""
     from monitoring.tasks import pool_simulations_refresh as task
 
-    def enqueue() -> None:
-        try:
-            task.apply_async(args=(build_id,))
-        except Exception:  # kombu's OperationalError and its kin
-            logger.exception("pool simulations after qrels build %s not queued", build_id)
-
-    transaction.on_commit(enqueue)
+    task_send_on_commit(task, (build_id,), what=f"the pool simulations after qrels build {build_id}")
 
 
 # --- the read side ------------------------------------------------------------------------------------
