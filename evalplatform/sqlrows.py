@@ -98,7 +98,7 @@ def _plain_init(model: type[Model]) -> bool:
     if getattr(model.from_db, "__func__", None) is not Model.from_db.__func__:  # type: ignore[attr-defined]
         return False
     for field in model._meta.concrete_fields:
-        descriptor = model.__dict__.get(field.attname) or getattr(model, field.attname, None)
+        descriptor = getattr(model, field.attname, None)
         if descriptor is None:
             continue
         if type(descriptor) is ForeignKeyDeferredAttribute:
