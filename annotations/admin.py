@@ -12,6 +12,7 @@ from annotations import services
 from annotations.models import (
     Adjudication,
     Annotation,
+    AnnotatorCounts,
     Assignment,
     AttentionCheck,
     Document,
@@ -143,6 +144,24 @@ class TaskAdmin(admin.ModelAdmin):
     list_select_related = ["topic", "document", "project"]
     raw_id_fields = ["project", "topic", "document"]
     readonly_fields = ["assigned_count", "label_count"]
+
+
+@admin.register(AnnotatorCounts)
+class AnnotatorCountsAdmin(admin.ModelAdmin):
+    """Read only: PostgreSQL's triggers keep these rows (see the model)."""
+
+    list_display = ["annotator", "project", "done_ordinary", "done_gold"]
+    list_filter = ["project"]
+    list_select_related = ["annotator", "project"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(GoldLabel)

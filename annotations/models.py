@@ -484,6 +484,31 @@ class Assignment(models.Model):
         return ((now or timezone.now()) - self.reserved_at).total_seconds()
 
 
+class AnnotatorCounts(models.Model):
+    """How many of the project's tasks the annotator has answered (their assignments no longer reserved:
+    labelled or released), by kind: what a claim would otherwise count over all their assignments, a pass
+    that grows with every answer they give (`annotations.hotpath.own_counts_with_candidates`).
+
+    Kept by PostgreSQL triggers on the assignment and task tables (migration 0016_annotator_counts), so
+    that every writer keeps it: the hot path's statements, the ORM, the admin, deletions. SQLite (the
+    embedded demo) has no such triggers and counts the assignments instead; nothing reads these rows
+    there."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    done_ordinary = models.IntegerField(default=0)
+    done_gold = models.IntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "annotator counts"
+        constraints = [
+            models.UniqueConstraint(fields=["project", "annotator"], name="annotator_counts_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator_id} in {self.project_id}: {self.done_ordinary} + {self.done_gold} gold"
+
+
 class Annotation(models.Model):
     """An annotator's answer to one assignment. Skipped and unclear answers carry no grade."""
 

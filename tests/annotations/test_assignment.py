@@ -16,7 +16,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotations import hotpath, selectors, services
-from annotations.models import Assignment, Project, ProjectMembership, Task
+from annotations.models import AnnotatorCounts, Assignment, Project, ProjectMembership, Task
 from tests.annotations.conftest import build_project
 
 
@@ -49,6 +49,27 @@ def assert_counters_match(project: Project) -> None:
         labelled=Count("assignments", filter=Q(assignments__state="labelled")),
     ):
         assert (task.assigned_count, task.label_count) == (task.held, task.labelled), task
+    assert_annotator_counts_match(project)
+
+
+def assert_annotator_counts_match(project: Project) -> None:
+    """The answered counts the PostgreSQL triggers keep (`AnnotatorCounts`) are the assignments' own."""
+    if connection.vendor != "postgresql":
+        return  # the embedded demo's SQLite keeps none and counts the assignments
+    counted = {
+        (row["annotator_id"], row["task__is_gold"]): row["n"]
+        for row in Assignment.objects.filter(project=project)
+        .exclude(state=Assignment.State.RESERVED)
+        .values("annotator_id", "task__is_gold")
+        .annotate(n=Count("id"))
+    }
+    kept = {
+        row.annotator_id: (row.done_ordinary, row.done_gold)
+        for row in AnnotatorCounts.objects.filter(project=project)
+    }
+    for annotator_id in {annotator for annotator, _ in counted} | set(kept):
+        expected = (counted.get((annotator_id, False), 0), counted.get((annotator_id, True), 0))
+        assert kept.get(annotator_id, (0, 0)) == expected, (annotator_id, kept, counted)
 
 
 @pytest.mark.django_db

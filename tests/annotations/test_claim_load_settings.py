@@ -304,6 +304,55 @@ class TestClaimsReadAnIndex:
                 assert "Index" in plan and ("task_claimable_rank" in plan or "task_rank" in plan), plan
                 assert "Sort" not in plan, plan
 
+    def test_the_read_round_the_rings_end_takes_the_rank_index_in_order_unforced(
+        self, lena: User, alice: User
+    ) -> None:
+        """The planner's own choice, nothing forbidden: with the "never held it" probe written as a NULL
+        test, PostgreSQL took it to pass one candidate in 200 and, for a window of 16, read every fresh
+        task before the annotator's starting point with a bitmap scan and sorted them (1.4 ms a claim at
+        20,000 tasks, growing with the project). The window must be read off the rank index in order."""
+        if connection.vendor != "postgresql":
+            pytest.fail("the claim path is tuned for PostgreSQL; run the tests on it")
+        project = build_project(lead=lena, annotators=[alice], topics=20, docs_per_topic=500)
+        answer_all(project, alice, limit=3)
+        # A project well under way: four tasks in five full, the rest fresh.
+        ids = sorted(Task.objects.filter(project=project, assigned_count=0).values_list("id", flat=True))
+        full = [task_id for position, task_id in enumerate(ids) if position % 5]
+        Task.objects.filter(id__in=full).update(assigned_count=project.overlap)
+        ranks = sorted(
+            Task.objects.filter(project=project, is_gold=False, assigned_count=0).values_list(
+                "rank", flat=True
+            )
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {hotpath.TASK}")
+            for start in (ranks[len(ranks) // 2], ranks[-10]):  # most of the ring lies before the start
+                for wrapped in (False, True):
+                    sql, params = hotpath.fresh_candidates_sql(
+                        project_id=project.pk, user_id=alice.pk, is_gold=False, gold_overlap=None,
+                        start=start, wrapped=wrapped, limit=services.CLAIM_WINDOWS[0],
+                    )  # fmt: skip
+                    cursor.execute("EXPLAIN " + sql, params)
+                    plan = "\n".join(row[0] for row in cursor.fetchall())
+                    assert (
+                        "Index Scan using task_claimable_rank" in plan or "Index Scan using task_rank" in plan
+                    ), plan
+                    assert f"Bitmap Heap Scan on {hotpath.TASK}" not in plan and "Sort" not in plan, plan
+
+    def test_the_claims_statements_run_their_generic_plans(self, lena: User, alice: User) -> None:
+        """Prepared statements run their generic plan (`plan_cache_mode`): left to choose, PostgreSQL
+        planned the claim's counts-and-candidates statement afresh on every run, twice its own cost."""
+        if connection.vendor != "postgresql":
+            pytest.fail("the claim path is tuned for PostgreSQL; run the tests on it")
+        project = build_project(lead=lena, annotators=[alice], topics=4, docs_per_topic=10)
+        answer_all(project, alice, limit=12)  # more runs than psycopg's prepare threshold
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+            prepared = cursor.fetchall()
+        counts = [row for row in prepared if "cardinality(x.fresh)" in row[0]]
+        assert counts and all(generic > 0 for _, generic, _ in counts), prepared
+        assert all(custom == 0 for _, _, custom in prepared), prepared
+
     def test_the_annotators_own_counts_probe_each_task_by_its_key_in_the_generic_plan(
         self, lena: User, alice: User
     ) -> None:
@@ -374,7 +423,10 @@ class TestClaimsReadAnIndex:
                 **where, is_gold=False, gold_overlap=None, start=selectors.rank_start(seed), wrapped=True,
                 limit=window,
             )  # fmt: skip
-            assert first.fresh_wrapped == hotpath.candidate_ids(wrapped) and first.fresh_wrapped
+            if len(first.fresh) == window:  # a full window: the part round the ring's end is not read
+                assert first.fresh_wrapped is None
+            else:
+                assert first.fresh_wrapped == hotpath.candidate_ids(wrapped) and first.fresh_wrapped
 
     def test_a_claim_costs_no_more_queries_in_a_large_project_than_in_a_small_one(
         self, lena: User, alice: User, bob: User

@@ -373,20 +373,23 @@ def test_it_reserves_the_first_free_candidate_alike_in_one_call_and_step_by_step
     state=states(), seed=st.integers(0, 2**31 - 1), window=st.integers(1, 4), started=st.booleans(),
     expired=st.booleans(), prioritised=st.booleans(),
     priorities=st.lists(st.one_of(st.none(), st.integers(0, 5)), min_size=8, max_size=8),
+    extra_places=st.lists(st.sampled_from([0, 0, 1, 2]), min_size=8, max_size=8),
 )  # fmt: skip
 def test_it_counts_and_lists_candidates_alike_fused_and_step_by_step(
     world: World, state: State, seed: int, window: int, started: bool, expired: bool,
-    prioritised: bool, priorities: list[int | None],
+    prioritised: bool, priorities: list[int | None], extra_places: list[int],
 ) -> None:  # fmt: skip
-    """`own_counts_with_candidates`: the same counts, and the same first window of started, prioritised,
-    fresh and wrapped fresh candidates as the four reads one by one."""
+    """`own_counts_with_candidates`: the same counts as the pass over the annotator's assignments (the
+    fused statement reads them off `AnnotatorCounts`, their reservation and the started tasks instead),
+    and the same first window of started, prioritised, fresh and wrapped fresh candidates as the four
+    reads one by one."""
     now = timezone.now() + (timedelta(hours=1) if expired else timedelta(0))
     where: dict[str, Any] = {"project_id": world.project.pk, "user_id": world.alice.pk}
 
     def run() -> Any:
         build(world, state, timezone.now())
-        for task, priority in zip(world.tasks, priorities, strict=True):
-            Task.objects.filter(pk=task.pk).update(priority=priority)
+        for task, priority, extra in zip(world.tasks, priorities, extra_places, strict=True):
+            Task.objects.filter(pk=task.pk).update(priority=priority, extra_places=extra)
         project = world.project
         started_cap = project.overlap if started and project.overlap > 1 else None
         start = selectors.rank_start(seed)
@@ -413,8 +416,10 @@ def test_it_counts_and_lists_candidates_alike_fused_and_step_by_step(
             ),
             hotpath.candidate_ids(hotpath.prioritised_candidates_sql(**where, limit=window))
             if prioritised else None,
-            hotpath.candidate_ids(hotpath.fresh_candidates_sql(**where, **fresh, wrapped=False)),
-            hotpath.candidate_ids(hotpath.fresh_candidates_sql(**where, **fresh, wrapped=True)),
+            ahead := hotpath.candidate_ids(hotpath.fresh_candidates_sql(**where, **fresh, wrapped=False)),
+            # Read only when the window ahead came short (`Candidates.fresh_wrapped`).
+            None if len(ahead) == window
+            else hotpath.candidate_ids(hotpath.fresh_candidates_sql(**where, **fresh, wrapped=True)),
         )  # fmt: skip
         fused = (fused_counts, candidates.started, candidates.prioritised, candidates.fresh,
                  candidates.fresh_wrapped)  # fmt: skip
