@@ -142,7 +142,7 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # plan's estimate with the custom plans of the first runs on a connection, made while the annotators
     # had answered little, and planned the claim's largest statement afresh on every run (0.4 ms).
     if "plan_cache_mode" not in str(_options.get("options", "")):
-        _options["options"] = f"{_options['options']} -c plan_cache_mode=force_generic_plan"
+        _options["options"] = f"{_options.get('options', '')} -c plan_cache_mode=force_generic_plan".strip()
     # Django's backend, with a health check of a kept connection that makes no round trip unless the
     # server sent something unasked (evalplatform/postgresql/base.py).
     DATABASES["default"]["ENGINE"] = "evalplatform.postgresql"
