@@ -85,6 +85,9 @@ class TestPages:
             response = lead.post("/projects/web/pools/", {**body, "simulation_measure": measure})
             pool = JudgingPool.objects.get()
             assert response.status_code == 302 and pool.simulation_measure == stored, response.content
+            listing = lead.get("/projects/web/pools/").content.decode()
+            row = listing[listing.index(f'<a href="/projects/web/pools/{pool.pk}/">') :]
+            assert f"<td><code>{stored}</code></td>" in row[: row.index("</tr>")]  # the list names it
             pool.delete()  # one pool at a time: the next one may be created
 
     def test_the_form_refuses_a_measure_it_cannot_rank_by_saying_why(
