@@ -85,6 +85,31 @@ class TestSimulatePooling:
         with pytest.raises(CommandError, match="budget"):
             simulate(*base, "--budget", "-1")
 
+    def test_it_takes_rrf_k_and_rbp_p_as_a_pool_stores_them(self, tmp_path: Path) -> None:
+        from evalcore import trec
+
+        paths, qrels_path, _ = write_collection(tmp_path)
+        runs, qrels = [trec.read_run(path) for path in paths], trec.read_qrels(qrels_path)
+        base = ["--qrels", str(qrels_path), *run_arguments(paths), "--budget", "40", "--step", "10",
+                "--depth", "20", "--json"]  # fmt: skip
+        for strategy, option, value, field in (
+            ("take-rrf", "--rrf-k", "1", "rrf_k"),
+            ("take-rbp", "--rbp-p", "0.5", "rbp_p"),
+        ):
+            data = json.loads(simulate(*base, "--strategy", strategy, option, value))
+            params = PoolParams(
+                strategy, budget=40, depth=20, **{field: type(getattr(PoolParams, field))(value)}
+            )
+            expected = simulate_pooling(runs, qrels, params, step=10)
+            assert data[field] == getattr(params, field)
+            assert [step["relevant_found"] for step in data["steps"]] == [s.relevant_found for s in expected]
+            default = json.loads(simulate(*base, "--strategy", strategy))
+            assert default[field] == getattr(PoolParams, field)
+        with pytest.raises(CommandError, match="rbp_p must lie in"):
+            simulate(*base, "--strategy", "take-rbp", "--rbp-p", "1.5")
+        with pytest.raises(CommandError, match="rrf_k must be at least 0"):
+            simulate(*base, "--strategy", "take-rrf", "--rrf-k", "-1")
+
     def test_it_answers_a_bad_run_file_with_its_line_and_a_failing_exit(self, tmp_path: Path) -> None:
         paths, qrels_path, _ = write_collection(tmp_path)
         bad = tmp_path / "bad.run"

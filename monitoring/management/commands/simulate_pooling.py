@@ -47,6 +47,20 @@ class Program(cli.FileCommand):
             "--depth", type=int, default=100, metavar="D", help="how deep each run is pooled (default 100)"
         )
         parser.add_argument(
+            "--rrf-k",
+            type=int,
+            default=PoolParams.rrf_k,
+            metavar="K",
+            help=f"take-rrf's reciprocal rank fusion constant (default {PoolParams.rrf_k})",
+        )
+        parser.add_argument(
+            "--rbp-p",
+            type=float,
+            default=PoolParams.rbp_p,
+            metavar="P",
+            help=f"take-rbp's persistence, in (0, 1) (default {PoolParams.rbp_p})",
+        )
+        parser.add_argument(
             "-m",
             "--measure",
             default="map",
@@ -66,8 +80,9 @@ class Program(cli.FileCommand):
         measure = options["measure"]
         try:
             params = PoolParams(
-                options["strategy"], budget=budget, depth=options["depth"], seed=options["seed"]
-            )
+                options["strategy"], budget=budget, depth=options["depth"], seed=options["seed"],
+                rrf_k=options["rrf_k"], rbp_p=options["rbp_p"],
+            )  # fmt: skip
             specs = parse_measure(measure)
         except (UnknownMeasureError, ValueError) as exc:
             raise cli.CommandError(str(exc)) from exc
@@ -113,6 +128,8 @@ def as_json(
         "budget": params.budget,
         "depth": params.depth,
         "seed": params.seed,
+        "rrf_k": params.rrf_k,
+        "rbp_p": params.rbp_p,
         "measure": measure,
         "runs": names,
         "steps": [
