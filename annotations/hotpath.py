@@ -297,18 +297,23 @@ def own_counts_sql(
     return f"SELECT {select} {source}", [*select_params, *source_params]
 
 
+def _task_by_key(assignment: str, alias: str) -> str:
+    """The join of an assignment's task (`is_gold`, `assigned_count`, `extra_places`) as `alias`, read by
+    its key (PostgreSQL). OFFSET 0 keeps the subquery from being merged into a join: as a join, the generic
+    plan of a prepared statement was a hash join over every task of every project."""
+    return (
+        f"CROSS JOIN LATERAL (SELECT is_gold, assigned_count, extra_places FROM {TASK} "
+        f"WHERE id = {assignment}.task_id OFFSET 0) {alias}"
+    )
+
+
 def _own_counts_parts(
     *, project_id: int, user_id: int, now: datetime, overlap: int, gold_overlap: int | None
 ) -> tuple[tuple[str, list[Any]], tuple[str, list[Any]]]:
     """The own counts' select list and its FROM and WHERE, each with its parameters."""
     gold_place, gold_params = _has_place(gold_overlap, "t.assigned_count")
     if sqlrows.vendor() == "postgresql":
-        # Each task by its key (OFFSET 0 keeps the subquery from being merged into a join): as a join, the
-        # generic plan of the prepared statement was a hash join over every task of every project.
-        tasks = (
-            f"CROSS JOIN LATERAL (SELECT is_gold, assigned_count, extra_places FROM {TASK} WHERE id = a.task_id "
-            "OFFSET 0) t"
-        )
+        tasks = _task_by_key("a", "t")
     else:  # SQLite has no LATERAL; its planner reads each task by its key anyway
         tasks = f"JOIN {TASK} t ON t.id = a.task_id"
     select = (
@@ -348,12 +353,11 @@ def _kept_counts_parts(
     def held_open(is_gold: bool, cap: int) -> str:
         """The released and the labelled assignments of the kind whose task has a place under `cap`."""
         kind = "" if is_gold else "NOT "
-        params.extend([project_id, user_id, cap])
+        place, place_params = _has_place(cap, "t2.assigned_count")
+        params.extend([project_id, user_id, *place_params])
         released = (
-            f"(SELECT COUNT(*) FROM {ASSIGNMENT} a2 CROSS JOIN LATERAL (SELECT is_gold, assigned_count, "
-            f"extra_places FROM {TASK} WHERE id = a2.task_id OFFSET 0) t2 WHERE a2.project_id = %s "
-            f"AND a2.annotator_id = %s AND a2.state = '{RELEASED}' AND {kind}t2.is_gold "
-            "AND t2.assigned_count < %s + t2.extra_places)"
+            f"(SELECT COUNT(*) FROM {ASSIGNMENT} a2 {_task_by_key('a2', 't2')} WHERE a2.project_id = %s "
+            f"AND a2.annotator_id = %s AND a2.state = '{RELEASED}' AND {kind}t2.is_gold AND {place})"
         )
         mine = f"COALESCE((SELECT true FROM {ASSIGNMENT} a3 WHERE a3.task_id = t3.id AND a3.annotator_id + 0 = %s AND a3.state = '{LABELLED}'), false)"
         params.extend([project_id, is_gold, cap, user_id])
@@ -369,29 +373,31 @@ def _kept_counts_parts(
         )
         return f"{released} + {started} + {extra}"
 
-    reservation_open = (
-        "CASE WHEN {kind}r.is_gold AND r.assigned_count < %s + r.extra_places THEN 1 ELSE 0 END"
-    )
-    params.extend([_db_time(now), _db_time(now), overlap])
+    def reservation_open(is_gold: bool, cap: int) -> str:
+        """1 when their reservation is of the kind and its task has a place under `cap`, else 0."""
+        place, place_params = _has_place(cap, "r.assigned_count")
+        params.extend(place_params)
+        return f"CASE WHEN {'' if is_gold else 'NOT '}r.is_gold AND {place} THEN 1 ELSE 0 END"
+
+    params.extend([_db_time(now), _db_time(now)])
     columns = [
         "COALESCE(c.done_ordinary, 0)",
         "COALESCE(c.done_gold, 0)",
         "CASE WHEN r.expires_at > %s AND NOT r.is_gold THEN 1 ELSE 0 END",
         "CASE WHEN r.expires_at > %s AND r.is_gold THEN 1 ELSE 0 END",
-        f"{reservation_open.format(kind='NOT ')} + {held_open(False, overlap)}",
+        f"{reservation_open(False, overlap)} + {held_open(False, overlap)}",
     ]
     if gold_overlap is None:  # every gold task has a place: all of their gold assignments
         columns.append("COALESCE(c.done_gold, 0) + CASE WHEN r.is_gold THEN 1 ELSE 0 END")
     else:
-        params.append(gold_overlap)
-        columns.append(f"{reservation_open.format(kind='')} + {held_open(True, gold_overlap)}")
+        columns.append(f"{reservation_open(True, gold_overlap)} + {held_open(True, gold_overlap)}")
     columns.append("CASE WHEN r.expires_at IS NULL THEN 0 ELSE 1 END")
     source = (
         f"FROM (SELECT 1) one LEFT JOIN {AnnotatorCounts._meta.db_table} c "
         "ON c.project_id = %s AND c.annotator_id = %s "
         f"LEFT JOIN LATERAL (SELECT a.expires_at, t.is_gold, t.assigned_count, t.extra_places FROM {ASSIGNMENT} a "
-        f"CROSS JOIN LATERAL (SELECT is_gold, assigned_count, extra_places FROM {TASK} WHERE id = a.task_id "
-        f"OFFSET 0) t WHERE a.project_id = %s AND a.annotator_id = %s AND a.state = '{RESERVED}') r ON true"
+        f"{_task_by_key('a', 't')} WHERE a.project_id = %s AND a.annotator_id = %s "
+        f"AND a.state = '{RESERVED}') r ON true"
     )
     return (", ".join(columns), params), (source, [project_id, user_id, project_id, user_id])
 
@@ -458,8 +464,9 @@ def own_counts_with_candidates_sql(
     *, project_id: int, user_id: int, now: datetime, overlap: int, gold_overlap: int | None,
     started_cap: int | None, seed: int, start: int, window: int, prioritised: bool = False,
 ) -> tuple[str, list[Any]]:  # fmt: skip
-    """`own_counts_sql` with four more columns: the arrays of the started, the prioritised (empty unless
-    `prioritised`), the fresh and the wrapped fresh candidates (NULL unless the fresh ones came short of
+    """The seven own counts as `own_counts_sql` gives them, read without its pass (`_kept_counts_parts`),
+    and four more columns: the arrays of the started, the prioritised (empty unless `prioritised`), the
+    fresh and the wrapped fresh candidates (NULL unless the fresh ones came short of
     `window`: an InitPlan is run only when its value is asked for, so the CASE skips the read)."""
     where = {"project_id": project_id, "user_id": user_id}
     (select, select_params), (source, source_params) = _kept_counts_parts(

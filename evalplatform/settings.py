@@ -131,18 +131,18 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     _prepare_threshold = env_int("DATABASE_PREPARE_THRESHOLD", 5)
     _options = DATABASES["default"].setdefault("OPTIONS", {})
     _options["prepare_threshold"] = _prepare_threshold if _prepare_threshold > 0 else None
-    # No JIT compilation: a claim's candidate query is read off an index in a fraction of a millisecond,
-    # but its cost estimate (a probe per candidate row) can pass jit_above_cost, and PostgreSQL then spent
-    # 5-50 ms compiling it on every run. Nothing here runs the long analytic queries JIT is for.
-    if "jit" not in str(_options.get("options", "")):
-        _options["options"] = f"{_options.get('options', '')} -c jit=off".strip()
-    # The prepared statements (only the server-binding ones above are prepared) always run their generic
-    # plan. Each is keyed by ids and written so that its generic plan is the right one (the candidate
-    # windows are in the text: `annotations.hotpath._limit`); left to choose, PostgreSQL compared that
-    # plan's estimate with the custom plans of the first runs on a connection, made while the annotators
-    # had answered little, and planned the claim's largest statement afresh on every run (0.4 ms).
-    if "plan_cache_mode" not in str(_options.get("options", "")):
-        _options["options"] = f"{_options.get('options', '')} -c plan_cache_mode=force_generic_plan".strip()
+    # Server settings for each connection, unless DATABASE_URL's `options` set them:
+    # - no JIT compilation: a claim's candidate query is read off an index in a fraction of a millisecond,
+    #   but its cost estimate (a probe per candidate row) can pass jit_above_cost, and PostgreSQL then spent
+    #   5-50 ms compiling it on every run. Nothing here runs the long analytic queries JIT is for;
+    # - prepared statements (only the server-binding ones above are prepared) always run their generic
+    #   plan. Each is keyed by ids and written so that its generic plan is the right one (the candidate
+    #   windows are in the text: `annotations.hotpath._limit`); left to choose, PostgreSQL compared that
+    #   plan's estimate with the custom plans of the first runs on a connection, made while the annotators
+    #   had answered little, and planned the claim's largest statement afresh on every run (0.4 ms).
+    for _name, _value in (("jit", "off"), ("plan_cache_mode", "force_generic_plan")):
+        if _name not in str(_options.get("options", "")):
+            _options["options"] = f"{_options.get('options', '')} -c {_name}={_value}".strip()
     # Django's backend, with a health check of a kept connection that makes no round trip unless the
     # server sent something unasked (evalplatform/postgresql/base.py).
     DATABASES["default"]["ENGINE"] = "evalplatform.postgresql"
