@@ -467,7 +467,9 @@ def own_counts_with_candidates_sql(
     """The seven own counts as `own_counts_sql` gives them, read without its pass (`_kept_counts_parts`),
     and four more columns: the arrays of the started, the prioritised (empty unless `prioritised`), the
     fresh and the wrapped fresh candidates (NULL unless the fresh ones came short of
-    `window`: an InitPlan is run only when its value is asked for, so the CASE skips the read)."""
+    `window`: an InitPlan is run only when its value is asked for, so the CASE skips the read). OFFSET 0
+    keeps the inner select a subquery: merged into the outer one, its fresh window was read twice (once
+    for the CASE, once for the column)."""
     where = {"project_id": project_id, "user_id": user_id}
     (select, select_params), (source, source_params) = _kept_counts_parts(
         **where, now=now, overlap=overlap, gold_overlap=gold_overlap
@@ -487,7 +489,7 @@ def own_counts_with_candidates_sql(
     first, first_params = prioritised_candidates_sql(**where, limit=window) if prioritised else (_NONE, [])
     return (
         f"SELECT x.*, CASE WHEN cardinality(x.fresh) < {_limit(window)} THEN ARRAY({wrapped}) END FROM "
-        f"(SELECT {select}, ARRAY({started}), ARRAY({first}), ARRAY({fresh}) AS fresh {source}) x",
+        f"(SELECT {select}, ARRAY({started}), ARRAY({first}), ARRAY({fresh}) AS fresh {source} OFFSET 0) x",
         [*wrapped_params, *select_params, *started_params, *first_params, *fresh_params, *source_params],
     )
 
@@ -992,6 +994,80 @@ def member_answer_plain(answer: Annotation, *, effect: AnswerEffect, min_seconds
         return None
     _plain_saved(answer, row[1:], effect)
     return int(row[0])
+
+
+@dataclass(frozen=True)
+class AnsweredAndClaimed:
+    """What `answer_and_claim` did."""
+
+    #: `fallback`: nothing written (not the plain case: the caller goes the step-by-step way); `deferred`:
+    #: the answer stored, the claim left to a transaction of its own (see the function's migration);
+    #: `task`, `empty` or `break`: the answer stored and the claim made.
+    outcome: str
+    #: The annotator's counts after the claim (`task`, `empty`): done, live and available, ordinary then
+    #: gold, as `selectors.QueueCounts` takes them.
+    counts: tuple[int, int, int, int, int, int] | None
+    #: The project's open totals, when the function counted them (the caller passed none).
+    totals: OpenTotals | None
+    #: The new reservation as `served_assignment` gives it (`task`).
+    served: Assignment | None
+
+
+#: `answer_and_claim`'s own columns, before the served assignment's.
+_ANSWER_CLAIM_COLUMNS = (
+    "a.x_outcome, a.x_answer_id, a.x_answer_task_id, a.x_seconds, a.x_done_ordinary, a.x_done_gold, "
+    "a.x_live_ordinary, a.x_live_gold, a.x_available_ordinary, a.x_available_gold, a.x_open_ordinary, "
+    "a.x_open_gold, a.x_assigned_after"
+)
+
+
+def answer_and_claim(
+    answer: Annotation, *, effect: AnswerEffect, min_seconds: int, project: Project, expires_at: datetime,
+    totals: OpenTotals | None,
+) -> AnsweredAndClaimed:  # fmt: skip
+    """Store the answer (`member_answer_plain`'s plain case) and claim the annotator's next task, in one
+    call of the PostgreSQL function `annotations_answer_claim` (migration 0017_answer_claim): in
+    autocommit one statement is the whole transaction, the sign-in's read and this call the request's two
+    round trips. `totals`: the project's open totals as the caller keeps them, or None to have them
+    counted. On `fallback` nothing is written; otherwise the (unsaved) answer gets its id, task and
+    seconds spent, as `member_answer_plain` gives them. PostgreSQL only.
+
+    The rules are the caller's, passed in as for `member_answer_plain` (the effect, the minimum seconds)
+    and read from `project` (overlaps, gold shares, the stages a claim reads); the function follows the
+    steps of `services._claim_locked` and `services._claim_one`, and tests/annotations/
+    test_hotpath_contract.py holds it to them."""
+    shapes = _served_shapes()
+    now = _db_time(answer.created_at)
+    row = _one(
+        f"SELECT {_ANSWER_CLAIM_COLUMNS}, {', '.join(shape.select for shape in shapes)} "
+        "FROM annotations_answer_claim(%s::bigint, %s::bigint, %s::bigint, %s::timestamptz, %s::text, "
+        "%s::integer, %s::integer, %s::boolean, %s::integer, %s::integer, %s::boolean, %s::boolean, %s::text, "
+        "%s::timestamptz, %s::integer, %s::integer, %s::boolean, %s::boolean, %s::integer, %s::integer, "
+        "%s::float8, %s::float8, %s::float8, %s::integer, %s::integer) a "
+        f"LEFT JOIN {TASK} t ON t.id = a.task_id LEFT JOIN {TOPIC} q ON q.id = t.topic_id "
+        f"LEFT JOIN {DOCUMENT} d ON d.id = t.document_id",
+        [
+            answer.assignment_id, answer.project_id, answer.annotator_id, now, effect.state, effect.assigned,
+            effect.labels, effect.too_fast, min_seconds, answer.grade, answer.skipped, answer.unclear,
+            answer.comment, _db_time(expires_at), project.overlap, project.gold_overlap,
+            project.has_extra_places, project.has_priorities, totals and totals.ordinary,
+            totals and totals.gold, project.gold_share_min, project.gold_share_max,
+            project.gold_share_target, project.session_cap_minutes, project.session_break_minutes,
+        ],
+    )  # fmt: skip
+    assert row is not None
+    outcome = str(row[0])
+    if outcome == "fallback":
+        return AnsweredAndClaimed(outcome, None, None, None)
+    _plain_saved(answer, row[1:4], effect)
+    counts = None if row[4] is None else (int(row[4]), int(row[5]), int(row[6]), int(row[7]), int(row[8]),
+                                          int(row[9]))  # fmt: skip
+    counted = None if totals is not None or row[10] is None else OpenTotals(int(row[10]), int(row[11]))
+    served = None
+    if outcome == "task":
+        served = _served(shapes, row, 13)
+        served.task.assigned_count = int(row[12])
+    return AnsweredAndClaimed(outcome, counts, counted, served)
 
 
 def _plain_sql(

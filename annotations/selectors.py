@@ -6,7 +6,6 @@ non-members, so no view can forget the membership check.
 
 from __future__ import annotations
 
-import random
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -258,19 +257,33 @@ def open_totals(project: Project, *, fresh: bool = False) -> hotpath.OpenTotals:
     this process's count (`open_totals_forget`). A fresh count is not kept: made while the annotator
     holds a task, it would hold that task as full, and a skip of it right after would count one short.
     """
-    ttl = float(getattr(settings, "JUDGING_OPEN_TOTALS_SECONDS", 0))
-    key = (project.pk, project.overlap, project.gold_overlap)
-    cached = None if fresh else _open_totals_cache.get(key)
-    if ttl > 0 and cached is not None and cached[0] > time.monotonic() - ttl:
-        return cached[1]
+    cached = None if fresh else open_totals_kept(project)
+    if cached is not None:
+        return cached
     totals = hotpath.open_totals(
         project_id=project.pk, overlap=project.overlap, gold_overlap=project.gold_overlap
     )
-    if ttl > 0 and not fresh:
+    if not fresh:
+        open_totals_keep(project, totals)
+    return totals
+
+
+def open_totals_kept(project: Project) -> hotpath.OpenTotals | None:
+    """This process's count of the project's open totals while it is under `JUDGING_OPEN_TOTALS_SECONDS`
+    old, else None (see `open_totals`)."""
+    ttl = float(getattr(settings, "JUDGING_OPEN_TOTALS_SECONDS", 0))
+    cached = _open_totals_cache.get((project.pk, project.overlap, project.gold_overlap))
+    if ttl > 0 and cached is not None and cached[0] > time.monotonic() - ttl:
+        return cached[1]
+    return None
+
+
+def open_totals_keep(project: Project, totals: hotpath.OpenTotals) -> None:
+    """Keep a count of the project's open totals just made (not a `fresh` one: see `open_totals`)."""
+    if float(getattr(settings, "JUDGING_OPEN_TOTALS_SECONDS", 0)) > 0:
         if len(_open_totals_cache) > 1000:
             _open_totals_cache.clear()
-        _open_totals_cache[key] = (time.monotonic(), totals)
-    return totals
+        _open_totals_cache[(project.pk, project.overlap, project.gold_overlap)] = (time.monotonic(), totals)
 
 
 def open_totals_forget(project: Project) -> None:
@@ -388,7 +401,19 @@ def gold_turn(*, counts: QueueCounts, project: Project, seed: int) -> bool:
         return False
     if counts.served_gold < project.gold_share_min * after - 1:
         return True
-    return random.Random(seed ^ position).random() < project.gold_share_target
+    return gold_draw(seed, position) < project.gold_share_target
+
+
+def gold_draw(seed: int, position: int) -> float:
+    """The seeded draw of `gold_turn` for the annotator's `position` in their queue, in [0, 1): a 32-bit
+    integer hash of the seed and the position. PostgreSQL's `annotations_gold_draw` (migration
+    0017_answer_claim) computes the same, for the claim made in one call (`hotpath.answer_and_claim`);
+    tests/annotations/test_gold_draw.py holds the two equal."""
+    mask = 0xFFFFFFFF
+    x = (seed ^ ((position & 0x7FFFFFFF) * 2654435761)) & mask
+    x = ((x ^ (x >> 16)) * 73244475) & mask
+    x = ((x ^ (x >> 16)) * 73244475) & mask
+    return (x ^ (x >> 16)) / 4294967296.0
 
 
 def current_reservation(*, project: Project, annotator: User) -> Assignment | None:

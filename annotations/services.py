@@ -45,6 +45,7 @@ from annotations.models import (
     Topic,
 )
 from annotations.quality.services import quality_recompute_request
+from evalplatform import sqlrows
 from evalplatform.auth import User
 
 Role = ProjectMembership.Role
@@ -602,13 +603,47 @@ def _answer_and_claim(*, project: Project, annotator: User, now: datetime, **ans
     swept = _expiry_sweep_due(project)
     if swept:
         reservations_release_expired(project=project, now=now)
-    annotation, claim, member = _answer(
+    done = _answer_and_claim_at_once(project=project, annotator=annotator, now=now, swept=swept, **answer)
+    annotation, claim, member = done or _answer(
         project=project, annotator=annotator, now=now, claim_next=True, swept=swept, **answer
     )
     if member and claim is None:
         with contextlib.suppress(PermissionDenied):  # removed meanwhile: the answer is kept, no claim
             claim = task_claim(project=project, annotator=annotator)
     return Answered(annotation, claim)
+
+
+@_retried_on_conflict
+def _answer_and_claim_at_once(
+    *, project: Project, annotator: User, assignment_id: int, now: datetime, grade: int | None,
+    skipped: bool, unclear: bool, comment: str, swept: bool,
+) -> tuple[Annotation, Claim | None, Literal[True]] | None:  # fmt: skip
+    """`_answer` with the next claim, in one call (`hotpath.answer_and_claim`: PostgreSQL): the plain
+    answer and a claim that needs nothing the call leaves to Python. None, with nothing written, where it
+    is not the plain case (then `_answer`), and in SQLite. The claim is None where the call left it to a
+    transaction of its own (`_answer_and_claim` then claims), as `_claim_after_answer` leaves one."""
+    if sqlrows.vendor() != "postgresql":
+        return None
+    answer = Annotation(
+        assignment_id=assignment_id, project=project, annotator=annotator, grade=grade, skipped=skipped,
+        unclear=unclear, created_at=now, comment=comment,
+    )  # fmt: skip
+    done = hotpath.answer_and_claim(
+        answer, effect=answer_effect(grade=grade, too_fast=False),
+        min_seconds=answer_min_seconds(project, grade=grade), project=project,
+        expires_at=now + project.reservation_timeout, totals=selectors.open_totals_kept(project),
+    )  # fmt: skip
+    if done.outcome == "fallback":
+        return None
+    transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
+    hooks.answers_changed_on_commit(project)
+    if done.totals is not None:
+        selectors.open_totals_keep(project, done.totals)
+    claim = Claim("break") if done.outcome == "break" else None
+    if done.counts is not None and (done.outcome == "task" or swept):
+        counts = selectors.QueueCounts(*done.counts, gold_share=project.gold_share_target)
+        claim = Claim("task" if done.outcome == "task" else "empty", done.served, counts)
+    return answer, claim, True
 
 
 @_retried_on_conflict

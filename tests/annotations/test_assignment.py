@@ -321,6 +321,27 @@ def _claim_until_empty(
         connection.close()
 
 
+def _answer_with_next_until_empty(
+    project_id: int, user_id: int, barrier: threading.Barrier, errors: list[BaseException]
+) -> None:
+    """Claim once, then answer each task with the next claim made with the answer (the API's `next: true`,
+    the judge page's answer: on PostgreSQL one call of `annotations_answer_claim`) until the queue is empty."""
+    try:
+        project = Project.objects.get(pk=project_id)
+        user = User.objects.get(pk=user_id)
+        barrier.wait(timeout=30)
+        claim: services.Claim | None = services.task_claim(project=project, annotator=user)
+        while claim is not None and claim.assignment is not None:
+            answered = services.annotation_submit_and_claim(
+                project=project, annotator=user, assignment_id=claim.assignment.pk, grade=3
+            )
+            claim = answered.claim
+    except BaseException as exc:  # noqa: BLE001 - reported by the test
+        errors.append(exc)
+    finally:
+        connection.close()
+
+
 def _run_threads(target: Callable[..., None], args: list[tuple[object, ...]]) -> None:
     threads = [threading.Thread(target=target, args=a) for a in args]
     for thread in threads:
@@ -357,6 +378,31 @@ class TestConcurrency:
         assert all(per_task[task] == 3 for task in per_task if task not in gold)
         assert all(per_task[task] <= 6 for task in gold)
         assert Task.objects.filter(project=project, is_gold=False).exclude(label_count=3).count() == 0
+        assert_counters_match(project)
+
+    def test_it_keeps_the_invariants_when_each_answer_claims_the_next_task(
+        self, lena: User, annotators
+    ) -> None:  # type: ignore[no-untyped-def]
+        people = annotators(10)
+        project = build_project(
+            lead=lena, annotators=people, topics=3, docs_per_topic=10, gold_per_topic=1, overlap=3,
+            gold_overlap=5,
+        )  # fmt: skip
+        barrier = threading.Barrier(len(people))
+        errors: list[BaseException] = []
+        _run_threads(
+            _answer_with_next_until_empty, [(project.pk, person.pk, barrier, errors) for person in people]
+        )
+        assert errors == []
+        rows = list(
+            Assignment.objects.filter(project=project).values_list("task_id", "annotator_id", "task__is_gold")
+        )
+        assert len(rows) == len(set((task, who) for task, who, _ in rows)), "an annotator got a task twice"
+        assert not Assignment.objects.filter(project=project, state=Assignment.State.RESERVED).exists()
+        # Every ordinary task answered by exactly its overlap, no gold task over its cap.
+        assert Task.objects.filter(project=project, is_gold=False).exclude(label_count=3).count() == 0
+        per_task = Counter(task for task, _, _ in rows)
+        assert all(per_task[task] <= 5 for task, _, is_gold in rows if is_gold)
         assert_counters_match(project)
 
     def test_it_gives_one_task_to_exactly_overlap_of_many_simultaneous_claimers(

@@ -4,12 +4,15 @@ are throttled but never hide the last tasks."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from typing import Any
+from unittest import mock
 
+import psycopg
 import pytest
 from django.contrib.auth.models import User
-from django.db import OperationalError, connection
+from django.db import DatabaseError, OperationalError, connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -86,8 +89,14 @@ class TestSubmitAndClaimNext:
 
 @pytest.mark.django_db
 class TestAnswerAndClaimInOneTransaction:
-    """`services.annotation_submit_and_claim`: the answer and the next claim commit together, and fall
+    """`services.annotation_submit_and_claim` step by step (SQLite's way, and PostgreSQL's for the answers
+    that `hotpath.answer_and_claim` leaves to it): the answer and the next claim commit together, and fall
     back to a claim of its own only where the claim would wait or might miss an expired reservation."""
+
+    @pytest.fixture(autouse=True)
+    def step_by_step(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        fallback = hotpath.AnsweredAndClaimed("fallback", None, None, None)
+        monkeypatch.setattr(hotpath, "answer_and_claim", lambda *args, **kwargs: fallback)
 
     def test_the_claim_is_made_in_the_answers_transaction(
         self, lena: User, alice: User, monkeypatch: pytest.MonkeyPatch
@@ -186,6 +195,112 @@ class TestAnswerAndClaimInOneTransaction:
         )
         assert answered.claim is None
         assert Annotation.objects.get(assignment=held).grade == 2
+
+
+def _hot_path_statements(queries: CaptureQueriesContext) -> list[str]:
+    """The statements on the judging tables, less the quality recompute's request (after the commit)."""
+    return [q["sql"] for q in queries.captured_queries
+            if "annotations_" in q["sql"] and "annotations_qualityrecompute" not in q["sql"]]  # fmt: skip
+
+
+@pytest.mark.django_db(transaction=True)
+class TestAnswerAndClaimInOneCall:
+    """`hotpath.answer_and_claim`, PostgreSQL's `annotations_answer_claim`: run as a request runs it (in
+    autocommit), the answer and the next claim are one statement, all or nothing; where the claim would
+    wait for another claim's locks, the answer commits and the claim is made on its own, waiting."""
+
+    def test_the_answer_and_the_claim_are_one_statement(
+        self, settings: Any, lena: User, alice: User, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        settings.JUDGING_EXPIRY_SWEEP_SECONDS = settings.JUDGING_OPEN_TOTALS_SECONDS = 3600
+        monkeypatch.setattr(services, "_last_expiry_sweep", {})
+        project = build_project(lead=lena, annotators=[alice], topics=1, docs_per_topic=6, overlap=2)
+        held = services.task_claim(project=project, annotator=alice).assignment  # sweeps, counts open tasks
+        assert held is not None and not connection.in_atomic_block
+        with CaptureQueriesContext(connection) as queries:
+            answered = services.annotation_submit_and_claim(
+                project=project, annotator=alice, assignment_id=held.pk, grade=3
+            )
+        statements = _hot_path_statements(queries)
+        assert len(statements) == 1 and "annotations_answer_claim(" in statements[0], statements
+        assert answered.claim is not None and answered.claim.status == "task"
+        assert answered.claim.assignment is not None and answered.claim.assignment.task_id != held.task_id
+        assert Annotation.objects.get(assignment=held).grade == 3
+        assert_counters_match(project)
+
+    def test_a_claim_that_fails_takes_the_answer_back_with_it(self, lena: User, alice: User) -> None:
+        project = build_project(lead=lena, annotators=[alice])
+        held = services.task_claim(project=project, annotator=alice).assignment
+        assert held is not None
+        # The reservation's insert fails inside the call, after the answer's writes.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "CREATE FUNCTION pg_temp.no_reservation() RETURNS trigger LANGUAGE plpgsql AS "
+                "$$ BEGIN RAISE EXCEPTION 'no reservation today'; END $$"
+            )
+            cursor.execute(
+                "CREATE TRIGGER no_reservation BEFORE INSERT ON annotations_assignment "
+                "FOR EACH ROW EXECUTE FUNCTION pg_temp.no_reservation()"
+            )
+        try:
+            with pytest.raises(DatabaseError, match="no reservation today"):
+                services.annotation_submit_and_claim(
+                    project=project, annotator=alice, assignment_id=held.pk, grade=3
+                )
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("DROP TRIGGER no_reservation ON annotations_assignment")
+        # Nothing half-written: the client's retry answers the same reservation.
+        assert not Annotation.objects.filter(assignment=held).exists()
+        assert list(Assignment.objects.filter(annotator=alice).values_list("pk", "state")) == [
+            (held.pk, Assignment.State.RESERVED)
+        ]
+        assert_counters_match(project)
+        answered = services.annotation_submit_and_claim(
+            project=project, annotator=alice, assignment_id=held.pk, grade=3
+        )
+        assert answered.claim is not None and answered.claim.status == "task"
+
+    def test_when_every_candidate_is_locked_it_claims_after_the_commit_and_waits(
+        self, lena: User, alice: User
+    ) -> None:
+        project = build_project(lead=lena, annotators=[alice], topics=1, docs_per_topic=4, overlap=1)
+        held = services.task_claim(project=project, annotator=alice).assignment
+        assert held is not None
+        others = list(
+            Task.objects.filter(project=project).exclude(pk=held.task_id).values_list("pk", flat=True)
+        )
+        settings_dict = connection.settings_dict
+        locker = psycopg.connect(
+            dbname=settings_dict["NAME"], host=settings_dict["HOST"] or None,
+            port=settings_dict["PORT"] or None, user=settings_dict["USER"] or None,
+        )  # fmt: skip
+        # Another claim holds every other task locked, for a moment.
+        locker.execute("SELECT id FROM annotations_task WHERE id = ANY(%s) FOR NO KEY UPDATE", [others])
+        release = threading.Timer(0.5, locker.commit)
+        release.start()
+        calls: list[str] = []
+        fused = hotpath.answer_and_claim
+
+        def spied(*args: Any, **kwargs: Any) -> hotpath.AnsweredAndClaimed:
+            done = fused(*args, **kwargs)
+            calls.append(done.outcome)
+            return done
+
+        try:
+            with mock.patch.object(hotpath, "answer_and_claim", spied):
+                answered = services.annotation_submit_and_claim(
+                    project=project, annotator=alice, assignment_id=held.pk, grade=1
+                )
+        finally:
+            release.join()
+            locker.close()
+        assert calls == ["deferred"]  # answered; the call did not wait for the locks
+        assert Annotation.objects.get(assignment=held).grade == 1
+        # The claim of its own waited for the lock and served one of the tasks it was waiting for.
+        assert answered.claim is not None and answered.claim.status == "task"
+        assert answered.claim.assignment is not None and answered.claim.assignment.task_id in others
+        assert_counters_match(project)
 
 
 @pytest.mark.django_db

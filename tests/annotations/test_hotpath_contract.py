@@ -12,6 +12,8 @@ answered. Row ids are left out: the sequences move on between the two runs.
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -24,7 +26,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models.functions import Least
 from django.utils import timezone
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
 
@@ -35,7 +37,7 @@ from tests.conftest import ALICE, BOB, LENA, Persona, make_user
 
 #: Few enough examples that the file runs in seconds on a 2-core machine; each is a small, dense state.
 EXAMPLES = settings(
-    max_examples=50,
+    max_examples=int(os.environ.get("CONTRACT_EXAMPLES", 50)),
     deadline=None,
     database=None,
     derandomize=True,
@@ -213,6 +215,7 @@ def step_by_step() -> Iterator[None]:
         "member_answer_plain": lambda *args, **kwargs: None,
         "own_counts_with_candidates": counts_only,
         "membership_assignment_lock": lambda **kwargs: None,  # the caller then locks one by one
+        "answer_and_claim": lambda *args, **kwargs: hotpath.AnsweredAndClaimed("fallback", None, None, None),
     }
     with ExitStack() as stack:
         for name, steps in patches.items():
@@ -272,6 +275,80 @@ def test_it_answers_alike_fused_and_step_by_step(
     with step_by_step():
         steps = rolled_back(run)
     assert fused == steps
+
+
+@EXAMPLES
+@given(
+    state=states(), task=st.integers(0, 7), answer=ANSWERS, seed=st.integers(0, 2**62 - 1),
+    shares=st.sampled_from([(0.10, 0.15), (0.3, 0.5), (0.0, 0.9), (0.5, 0.5), (0.0, 0.0)]),
+    session=st.sampled_from([(0, 10), (60, 10), (2, 1), (1, 0)]),
+    history=st.lists(st.integers(1, 70), max_size=6), prioritised=st.booleans(),
+    priorities=st.lists(st.one_of(st.none(), st.integers(0, 5)), min_size=8, max_size=8),
+    extra_places=st.lists(st.sampled_from([0, 0, 1, 2]), min_size=8, max_size=8),
+)  # fmt: skip
+# A break due: answers 30 s apart back to 150 s ago, under a cap of 2 minutes with a break of 1.
+@example(
+    state=State(overlap=2, gold_overlap=None, min_seconds=0, policy="refuse", others=((),) * 8,
+                own=("labelled",) * 7 + (None,), served_ms_ago=30_000, expires_ms=600_000),
+    task=7, answer="grade 3", seed=5, shares=(0.1, 0.15), session=(2, 1), history=[30] * 5,
+    prioritised=False, priorities=[None] * 8, extra_places=[0] * 8,
+)  # fmt: skip
+def test_it_answers_and_claims_alike_in_one_call_and_step_by_step(
+    world: World, state: State, task: int, answer: str, seed: int, shares: tuple[float, float],
+    session: tuple[int, int], history: list[int], prioritised: bool, priorities: list[int | None],
+    extra_places: list[int],
+) -> None:  # fmt: skip
+    """`answer_and_claim` (one call of the function `annotations_answer_claim`) against the answer and the
+    claim step by step: the same answer, claim (task, counts, a break or an empty queue) and rows, over
+    the gold turn's shares and seeds, a session cap with past answers (`history`: the seconds between
+    them, back from now), priorities
+    and extra places. The answer is the plain case, so that the call makes it (checked)."""
+    now = timezone.now()
+    own = tuple("labelled" if kind in ("live", "expired") else kind for kind in state.own)
+    state = replace(state, own=(*own[:task], "live", *own[task + 1 :]), served_ms_ago=30_000,
+                    expires_ms=max(state.expires_ms, 60_000))  # fmt: skip
+    outcomes: list[str] = []
+    fused_call = hotpath.answer_and_claim
+
+    def spied(*args: Any, **kwargs: Any) -> hotpath.AnsweredAndClaimed:
+        done = fused_call(*args, **kwargs)
+        outcomes.append(done.outcome)
+        return done
+
+    def run() -> Any:
+        build(world, state, now)
+        cap, pause = session
+        Project.objects.filter(pk=world.project.pk).update(
+            gold_share_min=shares[0], gold_share_max=shares[1], session_cap_minutes=cap,
+            session_break_minutes=pause, has_priorities=prioritised, has_extra_places=any(extra_places),
+        )  # fmt: skip
+        world.project.refresh_from_db()
+        ProjectMembership.objects.filter(project=world.project, user=world.alice).update(shuffle_seed=seed)
+        for target, priority, extra in zip(world.tasks, priorities, extra_places, strict=True):
+            Task.objects.filter(pk=target.pk).update(priority=priority, extra_places=extra)
+        labelled = Assignment.objects.filter(annotator=world.alice, state="labelled").order_by("task_id")
+        Annotation.objects.bulk_create(
+            Annotation(assignment=done, project=world.project, task_id=done.task_id, annotator=world.alice,
+                       grade=1, seconds_spent=5, created_at=now - timedelta(seconds=ago))
+            for done, ago in zip(labelled, itertools.accumulate(history), strict=False)
+        )  # fmt: skip
+        mine = Assignment.objects.get(task=world.tasks[task], annotator=world.alice)
+        fields: dict[str, Any] = {"project": world.project, "annotator": world.alice,
+                                  "assignment_id": mine.pk, "now": now, "comment": " why "}  # fmt: skip
+        if answer == "skip":
+            return _outcome(services.annotation_skip_and_claim(**fields))
+        grade = None if answer == "unclear" else int(answer.split()[1])
+        return _outcome(
+            services.annotation_submit_and_claim(**fields, grade=grade, unclear=answer == "unclear")
+        )
+
+    with mock.patch.object(hotpath, "answer_and_claim", spied):
+        fused = rolled_back(run)
+    with step_by_step():
+        steps = rolled_back(run)
+    assert fused == steps
+    # Served 30 s ago, live, at most 20 s asked for: the plain case, made by the call.
+    assert len(outcomes) == 1 and outcomes[0] != "fallback", outcomes
 
 
 def _outcome(done: services.Answered | Annotation) -> dict[str, Any]:
