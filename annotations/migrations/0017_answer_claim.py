@@ -33,12 +33,13 @@ $$;
 # - the claim, with the membership's lock the answer took (and no reservation held: the answered one was
 #   the annotator's one reservation in the project): the annotator's counts as
 #   `hotpath._kept_counts_parts` reads them, the project's open totals (`hotpath.open_totals`, unless the
-#   caller passes its cached ones), the break (`selectors.session_state`), the gold turn (`selectors.gold_turn`), and each kind's stages read a
-#   window of 16 candidates (`services.CLAIM_WINDOWS[0]`) and reserve the first free one
-#   (`annotations_reserve_first`). Where the Python claim would go on to something this does not (a second
-#   window of 256 candidates, candidates another claim holds locked), the function
-#   returns `deferred` with the answer stored, and the caller claims in a transaction of its own, as the
-#   Python path does when its in-transaction claim would wait (`services._answer_and_claim`).
+#   caller passes its cached ones), the break (`selectors.session_state`), the gold turn
+#   (`selectors.gold_turn`), and each kind's stages read a window of 16 candidates
+#   (`services.CLAIM_WINDOWS[0]`) and reserve the first free one (`annotations_reserve_first`). Where the
+#   Python claim would go on to something this does not (a second window of 256 candidates, candidates
+#   another claim holds locked), the function returns `deferred` with the answer stored, and the caller
+#   claims in a transaction of its own, as the Python path does when its in-transaction claim would wait
+#   (`services._answer_and_claim`); a break due returns `break`.
 #
 # Each statement of a VOLATILE function takes a fresh snapshot and sees the function's own writes: the
 # counts read after the answer count it. Windows are written as literals, as in `hotpath._limit`.
@@ -114,240 +115,251 @@ DECLARE
     v_prio bigint[];
     v_fresh bigint[];
     v_wrapped bigint[];
-    v_row record;
+    v_outcome text;
+    v_id annotations_assignment.id%TYPE;
+    v_project annotations_assignment.project_id%TYPE;
+    v_task annotations_assignment.task_id%TYPE;
+    v_annotator annotations_assignment.annotator_id%TYPE;
+    v_state annotations_assignment.state%TYPE;
+    v_reserved_at annotations_assignment.reserved_at%TYPE;
+    v_expires_at annotations_assignment.expires_at%TYPE;
+    v_answered_at annotations_assignment.answered_at%TYPE;
+    v_assigned_after integer;
+    v_taken_busy bigint[];
 BEGIN
-    -- The answer (`hotpath.member_answer_plain`): the membership's lock first, then the assignment's.
-    WITH m AS (
-        SELECT mm.shuffle_seed, mm.break_dismissed_at FROM annotations_projectmembership mm
-        WHERE mm.project_id = p_project_id AND mm.user_id = p_user_id AND mm.role = 'annotator' FOR UPDATE
-    ), answered AS (
-        UPDATE annotations_assignment aa SET state = p_state, answered_at = p_now
-        WHERE aa.id = p_assignment_id AND aa.project_id = p_project_id AND aa.annotator_id = p_user_id
-            AND aa.state = 'reserved' AND aa.expires_at > p_now
-            AND GREATEST(0, EXTRACT(EPOCH FROM p_now - aa.reserved_at)) >= p_min_seconds
-            AND EXISTS (SELECT 1 FROM m)
-        RETURNING aa.task_id, GREATEST(0, EXTRACT(EPOCH FROM p_now - aa.reserved_at))::float8 AS seconds
-    ), counted AS (
-        UPDATE annotations_task tt SET assigned_count = tt.assigned_count + p_assigned,
-            label_count = tt.label_count + p_labels
-        WHERE tt.id = (SELECT ans.task_id FROM answered ans)
-    ), inserted AS (
-        INSERT INTO annotations_annotation (assignment_id, project_id, task_id, annotator_id, grade,
-            seconds_spent, skipped, unclear, too_fast, comment, created_at)
-        SELECT p_assignment_id, p_project_id, ans.task_id, p_user_id, p_grade, ans.seconds, p_skipped,
-            p_unclear, p_too_fast, p_comment, p_now FROM answered ans
-        RETURNING annotations_annotation.id, annotations_annotation.task_id,
-            annotations_annotation.seconds_spent
-    )
-    SELECT m.shuffle_seed, m.break_dismissed_at, i.id, i.task_id, i.seconds_spent
-        INTO v_seed, v_dismissed, v_answer_id, v_answer_task, v_seconds
-        FROM m JOIN inserted i ON TRUE;
-    IF v_answer_id IS NULL THEN
-        RETURN QUERY SELECT 'fallback'::text, NULL::bigint, NULL::bigint, NULL::float8, NULL::integer,
-            NULL::integer, NULL::integer, NULL::integer, NULL::integer, NULL::integer, NULL::integer,
-            NULL::integer, NULL::integer, NULL::bigint, NULL::bigint, NULL::bigint, NULL::integer,
-            NULL::varchar, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz;
-        RETURN;
-    END IF;
-
-    -- No reservation is held now: the one answered was the annotator's one reservation in the project (a
-    -- unique index), so the Python claim's serving of a held one (`services._held_claim`) has no case here.
-
-    -- The break (`selectors.session_state`): the run of answers back from now with no gap of the
-    -- project's break length, since the last dismissed prompt; due once it is as long as the cap.
-    IF p_session_cap > 0 THEN
-        v_since := p_now - make_interval(mins => p_session_cap) - make_interval(mins => p_session_break);
-        IF v_dismissed IS NOT NULL AND v_dismissed > v_since THEN
-            v_since := v_dismissed;
+    -- Every way out of the block sets `v_outcome`; the one row is returned after it.
+    <<answer_and_claim>>
+    BEGIN
+        -- The answer (`hotpath.member_answer_plain`): the membership's lock first, then the assignment's.
+        WITH m AS (
+            SELECT mm.shuffle_seed, mm.break_dismissed_at FROM annotations_projectmembership mm
+            WHERE mm.project_id = p_project_id AND mm.user_id = p_user_id AND mm.role = 'annotator' FOR UPDATE
+        ), answered AS (
+            UPDATE annotations_assignment aa SET state = p_state, answered_at = p_now
+            WHERE aa.id = p_assignment_id AND aa.project_id = p_project_id AND aa.annotator_id = p_user_id
+                AND aa.state = 'reserved' AND aa.expires_at > p_now
+                AND GREATEST(0, EXTRACT(EPOCH FROM p_now - aa.reserved_at)) >= p_min_seconds
+                AND EXISTS (SELECT 1 FROM m)
+            RETURNING aa.task_id, GREATEST(0, EXTRACT(EPOCH FROM p_now - aa.reserved_at))::float8 AS seconds
+        ), counted AS (
+            UPDATE annotations_task tt SET assigned_count = tt.assigned_count + p_assigned,
+                label_count = tt.label_count + p_labels
+            WHERE tt.id = (SELECT ans.task_id FROM answered ans)
+        ), inserted AS (
+            INSERT INTO annotations_annotation (assignment_id, project_id, task_id, annotator_id, grade,
+                seconds_spent, skipped, unclear, too_fast, comment, created_at)
+            SELECT p_assignment_id, p_project_id, ans.task_id, p_user_id, p_grade, ans.seconds, p_skipped,
+                p_unclear, p_too_fast, p_comment, p_now FROM answered ans
+            RETURNING annotations_annotation.id, annotations_annotation.task_id,
+                annotations_annotation.seconds_spent
+        )
+        SELECT m.shuffle_seed, m.break_dismissed_at, i.id, i.task_id, i.seconds_spent
+            INTO v_seed, v_dismissed, v_answer_id, v_answer_task, v_seconds
+            FROM m JOIN inserted i ON TRUE;
+        IF v_answer_id IS NULL THEN
+            v_outcome := 'fallback';
+            EXIT answer_and_claim;
         END IF;
-        v_started_at := p_now;
-        v_previous := p_now;
-        FOR v_created IN SELECT n.created_at FROM annotations_annotation n WHERE n.annotator_id = p_user_id
-                AND n.project_id = p_project_id AND n.created_at >= v_since ORDER BY n.created_at DESC LOOP
-            EXIT WHEN v_previous - v_created >= make_interval(mins => p_session_break);
-            v_started_at := v_created;
-            v_previous := v_created;
-        END LOOP;
-        IF p_now - v_started_at >= make_interval(mins => p_session_cap) THEN
-            RETURN QUERY SELECT 'break'::text, v_answer_id, v_answer_task, v_seconds, NULL::integer,
-                NULL::integer, NULL::integer, NULL::integer, NULL::integer, NULL::integer, NULL::integer,
-                NULL::integer, NULL::integer, NULL::bigint, NULL::bigint, NULL::bigint, NULL::integer,
-                NULL::varchar, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz;
-            RETURN;
-        END IF;
-    END IF;
 
-    -- The counts (`hotpath._kept_counts_parts`, with no reservation held).
-    SELECT COALESCE(MAX(c.done_ordinary), 0), COALESCE(MAX(c.done_gold), 0) INTO v_done_o, v_done_g
-        FROM annotations_annotatorcounts c WHERE c.project_id = p_project_id AND c.annotator_id = p_user_id;
-    -- Held with a place left, by kind (`held_open` there): the released assignments whose task has a
-    -- place, and the tasks with a place and one taken that they labelled, off the task index. Every gold
-    -- task has a place when gold has no cap: all of their gold answers.
-    FOREACH v_gold IN ARRAY ARRAY[false, true] LOOP
-        v_cap := CASE WHEN v_gold THEN p_gold_overlap ELSE p_overlap END;
-        IF v_cap IS NULL THEN
-            v_held_g := v_done_g;
-            CONTINUE;
-        END IF;
-        SELECT (SELECT COUNT(*) FROM annotations_assignment a2
-                CROSS JOIN LATERAL (SELECT tk.is_gold, tk.assigned_count, tk.extra_places FROM annotations_task tk
-                                    WHERE tk.id = a2.task_id OFFSET 0) t2
-                WHERE a2.project_id = p_project_id AND a2.annotator_id = p_user_id AND a2.state = 'released'
-                AND t2.is_gold = v_gold AND t2.assigned_count < v_cap + t2.extra_places)
-            + (SELECT COUNT(*) FROM annotations_task t3 WHERE t3.project_id = p_project_id
-                AND t3.is_gold = v_gold AND t3.assigned_count >= 1 AND t3.assigned_count < v_cap
-                AND COALESCE((SELECT true FROM annotations_assignment a3 WHERE a3.task_id = t3.id
-                              AND a3.annotator_id + 0 = p_user_id AND a3.state = 'labelled'), false))
-            + (SELECT COUNT(*) FROM annotations_task t3 WHERE t3.project_id = p_project_id
-                AND t3.extra_places > 0 AND t3.is_gold = v_gold AND t3.assigned_count >= v_cap
-                AND t3.assigned_count < v_cap + t3.extra_places
-                AND COALESCE((SELECT true FROM annotations_assignment a3 WHERE a3.task_id = t3.id
-                              AND a3.annotator_id + 0 = p_user_id AND a3.state = 'labelled'), false))
-            INTO v_held;
-        IF v_gold THEN
-            v_held_g := v_held;
-        ELSE
-            v_held_o := v_held;
-        END IF;
-    END LOOP;
-    IF v_open_o IS NULL THEN  -- `hotpath.open_totals`
-        SELECT COUNT(*) FILTER (WHERE NOT ot.is_gold AND ot.assigned_count < p_overlap)
-                + (SELECT COUNT(*) FROM annotations_task x WHERE x.project_id = p_project_id
-                   AND x.extra_places > 0 AND NOT x.is_gold AND x.assigned_count >= p_overlap
-                   AND x.assigned_count < p_overlap + x.extra_places),
-            COUNT(*) FILTER (WHERE ot.is_gold AND (p_gold_overlap IS NULL OR ot.assigned_count < p_gold_overlap))
-            INTO v_open_o, v_open_g
-            FROM annotations_task ot WHERE ot.project_id = p_project_id;
-    END IF;
-    v_avail_o := GREATEST(0, v_open_o - v_held_o);
-    v_avail_g := GREATEST(0, v_open_g - v_held_g);
+        -- No reservation is held now: the one answered was the annotator's one reservation in the project (a
+        -- unique index), so the Python claim's serving of a held one (`services._held_claim`) has no case here.
 
-    -- The gold turn (`selectors.QueueCounts`, `selectors.gold_turn`), nothing live.
-    v_served := v_done_o + v_done_g;
-    v_total := v_done_o + v_avail_o;
-    v_planned := CASE WHEN p_gold_share < 1 THEN round(v_total * p_gold_share / (1 - p_gold_share))::integer
-                      ELSE 0 END;
-    v_gold_allowed := v_avail_g > 0 AND v_done_g < v_planned;
-    v_gold_first := v_gold_allowed AND NOT (v_done_g + 1 > p_gold_max * (v_served + 1) + 1)
-        AND (v_done_g < p_gold_min * (v_served + 1) - 1
-             OR annotations_gold_draw(v_seed, v_served) < p_gold_share);
-    v_kinds := CASE WHEN v_gold_first THEN ARRAY[true, false]
-                    WHEN v_gold_allowed THEN ARRAY[false, true] ELSE ARRAY[false] END;
-    v_start := v_seed % 2147483647;  -- `selectors.rank_start` (TASK_RANK_MODULUS)
-
-    FOREACH v_gold IN ARRAY v_kinds LOOP
-        v_cap := CASE WHEN v_gold THEN p_gold_overlap ELSE p_overlap END;
-        IF v_gold THEN
-            v_stages := ARRAY['fresh_gold', 'wrapped_gold'];
-        ELSE
-            -- The first window of each ordinary stage, in one snapshot (`hotpath.own_counts_with_candidates`;
-            -- OFFSET 0 keeps `x` a subquery, whose fresh window the CASE reads: merged, it was read twice).
-            SELECT x.started, x.prio, x.fresh,
-                    CASE WHEN cardinality(x.fresh) < 16 THEN ARRAY(
-                        SELECT t.id FROM annotations_task t WHERE t.project_id = p_project_id
-                        AND t.is_gold = false AND t.assigned_count = 0 AND t.rank < v_start
-                        AND NOT COALESCE((SELECT true FROM annotations_assignment a WHERE a.task_id = t.id
-                                          AND a.annotator_id + 0 = p_user_id), false)
-                        ORDER BY t.rank LIMIT 16) END
-                INTO v_started, v_prio, v_fresh, v_wrapped
-                FROM (SELECT
-                    CASE WHEN p_overlap > 1 THEN ARRAY(
-                        SELECT t.id FROM annotations_task t WHERE t.project_id = p_project_id
-                        AND NOT t.is_gold AND t.assigned_count > 0 AND t.assigned_count < p_overlap
-                        AND NOT COALESCE((SELECT true FROM annotations_assignment a WHERE a.task_id = t.id
-                                          AND a.annotator_id + 0 = p_user_id), false)
-                        ORDER BY t.assigned_count DESC, hashint8extended(t.id::bigint, v_seed) LIMIT 16) END
-                        AS started,
-                    CASE WHEN p_prioritised THEN ARRAY(
-                        SELECT t.id FROM annotations_task t WHERE t.project_id = p_project_id
-                        AND NOT t.is_gold AND t.assigned_count = 0 AND t.priority IS NOT NULL
-                        AND NOT COALESCE((SELECT true FROM annotations_assignment a WHERE a.task_id = t.id
-                                          AND a.annotator_id + 0 = p_user_id), false)
-                        ORDER BY t.priority, t.id LIMIT 16) END AS prio,
-                    ARRAY(
-                        SELECT t.id FROM annotations_task t WHERE t.project_id = p_project_id
-                        AND t.is_gold = false AND t.assigned_count = 0 AND t.rank >= v_start
-                        AND NOT COALESCE((SELECT true FROM annotations_assignment a WHERE a.task_id = t.id
-                                          AND a.annotator_id + 0 = p_user_id), false)
-                        ORDER BY t.rank LIMIT 16) AS fresh OFFSET 0) x;
-            v_stages := ARRAY['fresh', 'wrapped'];
-            IF p_prioritised THEN v_stages := array_prepend('prio'::text, v_stages); END IF;
-            IF p_overlap > 1 THEN v_stages := array_prepend('started'::text, v_stages); END IF;
-            IF p_extra THEN v_stages := array_prepend('extra'::text, v_stages); END IF;
+        -- The break (`selectors.session_state`): the run of answers back from now with no gap of the
+        -- project's break length, since the last dismissed prompt; due once it is as long as the cap.
+        IF p_session_cap > 0 THEN
+            v_since := p_now - make_interval(mins => p_session_cap) - make_interval(mins => p_session_break);
+            IF v_dismissed IS NOT NULL AND v_dismissed > v_since THEN
+                v_since := v_dismissed;
+            END IF;
+            v_started_at := p_now;
+            v_previous := p_now;
+            FOR v_created IN SELECT n.created_at FROM annotations_annotation n WHERE n.annotator_id = p_user_id
+                    AND n.project_id = p_project_id AND n.created_at >= v_since ORDER BY n.created_at DESC LOOP
+                EXIT WHEN v_previous - v_created >= make_interval(mins => p_session_break);
+                v_started_at := v_created;
+                v_previous := v_created;
+            END LOOP;
+            IF p_now - v_started_at >= make_interval(mins => p_session_cap) THEN
+                v_outcome := 'break';
+                EXIT answer_and_claim;
+            END IF;
         END IF;
-        FOREACH v_stage IN ARRAY v_stages LOOP
-            IF v_stage = 'extra' THEN  -- `hotpath.extra_candidates_sql`
-                v_ids := ARRAY(
-                    SELECT t.id FROM annotations_task t WHERE t.project_id = p_project_id
-                    AND t.extra_places > 0 AND NOT t.is_gold AND t.assigned_count < p_overlap + t.extra_places
-                    AND NOT COALESCE((SELECT true FROM annotations_assignment a WHERE a.task_id = t.id
-                                      AND a.annotator_id + 0 = p_user_id), false)
-                    ORDER BY t.assigned_count DESC, t.id LIMIT 16);
-            ELSIF v_stage = 'started' THEN
-                v_ids := v_started;
-            ELSIF v_stage = 'prio' THEN
-                v_ids := v_prio;
-            ELSIF v_stage = 'fresh' THEN
-                v_ids := v_fresh;
-            ELSIF v_stage = 'wrapped' THEN
-                v_ids := v_wrapped;
-            ELSIF v_stage = 'fresh_gold' THEN  -- `hotpath.fresh_candidates_sql`, gold
-                v_ids := ARRAY(
-                    SELECT t.id FROM annotations_task t WHERE t.project_id = p_project_id AND t.is_gold = true
-                    AND (p_gold_overlap IS NULL OR t.assigned_count < p_gold_overlap + t.extra_places)
-                    AND t.rank >= v_start
-                    AND NOT COALESCE((SELECT true FROM annotations_assignment a WHERE a.task_id = t.id
-                                      AND a.annotator_id + 0 = p_user_id), false)
-                    ORDER BY t.rank LIMIT 16);
+
+        -- The counts (`hotpath._kept_counts_parts`, with no reservation held).
+        SELECT COALESCE(MAX(c.done_ordinary), 0), COALESCE(MAX(c.done_gold), 0) INTO v_done_o, v_done_g
+            FROM annotations_annotatorcounts c WHERE c.project_id = p_project_id AND c.annotator_id = p_user_id;
+        -- Held with a place left, by kind (`held_open` there): the released assignments whose task has a
+        -- place, and the tasks with a place and one taken that they labelled, off the task index. Every gold
+        -- task has a place when gold has no cap: all of their gold answers.
+        FOREACH v_gold IN ARRAY ARRAY[false, true] LOOP
+            v_cap := CASE WHEN v_gold THEN p_gold_overlap ELSE p_overlap END;
+            IF v_cap IS NULL THEN
+                v_held_g := v_done_g;
+                CONTINUE;
+            END IF;
+            SELECT (SELECT COUNT(*) FROM annotations_assignment a2
+                    CROSS JOIN LATERAL (SELECT tk.is_gold, tk.assigned_count, tk.extra_places FROM annotations_task tk
+                                        WHERE tk.id = a2.task_id OFFSET 0) t2
+                    WHERE a2.project_id = p_project_id AND a2.annotator_id = p_user_id AND a2.state = 'released'
+                    AND t2.is_gold = v_gold AND t2.assigned_count < v_cap + t2.extra_places)
+                + (SELECT COUNT(*) FROM annotations_task t3 WHERE t3.project_id = p_project_id
+                    AND t3.is_gold = v_gold AND t3.assigned_count >= 1 AND t3.assigned_count < v_cap
+                    AND COALESCE((SELECT true FROM annotations_assignment a3 WHERE a3.task_id = t3.id
+                                  AND a3.annotator_id + 0 = p_user_id AND a3.state = 'labelled'), false))
+                + (SELECT COUNT(*) FROM annotations_task t3 WHERE t3.project_id = p_project_id
+                    AND t3.extra_places > 0 AND t3.is_gold = v_gold AND t3.assigned_count >= v_cap
+                    AND t3.assigned_count < v_cap + t3.extra_places
+                    AND COALESCE((SELECT true FROM annotations_assignment a3 WHERE a3.task_id = t3.id
+                                  AND a3.annotator_id + 0 = p_user_id AND a3.state = 'labelled'), false))
+                INTO v_held;
+            IF v_gold THEN
+                v_held_g := v_held;
             ELSE
-                v_ids := ARRAY(
-                    SELECT t.id FROM annotations_task t WHERE t.project_id = p_project_id AND t.is_gold = true
-                    AND (p_gold_overlap IS NULL OR t.assigned_count < p_gold_overlap + t.extra_places)
-                    AND t.rank < v_start
-                    AND NOT COALESCE((SELECT true FROM annotations_assignment a WHERE a.task_id = t.id
-                                      AND a.annotator_id + 0 = p_user_id), false)
-                    ORDER BY t.rank LIMIT 16);
-            END IF;
-            v_try := ARRAY(SELECT u.x FROM unnest(v_ids) WITH ORDINALITY u(x, n)
-                           WHERE NOT u.x = ANY(v_tried) ORDER BY u.n);
-            IF cardinality(v_try) > 0 THEN
-                v_tried := v_tried || v_try;
-                SELECT * INTO v_row FROM annotations_reserve_first(v_try, p_project_id, p_user_id, p_now,
-                    p_expires_at, v_cap, 'reserved', 'labelled') r;
-                IF v_row.id IS NOT NULL THEN
-                    IF v_gold THEN
-                        v_avail_g := GREATEST(0, v_avail_g - 1);
-                    ELSE
-                        v_avail_o := GREATEST(0, v_avail_o - 1);
-                    END IF;
-                    RETURN QUERY SELECT 'task'::text, v_answer_id, v_answer_task, v_seconds, v_done_o,
-                        v_done_g, CASE WHEN v_gold THEN 0 ELSE 1 END, CASE WHEN v_gold THEN 1 ELSE 0 END,
-                        v_avail_o, v_avail_g, v_open_o, v_open_g, v_row.assigned_after, v_row.id,
-                        v_row.project_id, v_row.task_id, v_row.annotator_id, v_row.state,
-                        v_row.reserved_at, v_row.expires_at, v_row.answered_at;
-                    RETURN;
-                END IF;
-                v_busy := v_busy || v_row.busy;
-            END IF;
-            IF cardinality(v_ids) >= 16 THEN  -- the Python claim reads the next window: left to it
-                RETURN QUERY SELECT 'deferred'::text, v_answer_id, v_answer_task, v_seconds, NULL::integer,
-                    NULL::integer, NULL::integer, NULL::integer, NULL::integer, NULL::integer,
-                    NULL::integer, NULL::integer, NULL::integer, NULL::bigint, NULL::bigint, NULL::bigint,
-                    NULL::integer, NULL::varchar, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz;
-                RETURN;
+                v_held_o := v_held;
             END IF;
         END LOOP;
-        IF cardinality(v_busy) > 0 THEN  -- it would wait for another claim's locks: left to a claim of its own
-            RETURN QUERY SELECT 'deferred'::text, v_answer_id, v_answer_task, v_seconds, NULL::integer,
-                NULL::integer, NULL::integer, NULL::integer, NULL::integer, NULL::integer,
-                NULL::integer, NULL::integer, NULL::integer, NULL::bigint, NULL::bigint, NULL::bigint,
-                NULL::integer, NULL::varchar, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz;
-            RETURN;
+        IF v_open_o IS NULL THEN  -- `hotpath.open_totals`
+            SELECT COUNT(*) FILTER (WHERE NOT ot.is_gold AND ot.assigned_count < p_overlap)
+                    + (SELECT COUNT(*) FROM annotations_task x WHERE x.project_id = p_project_id
+                       AND x.extra_places > 0 AND NOT x.is_gold AND x.assigned_count >= p_overlap
+                       AND x.assigned_count < p_overlap + x.extra_places),
+                COUNT(*) FILTER (WHERE ot.is_gold AND (p_gold_overlap IS NULL OR ot.assigned_count < p_gold_overlap))
+                INTO v_open_o, v_open_g
+                FROM annotations_task ot WHERE ot.project_id = p_project_id;
         END IF;
-    END LOOP;
-    RETURN QUERY SELECT 'empty'::text, v_answer_id, v_answer_task, v_seconds, v_done_o, v_done_g, 0, 0,
-        v_avail_o, v_avail_g, v_open_o, v_open_g, NULL::integer, NULL::bigint, NULL::bigint, NULL::bigint,
-        NULL::integer, NULL::varchar, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz;
+        v_avail_o := GREATEST(0, v_open_o - v_held_o);
+        v_avail_g := GREATEST(0, v_open_g - v_held_g);
+
+        -- The gold turn (`selectors.QueueCounts`, `selectors.gold_turn`), nothing live.
+        v_served := v_done_o + v_done_g;
+        v_total := v_done_o + v_avail_o;
+        v_planned := CASE WHEN p_gold_share < 1 THEN round(v_total * p_gold_share / (1 - p_gold_share))::integer
+                          ELSE 0 END;
+        v_gold_allowed := v_avail_g > 0 AND v_done_g < v_planned;
+        v_gold_first := v_gold_allowed AND NOT (v_done_g + 1 > p_gold_max * (v_served + 1) + 1)
+            AND (v_done_g < p_gold_min * (v_served + 1) - 1
+                 OR annotations_gold_draw(v_seed, v_served) < p_gold_share);
+        v_kinds := CASE WHEN v_gold_first THEN ARRAY[true, false]
+                        WHEN v_gold_allowed THEN ARRAY[false, true] ELSE ARRAY[false] END;
+        v_start := v_seed % 2147483647;  -- `selectors.rank_start` (TASK_RANK_MODULUS)
+
+        v_outcome := 'empty';  -- unless a kind's stages reserve a task or leave the claim to Python
+        FOREACH v_gold IN ARRAY v_kinds LOOP
+            v_cap := CASE WHEN v_gold THEN p_gold_overlap ELSE p_overlap END;
+            IF v_gold THEN
+                v_stages := ARRAY['fresh_gold', 'wrapped_gold'];
+            ELSE
+                -- The first window of each ordinary stage, in one snapshot (`hotpath.own_counts_with_candidates`;
+                -- OFFSET 0 keeps `x` a subquery, whose fresh window the CASE reads: merged, it was read twice).
+                SELECT x.started, x.prio, x.fresh,
+                        CASE WHEN cardinality(x.fresh) < 16 THEN ARRAY(
+                            SELECT t.id FROM annotations_task t WHERE t.project_id = p_project_id
+                            AND t.is_gold = false AND t.assigned_count = 0 AND t.rank < v_start
+                            AND NOT COALESCE((SELECT true FROM annotations_assignment a WHERE a.task_id = t.id
+                                              AND a.annotator_id + 0 = p_user_id), false)
+                            ORDER BY t.rank LIMIT 16) END
+                    INTO v_started, v_prio, v_fresh, v_wrapped
+                    FROM (SELECT
+                        CASE WHEN p_overlap > 1 THEN ARRAY(
+                            SELECT t.id FROM annotations_task t WHERE t.project_id = p_project_id
+                            AND NOT t.is_gold AND t.assigned_count > 0 AND t.assigned_count < p_overlap
+                            AND NOT COALESCE((SELECT true FROM annotations_assignment a WHERE a.task_id = t.id
+                                              AND a.annotator_id + 0 = p_user_id), false)
+                            ORDER BY t.assigned_count DESC, hashint8extended(t.id::bigint, v_seed) LIMIT 16) END
+                            AS started,
+                        CASE WHEN p_prioritised THEN ARRAY(
+                            SELECT t.id FROM annotations_task t WHERE t.project_id = p_project_id
+                            AND NOT t.is_gold AND t.assigned_count = 0 AND t.priority IS NOT NULL
+                            AND NOT COALESCE((SELECT true FROM annotations_assignment a WHERE a.task_id = t.id
+                                              AND a.annotator_id + 0 = p_user_id), false)
+                            ORDER BY t.priority, t.id LIMIT 16) END AS prio,
+                        ARRAY(
+                            SELECT t.id FROM annotations_task t WHERE t.project_id = p_project_id
+                            AND t.is_gold = false AND t.assigned_count = 0 AND t.rank >= v_start
+                            AND NOT COALESCE((SELECT true FROM annotations_assignment a WHERE a.task_id = t.id
+                                              AND a.annotator_id + 0 = p_user_id), false)
+                            ORDER BY t.rank LIMIT 16) AS fresh OFFSET 0) x;
+                v_stages := ARRAY['fresh', 'wrapped'];
+                IF p_prioritised THEN v_stages := array_prepend('prio'::text, v_stages); END IF;
+                IF p_overlap > 1 THEN v_stages := array_prepend('started'::text, v_stages); END IF;
+                IF p_extra THEN v_stages := array_prepend('extra'::text, v_stages); END IF;
+            END IF;
+            FOREACH v_stage IN ARRAY v_stages LOOP
+                IF v_stage = 'extra' THEN  -- `hotpath.extra_candidates_sql`
+                    v_ids := ARRAY(
+                        SELECT t.id FROM annotations_task t WHERE t.project_id = p_project_id
+                        AND t.extra_places > 0 AND NOT t.is_gold AND t.assigned_count < p_overlap + t.extra_places
+                        AND NOT COALESCE((SELECT true FROM annotations_assignment a WHERE a.task_id = t.id
+                                          AND a.annotator_id + 0 = p_user_id), false)
+                        ORDER BY t.assigned_count DESC, t.id LIMIT 16);
+                ELSIF v_stage = 'started' THEN
+                    v_ids := v_started;
+                ELSIF v_stage = 'prio' THEN
+                    v_ids := v_prio;
+                ELSIF v_stage = 'fresh' THEN
+                    v_ids := v_fresh;
+                ELSIF v_stage = 'wrapped' THEN
+                    v_ids := v_wrapped;
+                ELSIF v_stage = 'fresh_gold' THEN  -- `hotpath.fresh_candidates_sql`, gold
+                    v_ids := ARRAY(
+                        SELECT t.id FROM annotations_task t WHERE t.project_id = p_project_id AND t.is_gold = true
+                        AND (p_gold_overlap IS NULL OR t.assigned_count < p_gold_overlap + t.extra_places)
+                        AND t.rank >= v_start
+                        AND NOT COALESCE((SELECT true FROM annotations_assignment a WHERE a.task_id = t.id
+                                          AND a.annotator_id + 0 = p_user_id), false)
+                        ORDER BY t.rank LIMIT 16);
+                ELSE
+                    v_ids := ARRAY(
+                        SELECT t.id FROM annotations_task t WHERE t.project_id = p_project_id AND t.is_gold = true
+                        AND (p_gold_overlap IS NULL OR t.assigned_count < p_gold_overlap + t.extra_places)
+                        AND t.rank < v_start
+                        AND NOT COALESCE((SELECT true FROM annotations_assignment a WHERE a.task_id = t.id
+                                          AND a.annotator_id + 0 = p_user_id), false)
+                        ORDER BY t.rank LIMIT 16);
+                END IF;
+                v_try := ARRAY(SELECT u.x FROM unnest(v_ids) WITH ORDINALITY u(x, n)
+                               WHERE NOT u.x = ANY(v_tried) ORDER BY u.n);
+                IF cardinality(v_try) > 0 THEN
+                    v_tried := v_tried || v_try;
+                    SELECT r.id, r.project_id, r.task_id, r.annotator_id, r.state, r.reserved_at, r.expires_at,
+                            r.answered_at, r.assigned_after, r.busy
+                        INTO v_id, v_project, v_task, v_annotator, v_state, v_reserved_at, v_expires_at,
+                            v_answered_at, v_assigned_after, v_taken_busy
+                        FROM annotations_reserve_first(v_try, p_project_id, p_user_id, p_now, p_expires_at, v_cap,
+                            'reserved', 'labelled') r;
+                    IF v_id IS NOT NULL THEN
+                        IF v_gold THEN
+                            v_avail_g := GREATEST(0, v_avail_g - 1);
+                        ELSE
+                            v_avail_o := GREATEST(0, v_avail_o - 1);
+                        END IF;
+                        v_outcome := 'task';
+                        EXIT answer_and_claim;
+                    END IF;
+                    v_busy := v_busy || v_taken_busy;
+                END IF;
+                IF cardinality(v_ids) >= 16 THEN  -- the Python claim reads the next window: left to it
+                    v_outcome := 'deferred';
+                    EXIT answer_and_claim;
+                END IF;
+            END LOOP;
+            IF cardinality(v_busy) > 0 THEN  -- it would wait for another claim's locks: left to a claim of its own
+                v_outcome := 'deferred';
+                EXIT answer_and_claim;
+            END IF;
+        END LOOP;
+    END;
+
+    -- The counts only with a claim made (`task`, `empty`); the assignment only with a task reserved.
+    RETURN QUERY SELECT v_outcome, v_answer_id, v_answer_task, v_seconds,
+        CASE WHEN v_outcome IN ('task', 'empty') THEN v_done_o END,
+        CASE WHEN v_outcome IN ('task', 'empty') THEN v_done_g END,
+        CASE v_outcome WHEN 'task' THEN (NOT v_gold)::integer WHEN 'empty' THEN 0 END,
+        CASE v_outcome WHEN 'task' THEN v_gold::integer WHEN 'empty' THEN 0 END,
+        CASE WHEN v_outcome IN ('task', 'empty') THEN v_avail_o END,
+        CASE WHEN v_outcome IN ('task', 'empty') THEN v_avail_g END,
+        v_open_o, v_open_g, v_assigned_after, v_id, v_project, v_task, v_annotator, v_state, v_reserved_at,
+        v_expires_at, v_answered_at;
 END
 $$;
 """

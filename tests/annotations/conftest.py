@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from annotations import services
+from annotations import hotpath, services
 from annotations.demo import demo_project_create
 from annotations.models import (
     Annotation,
@@ -111,6 +113,22 @@ def annotators(db: None) -> Callable[[int], list[User]]:
 
 
 ANSWERED_FROM = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+@contextmanager
+def answer_and_claim_outcomes() -> Iterator[list[str]]:
+    """The outcomes of the one-call answers and claims (`hotpath.answer_and_claim`) made inside, in order:
+    what tells a test which way an answer went (`fallback`, `deferred`, `task`, `empty`, `break`)."""
+    outcomes: list[str] = []
+    call = hotpath.answer_and_claim
+
+    def spied(*args: Any, **kwargs: Any) -> hotpath.AnsweredAndClaimed:
+        done = call(*args, **kwargs)
+        outcomes.append(done.outcome)
+        return done
+
+    with mock.patch.object(hotpath, "answer_and_claim", spied):
+        yield outcomes
 
 
 def record_answers(project: Project, answers: Iterable[tuple[Any, ...]]) -> list[Annotation]:

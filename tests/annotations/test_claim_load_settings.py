@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 from typing import Any
-from unittest import mock
 
 import psycopg
 import pytest
@@ -20,7 +19,7 @@ from django.utils import timezone
 from annotations import hotpath, selectors, services
 from annotations.models import TASK_RANK_MODULUS, Annotation, Assignment, ProjectMembership, Task
 from evalplatform import sqlrows
-from tests.annotations.conftest import build_project
+from tests.annotations.conftest import answer_and_claim_outcomes, build_project
 from tests.annotations.test_assignment import answer_all, assert_counters_match
 
 
@@ -279,16 +278,8 @@ class TestAnswerAndClaimInOneCall:
         locker.execute("SELECT id FROM annotations_task WHERE id = ANY(%s) FOR NO KEY UPDATE", [others])
         release = threading.Timer(0.5, locker.commit)
         release.start()
-        calls: list[str] = []
-        fused = hotpath.answer_and_claim
-
-        def spied(*args: Any, **kwargs: Any) -> hotpath.AnsweredAndClaimed:
-            done = fused(*args, **kwargs)
-            calls.append(done.outcome)
-            return done
-
         try:
-            with mock.patch.object(hotpath, "answer_and_claim", spied):
+            with answer_and_claim_outcomes() as calls:
                 answered = services.annotation_submit_and_claim(
                     project=project, annotator=alice, assignment_id=held.pk, grade=1
                 )

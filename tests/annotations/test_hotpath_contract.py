@@ -32,7 +32,7 @@ from rest_framework.authtoken.models import Token
 
 from annotations import hotpath, selectors, services
 from annotations.models import Annotation, Assignment, Project, ProjectMembership, Task
-from tests.annotations.conftest import build_project
+from tests.annotations.conftest import answer_and_claim_outcomes, build_project
 from tests.conftest import ALICE, BOB, LENA, Persona, make_user
 
 #: Few enough examples that the file runs in seconds on a 2-core machine; each is a small, dense state.
@@ -307,13 +307,6 @@ def test_it_answers_and_claims_alike_in_one_call_and_step_by_step(
     own = tuple("labelled" if kind in ("live", "expired") else kind for kind in state.own)
     state = replace(state, own=(*own[:task], "live", *own[task + 1 :]), served_ms_ago=30_000,
                     expires_ms=max(state.expires_ms, 60_000))  # fmt: skip
-    outcomes: list[str] = []
-    fused_call = hotpath.answer_and_claim
-
-    def spied(*args: Any, **kwargs: Any) -> hotpath.AnsweredAndClaimed:
-        done = fused_call(*args, **kwargs)
-        outcomes.append(done.outcome)
-        return done
 
     def run() -> Any:
         build(world, state, now)
@@ -342,7 +335,7 @@ def test_it_answers_and_claims_alike_in_one_call_and_step_by_step(
             services.annotation_submit_and_claim(**fields, grade=grade, unclear=answer == "unclear")
         )
 
-    with mock.patch.object(hotpath, "answer_and_claim", spied):
+    with answer_and_claim_outcomes() as outcomes:
         fused = rolled_back(run)
     with step_by_step():
         steps = rolled_back(run)
