@@ -973,29 +973,6 @@ def answer_plain(answer: Annotation, *, effect: AnswerEffect, min_seconds: int) 
     return True
 
 
-def member_answer_plain(answer: Annotation, *, effect: AnswerEffect, min_seconds: int) -> int | None:
-    """`answer_plain` with the annotator's membership row locked first, in the same statement, as the
-    answer with the next claim takes them (`membership_assignment_lock`): their shuffle seed, once the
-    answer is stored; None, with nothing written, where `answer_plain` gives False or the annotator is
-    no longer an annotator of the project (the caller then goes the step-by-step way). In the caller's
-    transaction, whose claim then holds the membership's lock. Always None in SQLite."""
-    if sqlrows.vendor() != "postgresql":
-        return None
-    plain, params = _plain_sql(answer, effect=effect, min_seconds=min_seconds, member=True)
-    # The membership's lock first: the answer's update reads it (an InitPlan, run before the update's
-    # scan), so that the lock order is the claim's and the undo's.
-    row = _one(
-        f"WITH m AS (SELECT shuffle_seed FROM {MEMBERSHIP} WHERE project_id = %s AND user_id = %s "
-        f"AND role = %s FOR UPDATE), {plain} SELECT m.shuffle_seed, i.id, i.task_id, i.seconds_spent "
-        "FROM m JOIN inserted i ON TRUE",
-        [answer.project_id, answer.annotator_id, ProjectMembership.Role.ANNOTATOR.value, *params],
-    )
-    if row is None:
-        return None
-    _plain_saved(answer, row[1:], effect)
-    return int(row[0])
-
-
 @dataclass(frozen=True)
 class AnsweredAndClaimed:
     """What `answer_and_claim` did."""
@@ -1025,14 +1002,14 @@ def answer_and_claim(
     answer: Annotation, *, effect: AnswerEffect, min_seconds: int, project: Project, expires_at: datetime,
     totals: OpenTotals | None,
 ) -> AnsweredAndClaimed:  # fmt: skip
-    """Store the answer (`member_answer_plain`'s plain case) and claim the annotator's next task, in one
+    """Store the answer (`answer_plain`'s plain case, the membership locked first) and claim the annotator's next task, in one
     call of the PostgreSQL function `annotations_answer_claim` (migration 0017_answer_claim): in
     autocommit one statement is the whole transaction, the sign-in's read and this call the request's two
     round trips. `totals`: the project's open totals as the caller keeps them, or None to have them
     counted. On `fallback` nothing is written; otherwise the (unsaved) answer gets its id, task and
-    seconds spent, as `member_answer_plain` gives them. PostgreSQL only.
+    seconds spent, as `answer_plain` gives them. PostgreSQL only.
 
-    The rules are the caller's, passed in as for `member_answer_plain` (the effect, the minimum seconds)
+    The rules are the caller's, passed in as for `answer_plain` (the effect, the minimum seconds)
     and read from `project` (overlaps, gold shares, the stages a claim reads); the function follows the
     steps of `services._claim_locked` and `services._claim_one`, and tests/annotations/
     test_hotpath_contract.py holds it to them."""
@@ -1070,18 +1047,15 @@ def answer_and_claim(
     return AnsweredAndClaimed(outcome, counts, counted, served)
 
 
-def _plain_sql(
-    answer: Annotation, *, effect: AnswerEffect, min_seconds: int, member: bool = False
-) -> tuple[str, list[Any]]:
-    """`answer_plain`'s statement; with `member`, its sub-statements only (the insert as `inserted`), the
-    answer's update also asking that the CTE `m` (the membership) has a row."""
+def _plain_sql(answer: Annotation, *, effect: AnswerEffect, min_seconds: int) -> tuple[str, list[Any]]:
+    """`answer_plain`'s statement (`annotations_answer_claim`, migration 0017, runs it with the membership
+    locked first)."""
     now = _db_time(answer.created_at)
     sql = (
-        f"answered AS (UPDATE {ASSIGNMENT} SET state = %s, answered_at = %s "
+        f"WITH answered AS (UPDATE {ASSIGNMENT} SET state = %s, answered_at = %s "
         "WHERE id = %s AND project_id = %s AND annotator_id = %s AND state = %s AND expires_at > %s "
         "AND GREATEST(0, EXTRACT(EPOCH FROM %s - reserved_at)) >= %s "
-        + ("AND EXISTS (SELECT 1 FROM m) " if member else "")
-        + "RETURNING task_id, GREATEST(0, EXTRACT(EPOCH FROM %s - reserved_at))::float8 AS seconds), "
+        "RETURNING task_id, GREATEST(0, EXTRACT(EPOCH FROM %s - reserved_at))::float8 AS seconds), "
         f"counted AS (UPDATE {TASK} SET assigned_count = assigned_count + %s, label_count = label_count + %s "
         "WHERE id = (SELECT task_id FROM answered)) "
     )
@@ -1090,8 +1064,7 @@ def _plain_sql(
         "SELECT %s, %s, task_id, %s, %s, seconds, %s, %s, %s, %s, %s FROM answered "
         "RETURNING id, task_id, seconds_spent"
     )
-    sql = f"{sql}, inserted AS ({insert})" if member else f"WITH {sql}{insert}"
-    return sql, [
+    return f"{sql}{insert}", [
         effect.state,
         now,
         answer.assignment_id,

@@ -624,10 +624,7 @@ def _answer_and_claim_at_once(
     transaction of its own (`_answer_and_claim` then claims), as `_claim_after_answer` leaves one."""
     if sqlrows.vendor() != "postgresql":
         return None
-    answer = Annotation(
-        assignment_id=assignment_id, project=project, annotator=annotator, grade=grade, skipped=skipped,
-        unclear=unclear, created_at=now, comment=comment,
-    )  # fmt: skip
+    answer = _plain_answer(project, annotator, assignment_id, now, grade, skipped, unclear, comment)
     done = hotpath.answer_and_claim(
         answer, effect=answer_effect(grade=grade, too_fast=False),
         min_seconds=answer_min_seconds(project, grade=grade), project=project,
@@ -635,8 +632,7 @@ def _answer_and_claim_at_once(
     )  # fmt: skip
     if done.outcome == "fallback":
         return None
-    transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
-    hooks.answers_changed_on_commit(project)
+    _answers_changed_on_commit(project)
     if done.totals is not None:
         selectors.open_totals_keep(project, done.totals)
     claim = Claim("break") if done.outcome == "break" else None
@@ -668,28 +664,15 @@ def _answer(
     if not claim_next:
         # The plain case in one statement (PostgreSQL): an answer in time, whose effect is decided here
         # before its seconds are known; anything else goes the step-by-step way below.
-        plain = Annotation(
-            assignment_id=assignment_id, project=project, annotator=annotator, grade=grade, skipped=skipped,
-            unclear=unclear, created_at=now, comment=comment,
-        )  # fmt: skip
-        in_time = answer_effect(grade=grade, too_fast=False)
-        if hotpath.answer_plain(plain, effect=in_time, min_seconds=min_seconds):
-            transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
-            hooks.answers_changed_on_commit(project)
+        plain = _plain_answer(project, annotator, assignment_id, now, grade, skipped, unclear, comment)
+        if hotpath.answer_plain(
+            plain, effect=answer_effect(grade=grade, too_fast=False), min_seconds=min_seconds
+        ):
+            _answers_changed_on_commit(project)
             return plain, None, False
+    # With `claim_next` the plain case was tried already, in one call with the claim
+    # (`_answer_and_claim_at_once`, PostgreSQL): what reaches here goes the step-by-step way.
     with transaction.atomic():
-        if claim_next:
-            # The plain case again, with the membership's lock the claim needs, in one statement.
-            plain = Annotation(
-                assignment_id=assignment_id, project=project, annotator=annotator, grade=grade,
-                skipped=skipped, unclear=unclear, created_at=now, comment=comment,
-            )  # fmt: skip
-            in_time = answer_effect(grade=grade, too_fast=False)
-            seed = hotpath.member_answer_plain(plain, effect=in_time, min_seconds=min_seconds)
-            if seed is not None:
-                transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
-                hooks.answers_changed_on_commit(project)
-                return plain, _claim_after_answer(project, annotator, now=now, seed=seed, swept=swept), True
         seed, assignment = _answer_locks(
             project=project, annotator=annotator, assignment_id=assignment_id, claim_next=claim_next
         )
@@ -706,8 +689,7 @@ def _answer(
         ):
             raise ReservationExpired()  # the release is left to `reservations_release_expired`
         effect = answer_effect(grade=grade, too_fast=too_fast)
-        transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
-        hooks.answers_changed_on_commit(project)
+        _answers_changed_on_commit(project)
         answer = Annotation(
             assignment_id=assignment.id, project=project, task_id=assignment.task_id, annotator=annotator,
             grade=grade, seconds_spent=seconds, skipped=skipped, unclear=unclear, too_fast=effect.too_fast,
@@ -719,6 +701,23 @@ def _answer(
             None if seed is None else _claim_after_answer(project, annotator, now=now, seed=seed, swept=swept)
         )
         return answer, claim, seed is not None
+
+
+def _plain_answer(
+    project: Project, annotator: User, assignment_id: int, now: datetime, grade: int | None, skipped: bool,
+    unclear: bool, comment: str,
+) -> Annotation:  # fmt: skip
+    """The (unsaved) answer a one-statement plain answer stores: its task and seconds come from the row."""
+    return Annotation(
+        assignment_id=assignment_id, project=project, annotator=annotator, grade=grade, skipped=skipped,
+        unclear=unclear, created_at=now, comment=comment,
+    )  # fmt: skip
+
+
+def _answers_changed_on_commit(project: Project) -> None:
+    """After the answer's commit: the quality recompute's request and the answers' hooks."""
+    transaction.on_commit(partial(quality_recompute_request, project_id=project.pk))
+    hooks.answers_changed_on_commit(project)
 
 
 def _claim_after_answer(

@@ -27,7 +27,8 @@ $$;
 # `_claim_locked` and `_claim_one`, each statement of `annotations.hotpath` written out here), for the
 # plain case; anything else is left to that path:
 #
-# - the answer: `hotpath.member_answer_plain`'s statement. When it writes nothing (an answer that is not
+# - the answer: `hotpath.answer_plain`'s statement, the membership's row locked first (the order of a
+#   claim's and an undo's locks). When it writes nothing (an answer that is not
 #   the plain case: refused, too fast, an expired reservation, no longer an annotator) the function
 #   returns `fallback` and the caller goes the step-by-step way, as it does after that statement;
 # - the claim, with the membership's lock the answer took (and no reservation held: the answered one was
@@ -130,7 +131,7 @@ BEGIN
     -- Every way out of the block sets `v_outcome`; the one row is returned after it.
     <<answer_and_claim>>
     BEGIN
-        -- The answer (`hotpath.member_answer_plain`): the membership's lock first, then the assignment's.
+        -- The answer (`hotpath.answer_plain`): the membership's lock first, then the assignment's.
         WITH m AS (
             SELECT mm.shuffle_seed, mm.break_dismissed_at FROM annotations_projectmembership mm
             WHERE mm.project_id = p_project_id AND mm.user_id = p_user_id AND mm.role = 'annotator' FOR UPDATE

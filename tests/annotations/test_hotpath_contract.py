@@ -212,7 +212,6 @@ def step_by_step() -> Iterator[None]:
         "answer_record": hotpath.answer_record_steps,
         "reservation_take": hotpath.reservation_take_steps,
         "reservation_take_first": hotpath.reservation_take_first_steps,
-        "member_answer_plain": lambda *args, **kwargs: None,
         "own_counts_with_candidates": counts_only,
         "membership_assignment_lock": lambda **kwargs: None,  # the caller then locks one by one
         "answer_and_claim": lambda *args, **kwargs: hotpath.AnsweredAndClaimed("fallback", None, None, None),
