@@ -34,6 +34,7 @@ from annotations.models import (
     Topic,
 )
 from evalplatform import sqlrows
+from evalplatform.models import Session
 
 TASK = Task._meta.db_table
 ASSIGNMENT = Assignment._meta.db_table
@@ -42,6 +43,7 @@ MEMBERSHIP = ProjectMembership._meta.db_table
 PROJECT = Project._meta.db_table
 TOPIC = Topic._meta.db_table
 DOCUMENT = Document._meta.db_table
+SESSION = Session._meta.db_table
 RESERVED, LABELLED = Assignment.State.RESERVED.value, Assignment.State.LABELLED.value
 RELEASED = Assignment.State.RELEASED.value
 
@@ -172,30 +174,36 @@ def token_member_of(*, key: str, slug: str) -> tuple[Token, AuthUser, ProjectMem
     return token, user, membership
 
 
-def user_member_of(*, user_id: int, slug: str) -> tuple[AuthUser, ProjectMembership | None] | None:
-    """The user `user_id`, with their membership of the project `slug` (`.project` loaded; None: not a
-    member) read in the same statement: what a signed-in page's request reads first (`evalplatform.auth.
-    session_sign_in_with`), in one round trip instead of two. None when there is no such user."""
+def session_member_of(session_key: str, unexpired_after: Any, *, slug: str) -> tuple[str, Any] | None:
+    """The session `session_key` (unexpired after `unexpired_after`: `evalplatform.sessions.SessionStore.
+    load_with` reads it so) with the user it signs in and their membership of the project `slug`
+    (`.project` loaded): what a signed-in page's request reads first (`evalplatform.auth.
+    session_sign_in_with`), in one round trip instead of three. None when there is no such session; else
+    its data and (the user, their membership or None), or None where the session names no user found."""
     shapes = [
         sqlrows.columns(model, alias)
         for model, alias in ((AuthUser, "u"), (ProjectMembership, "m"), (Project, "p"))
     ]
     row = _one(
-        f"SELECT {', '.join(shape.select for shape in shapes)} FROM {AuthUser._meta.db_table} u "
+        f"SELECT s.session_data, {', '.join(shape.select for shape in shapes)} FROM {SESSION} s "
+        f"LEFT JOIN {AuthUser._meta.db_table} u ON u.id = s.user_id "
         f"LEFT JOIN {MEMBERSHIP} m ON m.id = (SELECT m2.id FROM {MEMBERSHIP} m2 JOIN {PROJECT} p2 "
         "ON p2.id = m2.project_id WHERE p2.slug = %s AND m2.user_id = u.id ORDER BY m2.id LIMIT 1) "
-        f"LEFT JOIN {PROJECT} p ON p.id = m.project_id WHERE u.id = %s",
-        [slug, user_id],
+        f"LEFT JOIN {PROJECT} p ON p.id = m.project_id WHERE s.session_key = %s AND s.expire_date > %s",
+        [slug, session_key, unexpired_after],
     )
     if row is None:
         return None
     user_shape, member_shape, project_shape = shapes
-    user = sqlrows.instance(user_shape, row)
+    if row[1 + user_shape.attnames.index("id")] is None:
+        return row[0], None
+    user = sqlrows.instance(user_shape, row, 1)
     membership = None
-    if row[user_shape.width] is not None:
-        membership = sqlrows.instance(member_shape, row, user_shape.width)
-        membership.project = sqlrows.instance(project_shape, row, user_shape.width + member_shape.width)
-    return user, membership
+    start = 1 + user_shape.width
+    if row[start] is not None:
+        membership = sqlrows.instance(member_shape, row, start)
+        membership.project = sqlrows.instance(project_shape, row, start + member_shape.width)
+    return row[0], (user, membership)
 
 
 #: The attribute of a request's user that holds the memberships read with its sign-in, by project slug.

@@ -362,24 +362,28 @@ def judge_answer(request: SignedInRequest, slug: str, assignment_id: int) -> Htt
     return redirect("annotations:judge", slug)
 
 
-def _user_with_membership(user_id: int, *, slug: str) -> Any:
-    """The user, their membership of the project `slug` kept on them for `get_project_for_member`."""
-    found = hotpath.user_member_of(user_id=user_id, slug=slug)
+def _session_with_membership(session_key: str, unexpired_after: Any, *, slug: str) -> tuple[str, Any] | None:
+    """The session, its user and their membership of the project `slug`, read in one statement; the
+    membership kept on the user for `get_project_for_member`."""
+    found = hotpath.session_member_of(session_key, unexpired_after, slug=slug)
     if found is None:
         return None
-    user, membership = found
+    session_data, signed_in = found
+    if signed_in is None:
+        return session_data, None
+    user, membership = signed_in
     hotpath.membership_remember(user, slug, membership)
-    return user
+    return session_data, user
 
 
 def _signed_in_with_membership(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Sign the session in reading the user's membership of the URL's project in the same statement
-    (`session_sign_in_with`): the judge page's answers' sign-in in one round trip where two were. Put it
-    above `login_required`, which reads the user."""
+    """Sign the session in reading the session, its user and the user's membership of the URL's project
+    in one statement (`session_sign_in_with`): the judge page's answers' sign-in in one round trip where
+    three were. Put it above `login_required`, which reads the user."""
 
     @wraps(view)
     def signed_in(request: HttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponse:
-        session_sign_in_with(request, partial(_user_with_membership, slug=slug))
+        session_sign_in_with(request, partial(_session_with_membership, slug=slug))
         return view(request, slug, *args, **kwargs)
 
     return signed_in

@@ -1,8 +1,11 @@
-"""Admin of the platform-wide models: the worker heartbeat, teams and their members."""
+"""Admin of the platform-wide models: the worker heartbeat, teams and their members, sessions."""
+
+from typing import Any
 
 from django.contrib import admin
+from django.http import HttpRequest
 
-from evalplatform.models import Team, TeamMembership, WorkerHeartbeat
+from evalplatform.models import Session, Team, TeamMembership, WorkerHeartbeat
 
 
 @admin.register(WorkerHeartbeat)
@@ -35,3 +38,29 @@ class TeamMembershipAdmin(admin.ModelAdmin):
     search_fields = ["user__username", "team__slug"]
     list_select_related = ["user", "team"]
     raw_id_fields = ["user", "team"]
+
+
+@admin.register(Session)
+class SessionAdmin(admin.ModelAdmin):
+    """Who is signed in until when: the sessions by user and expiry, read-only. Neither a session's key (a
+    credential) nor its data is shown, and no page or form holds the key (no links, no actions); changing a
+    user's password signs them out everywhere."""
+
+    list_display = ["user_id", "expire_date"]
+    list_display_links = None
+    actions = None
+    list_filter = ["expire_date"]
+    search_fields = ["=user_id"]
+    ordering = ["-expire_date"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return obj is None and super().has_view_permission(request)  # the list, never a session's page

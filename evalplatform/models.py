@@ -1,4 +1,4 @@
-"""Platform-wide models: the worker heartbeat that /healthz reads."""
+"""Platform-wide models: the worker heartbeat that /healthz reads, teams, and the sessions."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.sessions.base_session import AbstractBaseSession
 from django.db import models, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -110,3 +111,23 @@ class TeamMembership(models.Model):
     @property
     def can_edit(self) -> bool:
         return self.role == self.Role.EDITOR
+
+
+class Session(AbstractBaseSession):
+    """Django's database session (`SESSION_ENGINE = "evalplatform.sessions"`) with the id of the user it
+    signed in kept in a column of its own, as Django's documentation extends a session model: a request
+    can then read its session and its user in one statement (`evalplatform.sessions.SessionStore.
+    load_with`). The column is written from the session's data on every save; it only finds the row to
+    join: the signed session data stays what signs the request in, and a user id that differs from it
+    signs nobody in."""
+
+    user_id = models.IntegerField(null=True, blank=True)
+
+    class Meta(AbstractBaseSession.Meta):
+        db_table = "evalplatform_session"
+
+    @classmethod
+    def get_session_store_class(cls) -> type[Any]:
+        from evalplatform.sessions import SessionStore
+
+        return SessionStore

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from annotations import hotpath
 from annotations.models import Annotation, Assignment, Project
+from evalplatform.models import Session
 from tests.annotations.conftest import build_project
 
 #: What judge.js sends besides its session cookie and the form's fields.
@@ -239,10 +240,10 @@ class TestOneRequestAnswerRefusals:
 
 @pytest.mark.django_db
 class TestOneRequestAnswerSignIn:
-    """The answer's session sign-in reads the user and their membership in one statement, and signs in
-    only whom Django's own `get_user` would."""
+    """The answer's session sign-in reads the session, its user and their membership in one statement,
+    and signs in only whom Django's own `get_user` would."""
 
-    def test_it_reads_the_user_and_the_membership_in_one_statement(
+    def test_it_reads_the_session_the_user_and_the_membership_in_one_statement(
         self, project: Project, alice_client: Client
     ) -> None:
         url = first_url(project, alice_client)
@@ -250,12 +251,27 @@ class TestOneRequestAnswerSignIn:
             assert answer(alice_client, url, {"grade": "2"}).status_code == 200
         users = [q["sql"] for q in queries if "auth_user" in q["sql"]]
         assert len(users) == 1 and hotpath.MEMBERSHIP in users[0], users
+        sessions = [q["sql"] for q in queries if hotpath.SESSION in q["sql"]]
+        assert sessions == users, sessions
         # Every other statement that reads the membership is the answer's and the claim's, which lock it
         # (in PostgreSQL one call of `annotations_answer_claim`, whose answer takes that lock first).
         call = "annotations_answer_claim("
         members = [q["sql"] for q in queries if hotpath.MEMBERSHIP in q["sql"] or call in q["sql"]]
         members = [sql for sql in members if sql != users[0]]
         assert members and all("FOR UPDATE" in sql or call in sql for sql in members), members
+
+    @pytest.mark.parametrize("column", ["another user", "no user", "none"])
+    def test_the_session_rows_user_column_signs_nobody_in_on_its_own(
+        self, project: Project, alice: User, bob: User, alice_client: Client, column: str
+    ) -> None:
+        """The row's `user_id` only finds the user to join: where it names another user than the session's
+        signed data, or none found, the one statement's user is not taken, and Django's `get_user` signs in
+        the user the data names."""
+        url = first_url(project, alice_client)
+        user_id = {"another user": bob.pk, "no user": 10**9, "none": None}[column]
+        Session.objects.filter(session_key=alice_client.session.session_key).update(user_id=user_id)
+        assert answer(alice_client, url, {"grade": "2"}).status_code == 200
+        assert list(Annotation.objects.values_list("annotator_id", flat=True)) == [alice.pk]
 
     def test_it_signs_out_a_session_whose_password_changed(
         self, project: Project, alice: User, alice_client: Client
