@@ -310,7 +310,10 @@ class Task(models.Model):
     count), the second how many answers count towards qrels. Claims still re-count under the lock.
     """
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tasks")
+    # No index of its own: `task_unique_pair`, `task_rank` and `task_claimable_rank` lead with it, and every
+    # claim's counter update (a new row version, the counter being a key of `task_claimable_rank`) wrote
+    # one more index entry for it.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tasks", db_index=False)
     topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="tasks")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="tasks")
     is_gold = models.BooleanField(default=False, help_text="The pair has a gold label. Leads only.")
@@ -435,9 +438,11 @@ class Assignment(models.Model):
         RELEASED = "released", "Answered without a grade that counts (skipped, unclear or too fast)"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="assignments")
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="assignments")
+    # Neither has an index of its own: `assignment_unique_task_annotator` and `assignment_by_annotator`
+    # lead with them, and each was one more index written by every claim's insert.
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="assignments", db_index=False)
     annotator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments", db_index=False
     )
     state = models.CharField(max_length=16, choices=State.choices, default=State.RESERVED)
     reserved_at = models.DateTimeField(default=timezone.now)
@@ -494,7 +499,8 @@ class AnnotatorCounts(models.Model):
     embedded demo) has no such triggers and counts the assignments instead; nothing reads these rows
     there."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    # No index of its own: `annotator_counts_unique` leads with it.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     done_ordinary = models.IntegerField(default=0)
     done_gold = models.IntegerField(default=0)
@@ -513,10 +519,12 @@ class Annotation(models.Model):
     """An annotator's answer to one assignment. Skipped and unclear answers carry no grade."""
 
     assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="annotation")
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="annotations")
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="annotations")
+    # None of the three has an index of its own: `annotation_by_task`, `annotation_unique_task_annotator`
+    # and `annotation_by_annotator` lead with them, and each was one more index written by every answer.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="annotations", db_index=False)
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="annotations", db_index=False)
     annotator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotations"
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotations", db_index=False
     )
     grade = models.PositiveSmallIntegerField(null=True, blank=True)
     seconds_spent = models.FloatField(
