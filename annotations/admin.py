@@ -34,6 +34,7 @@ from annotations.models import (
     Task,
     Topic,
 )
+from evalplatform.admin import KeptRowsAdmin, ReadOnlyAdmin
 
 
 class MembershipInline(admin.TabularInline):
@@ -147,21 +148,12 @@ class TaskAdmin(admin.ModelAdmin):
 
 
 @admin.register(AnnotatorCounts)
-class AnnotatorCountsAdmin(admin.ModelAdmin):
+class AnnotatorCountsAdmin(KeptRowsAdmin):
     """Read only: PostgreSQL's triggers keep these rows (see the model)."""
 
     list_display = ["annotator", "project", "done_ordinary", "done_gold"]
     list_filter = ["project"]
     list_select_related = ["annotator", "project"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(GoldLabel)
@@ -220,16 +212,6 @@ class AdjudicationAdmin(admin.ModelAdmin):
     search_fields = ["task__topic__qid", "task__document__doc_id", "adjudicator__username"]
     list_select_related = ["task__topic", "task__document", "adjudicator"]
     raw_id_fields = ["project", "task", "adjudicator"]
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Rows written only by the workers: viewable, never edited here."""
-
-    def has_add_permission(self, request: Any) -> bool:
-        return False
-
-    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(QualitySnapshot)

@@ -8,6 +8,24 @@ from django.http import HttpRequest
 from evalplatform.models import Session, Team, TeamMembership, WorkerHeartbeat
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows that the platform writes (workers, triggers, sign-ins): viewable, never added or changed here;
+    deleted only where the admin's own class allows it."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class KeptRowsAdmin(ReadOnlyAdmin):
+    """Rows another part keeps in step (triggers, sign-ins): not deleted here either."""
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(WorkerHeartbeat)
 class WorkerHeartbeatAdmin(admin.ModelAdmin):
     list_display = ["hostname", "last_seen", "beats"]
@@ -41,7 +59,7 @@ class TeamMembershipAdmin(admin.ModelAdmin):
 
 
 @admin.register(Session)
-class SessionAdmin(admin.ModelAdmin):
+class SessionAdmin(KeptRowsAdmin):
     """Who is signed in until when: the sessions by user and expiry, read-only. Neither a session's key (a
     credential) nor its data is shown, and no page or form holds the key (no links, no actions); changing a
     user's password signs them out everywhere."""
@@ -52,15 +70,6 @@ class SessionAdmin(admin.ModelAdmin):
     list_filter = ["expire_date"]
     search_fields = ["=user_id"]
     ordering = ["-expire_date"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return obj is None and super().has_view_permission(request)  # the list, never a session's page

@@ -10,6 +10,7 @@ from django import forms
 from django.contrib import admin
 from django.db import transaction
 
+from evalplatform.admin import ReadOnlyAdmin
 from monitoring.alerts import services as alerts
 from monitoring.embeddings import services as monitors
 from monitoring.models import (
@@ -39,14 +40,6 @@ from monitoring.models import (
     ReuseAnalysis,
     Run,
 )
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request: Any) -> bool:
-        return False
-
-    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(Run)
