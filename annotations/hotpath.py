@@ -34,7 +34,7 @@ from annotations.models import (
     Topic,
 )
 from evalplatform import sqlrows
-from evalplatform.models import Session
+from evalplatform.auth import session_user_parts, session_user_statement
 
 TASK = Task._meta.db_table
 ASSIGNMENT = Assignment._meta.db_table
@@ -43,7 +43,6 @@ MEMBERSHIP = ProjectMembership._meta.db_table
 PROJECT = Project._meta.db_table
 TOPIC = Topic._meta.db_table
 DOCUMENT = Document._meta.db_table
-SESSION = Session._meta.db_table
 RESERVED, LABELLED = Assignment.State.RESERVED.value, Assignment.State.LABELLED.value
 RELEASED = Assignment.State.RELEASED.value
 
@@ -177,33 +176,31 @@ def token_member_of(*, key: str, slug: str) -> tuple[Token, AuthUser, ProjectMem
 def session_member_of(session_key: str, unexpired_after: Any, *, slug: str) -> tuple[str, Any] | None:
     """The session `session_key` (unexpired after `unexpired_after`: `evalplatform.sessions.SessionStore.
     load_with` reads it so) with the user it signs in and their membership of the project `slug`
-    (`.project` loaded): what a signed-in page's request reads first (`evalplatform.auth.
-    session_sign_in_with`), in one round trip instead of three. None when there is no such session; else
-    its data and (the user, their membership or None), or None where the session names no user found."""
-    shapes = [
-        sqlrows.columns(model, alias)
-        for model, alias in ((AuthUser, "u"), (ProjectMembership, "m"), (Project, "p"))
-    ]
+    (`.project` loaded), in one statement (`evalplatform.auth.session_user_statement` with the membership
+    joined): what the judge page's answer reads first (`evalplatform.auth.session_sign_in_with`). None when
+    there is no such session; else its data and (the user, their membership or None), or None where the
+    session names no user found."""
+    member_shape, project_shape = sqlrows.columns(ProjectMembership, "m"), sqlrows.columns(Project, "p")
     row = _one(
-        f"SELECT s.session_data, {', '.join(shape.select for shape in shapes)} FROM {SESSION} s "
-        f"LEFT JOIN {AuthUser._meta.db_table} u ON u.id = s.user_id "
-        f"LEFT JOIN {MEMBERSHIP} m ON m.id = (SELECT m2.id FROM {MEMBERSHIP} m2 JOIN {PROJECT} p2 "
-        "ON p2.id = m2.project_id WHERE p2.slug = %s AND m2.user_id = u.id ORDER BY m2.id LIMIT 1) "
-        f"LEFT JOIN {PROJECT} p ON p.id = m.project_id WHERE s.session_key = %s AND s.expire_date > %s",
+        session_user_statement(
+            f"{member_shape.select}, {project_shape.select}",
+            f"LEFT JOIN {MEMBERSHIP} m ON m.id = (SELECT m2.id FROM {MEMBERSHIP} m2 JOIN {PROJECT} p2 "
+            "ON p2.id = m2.project_id WHERE p2.slug = %s AND m2.user_id = u.id ORDER BY m2.id LIMIT 1) "
+            f"LEFT JOIN {PROJECT} p ON p.id = m.project_id ",
+        ),
         [slug, session_key, unexpired_after],
     )
     if row is None:
         return None
-    user_shape, member_shape, project_shape = shapes
-    if row[1 + user_shape.attnames.index("id")] is None:
-        return row[0], None
-    user = sqlrows.instance(user_shape, row, 1)
+    session_data, user = session_user_parts(row)
+    if user is None:
+        return session_data, None
     membership = None
-    start = 1 + user_shape.width
+    start = 1 + sqlrows.columns(AuthUser, "u").width
     if row[start] is not None:
         membership = sqlrows.instance(member_shape, row, start)
         membership.project = sqlrows.instance(project_shape, row, start + member_shape.width)
-    return row[0], (user, membership)
+    return session_data, (user, membership)
 
 
 #: The attribute of a request's user that holds the memberships read with its sign-in, by project slug.

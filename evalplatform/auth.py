@@ -75,23 +75,37 @@ def session_sign_in_with(request: HttpRequest, read: SessionReader[User | None])
         request._cached_user = user  # type: ignore[attr-defined]  # what `request.user` gives
 
 
-def session_user(session_key: str, unexpired_after: Any) -> tuple[str, User | None] | None:
-    """The session `session_key` and the user its row names, in one statement (a `SessionReader`): None
-    where there is no such unexpired session; the user None where the row names no user found."""
+def session_user_statement(more_select: str = "", more_joins: str = "") -> str:
+    """The statement that reads a session (`s`) with the user its row names (`u`, joined on the row's
+    `user_id`): the session's data and the user's columns first (`session_user_parts`), then
+    `more_select`'s columns, from `more_joins` joined after the user. Its parameters: those of
+    `more_joins`, then the session's key and `sessions.unexpired_after()`."""
+    select = f"s.session_data, {sqlrows.columns(User, 'u').select}" + (
+        f", {more_select}" if more_select else ""
+    )
+    return (
+        f"SELECT {select} FROM {SessionStore.get_model_class()._meta.db_table} s "
+        f"LEFT JOIN {User._meta.db_table} u ON u.id = s.user_id {more_joins}"
+        "WHERE s.session_key = %s AND s.expire_date > %s"
+    )
+
+
+def session_user_parts(row: tuple[Any, ...]) -> tuple[str, User | None]:
+    """The session's data and its user (None where the row names no user found) from a row of
+    `session_user_statement`; the columns after them start at `1 + sqlrows.columns(User, "u").width`."""
     shape = sqlrows.columns(User, "u")
-    with sqlrows.cursor() as cursor:
-        cursor.execute(
-            f"SELECT s.session_data, {shape.select} FROM {SessionStore.get_model_class()._meta.db_table} s "
-            f"LEFT JOIN {User._meta.db_table} u ON u.id = s.user_id "
-            "WHERE s.session_key = %s AND s.expire_date > %s",
-            [session_key, unexpired_after],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        return None
     if row[1 + shape.attnames.index("id")] is None:
         return row[0], None
     return row[0], sqlrows.instance(shape, row, 1)
+
+
+def session_user(session_key: str, unexpired_after: Any) -> tuple[str, User | None] | None:
+    """The session `session_key` and the user its row names, in one statement (a `SessionReader`): None
+    where there is no such unexpired session; the user None where the row names no user found."""
+    with sqlrows.cursor() as cursor:
+        cursor.execute(session_user_statement(), [session_key, unexpired_after])
+        row = cursor.fetchone()
+    return None if row is None else session_user_parts(row)
 
 
 def _user(request: HttpRequest) -> Any:
@@ -117,4 +131,6 @@ __all__ = [
     "User",
     "session_sign_in_with",
     "session_user",
+    "session_user_parts",
+    "session_user_statement",
 ]
