@@ -72,6 +72,45 @@ def test_a_tampered_session_loads_nothing() -> None:
     assert SessionStore(key).load() == {} == DjangoStore(key).load()
 
 
+def test_a_signed_in_sessions_data_is_checked_once_and_each_load_gets_its_own_dict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = {"_auth_user_id": "7", "_auth_user_backend": "django.contrib.auth.backends.ModelBackend", "n": 3}
+    key = _saved(data)
+    decoded: list[str] = []
+    real = SessionStore.decode
+    monkeypatch.setattr(SessionStore, "decode", lambda self, raw: decoded.append(raw) or real(self, raw))
+    first, second = SessionStore(key).load(), SessionStore(key).load()
+    assert first == second == data == DjangoStore(key).load()
+    assert len(decoded) == 1
+    first["n"] = 4  # a session changed in one request changes nothing kept
+    assert SessionStore(key).load() == data and len(decoded) == 1
+
+
+def test_data_with_lists_and_bad_data_are_checked_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    listed, bad = _saved({"_auth_user_id": "7", "n": [1, 2]}), _saved({"a": 1})
+    Session.objects.filter(session_key=bad).update(session_data="not-signed")
+    decoded: list[str] = []
+    real = SessionStore.decode
+    monkeypatch.setattr(SessionStore, "decode", lambda self, raw: decoded.append(raw) or real(self, raw))
+    for _ in range(2):
+        loaded = SessionStore(listed).load()
+        assert loaded == {"_auth_user_id": "7", "n": [1, 2]}
+        loaded["n"].append(3)
+        assert SessionStore(bad).load() == {}
+    assert len(decoded) == 4
+
+
+def test_a_rotated_secret_checks_the_kept_data_again(settings: Any) -> None:
+    key = _saved({"_auth_user_id": "7"})
+    assert SessionStore(key).load() == {"_auth_user_id": "7"}
+    signed_with = settings.SECRET_KEY
+    settings.SECRET_KEY = "another-secret-key-for-this-test-only"
+    assert SessionStore(key).load() == {}  # signed with the old key, which is no longer among the keys
+    settings.SECRET_KEY_FALLBACKS = [signed_with]
+    assert SessionStore(key).load() == {"_auth_user_id": "7"}
+
+
 def test_saves_and_flushes_as_djangos_backend() -> None:
     store = SessionStore()
     store["user"] = "u"
