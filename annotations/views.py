@@ -419,6 +419,18 @@ def judge_answer_next(request: SignedInRequest, slug: str, assignment_id: int) -
     return _judge_reply(request, membership, answered.claim, answer, "success", message)
 
 
+def _form_token(request: HttpRequest) -> str:
+    """A masked CSRF token for the reply's forms (`get_token`) that does not send the CSRF cookie again
+    where the request carried it: `get_token` flags the cookie to be set once more on every reply only to
+    renew its expiry (a year), which the page's own load does; here that was a Set-Cookie header and a
+    thirtieth of the answer's Python (py-spy, the load benchmark's page mode). A new or replaced cookie
+    (none carried, or one the middleware rejected) is still sent."""
+    renew = request.META.get("CSRF_COOKIE_NEEDS_UPDATE", False) or "CSRF_COOKIE" not in request.META
+    token = get_token(request)
+    request.META["CSRF_COOKIE_NEEDS_UPDATE"] = renew
+    return token
+
+
 def _judge_reply(
     request: HttpRequest, membership: ProjectMembership, claim: services.Claim, undoable: Annotation | None,
     level: str, message: str, *, status: int = 200,
@@ -427,7 +439,7 @@ def _judge_reply(
     # the user's roles: a query per answer); it reads the request (the reading view's `?view=`) and the
     # form's CSRF token.
     context = {**_judge_context(membership, request.user, claim, undoable), "request": request,
-               "csrf_token": get_token(request)}  # fmt: skip
+               "csrf_token": _form_token(request)}  # fmt: skip
     body = {
         "html": get_template("annotations/_judge.html").render(context),
         "level": level,

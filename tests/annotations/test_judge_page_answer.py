@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
@@ -211,6 +212,37 @@ class TestOneRequestAnswerRefusals:
         assert token
         response = client.post(url, {"grade": "2"}, HTTP_X_CSRFTOKEN=token.group(1), **FETCH)
         assert response.status_code == 200 and Annotation.objects.count() == 1
+
+    def test_its_reply_does_not_send_the_csrf_cookie_again_and_its_token_answers_the_next_task(
+        self, project: Project, alice: User
+    ) -> None:
+        client = Client(enforce_csrf_checks=True)
+        client.force_login(alice)
+        page = client.get(judge_url(project))
+        cookie = page.cookies[settings.CSRF_COOKIE_NAME].value
+        html = page.content.decode()
+        for _ in range(2):
+            token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html)
+            assert token
+            response = client.post(
+                answer_next_url(html), {"grade": "2"}, HTTP_X_CSRFTOKEN=token.group(1), **FETCH
+            )
+            assert response.status_code == 200
+            # The cookie the request carried stays: no Set-Cookie for it (only the page's load renews it).
+            assert settings.CSRF_COOKIE_NAME not in response.cookies
+            assert client.cookies[settings.CSRF_COOKIE_NAME].value == cookie
+            html = response.json()["html"]
+        assert Annotation.objects.count() == 2
+
+    def test_its_reply_sets_a_csrf_cookie_where_the_request_had_none(
+        self, project: Project, alice_client: Client
+    ) -> None:
+        url = first_url(project, alice_client)
+        del alice_client.cookies[
+            settings.CSRF_COOKIE_NAME
+        ]  # the test client skips the check; the view mints one
+        response = answer(alice_client, url, {"grade": "2"})
+        assert response.status_code == 200 and settings.CSRF_COOKIE_NAME in response.cookies
 
     @pytest.mark.parametrize(
         ("who", "status"), [("lead", 403), ("outsider", 404), ("other-annotator", 404), ("anonymous", 302)]
