@@ -71,19 +71,20 @@ def instance(shape: Shape, row: tuple[Any, ...] | list[Any], start: int = 0) -> 
     without it: its attributes and `_state` set as `from_db` leaves them. `__init__` with its signals was
     a tenth of a judging request's Python, which builds eight instances."""
     values = list(row[start : start + shape.width])
-    db = connections[DEFAULT_DB_ALIAS]
-    for position, converters, column in shape.converters:
-        value = values[position]
-        for convert in converters:
-            value = convert(value, column, db)
-        values[position] = value
+    if shape.converters:  # the connection is looked up only where a column needs it (a thread-local's read)
+        db = connections[DEFAULT_DB_ALIAS]
+        for position, converters, column in shape.converters:
+            value = values[position]
+            for convert in converters:
+                value = convert(value, column, db)
+            values[position] = value
     model = shape.model
     if not _plain_init(model):
-        return model.from_db(db.alias, shape.attnames, values)
+        return model.from_db(DEFAULT_DB_ALIAS, shape.attnames, values)
     made = model.__new__(model)
     made.__dict__.update(zip(shape.attnames, values, strict=True))
     state = ModelState()
-    state.adding, state.db = False, db.alias
+    state.adding, state.db = False, DEFAULT_DB_ALIAS
     made._state = state
     return made
 
