@@ -144,25 +144,49 @@ def membership_of(*, slug: str, user_id: int) -> ProjectMembership | None:
     return membership
 
 
+#: The project of a slug (`p`) and the user's membership of it (`m`, joined on its unique key): the sign-ins'
+#: joins (its parameter: the slug). Each is read by its key: as a join on `m.id = (a subquery)` the generic
+#: plan hashed every membership of every project (and, with the default random_page_cost, every user) on
+#: every request, a sequential scan that grows with the tables.
+_MEMBERSHIP_BY_SLUG = (
+    f"LEFT JOIN {PROJECT} p ON p.slug = %s "
+    f"LEFT JOIN {MEMBERSHIP} m ON m.project_id = p.id AND m.user_id = {{user}} "
+)
+
+
+def _token_member_shapes() -> list[sqlrows.Shape]:
+    return [
+        sqlrows.columns(model, alias)
+        for model, alias in ((Token, "t"), (AuthUser, "u"), (ProjectMembership, "m"), (Project, "p"))
+    ]
+
+
+def token_member_statement() -> str:
+    """`token_member_of`'s statement; its parameters: the project's slug, the token's key."""
+    return (
+        f"SELECT {', '.join(shape.select for shape in _token_member_shapes())} FROM {Token._meta.db_table} t "
+        f"JOIN {AuthUser._meta.db_table} u ON u.id = t.user_id "
+        f"{_MEMBERSHIP_BY_SLUG.format(user='t.user_id')}WHERE t.key = %s"
+    )
+
+
+def session_member_statement() -> str:
+    """`session_member_of`'s statement; its parameters: the project's slug, the session's key, the time
+    its expiry is compared with."""
+    member_shape, project_shape = sqlrows.columns(ProjectMembership, "m"), sqlrows.columns(Project, "p")
+    return session_user_statement(
+        f"{member_shape.select}, {project_shape.select}", _MEMBERSHIP_BY_SLUG.format(user="u.id")
+    )
+
+
 def token_member_of(*, key: str, slug: str) -> tuple[Token, AuthUser, ProjectMembership | None] | None:
     """The API token `key` and its user, with that user's membership of the project `slug` (`.project`
     loaded; None: not a member) read in the same statement: what an annotator's API request reads first,
     in one round trip instead of two. None when there is no such token."""
-    shapes = [
-        sqlrows.columns(model, alias)
-        for model, alias in ((Token, "t"), (AuthUser, "u"), (ProjectMembership, "m"), (Project, "p"))
-    ]
-    row = _one(
-        f"SELECT {', '.join(shape.select for shape in shapes)} FROM {Token._meta.db_table} t "
-        f"JOIN {AuthUser._meta.db_table} u ON u.id = t.user_id "
-        f"LEFT JOIN {MEMBERSHIP} m ON m.id = (SELECT m2.id FROM {MEMBERSHIP} m2 JOIN {PROJECT} p2 "
-        "ON p2.id = m2.project_id WHERE p2.slug = %s AND m2.user_id = t.user_id ORDER BY m2.id LIMIT 1) "
-        f"LEFT JOIN {PROJECT} p ON p.id = m.project_id WHERE t.key = %s",
-        [slug, key],
-    )
+    row = _one(token_member_statement(), [slug, key])
     if row is None:
         return None
-    token_shape, user_shape, member_shape, project_shape = shapes
+    token_shape, user_shape, member_shape, project_shape = _token_member_shapes()
     token = sqlrows.instance(token_shape, row)
     user = sqlrows.instance(user_shape, row, token_shape.width)
     start = token_shape.width + user_shape.width
@@ -181,15 +205,7 @@ def session_member_of(session_key: str, unexpired_after: Any, *, slug: str) -> t
     there is no such session; else its data and (the user, their membership or None), or None where the
     session names no user found."""
     member_shape, project_shape = sqlrows.columns(ProjectMembership, "m"), sqlrows.columns(Project, "p")
-    row = _one(
-        session_user_statement(
-            f"{member_shape.select}, {project_shape.select}",
-            f"LEFT JOIN {MEMBERSHIP} m ON m.id = (SELECT m2.id FROM {MEMBERSHIP} m2 JOIN {PROJECT} p2 "
-            "ON p2.id = m2.project_id WHERE p2.slug = %s AND m2.user_id = u.id ORDER BY m2.id LIMIT 1) "
-            f"LEFT JOIN {PROJECT} p ON p.id = m.project_id ",
-        ),
-        [slug, session_key, unexpired_after],
-    )
+    row = _one(session_member_statement(), [slug, session_key, unexpired_after])
     if row is None:
         return None
     session_data, user = session_user_parts(row)

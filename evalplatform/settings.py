@@ -140,8 +140,18 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     #   plan. Each is keyed by ids and written so that its generic plan is the right one (the candidate
     #   windows are in the text: `annotations.hotpath._limit`); left to choose, PostgreSQL compared that
     #   plan's estimate with the custom plans of the first runs on a connection, made while the annotators
-    #   had answered little, and planned the claim's largest statement afresh on every run (0.4 ms).
-    for _name, _value in (("jit", "off"), ("plan_cache_mode", "force_generic_plan")):
+    #   had answered little, and planned the claim's largest statement afresh on every run (0.4 ms);
+    # - random pages cost about what sequential ones do (`random_page_cost` 1.1, PostgreSQL's own advice
+    #   for solid-state storage; its default, 4, models spinning disks): the tables judging reads live in
+    #   memory, and at the default the generic plans read a small table (the users, the memberships, a few
+    #   hundred rows) whole into a hash or a sequential scan on every sign-in, answer and foreign-key
+    #   check, where an index reads one row: about 6% of the database's CPU per answer under load
+    #   (`perf` on the load benchmark's backends).
+    for _name, _value in (
+        ("jit", "off"),
+        ("plan_cache_mode", "force_generic_plan"),
+        ("random_page_cost", "1.1"),
+    ):
         if _name not in str(_options.get("options", "")):
             _options["options"] = f"{_options.get('options', '')} -c {_name}={_value}".strip()
     # Django's backend, with a health check of a kept connection that makes no round trip unless the

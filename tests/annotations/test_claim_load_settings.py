@@ -459,6 +459,36 @@ class TestClaimsReadAnIndex:
         assert counts and all(generic > 0 for _, generic, _ in counts), prepared
         assert all(custom == 0 for _, _, custom in prepared), prepared
 
+    @pytest.mark.parametrize("sign_in", ["token", "session"])
+    def test_the_sign_ins_read_the_user_and_the_membership_by_their_keys(
+        self, lena: User, alice: User, bob: User, sign_in: str
+    ) -> None:
+        """The API token's and the judge page's sign-ins read the user and their membership of the URL's
+        project with the token or the session. Joined on `m.id = (a subquery)`, the generic plan hashed
+        every membership of every project on every request (and, at PostgreSQL's default random_page_cost,
+        every user: the connections set 1.1)."""
+        if connection.vendor != "postgresql":
+            pytest.fail("the sign-ins are tuned for PostgreSQL; run the tests on it")
+        build_project(lead=lena, annotators=[alice, bob], topics=2, docs_per_topic=3)
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW random_page_cost")
+            assert cursor.fetchone()[0] == "1.1"
+            # The tables here fit in a page, which a sequential scan reads for less than an index: forbid
+            # it (for this transaction) to see how the statement can reach each row.
+            cursor.execute("SET LOCAL enable_seqscan = off")
+        if sign_in == "token":
+            statement, values = hotpath.token_member_statement(), ["some-project", "some-key"]
+        else:
+            statement, values = (
+                hotpath.session_member_statement(),
+                ["some-project", "some-key", timezone.now()],
+            )
+        with sqlrows.cursor() as cursor:  # server-side parameters: the plan is made without their values
+            cursor.execute("EXPLAIN " + statement, values)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "Hash" not in plan and "Merge" not in plan and "Seq Scan" not in plan, plan
+        assert "projectmembership" in plan and "Full" not in plan, plan
+
     def test_the_annotators_own_counts_probe_each_task_by_its_key_in_the_generic_plan(
         self, lena: User, alice: User
     ) -> None:
