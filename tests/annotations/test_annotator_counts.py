@@ -91,3 +91,29 @@ def test_the_migrations_backfill_counts_what_was_answered_before_it(lena: User, 
     with connection.cursor() as cursor:
         cursor.execute(migration.BACKFILL)
     assert kept(project, alice) == before and sum(before) == 5
+
+
+def test_the_function_runs_only_for_the_writes_that_move_a_count(lena: User, alice: User) -> None:
+    """Migration 0019's WHEN conditions: a claim's reservation, and a reservation kept as one, call no
+    trigger function; an answer calls it once."""
+    project = build_project(lead=lena, annotators=[alice], topics=2, docs_per_topic=4)
+
+    def calls() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT COALESCE(pg_stat_get_xact_function_calls('annotations_counts_assignment'::regproc), 0)"
+            )
+            return int(cursor.fetchone()[0])
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL track_functions = 'pl'")
+    claim = services.task_claim(project=project, annotator=alice)
+    assert claim.assignment is not None and calls() == 0
+    Assignment.objects.filter(pk=claim.assignment.pk).update(reserved_at=timezone.now())
+    assert calls() == 0
+    services.annotation_submit(project=project, annotator=alice, assignment_id=claim.assignment.pk, grade=2)
+    assert calls() == 1 and sum(kept(project, alice)) == 1
+    Assignment.objects.filter(pk=claim.assignment.pk).update(
+        answered_at=timezone.now()
+    )  # answered stays answered
+    assert calls() == 1 and sum(kept(project, alice)) == 1
