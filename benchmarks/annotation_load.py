@@ -17,8 +17,10 @@ HTTP/1.1 on 127.0.0.1. The modes (`--mode`):
   which inserts one row into a table of the benchmark's own (`benchmarks.load_urls`);
 - `all`: floor, submit-next, page and next-submit, one after the other, each on a fresh project and server.
 
-Every run measures the floor first, closed loop (its capacity, in requests/s), and reports each mode's
-answers/s as a share of it. The clients are paced at `--rate` answers/s in all (300, the target; open
+Every mode measures the floor on its own server, closed loop (its capacity, in requests/s), just before
+and just after its run (`--floor-seconds`, 8), and reports its answers/s as a share of the mean of the
+two: the same server, database and warm processes, a minute apart at most, on a machine whose speed
+drifts from one minute to the next (the vacuum pass below runs only during the mode's run). The clients are paced at `--rate` answers/s in all (300, the target; open
 loop: a request's latency counts from when it was due; 0: closed loop, each client asks again as soon as
 answered). Then it checks the database: every answer the server accepted is stored exactly once, no task
 has more annotators than its cap, and no annotator holds a task twice. The project, users and tokens are
@@ -30,15 +32,18 @@ autovacuum), and compacted (VACUUM FULL) after the clean-up.
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/evalplatform_load \\
         .venv/bin/python benchmarks/annotation_load.py [--clients 50] [--seconds 20] [--web-workers 4] \\
         [--mode submit-next|next-submit|page|floor|all] [--rate 300] [--ramp-up 3] [--vacuum-every 5] \\
-        [--timeline]
+        [--floor-seconds 8] [--timeline]
 
 Each mode's last line is one JSON object: throughput_per_s (accepted answers per second; the floor's
 requests), p50_ms, p95_ms, p99_ms (over every request after the ramp-up, claims and answers), errors
 (responses other than 200/201 and connection failures), lost, duplicated, over_assigned, the ramp-up's
-ramp_up_p99_ms, floor_per_s and share_of_floor, web_cpu_ms_per_answer and db_cpu_ms_per_answer (the
-CPU time of gunicorn's processes and of the database's backends over the timed span, ramp-up included,
-per answer accepted: per row for the floor), load_average, and the run's settings, with target_met. The exit status is 1 when an integrity check fails, 0 otherwise (the throughput target is
-reported, not enforced).
+ramp_up_p99_ms, floor_per_s (the mean of floor_runs_per_s, before and after) and share_of_floor,
+web_cpu_ms_per_answer and db_cpu_ms_per_answer (the CPU time of gunicorn's processes and of the
+database's backends over the timed span, ramp-up included, per answer accepted: per row for the floor),
+the floor's own per row beside them (floor_web_cpu_ms_per_row, floor_db_cpu_ms_per_row), vacuum_cpu_s
+(the vacuum pass's backend, left out of the database's figure), load_average, and the run's settings,
+with target_met. The exit status is 1 when an integrity check fails, 0 otherwise (the throughput target
+is reported, not enforced).
 """
 
 from __future__ import annotations
@@ -92,7 +97,8 @@ def parse_args() -> argparse.Namespace:
         "next-submit: claim (POST next/), then answer (POST submit/), two requests per answer; page: sign "
         "in through the login page, open the judge page, then answer as judge.js does (one POST per answer, "
         "whose reply holds the next task); floor: POST /bench/floor/ (token sign-in, one row inserted); "
-        "all: floor, submit-next, page and next-submit in turn. The floor is measured first in every run",
+        "all: floor, submit-next, page and next-submit in turn. Every mode measures the floor on its own server "
+        "just before and after its run (--floor-seconds)",
     )  # fmt: skip
     parser.add_argument(
         "--rate", type=float, default=float(TARGET_PER_S),
@@ -110,6 +116,13 @@ def parse_args() -> argparse.Namespace:
         "--vacuum-every", type=float, default=5.0,
         help="VACUUM and ANALYZE the task and assignment tables every so many seconds during the run, as autovacuum "
         "would (5; 0: never, for a server whose autovacuum runs)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--floor-seconds", type=float, default=8.0,
+        help="how long the floor runs (closed loop, after a ramp-up of a second) on each mode's own server "
+        "just before and just after the mode's run (8): the share of the floor is the mode's answers/s "
+        "against the mean of the two, so that both are measured on the same server, database and warm "
+        "processes, minutes apart at most, on a machine whose speed drifts",
     )  # fmt: skip
     parser.add_argument(
         "--timeline", action="store_true", help="print requests, p50 and p99 for each second of the run"
@@ -369,7 +382,11 @@ class Vacuumer(threading.Thread):
     def __init__(self, config: dict[str, Any], every: float) -> None:
         super().__init__(daemon=True)
         self.config, self.every, self.stop = config, every, threading.Event()
-        self.connected, self.backend_pid = threading.Event(), 0
+        self.connected, self.backend_pid, self.cpu_at_start = threading.Event(), 0, 0.0
+
+    def cpu_seconds(self) -> float:
+        """The vacuum pass's backend's CPU since it connected (0 when it never ran)."""
+        return process_cpu_seconds(self.backend_pid) - self.cpu_at_start if self.backend_pid else 0.0
 
     def run(self) -> None:
         import psycopg
@@ -383,6 +400,7 @@ class Vacuumer(threading.Thread):
             dbname=self.config["NAME"], autocommit=True, **connect_params(self.config)
         ) as db:
             self.backend_pid = db.info.backend_pid
+            self.cpu_at_start = process_cpu_seconds(self.backend_pid)
             self.connected.set()
             while not self.stop.wait(self.every):
                 db.execute(f"VACUUM (ANALYZE) {tables}")
@@ -919,20 +937,48 @@ def main() -> int:
     args = parse_args()
     django_setup()
     failed = False
-    floor_per_s: float | None = None
-    for mode in ["floor"] + [
-        mode for mode in (MODES if args.mode == "all" else [args.mode]) if mode != "floor"
-    ]:
-        result = run_mode(args, mode, floor_per_s=floor_per_s)
-        if mode == "floor":
-            floor_per_s = result["throughput_per_s"]
+    for mode in MODES if args.mode == "all" else [args.mode]:
+        result = run_mode(args, mode)
         failed = failed or bool(result["lost"] or result["duplicated"] or result["over_assigned"])
     return 1 if failed else 0
 
 
-def run_mode(args: argparse.Namespace, mode: str, *, floor_per_s: float | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class FloorBeside:
+    """The floor's figures on a mode's own server: requests/s and CPU per row (web, database)."""
+
+    per_s: float
+    web_ms: float
+    db_ms: float
+    errors: int
+
+
+def floor_beside(port: int, tokens: list[str], server_pid: int, args: argparse.Namespace) -> FloorBeside:
+    """The floor (`POST /bench/floor/`, closed loop) on the server at `port`, after a ramp-up of a second:
+    what a mode's answers/s are set against, measured on the same server, database and warm processes."""
+    from django.conf import settings
+
+    meter = CpuMeter(settings.DATABASES["default"], server_pid, exclude=set())
+    ramp_up = 1.0
+    tally, begin, elapsed = asyncio.run(
+        drive(port, "", tokens, ramp_up + args.floor_seconds, mode="floor", rate=0.0, run_id="",
+              on_start=meter.start)
+    )  # fmt: skip
+    cpu = meter.stop()
+    run = figures(tally, begin + ramp_up, begin + min(elapsed, ramp_up + args.floor_seconds))
+    rows = len(tally.accepted_at)
+    print(f"floor beside: {run.per_s:.0f} requests/s; CPU per row: web {1000 * cpu['web'] / max(rows, 1):.2f} ms, "
+          f"database {1000 * cpu['database'] / max(rows, 1):.2f} ms")  # fmt: skip
+    return FloorBeside(
+        run.per_s, 1000 * cpu["web"] / max(rows, 1), 1000 * cpu["database"] / max(rows, 1),
+        sum(tally.errors.values()),
+    )  # fmt: skip
+
+
+def run_mode(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     """One mode's run on a project and a web server of its own: its figures, printed, its JSON line last.
-    The floor runs closed loop whatever `--rate` says: its capacity is what the others are set against."""
+    The floor runs closed loop whatever `--rate` says: its capacity is what the others are set against;
+    every other mode measures it on its own server just before and just after its run (`floor_beside`)."""
     from django.conf import settings
 
     rate = 0.0 if mode == "floor" else args.rate
@@ -951,8 +997,7 @@ def run_mode(args: argparse.Namespace, mode: str, *, floor_per_s: float | None) 
         pool_budget=args.pool_budget,
     )
     worker = start_worker() if pool else None
-    if mode == "floor":
-        floor_table(create=True)
+    floor_table(create=True)
     vacuum()
     vacuumer = Vacuumer(settings.DATABASES["default"], args.vacuum_every)
     port = free_port()
@@ -961,6 +1006,9 @@ def run_mode(args: argparse.Namespace, mode: str, *, floor_per_s: float | None) 
         pace = f"paced at {rate:g} answers/s" if rate else "closed loop"
         print(f"gunicorn: {args.web_workers} workers x {args.threads} threads on 127.0.0.1:{port}; "
               f"{args.clients} clients for up to {args.seconds:g} s, {mode}, {pace}")  # fmt: skip
+        beside: list[FloorBeside] = []
+        if mode != "floor":
+            beside.append(floor_beside(port, tokens, server.pid, args))
         if args.vacuum_every > 0 and mode != "floor":
             vacuumer.start()
             vacuumer.connected.wait(30)
@@ -971,9 +1019,19 @@ def run_mode(args: argparse.Namespace, mode: str, *, floor_per_s: float | None) 
                   on_start=meter.start)
         )  # fmt: skip
         cpu = meter.stop()
+        vacuum_cpu = vacuumer.cpu_seconds()
         # The worker's CPU over the run (its jobs' database backends are among the database's above, and apart).
         worker_cpu = process_cpu_seconds(worker.pid) - worker_cpu if worker else 0.0
         jobs = pool_jobs(slug) if pool else {}
+        if vacuumer.is_alive():
+            vacuumer.stop.set()
+            vacuumer.join()
+        if worker is not None:
+            worker.terminate()
+            worker.wait(timeout=30)
+            worker = None
+        if mode != "floor":
+            beside.append(floor_beside(port, tokens, server.pid, args))
     finally:
         if worker is not None:
             worker.terminate()
@@ -988,9 +1046,9 @@ def run_mode(args: argparse.Namespace, mode: str, *, floor_per_s: float | None) 
         stored = floor_rows()
         checks = {"lost": max(0, len(tally.accepted) - stored), "duplicated": 0, "over_assigned": 0,
                   "held_twice": 0, "stored": stored}  # fmt: skip
-        floor_table(create=False)
     else:
         checks = integrity(slug, tally.accepted)
+    floor_table(create=False)
     if not args.keep:
         delete_project(run_id)
         vacuum(full=True)
@@ -1016,6 +1074,7 @@ def run_mode(args: argparse.Namespace, mode: str, *, floor_per_s: float | None) 
     print(f"CPU over the timed {elapsed:.1f} s, {answers:,} {'rows' if mode == 'floor' else 'answers'}: web "
           f"workers {cpu['web']:.1f} s ({web_ms:.2f} ms each), database backends {cpu['database']:.1f} s "
           f"({db_ms:.2f} ms each); load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")  # fmt: skip
+    floor_per_s = sum(floor.per_s for floor in beside) / len(beside) if beside else None
     share = run.per_s / floor_per_s if floor_per_s else None
     # Throughput as reported, to the whole answer per second: a run paced at the target ends with a
     # request or two in flight at the deadline, and reads 299.9/s for the 300/s it kept up with.
@@ -1024,7 +1083,9 @@ def run_mode(args: argparse.Namespace, mode: str, *, floor_per_s: float | None) 
         print(f"target ({TARGET_PER_S}/s with p99 < {TARGET_P99_MS} ms): {'met' if met else 'NOT met'}")
     if share is not None:
         wanted = f" (target at least {TARGET_SHARE_OF_FLOOR:.0%} for submit-next and page)"
-        print(f"share of the floor ({floor_per_s:.0f} requests/s): {share:.0%}{wanted}")
+        runs = " and ".join(f"{floor.per_s:.0f}" for floor in beside)
+        print(f"share of the floor ({floor_per_s:.0f} requests/s, the mean of {runs} just before and after): "
+              f"{share:.0%}{wanted}")  # fmt: skip
     result = {
         "throughput_per_s": round(run.per_s, 1), "p50_ms": round(run.p50, 2), "p95_ms": round(run.p95, 2),
         "p99_ms": round(run.p99, 2), "errors": errors, "lost": checks["lost"],
@@ -1032,10 +1093,17 @@ def run_mode(args: argparse.Namespace, mode: str, *, floor_per_s: float | None) 
         "requests": run.requests, "seconds": round(run.seconds, 2), "ramp_up_seconds": round(ramp.seconds, 2),
         "ramp_up_p99_ms": round(ramp.p99, 2), "clients": args.clients,
         "web_workers": args.web_workers, "threads": args.threads, "mode": mode, "rate": rate,
-        "floor_per_s": floor_per_s, "share_of_floor": None if share is None else round(share, 3),
+        "floor_per_s": None if floor_per_s is None else round(floor_per_s, 1), "share_of_floor": None if share is None else round(share, 3),
         "web_cpu_ms_per_answer": round(web_ms, 3), "db_cpu_ms_per_answer": round(db_ms, 3), "load_average": [round(value, 2) for value in load],
         "target_met": met,
     }  # fmt: skip
+    if beside:
+        result["floor_runs_per_s"] = [round(floor.per_s, 1) for floor in beside]
+        result["floor_web_cpu_ms_per_row"] = round(sum(floor.web_ms for floor in beside) / len(beside), 3)
+        result["floor_db_cpu_ms_per_row"] = round(sum(floor.db_ms for floor in beside) / len(beside), 3)
+        result["floor_errors"] = sum(floor.errors for floor in beside)
+    if args.vacuum_every > 0 and mode != "floor":
+        result["vacuum_cpu_s"] = round(vacuum_cpu, 2)
     if pool:
         worker_db_ms = 1000 * cpu.get("worker_database", 0.0) / answers if answers else 0.0
         result["pool"] = {"strategy": pool, "budget": args.pool_budget, "reprioritisations": jobs,
