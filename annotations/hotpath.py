@@ -161,19 +161,26 @@ def _token_member_shapes() -> list[sqlrows.Shape]:
     ]
 
 
-def token_member_statement() -> str:
-    """`token_member_of`'s statement; its parameters: the project's slug, the token's key."""
+def token_member_statement(shapes: list[sqlrows.Shape] | None = None) -> str:
+    """`token_member_of`'s statement, selecting `shapes` (`_token_member_shapes()`'s); its parameters: the
+    project's slug, the token's key."""
     return (
-        f"SELECT {', '.join(shape.select for shape in _token_member_shapes())} FROM {Token._meta.db_table} t "
+        f"SELECT {', '.join(shape.select for shape in shapes or _token_member_shapes())} "
+        f"FROM {Token._meta.db_table} t "
         f"JOIN {AuthUser._meta.db_table} u ON u.id = t.user_id "
         f"{_MEMBERSHIP_BY_SLUG.format(user='t.user_id')}WHERE t.key = %s"
     )
 
 
-def session_member_statement() -> str:
-    """`session_member_of`'s statement; its parameters: the project's slug, the session's key, the time
-    its expiry is compared with."""
-    member_shape, project_shape = sqlrows.columns(ProjectMembership, "m"), sqlrows.columns(Project, "p")
+def _session_member_shapes() -> tuple[sqlrows.Shape, sqlrows.Shape]:
+    return sqlrows.columns(ProjectMembership, "m"), sqlrows.columns(Project, "p")
+
+
+def session_member_statement(shapes: tuple[sqlrows.Shape, sqlrows.Shape] | None = None) -> str:
+    """`session_member_of`'s statement, selecting `shapes` (`_session_member_shapes()`'s) after the session
+    and its user; its parameters: the project's slug, the session's key, the time its expiry is compared
+    with."""
+    member_shape, project_shape = shapes or _session_member_shapes()
     return session_user_statement(
         f"{member_shape.select}, {project_shape.select}", _MEMBERSHIP_BY_SLUG.format(user="u.id")
     )
@@ -183,10 +190,11 @@ def token_member_of(*, key: str, slug: str) -> tuple[Token, AuthUser, ProjectMem
     """The API token `key` and its user, with that user's membership of the project `slug` (`.project`
     loaded; None: not a member) read in the same statement: what an annotator's API request reads first,
     in one round trip instead of two. None when there is no such token."""
-    row = _one(token_member_statement(), [slug, key])
+    shapes = _token_member_shapes()
+    row = _one(token_member_statement(shapes), [slug, key])
     if row is None:
         return None
-    token_shape, user_shape, member_shape, project_shape = _token_member_shapes()
+    token_shape, user_shape, member_shape, project_shape = shapes
     token = sqlrows.instance(token_shape, row)
     user = sqlrows.instance(user_shape, row, token_shape.width)
     start = token_shape.width + user_shape.width
@@ -204,8 +212,9 @@ def session_member_of(session_key: str, unexpired_after: Any, *, slug: str) -> t
     joined): what the judge page's answer reads first (`evalplatform.auth.session_sign_in_with`). None when
     there is no such session; else its data and (the user, their membership or None), or None where the
     session names no user found."""
-    member_shape, project_shape = sqlrows.columns(ProjectMembership, "m"), sqlrows.columns(Project, "p")
-    row = _one(session_member_statement(), [slug, session_key, unexpired_after])
+    shapes = _session_member_shapes()
+    member_shape, project_shape = shapes
+    row = _one(session_member_statement(shapes), [slug, session_key, unexpired_after])
     if row is None:
         return None
     session_data, user = session_user_parts(row)

@@ -966,13 +966,23 @@ def floor_beside(port: int, tokens: list[str], server_pid: int, args: argparse.N
     )  # fmt: skip
     cpu = meter.stop()
     run = figures(tally, begin + ramp_up, begin + min(elapsed, ramp_up + args.floor_seconds))
-    rows = len(tally.accepted_at)
-    print(f"floor beside: {run.per_s:.0f} requests/s; CPU per row: web {1000 * cpu['web'] / max(rows, 1):.2f} ms, "
-          f"database {1000 * cpu['database'] / max(rows, 1):.2f} ms")  # fmt: skip
-    return FloorBeside(
-        run.per_s, 1000 * cpu["web"] / max(rows, 1), 1000 * cpu["database"] / max(rows, 1),
-        sum(tally.errors.values()),
-    )  # fmt: skip
+    rows = max(len(tally.accepted_at), 1)
+    floor = FloorBeside(
+        run.per_s, 1000 * cpu["web"] / rows, 1000 * cpu["database"] / rows, sum(tally.errors.values())
+    )
+    print(f"floor beside: {floor.per_s:.0f} requests/s; CPU per row: web {floor.web_ms:.2f} ms, "
+          f"database {floor.db_ms:.2f} ms")  # fmt: skip
+    return floor
+
+
+def stop_beside(vacuumer: Vacuumer, worker: subprocess.Popen[bytes] | None) -> None:
+    """Stop the vacuum pass and the pool's worker, where they still run."""
+    if worker is not None and worker.poll() is None:
+        worker.terminate()
+        worker.wait(timeout=30)
+    if vacuumer.is_alive():
+        vacuumer.stop.set()
+        vacuumer.join()
 
 
 def run_mode(args: argparse.Namespace, mode: str) -> dict[str, Any]:
@@ -1023,22 +1033,11 @@ def run_mode(args: argparse.Namespace, mode: str) -> dict[str, Any]:
         # The worker's CPU over the run (its jobs' database backends are among the database's above, and apart).
         worker_cpu = process_cpu_seconds(worker.pid) - worker_cpu if worker else 0.0
         jobs = pool_jobs(slug) if pool else {}
-        if vacuumer.is_alive():
-            vacuumer.stop.set()
-            vacuumer.join()
-        if worker is not None:
-            worker.terminate()
-            worker.wait(timeout=30)
-            worker = None
+        stop_beside(vacuumer, worker)  # the floor after the run runs without them, as the one before
         if mode != "floor":
             beside.append(floor_beside(port, tokens, server.pid, args))
     finally:
-        if worker is not None:
-            worker.terminate()
-            worker.wait(timeout=30)
-        if vacuumer.is_alive():
-            vacuumer.stop.set()
-            vacuumer.join()
+        stop_beside(vacuumer, worker)
         server.terminate()
         server.wait(timeout=30)
     load = os.getloadavg()
