@@ -415,6 +415,15 @@ LENA = Persona("lena", "lena-password-123", "project_lead")
 THEO = Persona("theo", "theo-password-123", "team_member")
 
 
+def client_for(user: Any) -> Any:
+    """A Django test client signed in as `user` (`force_login`)."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client
+
+
 def make_user(persona: Persona, **extra: object):  # type: ignore[no-untyped-def]
     from django.contrib.auth.models import Group, User
 

@@ -10,18 +10,12 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 
 from annotations.models import Annotation, Task
 from tests.annotations.conftest import build_project, record_answers
+from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def body(response: object) -> str:

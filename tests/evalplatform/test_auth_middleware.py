@@ -12,20 +12,15 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from evalplatform.models import Session
+from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
 
 SESSION_TABLE = Session._meta.db_table
 
 
-def _signed_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def test_a_signed_in_page_reads_the_session_and_its_user_in_one_statement(alice: User) -> None:
-    client = _signed_in(alice)
+    client = client_for(alice)
     with CaptureQueriesContext(connection) as queries:
         response = client.get("/")
     assert response.status_code == 200 and response.wsgi_request.user == alice
@@ -48,7 +43,7 @@ def test_the_rows_user_column_signs_nobody_in_on_its_own(
 ) -> None:  # fmt: skip
     """Where the row's column names another user than the signed data, or none found, Django's own sign-in
     reads the user the data names."""
-    client = _signed_in(alice)
+    client = client_for(alice)
     user_id = {"another user": lena.pk, "no user": 10**9, "none": None}[column]
     Session.objects.filter(session_key=client.session.session_key).update(user_id=user_id)
     response = client.get("/")
@@ -56,7 +51,7 @@ def test_the_rows_user_column_signs_nobody_in_on_its_own(
 
 
 def test_a_changed_password_signs_the_session_out(alice: User) -> None:
-    client = _signed_in(alice)
+    client = client_for(alice)
     alice.set_password("a-new-password-456")
     alice.save()
     response = client.get("/")
@@ -65,13 +60,13 @@ def test_a_changed_password_signs_the_session_out(alice: User) -> None:
 
 
 def test_an_inactive_user_is_not_signed_in(alice: User) -> None:
-    client = _signed_in(alice)
+    client = client_for(alice)
     User.objects.filter(pk=alice.pk).update(is_active=False)
     assert not client.get("/").wsgi_request.user.is_authenticated
 
 
 def test_a_session_signed_with_a_fallback_secret_is_verified_and_rotated(alice: User, settings: Any) -> None:
-    client = _signed_in(alice)
+    client = client_for(alice)
     old_key = client.session.session_key
     settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
     settings.SECRET_KEY = "another-secret-key-for-the-rotation-test-only"
@@ -81,6 +76,6 @@ def test_a_session_signed_with_a_fallback_secret_is_verified_and_rotated(alice: 
 
 
 def test_the_api_signs_a_session_in_through_it(alice: User) -> None:
-    client = _signed_in(alice)
+    client = client_for(alice)
     response = client.get("/api/projects/", HTTP_ACCEPT="application/json")
     assert response.status_code == 200

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.core import mail
-from django.test import Client
 from django.urls import reverse
 
 from evalplatform.models import Team
 from monitoring.alerts import services as alerts
 from monitoring.models import AlertEvent, AlertRule, EmbeddingStream, NotificationChannel
+from tests.conftest import client_for
 from tests.monitoring.test_alerts import Hook, monitor, rule
 
 pytestmark = pytest.mark.django_db
@@ -32,12 +32,6 @@ def hook(settings: Any) -> Iterator[Hook]:
 @pytest.fixture
 def stream(team: Team) -> EmbeddingStream:
     return EmbeddingStream.objects.create(team=team, slug="docs", name="Doc embeddings", dimension=8)
-
-
-def client_for(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def rule_url(r: AlertRule) -> str:

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.db import models
-from django.test import Client
 from django.utils import timezone
 
 from annotations.models import Project, ProjectMembership, QualityRecompute
@@ -36,18 +35,12 @@ from monitoring.models import (
 from monitoring.tasks import alerts_check_series
 from series.models import Series
 from series.services import MetricValueIn, metric_values_write
-from tests.conftest import QueuedTasks, WorkerProcess
+from tests.conftest import QueuedTasks, WorkerProcess, client_for
 from tests.monitoring.conftest import synthetic_collection, upload
 from tests.monitoring.test_streams import PARAMS
 
 API = "/api/teams/search"
 TASK = "monitoring.tasks.alerts_check_series"
-
-
-def client_for(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from django.test import Client
 from evalplatform.models import Team
 from monitoring.files import uploads
 from monitoring.models import AlertEvent, AlertRule, EmbeddingStream, NotificationChannel
+from tests.conftest import client_for
 from tests.monitoring.conftest import upload
 from tests.monitoring.test_alerts import monitor
 
@@ -20,12 +21,6 @@ API = "/api/teams/search"
 @pytest.fixture
 def stream(team: Team) -> EmbeddingStream:
     return EmbeddingStream.objects.create(team=team, slug="docs", name="Doc embeddings", dimension=8)
-
-
-def client_for(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def new_rule(client: Client, **fields: Any) -> Any:

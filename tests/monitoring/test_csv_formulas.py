@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 from django.utils import timezone
 
 from evalplatform.csvexport import cell, neutralised
@@ -20,6 +19,7 @@ from monitoring.models import EmbeddingSnapshot, EmbeddingStream, MonitorRun, Qr
 from monitoring.recsys_fraud import services as recsys_fraud
 from series.services import MetricValueIn, metric_values_write
 from series.subjects import stream_series
+from tests.conftest import client_for
 from tests.monitoring.conftest import alerts_checked, upload
 from tests.monitoring.test_pages import add_sources, compare_now, evaluate_now
 from tests.monitoring.test_recsys_fraud_pages import csv_file
@@ -30,12 +30,6 @@ FORMULA = '=HYPERLINK("http://x","y")'
 def csv_rows(response: Any) -> list[list[str]]:
     assert response.status_code == 200 and response["Content-Type"] == "text/csv; charset=utf-8"
     return list(csv.reader(io.StringIO(response.content.decode())))
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_it_quotes_text_that_starts_like_a_formula_and_leaves_numbers_alone() -> None:
@@ -52,7 +46,7 @@ class TestRetrievalDownloads:
         self, theo: User, vera: User, team: Team
     ) -> None:
         qrels, good, _ = add_sources(team, theo)
-        created = logged_in(theo).post(
+        created = client_for(theo).post(
             "/api/teams/search/runs/", {"file": upload("evil.run", "q1 Q0 d1-2 1 2.0 x\n"), "name": FORMULA}
         )
         assert created.status_code == 201, created.content
@@ -60,7 +54,7 @@ class TestRetrievalDownloads:
         assert evil.name == FORMULA
         evaluate_now(evil, qrels)
         evaluate_now(good, qrels)
-        rows = csv_rows(logged_in(vera).get(f"/teams/search/leaderboard/{qrels.pk}/leaderboard.csv"))
+        rows = csv_rows(client_for(vera).get(f"/teams/search/leaderboard/{qrels.pk}/leaderboard.csv"))
         by_run = {row[2]: row for row in rows[1:]}
         assert set(by_run) == {"'" + FORMULA, good.name}
         header = rows[0]
@@ -78,7 +72,7 @@ class TestRetrievalDownloads:
             _run(team, "-weak", lambda i: i),
         ]
         comparison = compare_now(qrels, runs)
-        viewer = logged_in(vera)
+        viewer = client_for(vera)
         significance = csv_rows(viewer.get(f"/teams/search/comparisons/{comparison.pk}/significance.csv"))
         header = significance[0]
         assert {row[header.index("run_a")] for row in significance[1:]} <= {"'+good", "'-weak"}
@@ -132,7 +126,7 @@ class TestStreamDownloads:
                 job=run, series=stream_series(stream), observed_at=run.observed_at,
                 values=[MetricValueIn("avg_cosine_similarity", 0.9)],
             )  # fmt: skip
-        viewer = logged_in(vera)
+        viewer = client_for(vera)
         series = csv_rows(viewer.get("/teams/search/streams/docs/series.csv"))
         header = series[0]
         assert series[1][header.index("snapshot")] == "'@SUM(1+1)"
@@ -161,7 +155,7 @@ def test_the_recommendation_coverage_table_quotes_a_category(theo: User, vera: U
     )
     assert recsys_fraud.recommendation_evaluation_run(evaluation_id=evaluation.pk).status == "done"
     rows = csv_rows(
-        logged_in(vera).get(f"/teams/search/recommendations/evaluations/{evaluation.pk}/coverage.csv")
+        client_for(vera).get(f"/teams/search/recommendations/evaluations/{evaluation.pk}/coverage.csv")
     )
     assert "'-cat" in {row[0] for row in rows[1:]}
     assert "-cat" not in {row[0] for row in rows[1:]}

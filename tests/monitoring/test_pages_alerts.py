@@ -11,6 +11,7 @@ from django.utils.html import escape
 
 from evalplatform.models import Team
 from monitoring.models import AlertEvent, AlertRule, EmbeddingStream, NotificationChannel
+from tests.conftest import client_for
 from tests.monitoring.test_alerts import monitor, rule
 from tests.monitoring.test_api_alerts import INTERNAL_URLS
 
@@ -22,12 +23,6 @@ def stream(team: Team) -> EmbeddingStream:
     return EmbeddingStream.objects.create(team=team, slug="docs", name="Doc embeddings", dimension=8)
 
 
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 @pytest.mark.django_db
 class TestAlertsPage:
     def test_it_shows_open_alerts_rules_and_channels_to_viewers_without_forms(
@@ -35,7 +30,7 @@ class TestAlertsPage:
     ) -> None:
         rule(stream)
         monitor(stream, 0, avg_cosine_similarity=0.5)
-        viewer = logged_in(vera)
+        viewer = client_for(vera)
         with django_assert_max_num_queries(12):
             page = viewer.get(PAGE)
         html = page.content.decode()
@@ -43,13 +38,13 @@ class TestAlertsPage:
         assert 'id="rule-form"' not in html and "Acknowledge</button>" not in html
 
     def test_it_keeps_other_teams_and_anonymous_users_out(self, otto: User, stream: EmbeddingStream) -> None:
-        assert logged_in(otto).get(PAGE).status_code == 404
+        assert client_for(otto).get(PAGE).status_code == 404
         assert Client().get(PAGE).status_code == 302
 
     def test_it_adds_a_rule_and_a_channel_and_reports_errors(
         self, theo: User, stream: EmbeddingStream
     ) -> None:
-        editor = logged_in(theo)
+        editor = client_for(theo)
         made = editor.post(
             "/teams/search/alerts/channels/", {"name": "ops", "kind": "webhook", "target": "https://x/y"}
         )
@@ -79,8 +74,8 @@ class TestAlertsPage:
         watched = rule(stream)
         monitor(stream, 0, avg_cosine_similarity=0.5)
         event = AlertEvent.objects.get()
-        assert logged_in(vera).post(f"/teams/search/alerts/{event.pk}/acknowledge/").status_code == 403
-        editor = logged_in(theo)
+        assert client_for(vera).post(f"/teams/search/alerts/{event.pk}/acknowledge/").status_code == 403
+        editor = client_for(theo)
         assert editor.post(f"/teams/search/alerts/{event.pk}/acknowledge/").status_code == 302
         assert AlertEvent.objects.get().status == "acknowledged"
         editor.post(f"/teams/search/alerts/rules/{watched.pk}/", {"action": "toggle"})
@@ -99,8 +94,8 @@ class TestAlertsPage:
         )
         rule(stream, ops)
         delete = f"/teams/search/alerts/channels/{ops.pk}/delete/"
-        assert logged_in(vera).get(delete).status_code == 403
-        editor = logged_in(theo)
+        assert client_for(vera).get(delete).status_code == 403
+        editor = client_for(theo)
         assert "1 rule stop notifying it: too_similar." in editor.get(delete).content.decode()
         assert editor.post(delete).status_code == 400 and NotificationChannel.objects.exists()
         assert editor.post(delete, {"confirm": f"delete channel {ops.pk}"}).status_code == 302
@@ -113,9 +108,9 @@ def test_it_lists_the_teams_open_alerts_on_the_home_page(
 ) -> None:
     rule(stream)
     monitor(stream, 0, avg_cosine_similarity=0.5)
-    home = logged_in(vera).get("/").content.decode()
+    home = client_for(vera).get("/").content.decode()
     assert 'id="home-alerts"' in home and "too_similar" in home
-    assert "too_similar" not in logged_in(otto).get("/").content.decode()
+    assert "too_similar" not in client_for(otto).get("/").content.decode()
 
 
 @pytest.mark.django_db
@@ -124,7 +119,7 @@ class TestChannels:
     def test_it_refuses_a_webhook_to_an_internal_address(
         self, theo: User, stream: EmbeddingStream, url: str, reason: str
     ) -> None:
-        answer = logged_in(theo).post(
+        answer = client_for(theo).post(
             "/teams/search/alerts/channels/", {"name": "x", "kind": "webhook", "target": url}
         )
         assert answer.status_code == 200 and escape(reason) in answer.content.decode()
@@ -138,10 +133,10 @@ class TestChannels:
         NotificationChannel.objects.create(
             team=stream.team, name="mail", kind="email", target="oncall@example.org"
         )
-        viewer = logged_in(vera).get(PAGE).content.decode()
+        viewer = client_for(vera).get(PAGE).content.decode()
         assert (
             "SECRET" not in viewer and "https://hooks.slack.com/…" in viewer and "o***@example.org" in viewer
         )
         assert "oncall@" not in viewer
-        editor = logged_in(theo).get(PAGE).content.decode()
+        editor = client_for(theo).get(PAGE).content.decode()
         assert secret in editor and "oncall@example.org" in editor

@@ -18,18 +18,12 @@ from annotations.models import Project, ProjectMembership
 from evalplatform.models import Team, TeamMembership
 from evalplatform.teams import team_member_set
 from tests.annotations.conftest import build_project
-from tests.conftest import THEO, Persona, browser_log_in, make_user, screenshot_path
+from tests.conftest import THEO, Persona, browser_log_in, client_for, make_user, screenshot_path
 from tests.monitoring.conftest import OTTO, VERA
 
 pytestmark = pytest.mark.django_db
 
 LINK = re.compile(r"https?://[^/\s]+(/accounts/set-password/[^\s]+/)")
-
-
-def client_for(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def members_url(team: Team) -> str:

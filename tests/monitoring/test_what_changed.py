@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 from django.utils import timezone
 
 from annotations import qrels as qrels_builds
@@ -25,18 +24,12 @@ from monitoring.files import uploads
 from monitoring.models import AlertEvent, Evaluation
 from monitoring.teams.activity import team_activity
 from tests.annotations.conftest import build_project, record_answers
-from tests.conftest import BOB, make_user
+from tests.conftest import BOB, client_for, make_user
 from tests.monitoring.conftest import synthetic_collection, upload
 from tests.monitoring.test_alerts import monitor, rule
 
 pytestmark = pytest.mark.django_db
 NOW = timezone.now()
-
-
-def client_for(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def evaluated(team: Team, name: str, minutes_ago: int, *, failed: bool = False) -> Evaluation:
