@@ -40,7 +40,9 @@ requests), p50_ms, p95_ms, p99_ms (over every request after the ramp-up, claims 
 ramp_up_p99_ms, floor_per_s (the mean of floor_runs_per_s, before and after) and share_of_floor,
 web_cpu_ms_per_answer and db_cpu_ms_per_answer (the CPU time of gunicorn's processes and of the
 database's backends over the timed span, ramp-up included, per answer accepted: per row for the floor),
-the floor's own per row beside them (floor_web_cpu_ms_per_row, floor_db_cpu_ms_per_row), vacuum_cpu_s
+generator_cpu_ms_per_answer (this process's own, the clients', which share the machine's cores with the
+server), the floor's own per row beside them (floor_web_cpu_ms_per_row, floor_db_cpu_ms_per_row,
+floor_generator_cpu_ms_per_row), vacuum_cpu_s
 (the vacuum pass's backend, left out of the database's figure), load_average, and the run's settings,
 with target_met. The exit status is 1 when an integrity check fails, 0 otherwise (the throughput target
 is reported, not enforced).
@@ -420,8 +422,9 @@ def process_cpu_seconds(pid: int) -> float:
 
 class CpuMeter:
     """The CPU time the web server's workers and the database's backends spend between `start` and `stop`:
-    the processes that serve the requests, read from /proc (the generator's own CPU and the vacuum pass's
-    backend are left out). A process that appears meanwhile counts from its start."""
+    the processes that serve the requests, read from /proc (the vacuum pass's backend is left out). A
+    process that appears meanwhile counts from its start. Apart from them, the generator's own (this
+    process, `generator`), which takes its CPU from the same cores: a browser's parsing would not."""
 
     def __init__(self, config: dict[str, Any], server_pid: int, *, exclude: set[int]) -> None:
         self.config, self.server_pid, self.exclude = config, server_pid, exclude
@@ -442,6 +445,7 @@ class CpuMeter:
             "web": [self.server_pid, *map(int, children)],
             "database": [pid for pid, _ in backends],
             "worker_database": [pid for pid, name in backends if name == WORKER_APP_NAME],
+            "generator": [os.getpid()],
         }
 
     def snapshot(self) -> dict[str, dict[int, float]]:
@@ -945,11 +949,13 @@ def main() -> int:
 
 @dataclass(frozen=True)
 class FloorBeside:
-    """The floor's figures on a mode's own server: requests/s and CPU per row (web, database)."""
+    """The floor's figures on a mode's own server: requests/s and CPU per row (web, database, and the
+    generator's own)."""
 
     per_s: float
     web_ms: float
     db_ms: float
+    generator_ms: float
     errors: int
 
 
@@ -967,11 +973,10 @@ def floor_beside(port: int, tokens: list[str], server_pid: int, args: argparse.N
     cpu = meter.stop()
     run = figures(tally, begin + ramp_up, begin + min(elapsed, ramp_up + args.floor_seconds))
     rows = max(len(tally.accepted_at), 1)
-    floor = FloorBeside(
-        run.per_s, 1000 * cpu["web"] / rows, 1000 * cpu["database"] / rows, sum(tally.errors.values())
-    )
+    web_ms, db_ms, generator_ms = (1000 * cpu[kind] / rows for kind in ("web", "database", "generator"))
+    floor = FloorBeside(run.per_s, web_ms, db_ms, generator_ms, sum(tally.errors.values()))
     print(f"floor beside: {floor.per_s:.0f} requests/s; CPU per row: web {floor.web_ms:.2f} ms, "
-          f"database {floor.db_ms:.2f} ms")  # fmt: skip
+          f"database {floor.db_ms:.2f} ms, generator {floor.generator_ms:.2f} ms")  # fmt: skip
     return floor
 
 
@@ -1069,10 +1074,13 @@ def run_mode(args: argparse.Namespace, mode: str) -> dict[str, Any]:
           f"tasks held twice by one annotator {checks['held_twice']}")  # fmt: skip
     # CPU per answer (per row for the floor) over the timed span, ramp-up included: the warm-up is not.
     answers = len(tally.accepted_at)
-    web_ms, db_ms = (1000 * cpu[kind] / answers if answers else 0.0 for kind in ("web", "database"))
+    web_ms, db_ms, generator_ms = (
+        1000 * cpu[kind] / answers if answers else 0.0 for kind in ("web", "database", "generator")
+    )
     print(f"CPU over the timed {elapsed:.1f} s, {answers:,} {'rows' if mode == 'floor' else 'answers'}: web "
           f"workers {cpu['web']:.1f} s ({web_ms:.2f} ms each), database backends {cpu['database']:.1f} s "
-          f"({db_ms:.2f} ms each); load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")  # fmt: skip
+          f"({db_ms:.2f} ms each), the generator {cpu['generator']:.1f} s ({generator_ms:.2f} ms each); "
+          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")  # fmt: skip
     floor_per_s = sum(floor.per_s for floor in beside) / len(beside) if beside else None
     share = run.per_s / floor_per_s if floor_per_s else None
     # Throughput as reported, to the whole answer per second: a run paced at the target ends with a
@@ -1093,13 +1101,17 @@ def run_mode(args: argparse.Namespace, mode: str) -> dict[str, Any]:
         "ramp_up_p99_ms": round(ramp.p99, 2), "clients": args.clients,
         "web_workers": args.web_workers, "threads": args.threads, "mode": mode, "rate": rate,
         "floor_per_s": None if floor_per_s is None else round(floor_per_s, 1), "share_of_floor": None if share is None else round(share, 3),
-        "web_cpu_ms_per_answer": round(web_ms, 3), "db_cpu_ms_per_answer": round(db_ms, 3), "load_average": [round(value, 2) for value in load],
+        "web_cpu_ms_per_answer": round(web_ms, 3), "db_cpu_ms_per_answer": round(db_ms, 3),
+        "generator_cpu_ms_per_answer": round(generator_ms, 3), "load_average": [round(value, 2) for value in load],
         "target_met": met,
     }  # fmt: skip
     if beside:
         result["floor_runs_per_s"] = [round(floor.per_s, 1) for floor in beside]
         result["floor_web_cpu_ms_per_row"] = round(sum(floor.web_ms for floor in beside) / len(beside), 3)
         result["floor_db_cpu_ms_per_row"] = round(sum(floor.db_ms for floor in beside) / len(beside), 3)
+        result["floor_generator_cpu_ms_per_row"] = round(
+            sum(floor.generator_ms for floor in beside) / len(beside), 3
+        )
         result["floor_errors"] = sum(floor.errors for floor in beside)
     if args.vacuum_every > 0 and mode != "floor":
         result["vacuum_cpu_s"] = round(vacuum_cpu, 2)

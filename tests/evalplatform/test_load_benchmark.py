@@ -47,6 +47,7 @@ def test_the_load_benchmark_runs_and_loses_nothing(args: list[str]) -> None:
     assert result["floor_web_cpu_ms_per_row"] > 0 and result["floor_db_cpu_ms_per_row"] > 0
     assert result["vacuum_cpu_s"] >= 0
     assert result["web_cpu_ms_per_answer"] > 0 and result["db_cpu_ms_per_answer"] > 0
+    assert result["generator_cpu_ms_per_answer"] > 0 and result["floor_generator_cpu_ms_per_row"] > 0
     assert result["throughput_per_s"] > 0 and result["requests"] > 0
     assert (result["errors"], result["lost"], result["duplicated"], result["over_assigned"]) == (0, 0, 0, 0)
     assert result["mode"] == args[1]
