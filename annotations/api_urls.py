@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotations import api
+from annotations import api, members_api
 from annotations.adjudication import api as adjudication_api
 from annotations.machine_judges import api as machine_api
 from annotations.machine_judges import import_api as machine_import_api
@@ -22,6 +22,8 @@ urlpatterns = [
     path("projects/<slug:slug>/imports/", api.imports, name="imports"),
     path("projects/<slug:slug>/imports/<int:pk>/", api.import_job, name="import-job"),
     path("projects/<slug:slug>/overview/", api.overview, name="overview"),
+    path("projects/<slug:slug>/members/", members_api.member_list, name="members"),
+    path("projects/<slug:slug>/members/<int:pk>/", members_api.member_detail, name="member"),
     path("projects/<slug:slug>/comments/", api.comments, name="comments"),
     path("projects/<slug:slug>/quality/", quality_api.quality_snapshot, name="quality"),
     path("projects/<slug:slug>/quality/recompute/", quality_api.quality_recompute, name="quality-recompute"),

@@ -29,6 +29,7 @@ from typing import Any, Literal, ParamSpec, TypeVar
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import OperationalError, transaction
+from django.http import HttpRequest
 from django.utils import timezone
 
 from annotations import hooks, hotpath, selectors
@@ -47,6 +48,8 @@ from annotations.models import (
 from annotations.quality.services import quality_recompute_request
 from evalplatform import sqlrows
 from evalplatform.auth import User
+from evalplatform.people import Invitation, Person, person_account
+from evalplatform.roles import Role as PlatformRole
 
 Role = ProjectMembership.Role
 State = Assignment.State
@@ -229,6 +232,57 @@ def membership_set(*, project: Project, user: User, role: str) -> ProjectMembers
     if role != Role.ANNOTATOR:
         reservations_release_held(project=project, annotator=user)
     return membership
+
+
+def member_what(project: Project, role: str) -> str:
+    """How messages and invitations name what a person joins ("the Alpha project as annotator")."""
+    return f"the {project.name} project as {ProjectMembership.Role(role).label.lower()}"
+
+
+class LastLeadError(ValueError):
+    """A change would leave the project with no lead."""
+
+
+def _keep_a_lead(*, project: Project, user: User, role: str | None) -> None:
+    """Refuse (LastLeadError) giving `user` the role `role` (None: taking them off) where they are the
+    project's only lead. Locks the project's lead rows, so that two leads demoting each other cannot both
+    win; in the caller's transaction."""
+    leads = list(
+        ProjectMembership.objects.select_for_update()
+        .filter(project=project, role=ProjectMembership.Role.LEAD)
+        .values_list("user_id", flat=True)
+    )
+    if leads == [user.pk] and role != ProjectMembership.Role.LEAD:
+        raise LastLeadError(
+            f"{user.get_username()} is the project's only lead: make another member a lead first."
+        )
+
+
+@transaction.atomic
+def member_add(
+    *, project: Project, person: Person, role: str, invited_by: User | None, request: HttpRequest | None
+) -> tuple[ProjectMembership, Invitation]:
+    """Add a person (an account, or an email to invite: `evalplatform.people`) to the project with `role`,
+    or change their role (`membership_set`); ValidationError, nothing changed, when the email's account
+    cannot be made, and LastLeadError when it would demote the project's only lead. An invited account
+    joins the platform's group of the role (leads or annotators)."""
+    group = PlatformRole.PROJECT_LEAD if role == ProjectMembership.Role.LEAD else PlatformRole.ANNOTATOR
+    invitation = person_account(
+        person, group=group, invited_by=invited_by, request=request, what=member_what(project, role)
+    )
+    _keep_a_lead(project=project, user=invitation.user, role=role)
+    return membership_set(project=project, user=invitation.user, role=role), invitation
+
+
+@transaction.atomic
+def member_change(*, project: Project, user: User, role: str | None) -> ProjectMembership | None:
+    """A lead's change to a member: their new role (`membership_set`), or with `role=None` taking them off
+    the project (`membership_remove`); LastLeadError, nothing changed, where it would leave no lead."""
+    _keep_a_lead(project=project, user=user, role=role)
+    if role is None:
+        membership_remove(project=project, user=user)
+        return None
+    return membership_set(project=project, user=user, role=role)
 
 
 @_retried_on_conflict

@@ -18,7 +18,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Page, Paginator
-from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import get_token
@@ -43,7 +42,7 @@ from evalcore.errors import FormatError
 from evalplatform.auth import SignedInRequest, session_sign_in_with
 from evalplatform.csvexport import cell
 from evalplatform.forms import ConfirmForm
-from evalplatform.people import invitation_message, person_account
+from evalplatform.people import invitation_message
 from evalplatform.roles import Role as PlatformRole
 from evalplatform.roles import user_has_role
 
@@ -136,18 +135,16 @@ def member_add(request: SignedInRequest, slug: str) -> HttpResponse:
     form = MemberForm(request.POST)
     if form.is_valid():
         person, role = form.cleaned_data["username"], form.cleaned_data["role"]
-        group = PlatformRole.PROJECT_LEAD if role == Role.LEAD else PlatformRole.ANNOTATOR
-        what = f"the {project.name} project as {Role(role).label.lower()}"
         try:
-            with transaction.atomic():
-                invitation = person_account(
-                    person, group=group, invited_by=request.user, request=request, what=what
-                )
-                services.membership_set(project=project, user=invitation.user, role=role)
+            _, invitation = services.member_add(
+                project=project, person=person, role=role, invited_by=request.user, request=request
+            )
         except ValidationError as exc:
             form.add_error("username", exc)
+        except services.LastLeadError as exc:
+            form.add_error("role", str(exc))
         else:
-            level, text = invitation_message(invitation, what)
+            level, text = invitation_message(invitation, services.member_what(project, role))
             getattr(messages, level)(request, text)
             return redirect("annotations:project-detail", project.slug)
     for error in form.errors.get("username", []) + form.errors.get("role", []):
@@ -164,8 +161,12 @@ def member_remove(request: SignedInRequest, slug: str, pk: int) -> HttpResponse:
     name = member.user.get_username()
     form = ConfirmForm(request.POST or None, expected=f"remove {name}")
     if request.method == "POST" and form.is_valid():
-        services.membership_remove(project=project, user=member.user)
-        messages.success(request, f"Took {name} off {project.name}.")
+        try:
+            services.member_change(project=project, user=member.user, role=None)
+        except services.LastLeadError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"Took {name} off {project.name}.")
         return redirect("annotations:project-detail", project.slug)
     context = {
         "title": f"Take {name} off {project.name}?",

@@ -9,6 +9,7 @@ mails a link to set a password: Django's password-reset link: the same token, va
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django import forms
 from django.conf import settings
@@ -22,6 +23,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
+from rest_framework import serializers
 
 from evalplatform.auth import User
 from evalplatform.roles import Role
@@ -76,6 +78,43 @@ class PersonField(forms.CharField):
 
     def clean(self, value: object) -> Person:  # type: ignore[override]
         return person_find(str(super().clean(value)))
+
+
+class PersonIn(serializers.Serializer):
+    """The API's `person` to add to a team or a project: a username or an email; validates to a `Person`."""
+
+    person = serializers.CharField(
+        max_length=254, help_text="A username, or an email (invited if no account uses it)."
+    )
+
+    def validate_person(self, value: str) -> Person:
+        try:
+            return person_find(value)
+        except ValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
+
+
+class MemberOut(serializers.Serializer):
+    """A member of a team or a project (a membership row with its user) in the API; each adds its `role`."""
+
+    id = serializers.IntegerField(source="pk")
+    username = serializers.CharField(source="user.username")
+    email = serializers.CharField(source="user.email", allow_blank=True)
+    invited = serializers.SerializerMethodField(help_text="True until an invited person sets a password.")
+
+    def get_invited(self, membership: Any) -> bool:
+        return not membership.user.has_usable_password()
+
+
+class MailErrorOut(serializers.Serializer):
+    """With a member just added: why their invitation mail failed (the serializer's `mail_error` context)."""
+
+    mail_error = serializers.SerializerMethodField(
+        help_text="Why the invitation mail failed (empty when it was sent, or nobody was invited)."
+    )
+
+    def get_mail_error(self, membership: Any) -> str:
+        return str(self.context.get("mail_error", ""))
 
 
 @dataclass(frozen=True)
@@ -142,8 +181,11 @@ def invitation_message(invitation: Invitation, what: str) -> tuple[str, str]:
 
 __all__ = [
     "Invitation",
+    "MailErrorOut",
+    "MemberOut",
     "Person",
     "PersonField",
+    "PersonIn",
     "invitation_message",
     "person_account",
     "person_find",

@@ -378,6 +378,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "evalplatform.jobs.JobStatus",
         "TeamRoleEnum": "evalplatform.models.TeamMembership.Role",
+        "ProjectRoleEnum": "annotations.models.ProjectMembership.Role",
         "ChannelKindEnum": "monitoring.alerts.models.NotificationChannel.Kind",
         "SeriesKindEnum": "series.models.Series.Kind",
         "MachineJudgeKindEnum": "annotations.models.MachineJudge.Kind",

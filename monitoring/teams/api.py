@@ -17,8 +17,8 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from evalplatform import people
 from evalplatform.models import RESERVED_TEAM_SLUGS, Team, TeamMembership
-from evalplatform.people import person_find
 from evalplatform.teams import (
     LastEditorError,
     can_create_team,
@@ -55,38 +55,17 @@ class TeamIn(serializers.Serializer):
         return value
 
 
-class MemberOut(serializers.Serializer):
-    id = serializers.IntegerField(source="pk")
-    username = serializers.CharField(source="user.username")
-    email = serializers.CharField(source="user.email", allow_blank=True)
+class MemberOut(people.MemberOut):
     role = serializers.ChoiceField(choices=TeamMembership.Role.choices)
-    invited = serializers.SerializerMethodField(help_text="True until an invited person sets a password.")
     created_at = serializers.DateTimeField()
 
-    def get_invited(self, membership: Any) -> bool:
-        return not membership.user.has_usable_password()
+
+class MemberAddOut(MemberOut, people.MailErrorOut):
+    pass
 
 
-class MemberAddOut(MemberOut):
-    mail_error = serializers.SerializerMethodField(
-        help_text="Why the invitation mail failed (empty when it was sent, or nobody was invited)."
-    )
-
-    def get_mail_error(self, membership: Any) -> str:
-        return str(self.context.get("mail_error", ""))
-
-
-class MemberIn(serializers.Serializer):
-    person = serializers.CharField(
-        max_length=254, help_text="A username, or an email (invited if no account uses it)."
-    )
+class MemberIn(people.PersonIn):
     role = serializers.ChoiceField(choices=TeamMembership.Role.choices, default=TeamMembership.Role.VIEWER)
-
-    def validate_person(self, value: str) -> Any:
-        try:
-            return person_find(value)
-        except ValidationError as exc:
-            raise serializers.ValidationError(exc.messages) from None
 
 
 class RoleIn(serializers.Serializer):

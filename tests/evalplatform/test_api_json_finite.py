@@ -24,7 +24,15 @@ from django.core.management import call_command
 from django.db import DatabaseError, models, transaction
 from django.test import Client
 
-from annotations.models import ImportJob, LLMJudgeJob, MachineJudge, MachineJudgeImport, Project, QrelsBuild
+from annotations.models import (
+    ImportJob,
+    LLMJudgeJob,
+    MachineJudge,
+    MachineJudgeImport,
+    Project,
+    ProjectMembership,
+    QrelsBuild,
+)
 from evalcore.recsys import RecsysOptions
 from evalplatform.models import TeamMembership
 from monitoring import models as monitoring_models
@@ -132,6 +140,8 @@ def _ids(template: str, stream: EmbeddingStream) -> list[str]:
         rows = model._default_manager.filter(stream=stream)
     elif segment == "series":  # a team's series (judging projects linked to no team have some too)
         rows = Series.objects.filter(team=stream.team)
+    elif template.startswith("/api/projects/{slug}/members/"):  # the project's own ("members" is a team's)
+        rows = ProjectMembership.objects.filter(project__slug="python-help")
     else:
         found = ID_MODELS.get(segment)
         assert found is not None, f"which objects does {template} read? Add /{segment}/ to ID_MODELS"

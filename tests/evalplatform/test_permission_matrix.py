@@ -34,9 +34,18 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from annotations import imports, qrels
+from annotations import imports, qrels, services
 from annotations.machine_judges.imports import judge_import_create
-from annotations.models import Annotation, GoldLabel, LLMJudgeJob, MachineJudge, MachineLabel, Project, Task
+from annotations.models import (
+    Annotation,
+    GoldLabel,
+    LLMJudgeJob,
+    MachineJudge,
+    MachineLabel,
+    Project,
+    ProjectMembership,
+    Task,
+)
 from annotations.quality import services as quality
 from evalcore.fraud import FraudOptions
 from evalcore.recsys import RecsysOptions
@@ -361,6 +370,8 @@ MATRIX: dict[str, Row] = {
     "annotations-api:imports": api("project", None, LEAD),
     "annotations-api:import-job": api("project", LEAD, pk="import_job"),
     "annotations-api:overview": api("project", LEAD),
+    "annotations-api:members": api("project", LEAD, LEAD),
+    "annotations-api:member": api("project", LEAD, pk="spare_project_membership", patch=LEAD, delete=LEAD),
     "annotations-api:comments": api("project", LEAD),
     "annotations-api:quality": api("project", QUALITY),
     "annotations-api:quality-recompute": api("project", None, LEAD),
@@ -693,6 +704,12 @@ def spare(name: str, world: World) -> dict[str, Any]:
     if MATRIX[name].pk == "spare_membership":
         user = User.objects.create_user(f"spare-{User.objects.count()}")
         return {**world.ids, "spare_membership": team_member_set(team=world.team, user=user).pk}
+    if MATRIX[name].pk == "spare_project_membership":
+        user = User.objects.create_user(f"spare-{User.objects.count()}")
+        membership = services.membership_set(
+            project=world.a, user=user, role=ProjectMembership.Role.ANNOTATOR
+        )
+        return {**world.ids, "spare_project_membership": membership.pk}
     if MATRIX[name].pk != "spare_channel":
         return world.ids
     channel = NotificationChannel.objects.create(
