@@ -245,8 +245,15 @@ class LastLeadError(ValueError):
 
 def _keep_a_lead(*, project: Project, user: User, role: str | None) -> None:
     """Refuse (LastLeadError) giving `user` the role `role` (None: taking them off) where they are the
-    project's only lead. Locks the project's lead rows, so that two leads demoting each other cannot both
-    win; in the caller's transaction."""
+    project's only lead. Only a lead losing the role locks anything: the project's lead rows, so that two
+    leads demoting each other cannot both win (in the caller's transaction). Any other change takes no
+    lock here, and so keeps the lock order of a role change against the answers (the member's row first)."""
+    if role == ProjectMembership.Role.LEAD:
+        return
+    if not ProjectMembership.objects.filter(
+        project=project, user=user, role=ProjectMembership.Role.LEAD
+    ).exists():
+        return
     leads = list(
         ProjectMembership.objects.select_for_update()
         .filter(project=project, role=ProjectMembership.Role.LEAD)
