@@ -105,4 +105,4 @@ def member_detail(request: Request, slug: str, pk: int) -> Response:
         return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
     if changed is None:
         return Response(status=status.HTTP_204_NO_CONTENT)
-    return Response(ProjectMemberOut(_members(project).get(pk=changed.pk)).data)
+    return Response(ProjectMemberOut(changed).data)

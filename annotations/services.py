@@ -259,7 +259,7 @@ def _keep_a_lead(*, project: Project, user: User, role: str | None) -> None:
         .filter(project=project, role=ProjectMembership.Role.LEAD)
         .values_list("user_id", flat=True)
     )
-    if leads == [user.pk] and role != ProjectMembership.Role.LEAD:
+    if leads == [user.pk]:
         raise LastLeadError(
             f"{user.get_username()} is the project's only lead: make another member a lead first."
         )

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.core import mail
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
@@ -56,6 +58,18 @@ class TestMembersApi:
         assert ids[alice.username] == project.memberships.get(user=alice).pk
         one = lead_client.get(members_url(project, ids[alice.username])).json()
         assert one == next(row for row in rows if row["username"] == alice.username)
+
+    def test_the_list_reads_a_fixed_number_of_statements_however_many_members(
+        self, project: Project, lead_client: Client, annotators: Any, django_assert_max_num_queries: Any
+    ) -> None:
+        for user in annotators(3):
+            services.membership_set(project=project, user=user, role=Role.ANNOTATOR)
+        with CaptureQueriesContext(connection) as few:
+            assert len(lead_client.get(members_url(project)).json()) == 5
+        for user in annotators(20, start=3):
+            services.membership_set(project=project, user=user, role=Role.ANNOTATOR)
+        with django_assert_max_num_queries(len(few)):
+            assert len(lead_client.get(members_url(project)).json()) == 25
 
     def test_it_adds_by_username_then_changes_the_role_by_adding_again(
         self, project: Project, lead_client: Client, bob: User
