@@ -126,6 +126,23 @@ def tasks_analyze_after(new_rows: int) -> None:
         transaction.on_commit(lambda: _write(f"ANALYZE {TASK}", []))
 
 
+def tasks_mark_gold(ids: list[int], *, batch: int) -> None:
+    """Mark the tasks `ids` gold: on PostgreSQL in one statement, on the embedded SQLite (one writer at a
+    time) in statements of `batch` tasks. Tasks already gold are left unwritten.
+
+    One statement takes every task's lock before the trigger that moves a task's answers to the gold
+    counts (`annotations_counts_task_kind`, at the statement's end) writes any annotator's counts row: the
+    order in which an answer, a skip or an undo takes them (its task's, then at its statement's end its
+    annotator's counts row). Marked in batches, an earlier batch's trigger held an annotator's counts row
+    while a later batch waited for a task that annotator's answer held, and the answer waited for the
+    row: a deadlock, whose victim was the import (tests/annotations/test_gold_import_race.py)."""
+    if sqlrows.vendor() == "postgresql":
+        _write(f"UPDATE {TASK} SET is_gold = true WHERE id = ANY(%s::bigint[]) AND NOT is_gold", [ids])
+        return
+    for start in range(0, len(ids), batch):
+        Task.objects.filter(id__in=ids[start : start + batch], is_gold=False).update(is_gold=True)
+
+
 # --- the lookups every request makes --------------------------------------------------------------------
 
 

@@ -375,9 +375,7 @@ def gold_import(*, project: Project, path: str | Path, fmt: str | None = None) -
         }
         wanted = {task_ids[pair]: grade for pair, (_, _, grade) in zip(resolved, rows, strict=True)}
         before = dict(GoldLabel.objects.filter(task__project=project).values_list("task_id", "grade"))
-        ids = sorted(wanted)
-        for start in range(0, len(ids), BATCH_SIZE):
-            Task.objects.filter(id__in=ids[start : start + BATCH_SIZE]).update(is_gold=True)
+        hotpath.tasks_mark_gold(sorted(wanted), batch=BATCH_SIZE)
         GoldLabel.objects.bulk_create(
             [GoldLabel(task_id=task_id, grade=grade) for task_id, grade in wanted.items()],
             update_conflicts=True,

@@ -57,6 +57,14 @@ while (claim := services.task_claim(project=project, annotator=bob)).status == "
     services.annotation_submit(project=project, annotator=bob, assignment_id=claim.assignment.pk, grade=3)
 out["bob_served"] = len(served)
 out["labels"] = sorted(Task.objects.filter(project=project).values_list("label_count", flat=True))
+# A gold import marks answered tasks gold in batches (one task each here).
+from pathlib import Path
+from annotations import imports
+imports.BATCH_SIZE = 1
+qrels = Path(os.environ["EVALPLATFORM_VAR_DIR"]) / "gold.qrels"
+qrels.write_text("q1 0 d1 3\nq1 0 d2 2\n")
+out["gold_labels"] = imports.gold_import(project=project, path=qrels).created
+out["gold"] = sorted(Task.objects.filter(project=project, is_gold=True).values_list("document__doc_id", flat=True))
 print(json.dumps(out))
 """
 
@@ -81,3 +89,4 @@ def test_a_queue_is_claimed_and_answered_on_sqlite(tmp_path: Path) -> None:
     assert 7199 < out["bob_seconds"] < 7300
     assert out["bob_served"] == len(out["claimed"])  # overlap 2: bob judges what alice judged
     assert out["labels"] == [2] * len(out["labels"]) and len(out["labels"]) == 6
+    assert out["gold_labels"] == 2 and out["gold"] == ["d0", "d1", "d2"]
