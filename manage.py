@@ -32,24 +32,12 @@ def main() -> None:
         run_standalone(STANDALONE_COMMANDS[command], sys.argv)
         return
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalplatform.settings")
-    settings_refusal()
+    from evalplatform.startup import refuse_unloadable_settings
+
+    refuse_unloadable_settings("manage.py")
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)
-
-
-def settings_refusal() -> None:
-    """Exit with one line on stderr when the settings refuse to load (no SECRET_KEY with DEBUG off, a
-    malformed variable): what is missing is the whole message, which Django's 40-line traceback buried."""
-    from django.conf import settings
-    from django.core.exceptions import ImproperlyConfigured
-
-    from evalplatform.env import EnvError
-
-    try:
-        settings.INSTALLED_APPS  # noqa: B018 - loads the settings module
-    except (ImproperlyConfigured, EnvError) as exc:
-        sys.exit(f"manage.py: {exc}")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,16 @@ app = Celery("evalplatform")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
+
+@app.on_configure.connect
+def settings_refusal(sender: Any = None, **kwargs: Any) -> None:
+    """The worker and beat read the Django settings when the app first reads its configuration (a Django
+    process has loaded them by then): settings that cannot load stop them in one line."""
+    from evalplatform.startup import refuse_unloadable_settings
+
+    refuse_unloadable_settings("celery")
+
+
 WORKER_SOCKET_TIMEOUT = 10.0  # seconds; above kombu's one-second BRPOP, so an idle queue is not a timeout
 
 

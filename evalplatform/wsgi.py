@@ -4,7 +4,10 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
+from evalplatform.startup import APP_LOAD_ERROR, refuse_unloadable_settings
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalplatform.settings")
+refuse_unloadable_settings("evalplatform.wsgi", status=APP_LOAD_ERROR)
 
 application = get_wsgi_application()
 

@@ -245,6 +245,40 @@ class TestDemoSettingsFile:
             f"run `make demo` once: later commands then read its settings from {tmp_path / DEMO_ENV_NAME}.\n"
         )
 
+    @pytest.mark.parametrize(
+        ("program", "command", "status"),
+        [
+            ("celery", ["-m", "celery", "-A", "evalplatform", "worker", "--loglevel", "WARNING"], 1),
+            ("celery", ["-m", "celery", "-A", "evalplatform", "beat"], 1),
+            # One worker, or --preload: with several, gunicorn 27's master re-raises its own "App failed
+            # to load" while stopping the others (its traceback, after the line).
+            ("evalplatform.wsgi", ["-m", "gunicorn", "evalplatform.wsgi", "--bind", "127.0.0.1:0"], 4),
+            ("evalplatform.wsgi", ["-m", "gunicorn", "evalplatform.wsgi", "--bind", "127.0.0.1:0",
+                                   "--workers", "3", "--preload"], 4),
+        ],
+    )  # fmt: skip
+    def test_the_worker_beat_and_web_server_say_it_in_one_line_too(
+        self, tmp_path: Path, program: str, command: list[str], status: int
+    ) -> None:
+        """The Celery app and the WSGI application refuse as manage.py does; gunicorn's worker exits with
+        its "application failed to load" status, so that its master stops instead of starting it again."""
+        env = {key: value for key, value in os.environ.items() if key not in CLEARED}
+        result = subprocess.run(
+            [sys.executable, *command],
+            cwd=ROOT,
+            env={**env, "EVALPLATFORM_VAR_DIR": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        line = (
+            f"{program}: SECRET_KEY must be set when DEBUG is off. Set DEBUG=true for local development, or "
+            f"run `make demo` once: later commands then read its settings from {tmp_path / DEMO_ENV_NAME}."
+        )
+        assert result.returncode == status, result.stderr[-2000:]
+        assert result.stderr.count(line) == 1, result.stderr[-2000:]
+        assert "Traceback" not in result.stderr + result.stdout
+
 
 def read_env_value(path: Path, name: str) -> str:
     lines = [line for line in path.read_text().splitlines() if line.startswith(f"{name}=")]
