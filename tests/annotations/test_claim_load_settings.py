@@ -21,6 +21,7 @@ from annotations.models import TASK_RANK_MODULUS, Annotation, Assignment, Projec
 from evalplatform import sqlrows
 from tests.annotations.conftest import answer_and_claim_outcomes, build_project
 from tests.annotations.test_assignment import answer_all, assert_counters_match
+from tests.conftest import _database_url_for
 
 
 def post(client: Client, url: str, body: dict[str, object] | None = None) -> Any:
@@ -269,11 +270,7 @@ class TestAnswerAndClaimInOneCall:
         others = list(
             Task.objects.filter(project=project).exclude(pk=held.task_id).values_list("pk", flat=True)
         )
-        settings_dict = connection.settings_dict
-        locker = psycopg.connect(
-            dbname=settings_dict["NAME"], host=settings_dict["HOST"] or None,
-            port=settings_dict["PORT"] or None, user=settings_dict["USER"] or None,
-        )  # fmt: skip
+        locker = psycopg.connect(_database_url_for(connection.settings_dict))
         # Another claim holds every other task locked, for a moment.
         locker.execute("SELECT id FROM annotations_task WHERE id = ANY(%s) FOR NO KEY UPDATE", [others])
         release = threading.Timer(0.5, locker.commit)

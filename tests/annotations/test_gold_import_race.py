@@ -26,14 +26,7 @@ from annotations import imports, services
 from annotations.models import Assignment, Project, Task
 from tests.annotations.conftest import build_project
 from tests.annotations.test_assignment import assert_counters_match
-
-
-def _connect(*, autocommit: bool = False) -> psycopg.Connection[Any]:
-    settings_dict = connection.settings_dict
-    return psycopg.connect(
-        dbname=settings_dict["NAME"], host=settings_dict["HOST"] or None,
-        port=settings_dict["PORT"] or None, user=settings_dict["USER"] or None, autocommit=autocommit,
-    )  # fmt: skip
+from tests.conftest import _database_url_for
 
 
 def _wait_for_lock_wait(monitor: psycopg.Connection[Any], pid: int) -> None:
@@ -74,7 +67,8 @@ def test_a_gold_import_and_an_answer_on_its_tasks_never_deadlock(
     qrels.write_text("".join(f"q0 0 {task.document.doc_id} 3\n" for task in gold))
 
     # Alice's answer of the held task, as the answer takes its locks: the task's first ...
-    answering, monitor = _connect(), _connect(autocommit=True)
+    url = _database_url_for(connection.settings_dict)
+    answering, monitor = psycopg.connect(url), psycopg.connect(url, autocommit=True)
     answering.execute("SELECT 1 FROM annotations_task WHERE id = %s FOR NO KEY UPDATE", [held.task_id])
     outcome: dict[str, Any] = {}
     started = threading.Event()

@@ -229,21 +229,10 @@ class TestDemoSettingsFile:
         }
 
     def test_it_says_in_one_line_that_a_command_needs_a_secret_key(self, tmp_path: Path) -> None:
-        env = {key: value for key, value in os.environ.items() if key not in CLEARED}
-        result = subprocess.run(
-            [sys.executable, "manage.py", "drf_create_token", "analyst"],
-            cwd=ROOT,
-            env={**env, "EVALPLATFORM_VAR_DIR": str(tmp_path)},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        result = run_without_a_secret_key(["manage.py", "drf_create_token", "analyst"], tmp_path, timeout=60)
         assert result.returncode == 1
         assert result.stdout == ""
-        assert result.stderr == (
-            "manage.py: SECRET_KEY must be set when DEBUG is off. Set DEBUG=true for local development, or "
-            f"run `make demo` once: later commands then read its settings from {tmp_path / DEMO_ENV_NAME}.\n"
-        )
+        assert result.stderr == no_secret_key_line("manage.py", tmp_path) + "\n"
 
     @pytest.mark.parametrize(
         ("program", "command", "status"),
@@ -262,22 +251,33 @@ class TestDemoSettingsFile:
     ) -> None:
         """The Celery app and the WSGI application refuse as manage.py does; gunicorn's worker exits with
         its "application failed to load" status, so that its master stops instead of starting it again."""
-        env = {key: value for key, value in os.environ.items() if key not in CLEARED}
-        result = subprocess.run(
-            [sys.executable, *command],
-            cwd=ROOT,
-            env={**env, "EVALPLATFORM_VAR_DIR": str(tmp_path)},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        line = (
-            f"{program}: SECRET_KEY must be set when DEBUG is off. Set DEBUG=true for local development, or "
-            f"run `make demo` once: later commands then read its settings from {tmp_path / DEMO_ENV_NAME}."
-        )
+        result = run_without_a_secret_key(command, tmp_path, timeout=120)
         assert result.returncode == status, result.stderr[-2000:]
-        assert result.stderr.count(line) == 1, result.stderr[-2000:]
+        assert result.stderr.count(no_secret_key_line(program, tmp_path)) == 1, result.stderr[-2000:]
         assert "Traceback" not in result.stderr + result.stdout
+
+
+def run_without_a_secret_key(
+    arguments: list[str], var_dir: Path, *, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """`python <arguments>` in the checkout, with no SECRET_KEY, DEBUG or demo file (`var_dir` has none)."""
+    env = {key: value for key, value in os.environ.items() if key not in CLEARED}
+    return subprocess.run(
+        [sys.executable, *arguments],
+        cwd=ROOT,
+        env={**env, "EVALPLATFORM_VAR_DIR": str(var_dir)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def no_secret_key_line(program: str, var_dir: Path) -> str:
+    """The one line `program` stops with when SECRET_KEY is missing and `var_dir` holds no demo file."""
+    return (
+        f"{program}: SECRET_KEY must be set when DEBUG is off. Set DEBUG=true for local development, or "
+        f"run `make demo` once: later commands then read its settings from {var_dir / DEMO_ENV_NAME}."
+    )
 
 
 def read_env_value(path: Path, name: str) -> str:
