@@ -54,3 +54,32 @@ def test_the_load_benchmark_runs_and_loses_nothing(args: list[str]) -> None:
     assert result["p50_ms"] <= result["p95_ms"] <= result["p99_ms"]
     assert result["ramp_up_seconds"] == 1.0 and result["ramp_up_p99_ms"] > 0
     assert "second  requests  p50 ms  p99 ms" in done.stdout  # the timeline
+
+
+@pytest.mark.services
+@pytest.mark.django_db
+def test_the_in_process_comparison_runs_and_cleans_up() -> None:
+    """`benchmarks/annotation_inprocess.py`: the page's answers and the floor's requests called in one
+    process, each figure reported, and its project and floor table gone afterwards."""
+    import psycopg
+
+    settings_dict = {**connection.settings_dict, "NAME": f"{connection.settings_dict['NAME']}_load"}
+    url = _database_url_for(settings_dict)
+    env = {**os.environ, "DATABASE_URL": url, "CELERY_BROKER_URL": "memory://"}
+    command = [sys.executable, "benchmarks/annotation_inprocess.py", "--answers", "30", "--annotators", "3",
+               "--tasks", "300", "--rounds", "2", "--json"]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    (result,) = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert (result["answers"], result["annotators"], len(result["rounds"])) == (30, 3, 2)
+    for measured in result["rounds"]:
+        for kind in ("page", "floor"):
+            assert measured[kind]["python_ms"] > 0 and measured[kind]["wall_ms"] > 0
+            assert measured[kind]["db_ms"] >= 0
+        cpu = {kind: measured[kind]["python_ms"] + measured[kind]["db_ms"] for kind in ("page", "floor")}
+        assert measured["cpu_ratio"] == pytest.approx(cpu["page"] / cpu["floor"], abs=0.01)
+    with psycopg.connect(url) as db:
+        assert db.execute(
+            "SELECT COUNT(*) FROM annotations_project WHERE slug LIKE 'inproc-%'"
+        ).fetchone() == (0,)
+        assert db.execute("SELECT to_regclass('bench_floor')").fetchone() == (None,)
