@@ -239,11 +239,15 @@ class TestDemoSettingsFile:
         [
             ("celery", ["-m", "celery", "-A", "evalplatform", "worker", "--loglevel", "WARNING"], 1),
             ("celery", ["-m", "celery", "-A", "evalplatform", "beat"], 1),
-            # One worker, or --preload: with several, gunicorn 27's master re-raises its own "App failed
-            # to load" while stopping the others (its traceback, after the line).
+            # The checkout's gunicorn.conf.py checks the settings in the master, before any worker.
             ("evalplatform.wsgi", ["-m", "gunicorn", "evalplatform.wsgi", "--bind", "127.0.0.1:0"], 4),
             ("evalplatform.wsgi", ["-m", "gunicorn", "evalplatform.wsgi", "--bind", "127.0.0.1:0",
+                                   "--workers", "3"], 4),
+            ("evalplatform.wsgi", ["-m", "gunicorn", "evalplatform.wsgi", "--bind", "127.0.0.1:0",
                                    "--workers", "3", "--preload"], 4),
+            # Another settings file (no check in the master): the one worker's own refusal.
+            ("evalplatform.wsgi", ["-m", "gunicorn", "-c", "/dev/null", "evalplatform.wsgi",
+                                   "--bind", "127.0.0.1:0"], 4),
         ],
     )  # fmt: skip
     def test_the_worker_beat_and_web_server_say_it_in_one_line_too(
