@@ -10,12 +10,17 @@ from io import StringIO
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import pytrec_eval
 from django.core.management import call_command, load_command_class
 from django.core.management.base import CommandError
 from scipy import stats
+from statsmodels.formula.api import ols
+from statsmodels.stats.anova import anova_lm
 from statsmodels.stats.multitest import multipletests
+
+from evalcore.comparison_extras import many_systems_json
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,7 +64,7 @@ def compare(files: dict[str, object], *extra: str) -> dict:  # type: ignore[type
 class TestCompareRuns:
     def test_it_prints_the_json_contract(self, files: dict[str, object]) -> None:
         data = compare(files, "-m", "map", "-m", "P@10", "--json")
-        assert set(data) == {"means_over", "pairs_over", "n_queries_paired", "runs", "pairs"}
+        assert set(data) == {"means_over", "pairs_over", "n_queries_paired", "runs", "pairs", "many_systems"}
         assert set(data["runs"]) == {"bm25.run", "dense.run", "random.run"}
         assert set(data["runs"]["bm25.run"]) == {"map", "P@10"}
         assert set(data["runs"]["bm25.run"]["map"]) == {"mean", "ci_low", "ci_high", "n_queries"}
@@ -93,6 +98,59 @@ class TestCompareRuns:
         by_pair = {(pair["a"], pair["b"]): pair for pair in data["pairs"]}
         assert by_pair[("bm25.run", "random.run")]["significant"] is True
 
+    def test_it_adds_the_statistics_of_many_systems_as_the_web_computes_them(
+        self, files: dict[str, object]
+    ) -> None:
+        """Per measure: the ANOVA equal to statsmodels' on pytrec_eval's per-query values, and every figure
+        `many_systems_json` gives for them (the comparison job's), with the runs named."""
+        data = compare(files, "-m", "map", "-m", "P@10", "--json")
+        assert set(data["many_systems"]) == {"map", "P@10"}
+        qrels = files["qrels"]
+        names = ["bm25.run", "dense.run", "random.run"]
+        per_query = {
+            name: pytrec_eval.RelevanceEvaluator(qrels, {"map"}).evaluate(files["runs"][name])  # type: ignore[arg-type,index]
+            for name in names
+        }
+        qids = sorted(qrels)  # type: ignore[arg-type]
+        scores = np.array([[per_query[name][q]["map"] for q in qids] for name in names])
+        frame = pd.DataFrame(
+            {"score": scores.ravel(), "system": np.repeat(names, len(qids)), "topic": qids * len(names)}
+        )
+        expected = anova_lm(ols("score ~ C(system) + C(topic)", data=frame).fit())
+        stats_map = data["many_systems"]["map"]
+        assert stats_map["anova"]["systems"]["f"] == pytest.approx(expected.loc["C(system)", "F"], rel=1e-9)
+        assert stats_map["anova"]["systems"]["p_value"] == pytest.approx(
+            expected.loc["C(system)", "PR(>F)"], rel=1e-6
+        )
+        assert stats_map["anova"]["topics"]["df"] == len(qids) - 1
+        reference = many_systems_json(scores, [0, 1, 2], alpha=0.05)
+        assert [(pair["run_a"], pair["run_b"]) for pair in stats_map["tukey"]["pairs"]] == [
+            ("bm25.run", "dense.run"), ("bm25.run", "random.run"), ("dense.run", "random.run"),
+        ]  # fmt: skip
+        for got, want in zip(stats_map["tukey"]["pairs"], reference["tukey"]["pairs"], strict=True):
+            assert got["p_value"] == pytest.approx(want["p_value"], rel=1e-9)
+            assert got["mean_difference"] == pytest.approx(want["mean_difference"], abs=1e-12)
+            assert got["significant"] == want["significant"]
+        power = stats_map["discriminative_power"]
+        assert (power["pairs"], power["significant"]) == (3, reference["discriminative_power"]["significant"])
+        assert {pair["run_a"] for pair in power["p_values"]} == {"bm25.run", "dense.run"}
+        assert stats_map["notes"] == []
+
+    def test_it_says_why_a_statistic_of_many_systems_is_missing(self, files: dict[str, object]) -> None:
+        """Two runs: no ANOVA or Tukey (they need three), discriminative power over the one pair."""
+        args = ["--qrels", str(files["qrels_path"]), "-m", "map"]
+        for path in files["run_paths"][:2]:  # type: ignore[index]
+            args += ["--run", str(path)]
+        out = StringIO()
+        call_command("compare_runs", *args, "--json", stdout=out)
+        stats_map = json.loads(out.getvalue())["many_systems"]["map"]
+        assert (stats_map["anova"], stats_map["tukey"]) == (None, None)
+        assert stats_map["discriminative_power"]["pairs"] == 1
+        out = StringIO()
+        call_command("compare_runs", *args, stdout=out)
+        assert "statistics of many systems, map" in out.getvalue() and "two-way ANOVA" not in out.getvalue()
+        assert "of 1 pairs significant" in out.getvalue()
+
     def test_it_is_deterministic_with_the_randomization_test(self, files: dict[str, object]) -> None:
         first = compare(files, "-m", "ndcg_cut_10", "--test", "randomization", "--json", "--seed", "5")
         second = compare(files, "-m", "ndcg_cut_10", "--test", "randomization", "--json", "--seed", "5")
@@ -104,6 +162,8 @@ class TestCompareRuns:
         assert "95% bootstrap confidence intervals" in text and "over 40 queries" in text
         assert "paired t test, bh correction" in text
         assert "bm25.run" in text
+        assert "statistics of many systems, map" in text and "two-way ANOVA" in text
+        assert "Tukey's HSD (" in text and "discriminative power (bootstrap test, alpha 0.05" in text
 
     def test_it_needs_two_runs_with_distinct_names(self, files: dict[str, object]) -> None:
         path = str(files["run_paths"][0])  # type: ignore[index]
@@ -141,6 +201,7 @@ class TestCompareRuns:
             "n_queries_paired",
             "runs",
             "pairs",
+            "many_systems",
         }
         assert load_command_class("monitoring", "compare_runs").requires_system_checks == []
 

@@ -1,10 +1,14 @@
-"""`compare_runs`: per-run means with bootstrap CIs, and paired significance tests between runs."""
+"""`compare_runs`: per-run means with bootstrap CIs, paired significance tests between runs, and the
+statistics of many systems (two-way ANOVA and Tukey's HSD with three or more runs, discriminative power),
+as a comparison's page shows them."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from evalcore.comparison import (
     CORRECTIONS,
@@ -17,6 +21,7 @@ from evalcore.comparison import (
     measure_summary,
     paired_rule,
 )
+from evalcore.comparison_extras import many_systems_json
 from evalcore.errors import EvalCoreError
 from evalcore.retrieval import evaluate
 from evalcore.stats import DEFAULT_BOOTSTRAP, BootstrapOptions
@@ -31,7 +36,10 @@ class Program(cli.FileCommand):
         "differences in means (Smucker et al., CIKM 2007). Each run's mean and interval follow trec_eval's "
         "rule, as eval_retrieval and the web: the qrels queries the run answered (with -c, every qrels query, "
         "a missing one as 0). The paired tests run on the queries any run answered (with -c, every qrels "
-        "query), a run's missing ones as 0; the output says how many queries each figure averages over."
+        "query), a run's missing ones as 0; the output says how many queries each figure averages over. "
+        "Then, per measure, the statistics of many systems over the same queries, as the web's comparison: "
+        "a two-way ANOVA (runs and topics) and Tukey's HSD with three or more runs, and discriminative "
+        "power (Sakai's paired bootstrap test at --alpha, 1,000 resamples, seed 0)."
     )
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -132,11 +140,23 @@ class Program(cli.FileCommand):
                 )
             except EvalCoreError as exc:
                 raise cli.CommandError(str(exc)) from exc
+            many = {
+                key: named_runs(
+                    many_systems_json(
+                        np.array([scores[name][key] for name in names]),
+                        range(len(names)),
+                        alpha=options["alpha"],
+                        confidence=options["confidence"],
+                    ),
+                    names,
+                )
+                for key in keys
+            }
             bar.update()
         if options["json"]:
-            self.stdout.write(cli.dump_json(comparison.as_dict()))
+            self.stdout.write(cli.dump_json({**comparison.as_dict(), "many_systems": many}))
         else:
-            self.stdout.write(format_comparison(comparison), ending="")
+            self.stdout.write(format_comparison(comparison) + format_many_systems(many), ending="")
 
 
 def __getattr__(name: str) -> Any:
@@ -172,4 +192,59 @@ def format_comparison(comparison: Comparison) -> str:
             f"{pair.a:<24} {pair.b:<24} {pair.measure:<16} {pair.diff:>+8.4f} {pair.p_value:>9.4g} "
             f"{pair.p_adjusted:>9.4g}  {mark}"
         )
+    return "\n".join(lines) + "\n"
+
+
+def named_runs(figures: Any, names: list[str]) -> Any:
+    """`many_systems_json`'s figures with each run's index (`run_a_id`, `run_b_id`) replaced by its name
+    (`run_a`, `run_b`), as the paired tests name them."""
+    if isinstance(figures, list):
+        return [named_runs(item, names) for item in figures]
+    if not isinstance(figures, dict):
+        return figures
+    renamed = {}
+    for key, value in figures.items():
+        if key in ("run_a_id", "run_b_id"):
+            renamed[key.removesuffix("_id")] = names[value]
+        else:
+            renamed[key] = named_runs(value, names)
+    return renamed
+
+
+def _figure(value: float | None, spec: str = ".4f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def format_many_systems(many: dict[str, dict[str, Any]]) -> str:
+    lines: list[str] = []
+    for measure, stats in many.items():
+        lines += ["", f"statistics of many systems, {measure}"]
+        anova, tukey, power = stats["anova"], stats["tukey"], stats["discriminative_power"]
+        if anova is not None:
+            lines.append(f"{'two-way ANOVA':<16} {'sum sq':>10} {'df':>6} {'mean sq':>10} {'F':>9} {'p':>9}")
+            for effect in ("systems", "topics", "residual"):
+                row = anova[effect]
+                lines.append(
+                    f"{effect:<16} {_figure(row['sum_sq']):>10} {row['df']:>6} {_figure(row['mean_sq']):>10} "
+                    f"{_figure(row['f'], '.3f'):>9} {_figure(row['p_value'], '.4g'):>9}"
+                )
+        if tukey is not None:
+            level = f"{tukey['confidence']:.0%}"
+            lines.append(f"Tukey's HSD ({tukey['design']}, {level} intervals, df {tukey['df']})")
+            lines.append(f"{'a':<24} {'b':<24} {'diff':>8} {level + ' interval':>20} {'p':>9}  sig")
+            for pair in tukey["pairs"]:
+                interval = f"[{_figure(pair['lower'])}, {_figure(pair['upper'])}]"
+                mark = "*" if pair["significant"] else ""
+                lines.append(
+                    f"{pair['run_a']:<24} {pair['run_b']:<24} {_figure(pair['mean_difference'], '+.4f'):>8} "
+                    f"{interval:>20} {_figure(pair['p_value'], '.4g'):>9}  {mark}"
+                )
+        if power is not None:
+            lines.append(
+                f"discriminative power ({power['test']} test, alpha {power['alpha']}, {power['n_resamples']} "
+                f"resamples): {power['significant']} of {power['pairs']} pairs significant "
+                f"({_figure(power['share'], '.0%')}), smallest significant difference "
+                f"{_figure(power['min_significant_difference'])}"
+            )
+        lines += [f"note: {note}" for note in stats["notes"]]
     return "\n".join(lines) + "\n"
