@@ -49,6 +49,13 @@ class FusionIn(serializers.Serializer):
         help_text="wsum / wmnz: one weight per run (default 1 each).",
     )  # fmt: skip
     k = serializers.FloatField(default=DEFAULTS.k, min_value=0, help_text="rrf's k.")
+    gamma = serializers.FloatField(
+        default=DEFAULTS.gamma, help_text="gmnz's exponent of the number of runs that retrieved a document."
+    )
+    sigma = serializers.FloatField(
+        default=DEFAULTS.sigma, min_value=0, max_value=1, help_text="logn_isr's sigma (ranx's default 0.01)."
+    )
+    phi = serializers.FloatField(default=DEFAULTS.phi, help_text="rbc's persistence, in (0, 1) (ranx's 0.8).")
     optimize_on = TeamObjectField(
         QrelsSource, "qrels source", unarchived=True, required=False, allow_null=True, default=None,
         help_text="A qrels source to choose wsum/wmnz weights (or rrf's k) on, by grid search with k-fold "
@@ -79,10 +86,15 @@ class FusionIn(serializers.Serializer):
                 norm=data["norm"],
                 weights=data["weights"],
                 k=data["k"],
+                gamma=data["gamma"],
+                sigma=data["sigma"],
+                phi=data["phi"],
                 runs=len(data["runs"]),
             )
         except InputError as error:
-            errors["weights" if data["weights"] else "method"] = [str(error)]
+            message = str(error)
+            named = [option for option in ("sigma", "phi", "k") if message.startswith(f"{option} ")]
+            errors[named[0] if named else "weights" if data["weights"] else "method"] = [message]
         if data["optimize_on"] is not None and not errors:
             for field, check in (("measure", services.check_measure), ("step", services.check_step)):
                 try:
@@ -107,6 +119,9 @@ class FusionOut(JobStateOut):
         help_text="Given, or chosen by the optimisation once done.",
     )
     k = serializers.FloatField(help_text="rrf's k (given, or chosen).")
+    gamma = serializers.FloatField(help_text="gmnz's gamma.")
+    sigma = serializers.FloatField(help_text="logn_isr's sigma.")
+    phi = serializers.FloatField(help_text="rbc's phi.")
     depth = serializers.IntegerField()
     optimize_on = ObjectRefOut(source="qrels", allow_null=True)
     measure = serializers.CharField(allow_blank=True)

@@ -29,8 +29,8 @@ def _method_choices() -> list[tuple[str, str]]:
 
 
 class FusionForm(forms.Form):
-    field_order = ["runs", "method", "norm", "weights", "k", "qrels", "measure", "folds", "step", "seed", "name",
-                   "depth"]  # fmt: skip
+    field_order = ["runs", "method", "norm", "weights", "k", "gamma", "sigma", "phi", "qrels", "measure", "folds",
+                   "step", "seed", "name", "depth"]  # fmt: skip
 
     method = forms.ChoiceField(
         choices=_method_choices, initial="rrf", label="Method",
@@ -46,6 +46,18 @@ class FusionForm(forms.Form):
         "separated by commas (default 1 each).",
     )  # fmt: skip
     k = forms.FloatField(initial=DEFAULTS.k, min_value=0, label="k (rrf)", help_text="1 / (k + rank).")
+    gamma = forms.FloatField(
+        initial=DEFAULTS.gamma, label="gamma (gmnz)",
+        help_text="The sum of the scores times the number of runs that retrieved the document to this power.",
+    )  # fmt: skip
+    sigma = forms.FloatField(
+        initial=DEFAULTS.sigma, min_value=0, max_value=1, label="sigma (logn_isr)",
+        help_text="Added to the logarithm of the number of runs that retrieved the document (ranx: 0.01).",
+    )  # fmt: skip
+    phi = forms.FloatField(
+        initial=DEFAULTS.phi, label="phi (rbc)",
+        help_text="Rank-biased centroid's persistence, between 0 and 1 (ranx: 0.8).",
+    )  # fmt: skip
     measure = forms.CharField(
         initial=DEFAULT_MEASURE, required=False, label="Measure to optimise",
         help_text="One arithmetic-mean measure (map, ndcg_cut_10, P_10, ...).",
@@ -104,10 +116,11 @@ class FusionForm(forms.Form):
         runs, method, weights = cleaned["runs"], cleaned["method"], cleaned["weights"]
         try:
             services.fusion_params(
-                method=method, norm=cleaned["norm"], weights=weights, k=cleaned["k"], runs=len(runs)
-            )
+                method=method, norm=cleaned["norm"], weights=weights, k=cleaned["k"], gamma=cleaned["gamma"],
+                sigma=cleaned["sigma"], phi=cleaned["phi"], runs=len(runs),
+            )  # fmt: skip
         except InputError as error:
-            self.add_error("weights" if weights else "norm", str(error))
+            self.add_error(_field_of(str(error), weights), str(error))
             return cleaned
         if cleaned.get("qrels") is not None:
             if method not in services.OPTIMIZABLE:
@@ -123,3 +136,11 @@ class FusionForm(forms.Form):
             except InputError as error:
                 self.add_error("step", str(error))
         return cleaned
+
+
+def _field_of(message: str, weights: list[float] | None) -> str:
+    """The field an error of `fusion_params` is about: the option it names, else the weights or norm."""
+    for option in ("sigma", "phi", "k"):
+        if message.startswith(f"{option} "):
+            return option
+    return "weights" if weights else "norm"

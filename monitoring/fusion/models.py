@@ -1,6 +1,7 @@
 """A fusion of two or more of a team's runs: the job that fuses them and the run it stored.
 
-The parameters are frozen on the row (ranx's method and normalisation names, the weights, RRF's k, and
+The parameters are frozen on the row (ranx's method and normalisation names, the weights, RRF's k,
+gmnz's gamma, logn_isr's sigma and rbc's phi, and
 for an optimised fusion the qrels, measure, folds, seed and grid step); `inputs` keeps each input run's
 id and name in the order the weights follow, so the provenance stays readable after an input is deleted.
 Once done, `result` is the fused run (a `Run` of the team, evaluable like any upload) and `optimization`
@@ -34,6 +35,9 @@ class Fusion(Job):
     norm = models.CharField(max_length=16, blank=True, help_text="ranx's normalisation; blank: none.")
     weights = models.JSONField(null=True, blank=True, help_text="wsum/wmnz: one weight per input run.")
     k = models.FloatField(default=DEFAULTS.k, help_text="rrf's k.")
+    gamma = models.FloatField(default=DEFAULTS.gamma, help_text="gmnz's exponent of the number of runs.")
+    sigma = models.FloatField(default=DEFAULTS.sigma, help_text="logn_isr's sigma, in [0, 1].")
+    phi = models.FloatField(default=DEFAULTS.phi, help_text="rbc's persistence, in (0, 1).")
     depth = models.PositiveIntegerField(default=DEFAULT_DEPTH, help_text="Documents kept per query.")
     name = models.CharField(max_length=200, help_text="The fused run's name.")
     # Optimisation of the weights (or rrf's k) on a qrels source, by grid search with k-fold CV.
@@ -68,6 +72,8 @@ class Fusion(Job):
         constraints = [
             models.CheckConstraint(condition=Q(depth__gte=1), name="fusion_depth"),
             models.CheckConstraint(condition=Q(optimize=False) | Q(folds__gte=2), name="fusion_folds"),
+            models.CheckConstraint(condition=Q(sigma__gte=0, sigma__lte=1), name="fusion_sigma"),
+            models.CheckConstraint(condition=Q(phi__gt=0, phi__lt=1), name="fusion_phi"),
         ]
         indexes = [models.Index(fields=["team", "-created_at"], name="fusion_by_team")]
 
@@ -80,7 +86,10 @@ class Fusion(Job):
     def params(self) -> FusionParams:
         """The parameters as given (an optimised fusion's chosen ones are in `optimization`)."""
         weights = tuple(self.weights) if self.weights is not None else None
-        return FusionParams(self.method, norm=self.norm or None, weights=weights, k=self.k)
+        return FusionParams(
+            self.method, norm=self.norm or None, weights=weights, k=self.k, gamma=self.gamma,
+            sigma=self.sigma, phi=self.phi,
+        )  # fmt: skip
 
     @property
     def tag(self) -> str:

@@ -43,16 +43,22 @@ from monitoring.models import QrelsSource, Run
 
 #: The job's hard time limit on the worker.
 TIME_LIMIT = 30 * 60
+#: The one option of each method that takes one (besides the weights): `FusionParams`' field.
+METHOD_OPTION = {"rrf": "k", "gmnz": "gamma", "logn_isr": "sigma", "rbc": "phi"}
 #: What `optimize` can search: the weights of these methods, or rrf's k.
 OPTIMIZABLE = (*WEIGHTED_METHODS, "rrf")
 
 
 def fusion_params(
-    *, method: str, norm: str | None, weights: Sequence[float] | None, k: float, runs: int
-) -> FusionParams:
+    *, method: str, norm: str | None, weights: Sequence[float] | None, k: float, runs: int,
+    gamma: float = DEFAULTS.gamma, sigma: float = DEFAULTS.sigma, phi: float = DEFAULTS.phi,
+) -> FusionParams:  # fmt: skip
     """The fusion's parameters checked as evalcore checks them; InputError with the reason."""
     try:
-        params = FusionParams(method, norm=norm, weights=tuple(weights) if weights else None, k=k)
+        params = FusionParams(
+            method, norm=norm, weights=tuple(weights) if weights else None, k=k, gamma=gamma, sigma=sigma,
+            phi=phi,
+        )  # fmt: skip
     except ValueError as error:
         raise InputError(str(error)) from None
     if params.weights is not None:
@@ -91,6 +97,9 @@ def fusion_create(
     norm: str | None = DEFAULTS.norm,
     weights: Sequence[float] | None = None,
     k: float = DEFAULTS.k,
+    gamma: float = DEFAULTS.gamma,
+    sigma: float = DEFAULTS.sigma,
+    phi: float = DEFAULTS.phi,
     qrels: QrelsSource | None = None,
     measure: str = DEFAULT_MEASURE,
     folds: int = DEFAULT_FOLDS,
@@ -109,7 +118,9 @@ def fusion_create(
         raise InputError("Choose at least two different runs to fuse.")
     if any(run.team_id != team.pk for run in distinct) or (qrels is not None and qrels.team_id != team.pk):
         raise InputError("Every run and the qrels must belong to the team.")
-    params = fusion_params(method=method, norm=norm, weights=weights, k=k, runs=len(distinct))
+    params = fusion_params(
+        method=method, norm=norm, weights=weights, k=k, gamma=gamma, sigma=sigma, phi=phi, runs=len(distinct)
+    )
     if depth < 1:
         raise InputError("The depth must be at least 1.")
     if qrels is not None:
@@ -122,7 +133,7 @@ def fusion_create(
     fusion = Fusion.objects.create(
         team=team, inputs=[{"id": run.pk, "name": run.name} for run in distinct], method=params.method,
         norm=params.norm or "", weights=list(params.weights) if params.weights is not None else None,
-        k=params.k, depth=depth, name=(name.strip() or f"fused-{params.method}")[:200], qrels=qrels,
+        k=params.k, gamma=params.gamma, sigma=params.sigma, phi=params.phi, depth=depth, name=(name.strip() or f"fused-{params.method}")[:200], qrels=qrels,
         optimize=qrels is not None, measure=measure if qrels is not None else "", folds=folds, seed=seed,
         step=step, created_by=created_by,
     )  # fmt: skip
@@ -184,8 +195,9 @@ def provenance_text(fusion: Fusion, params: FusionParams, optimization: dict[str
     text = f"Fusion #{fusion.pk}: {params.method} (norm {params.norm or 'none'}) of {names}"
     if params.weights is not None:
         text += "; weights " + ",".join(f"{w:g}" for w in params.weights)
-    if params.method == "rrf":
-        text += f"; k={params.k:g}"
+    option = METHOD_OPTION.get(params.method)
+    if option is not None:
+        text += f"; {option}={getattr(params, option):g}"
     if optimization is not None and fusion.qrels is not None:
         held_out = optimization["mean_test_score"]
         text += (

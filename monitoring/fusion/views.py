@@ -30,7 +30,8 @@ def fusion_create(request: SignedInRequest, team: str) -> HttpResponse:
         try:
             fusion = services.fusion_create(
                 team=membership.team, runs=data["runs"], method=data["method"], norm=data["norm"],
-                weights=data["weights"], k=data["k"], qrels=data["qrels"], measure=data["measure"] or DEFAULT_MEASURE,
+                weights=data["weights"], k=data["k"], gamma=data["gamma"], sigma=data["sigma"], phi=data["phi"],
+                qrels=data["qrels"], measure=data["measure"] or DEFAULT_MEASURE,
                 folds=data["folds"], step=data["step"], seed=data["seed"], name=data["name"], depth=data["depth"],
                 created_by=request.user,
             )  # fmt: skip

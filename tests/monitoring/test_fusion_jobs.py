@@ -60,6 +60,9 @@ class TestFusionJob:
             ({"method": "CombMNZ", "norm": "zmuv", "depth": 15}, ["--method", "CombMNZ", "--norm", "zmuv", "--depth", "15"]),
             ({"method": "wsum", "weights": [0.3, 0.7]}, ["--method", "wsum", "--weights", "0.3,0.7"]),
             ({"method": "rrf", "k": 20, "norm": None}, ["--method", "rrf", "--param", "k=20", "--norm", "none"]),
+            ({"method": "gmnz", "gamma": 2.5}, ["--method", "gmnz", "--param", "gamma=2.5"]),
+            ({"method": "logn_isr", "sigma": 0.3}, ["--method", "logn_isr", "--param", "sigma=0.3"]),
+            ({"method": "rbc", "phi": 0.5}, ["--method", "rbc", "--param", "phi=0.5"]),
         ],
     )  # fmt: skip
     def test_it_stores_the_file_fuse_runs_writes_as_a_run_of_the_team(
@@ -79,6 +82,9 @@ class TestFusionJob:
             run.description.startswith(f"Fusion #{fusion.pk}: {fusion.method}")
             and "bm25, dense" in run.description
         )
+        option = fusions.METHOD_OPTION.get(fusion.method)
+        if option is not None:  # the method's option, as given
+            assert f"; {option}={options[option]:g}." in run.description
 
     def test_it_optimises_the_weights_as_fuse_runs_does_and_keeps_the_held_out_score(
         self, team: Team, inputs: Any, tmp_path: Path
@@ -158,6 +164,8 @@ class TestFusionJob:
             ({"method": "sum", "optimize": True}, "Only wsum, wmnz, rrf can be optimised"),
             ({"method": "wsum", "optimize": True, "step": 0.3}, "must divide 1"),
             ({"method": "wsum", "optimize": True, "measure": "gm_map"}, "arithmetic-mean measure"),
+            ({"method": "logn_isr", "sigma": 1.5}, r"sigma must be in \[0, 1\]"),
+            ({"method": "rbc", "phi": 1.0}, r"phi must be in \(0, 1\)"),
         ],
     )
     def test_it_refuses_a_bad_request(
@@ -188,7 +196,8 @@ class TestFusionPages:
     def form_data(self, inputs: Any, **changes: Any) -> dict[str, Any]:
         _, bm25, dense = inputs
         data = {"runs": [bm25.pk, dense.pk], "method": "wsum", "norm": "min-max", "weights": "", "k": 60,
-                "qrels": "", "measure": "map", "folds": 5, "step": 0.1, "seed": 0, "name": "", "depth": 1000}  # fmt: skip
+                "gamma": 1, "sigma": 0.01, "phi": 0.8, "qrels": "", "measure": "map", "folds": 5, "step": 0.1,
+                "seed": 0, "name": "", "depth": 1000}  # fmt: skip
         return {**data, **changes}
 
     @pytest.mark.parametrize(
@@ -203,6 +212,8 @@ class TestFusionPages:
                 "The weight step must divide 1 (0.1, 0.25, ...), not 0.3.",
             ),
             ({"runs": ["BM25"]}, "runs", "Choose at least two runs to fuse."),
+            ({"method": "rbc", "phi": 1.5}, "phi", "phi must be in (0, 1)"),
+            ({"method": "logn_isr", "sigma": 2}, "sigma", "Ensure this value is less than or equal to 1."),
         ],
     )
     def test_the_form_says_what_is_wrong_beside_the_field(
@@ -241,6 +252,20 @@ class TestFusionPages:
         ).content.decode()
         assert reverse("monitoring:fusion-detail", args=["search", fusion.pk]) in run_page
 
+    def test_the_page_shows_the_methods_option(
+        self, editor: Client, inputs: Any, team: Team, django_capture_on_commit_callbacks: Any
+    ) -> None:
+        with django_capture_on_commit_callbacks(execute=False):
+            response = editor.post(
+                reverse("monitoring:fusion-create", args=["search"]),
+                self.form_data(inputs, method="rbc", phi=0.65),
+            )
+        fusion = Fusion.objects.get()
+        assert response.status_code == 302 and (fusion.method, fusion.phi) == ("rbc", 0.65)
+        assert fusions.fusion_run(fusion_id=fusion.pk).status == "done"
+        page = editor.get(fusion.get_absolute_url()).content.decode()
+        assert "<p>phi = 0.65</p>" in page
+
     def test_a_viewer_reads_but_cannot_fuse(
         self, client: Client, vera: User, team: Team, inputs: Any
     ) -> None:
@@ -277,6 +302,24 @@ class TestFusionApi:
         assert done["status"] == "done" and done["result"]["name"] == "fused-wsum"
         assert editor.get(done["result_url"]).json()["id"] == done["result"]["id"]
 
+    def test_it_takes_the_methods_options(
+        self, editor: Client, inputs: Any, django_capture_on_commit_callbacks: Any
+    ) -> None:
+        _, bm25, dense = inputs
+        body = {"runs": [bm25.pk, dense.pk], "method": "CombGMNZ", "gamma": 2}
+        with django_capture_on_commit_callbacks(execute=False):
+            response = editor.post("/api/teams/search/fusions/", body, content_type="application/json")
+        assert response.status_code == 202, response.content
+        data = response.json()
+        assert (data["method"], data["gamma"], data["sigma"], data["phi"], data["k"]) == (
+            "gmnz",
+            2,
+            0.01,
+            0.8,
+            60,
+        )
+        assert Fusion.objects.get().params().gamma == 2
+
     @pytest.mark.parametrize(
         ("body", "field"),
         [
@@ -285,6 +328,8 @@ class TestFusionApi:
             ({"method": "wsum", "optimize_on": "QRELS", "step": 0.3}, "step"),
             ({"method": "wsum", "optimize_on": 99999}, "optimize_on"),
             ({"method": "sum", "runs": ["BM25"]}, "runs"),
+            ({"method": "rbc", "phi": 0}, "phi"),
+            ({"method": "logn_isr", "sigma": -0.1}, "sigma"),
         ],
     )
     def test_it_names_the_field_of_a_bad_request(
