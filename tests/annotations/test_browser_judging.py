@@ -163,6 +163,7 @@ class TestJudgingInTheBrowser:
         Project.objects.filter(pk=demo.pk).update(min_seconds_per_task=60, too_fast_policy="flag")
         log_in(page, live_server)
         open_queue(page, live_server)
+        assert "is flagged as too fast" in page.locator("#countdown").inner_text()
         answer_by_key(page, "4")
         assert "flagged as too fast" in page.get_by_role("status").first.inner_text()
         assert Annotation.objects.get().too_fast
@@ -175,6 +176,22 @@ class TestJudgingInTheBrowser:
         page.keyboard.press("?")
         assert dialog.is_visible()
         assert dialog.get_by_text("how do I open a file for reading").first.is_visible()
+        page.keyboard.press("Escape")
+        assert not dialog.is_visible()
+
+    def test_it_opens_the_guidelines_from_the_button_after_an_answer(
+        self, page, live_server, demo: Project
+    ) -> None:  # type: ignore[no-untyped-def]
+        """The header is part of the task swapped in after each answer: its button still opens the dialog
+        in place (it had lost its handler, and went to the guidelines page instead)."""
+        Project.objects.filter(pk=demo.pk).update(min_seconds_per_task=0)
+        log_in(page, live_server)
+        open_queue(page, live_server)
+        rate(page, "3")
+        address = page.url
+        page.locator("#guidelines-link").click()
+        dialog = page.locator("#guidelines-dialog")
+        assert dialog.is_visible() and page.url == address
         page.keyboard.press("Escape")
         assert not dialog.is_visible()
 

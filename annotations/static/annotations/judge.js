@@ -10,9 +10,10 @@
   "use strict";
 
   var dialog = document.getElementById("guidelines-dialog");
-  var guidelinesLink = document.getElementById("guidelines-link");
-  // The elements of the task part, found again each time a new one is swapped in (`bind`).
+  // The elements of the task part, found again each time a new one is swapped in (`bind`): the header's
+  // guidelines link is in it too.
   var form, status, countdown, undoForm, reader, viewSwitch, termNav, termPosition, commentBox, comment;
+  var guidelinesLink;
   var sent = false;
   var deadline = 0;
   var refuseEarly = false;
@@ -37,7 +38,9 @@
     if (!form || !countdown) return;
     var s = secondsLeft();
     if (s > 0) {
-      countdown.textContent = "Read the document: you can answer in " + s + " s.";
+      countdown.textContent = refuseEarly
+        ? "Read the document: you can answer in " + s + " s."
+        : "Read the document: an answer in the next " + s + " s is flagged as too fast.";
       form.classList.add("waiting");
       ticking = window.setTimeout(tick, 250);
     } else {
@@ -177,10 +180,8 @@
     return false;
   }
 
-  if (guidelinesLink) {
-    guidelinesLink.addEventListener("click", function (event) {
-      if (openGuidelines()) event.preventDefault();
-    });
+  function onGuidelinesClick(event) {
+    if (openGuidelines()) event.preventDefault();
   }
 
   // --- the reading view: passages or full text, and the query's terms ------------------------------
@@ -306,12 +307,14 @@
     termPosition = document.getElementById("term-position");
     commentBox = document.getElementById("comment-box");
     comment = document.getElementById("comment");
+    guidelinesLink = document.getElementById("guidelines-link");
     sent = false;
     current = null;
     window.clearTimeout(ticking);
 
     // One undo per page: a double click (or z pressed twice before the page reloads) would otherwise
     // take back two answers, since undo reaches back over the session.
+    if (guidelinesLink) guidelinesLink.addEventListener("click", onGuidelinesClick);
     if (undoForm) {
       undoForm.addEventListener("submit", function (event) {
         if (undoForm.dataset.sent) {
