@@ -2,16 +2,19 @@
 
 Dashboards lay their figures out on the server from precomputed rows as plain dicts and lists in
 plotly.js's figure format: `figure(traces, layout)` with `scatter`, `bar` and `heatmap` traces, a
-`layout` and the `vline`/`hline` shapes; `plain` turns numpy arrays into lists, datetimes into ISO
-strings and NaN or infinities into null. No plotly figure object is built in a request: the plotly
-package only serves plotly.js (`plotly_js`) and its template files.
+`layout`, the `vline`/`hline` shapes, `time_axis` (a date axis that spreads a single instant over two
+days, not over a millisecond) and `no_value_note` (a figure whose every value is undefined says so in
+place of empty axes); `plain` turns numpy arrays into lists, datetimes into ISO strings and NaN or
+infinities into null. No plotly figure object is built in a request: the plotly package only serves
+plotly.js (`plotly_js`) and its template files.
 
 A dashboard's figure names its template (`layout.template` is "plotly_white") instead of carrying a
 copy: the page holds the template once (`{% plotly_script %}` writes `plotly_templates()` into a
 `json_script` block), and `evalplatform/static/evalplatform/charts.js` puts it into each figure's layout
 before `Plotly.newPlot` draws it, as plotly's Python figures carried it in every figure. The tables of
-numbers beside the charts write times with `TimeLabels`. The script's URL carries the plotly.js
-version, so it is cached for a year.
+numbers beside the charts write times with `TimeLabels`. `charts.js` also sizes each chart's container to
+its figure's height, so a page's placeholder never leaves white space under a plot. The script's URL
+carries the plotly.js version, so it is cached for a year.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from __future__ import annotations
 import gzip
 import json
 import math
-from datetime import date, datetime
+from collections.abc import Iterable
+from datetime import date, datetime, timedelta
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -176,6 +180,43 @@ def vline_label(x: Any, text: str) -> dict[str, Any]:
     """The label of a `vline`, at its top right (plotly's `annotation_position="top right"`)."""
     return {"text": text, "showarrow": False, "x": x, "xref": "x", "xanchor": "left",
             "y": 1, "yref": "y domain", "yanchor": "top"}  # fmt: skip
+
+
+#: How far a time axis reaches either side of its only instant (`time_axis`).
+INSTANT_SPAN = timedelta(days=1)
+
+
+def time_axis(times: Iterable[datetime], **properties: Any) -> dict[str, Any]:
+    """A date axis over `times` (`properties` over it): plotly's own range, except over a single instant
+    (one observation, or every one at the same time), which plotly spreads over a millisecond and ticks
+    in fractions of one ("13:37:30.5615"); that axis spans `INSTANT_SPAN` either side of the instant,
+    ticked in hours and dates.
+
+    >>> time_axis([datetime(2026, 3, 2, 9, 30)] * 2)["range"]
+    [datetime.datetime(2026, 3, 1, 9, 30), datetime.datetime(2026, 3, 3, 9, 30)]
+    """
+    axis: dict[str, Any] = {"type": "date", **properties}
+    instants = set(times)
+    if len(instants) == 1 and "range" not in axis:
+        (at,) = instants
+        axis["range"] = [at - INSTANT_SPAN, at + INSTANT_SPAN]
+    return axis
+
+
+def no_value_note(chart_layout: dict[str, Any], text: str) -> dict[str, Any]:
+    """`chart_layout` for a figure with no value to plot (every value undefined): its axes hidden and
+    `text` in the middle of the plot instead, so the chart says why it is empty rather than drawing
+    empty axes; the table beside it still lists every observation."""
+    axes = sorted({"xaxis", "yaxis", *(key for key in chart_layout if key.startswith(("xaxis", "yaxis")))})
+    return {
+        **chart_layout,
+        **{axis: {**chart_layout.get(axis, {}), "visible": False} for axis in axes},
+        "annotations": [
+            *chart_layout.get("annotations", []),
+            {"text": text, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5,
+             "xanchor": "center", "yanchor": "middle", "font": {"size": 14, "color": "#5b6475"}},
+        ],
+    }  # fmt: skip
 
 
 # --- the numbers beside a chart -------------------------------------------------------------------------

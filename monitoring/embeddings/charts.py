@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalplatform.charts import figure, layout, scatter
+from evalplatform.charts import figure, layout, no_value_note, scatter, time_axis
 from monitoring.embeddings.services import MetricSeries
 from monitoring.evaluations.selectors import MeasureColumn
 from monitoring.models import MonitorRun
@@ -19,6 +19,9 @@ LINE_COLOUR = "#2457c5"
 REFERENCE_COLOUR = "#7a8599"
 THRESHOLD_COLOURS = {"critical": "#b3261e", "warning": "#c77700", "info": "#439fe0"}
 ALERT_COLOUR = "#b3261e"
+
+#: What a metric's chart says when every run left it undefined.
+NO_VALUE = "No value to plot yet: every run left this metric undefined<br>(each is listed in the table)."
 
 
 #: Every figure's height, margins and font.
@@ -36,9 +39,12 @@ def _layout(title: str, **extra: Any) -> dict[str, Any]:
 
 def metric_series_figure(series: MetricSeries, *, column: MeasureColumn) -> dict[str, Any]:
     """The metric per monitor run over observed time; the reference's own run as a grey diamond; each rule's
-    threshold as a dashed line in its severity's colour; a red triangle where an alert opened."""
+    threshold as a dashed line in its severity's colour; a red triangle where an alert opened. A single
+    instant reads on a two-day time axis (`time_axis`), the thresholds across it; a metric with no defined
+    value says so instead of drawing empty axes."""
     points = series.points
     times = [point.observed_at for point in points]
+    axis = time_axis([*times, *(event.observed_at for event in series.events)])
     traces = [
         scatter(
             x=times,
@@ -58,7 +64,7 @@ def metric_series_figure(series: MetricSeries, *, column: MeasureColumn) -> dict
     if times:
         traces += [
             scatter(
-                x=[min(times), max(times)],
+                x=axis.get("range", [min(times), max(times)]),
                 y=[rule.threshold, rule.threshold],
                 mode="lines",
                 name=f"{rule.name}: {rule.comparator} {rule.threshold:g}",
@@ -84,18 +90,18 @@ def metric_series_figure(series: MetricSeries, *, column: MeasureColumn) -> dict
                 hovertemplate="%{customdata[0]} opened at %{y:.4g} (%{customdata[1]})<extra></extra>",
             )
         )  # fmt: skip
-    return figure(
-        traces,
-        _layout(
-            column.title,
-            xaxis={"type": "date"},
-            yaxis={
-                "title": {"text": column.key},
-                "rangemode": "tozero" if _non_negative(column) else "normal",
-            },
-            showlegend=bool(series.rules or series.events),
-        ),
+    chart = _layout(
+        column.title,
+        xaxis=axis,
+        yaxis={
+            "title": {"text": column.key},
+            "rangemode": "tozero" if _non_negative(column) else "normal",
+        },
+        showlegend=bool(series.rules or series.events),
     )
+    if all(point.value is None for point in points):
+        chart = no_value_note(chart, NO_VALUE)
+    return figure(traces, chart)
 
 
 def _non_negative(column: MeasureColumn) -> bool:

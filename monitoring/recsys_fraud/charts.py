@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalcore.metrics import MetricSpec
-from evalplatform.charts import bar, figure, layout, scatter, vline, vline_label
+from evalplatform.charts import bar, figure, layout, no_value_note, scatter, time_axis, vline, vline_label
 
 LINE_COLOUR = "#2457c5"
 SECOND_COLOUR = "#e07b00"
@@ -233,6 +233,9 @@ def ttd_figure(ttd: dict[str, Any], *, unit: str) -> dict[str, Any]:
 
 # --- a set name over time -----------------------------------------------------------------------------
 
+#: What the over-time chart says when every headline value is undefined.
+NO_VALUE = "No value to plot yet: every headline metric is undefined<br>(each is listed in the table)."
+
 #: One colour per headline metric of the over-time chart.
 HISTORY_COLOURS = ("#2457c5", "#e07b00", "#1b8a5a", "#8e44ad", "#b3261e")
 
@@ -240,7 +243,8 @@ HISTORY_COLOURS = ("#2457c5", "#e07b00", "#1b8a5a", "#8e44ad", "#b3261e")
 def history_figure(specs: list[MetricSpec], points: list[Any]) -> dict[str, Any]:
     """The headline metrics of each evaluation of the sets of one name over their finish times: scores
     in [0, 1] on the left axis, the others (costs, ratios) dashed on the right one. `points` are
-    `selectors.HistoryPoint`s, oldest first; an undefined value is a gap."""
+    `selectors.HistoryPoint`s, oldest first; an undefined value is a gap, and a chart with no defined
+    value says so instead of drawing empty axes. One evaluation reads on a two-day time axis (`time_axis`)."""
     times = [point.observed_at for point in points]
     traces = []
     has_right = False
@@ -257,10 +261,12 @@ def history_figure(specs: list[MetricSpec], points: list[Any]) -> dict[str, Any]
         )  # fmt: skip
     chart = _layout(
         title={"text": "Headline metrics over time"},
-        xaxis={"title": {"text": "evaluated at"}, "type": "date"},
+        xaxis=time_axis(times, title={"text": "evaluated at"}),
         yaxis={"title": {"text": "score"}, "range": [-0.02, 1.02], "zeroline": False},
     )
     if has_right:
         chart["yaxis2"] = {"title": {"text": "cost or ratio (dashed)"}, "overlaying": "y", "side": "right"}
         chart["margin"] = {**chart["margin"], "r": 70}
+    if all(value is None for point in points for value in point.values):
+        chart = no_value_note(chart, NO_VALUE)
     return figure(traces, chart)

@@ -313,10 +313,8 @@ def test_it_answers_strict_json_from_every_get_endpoint_with_undefined_values_st
         monkeypatch.undo()  # the pages with the database's own values: jsonb holds no NaN for a chart to get
         problems += page_problems(pages, editor, lead)
         assert not problems, f"with {constant} stored:\n" + "\n".join(problems)
-    # Check constraints keep a negative time out of an answer, and a machine label's confidence in [0, 1]
-    # (NaN too: PostgreSQL orders NaN above every number): the floats these values could not reach.
-    assert refused == {
-        "nan": ["MachineLabel.confidence"],
-        "inf": ["MachineLabel.confidence"],
-        "-inf": ["Annotation.seconds_spent", "MachineLabel.confidence"],
-    }
+    # Check constraints keep a negative time out of an answer, a machine label's confidence in [0, 1] and a
+    # fusion's sigma in [0, 1] and phi in (0, 1) (NaN too: PostgreSQL orders NaN above every number): the
+    # floats these values could not reach.
+    bounded = ["MachineLabel.confidence", "Fusion.sigma", "Fusion.phi"]
+    assert refused == {"nan": bounded, "inf": bounded, "-inf": ["Annotation.seconds_spent", *bounded]}

@@ -4,13 +4,25 @@ template named by each figure and held once by the page, and times written as th
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
 from django.template import Context, Template
 from django.utils import timezone
 
-from evalplatform.charts import TEMPLATE, TimeLabels, bar, figure, layout, plain, plotly_template, scatter
+from evalplatform.charts import (
+    INSTANT_SPAN,
+    TEMPLATE,
+    TimeLabels,
+    bar,
+    figure,
+    layout,
+    no_value_note,
+    plain,
+    plotly_template,
+    scatter,
+    time_axis,
+)
 
 
 class TestPlain:
@@ -53,6 +65,44 @@ class TestFigure:
         built = figure([], layout(defaults))
         built["layout"]["margin"]["l"] = 99
         assert defaults == {"margin": {"l": 1}}
+
+
+class TestTimeAxis:
+    def test_it_spreads_a_single_instant_over_a_day_either_side(self) -> None:
+        at = datetime(2026, 11, 28, 13, 37, 30, 562000, tzinfo=UTC)
+        for times in ([at], [at, at, at]):
+            axis = figure([], {"xaxis": time_axis(times, title={"text": "t"})})["layout"]["xaxis"]
+            assert axis == {
+                "type": "date", "title": {"text": "t"},
+                "range": ["2026-11-27T13:37:30.562000+00:00", "2026-11-29T13:37:30.562000+00:00"],
+            }  # fmt: skip
+        assert timedelta(days=1) == INSTANT_SPAN
+
+    def test_it_leaves_plotly_its_own_range_over_several_instants_or_none(self) -> None:
+        at = datetime(2026, 11, 28, 13, 37, tzinfo=UTC)
+        assert time_axis([at, at + timedelta(seconds=20)]) == {"type": "date"}
+        assert time_axis([]) == {"type": "date"}
+        assert time_axis([at], range=["a", "b"]) == {"type": "date", "range": ["a", "b"]}
+
+
+class TestNoValueNote:
+    def test_it_hides_every_axis_and_says_why_in_their_place(self) -> None:
+        chart = {"height": 260, "xaxis": {"type": "date"}, "yaxis": {"range": [0, 1]}, "yaxis2": {"side": "right"},
+                 "annotations": [{"text": "kept"}]}  # fmt: skip
+        noted = no_value_note(chart, "No value to plot yet")
+        assert noted["xaxis"] == {"type": "date", "visible": False}
+        assert noted["yaxis"] == {"range": [0, 1], "visible": False}
+        assert noted["yaxis2"] == {"side": "right", "visible": False}
+        assert noted["height"] == 260 and noted["annotations"][0] == {"text": "kept"}
+        note = noted["annotations"][1]
+        assert note["text"] == "No value to plot yet" and (note["xref"], note["yref"], note["x"], note["y"]) == (
+            "paper", "paper", 0.5, 0.5,
+        )  # fmt: skip
+        assert chart["xaxis"] == {"type": "date"}  # the layout given is left as it was
+
+    def test_it_hides_axes_a_layout_leaves_to_plotly(self) -> None:
+        noted = no_value_note({}, "none")
+        assert noted["xaxis"] == noted["yaxis"] == {"visible": False}
 
 
 class TestPage:
