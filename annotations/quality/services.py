@@ -216,9 +216,9 @@ def quality_values(figures: dict[str, Any], *, project: Project) -> list[MetricV
         values += [
             MetricValueIn(
                 spec.name,
-                spec.kernel(row) if judged or spec.name not in GOLD_FIGURES else None,
+                _kernel(spec)(row) if judged or spec.name not in GOLD_FIGURES else None,
                 series=series,
-            )  # type: ignore[misc]
+            )
             for spec in annotator_specs
         ]
         total = sum(counts.get(row["username"]) or [])
@@ -228,6 +228,12 @@ def quality_values(figures: dict[str, Any], *, project: Project) -> list[MetricV
                 for grade, count in zip(grades, counts[row["username"]], strict=False)
             ]
     return values
+
+
+def _kernel(spec: Any) -> Any:
+    """A registry spec's kernel (every annotator and project metric has one)."""
+    assert spec.kernel is not None, spec.name
+    return spec.kernel
 
 
 def quality_values_write(*, job: QualityRecompute, figures: dict[str, Any], observed_at: datetime) -> int:
