@@ -266,6 +266,20 @@ def qrels_export(build: QrelsBuild, *, fmt: str) -> str:
     return qrels_text(build_judgments(build), fmt=fmt)  # type: ignore[arg-type]
 
 
+def qrels_export_counts(build: QrelsBuild) -> tuple[int, int]:
+    """The TREC export's queries and size in bytes, without writing it (a team's qrels source of the
+    build shows them as an uploaded file's: `monitoring.files.uploads.qrels_source_for_build`). One
+    pass over the build's rows; an unfinished build has none: (0, 0)."""
+    qids: set[str] = set()
+    size = 0
+    for qid, doc_id, rel in (
+        QrelsJudgment.objects.filter(build=build).values_list("qid", "doc_id", "rel").iterator()
+    ):
+        qids.add(qid)
+        size += len(f"{qid} 0 {doc_id} {rel}\n".encode())
+    return len(qids), size
+
+
 def qrels_export_response(build: QrelsBuild, *, fmt: ExportFormat) -> HttpResponse:
     """The build's export as a download (the page and the API share it)."""
     extension, content_type = _EXPORT_TYPES[fmt]

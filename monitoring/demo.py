@@ -485,9 +485,12 @@ def demo_alert_rules_create(
     """The demo's alert rules (`DEMO_RULES`), made once (found by series and name), each checked at once
     on its series' latest values: the demo's jobs ran before its rules existed."""
     from annotations.models import ProjectMembership
+    from annotations.quality.services import project_quality_url
     from series import subjects
 
-    url = project.get_absolute_url()
+    # The link a live recompute gives the series (and so its alerts' "From"): the quality page, which
+    # every member of the team can read; the project's own page is its members' only.
+    url = project_quality_url(project)
     annotators = ProjectMembership.objects.filter(project=project, role="annotator").select_related("user")
     made = []
     for kind, name, metric, comparator, threshold, severity in DEMO_RULES:

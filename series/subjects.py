@@ -56,7 +56,11 @@ def fraud_series(team_id: int, set_name: str, *, url: str = "") -> Series:
 
 
 def project_series(project: Any, *, url: str = "") -> Series:
-    """A judging project's quality recomputes: its agreement and accuracy on gold (the agreement family)."""
+    """A judging project's quality recomputes: its agreement and accuracy on gold (the agreement family).
+
+    Every writer passes the same `url`, the project's quality page (`annotations.quality.services.
+    project_quality_url`): the series and its alerts are read by the team's members, who may read that
+    page without being members of the project; the project's own page would be a 404 to them."""
     return series_get(
         kind=Series.Kind.PROJECT, key=series_key(project.pk), team=project.team_id, object_id=project.pk,
         name=project.slug, label=f"project {project.name}", url=url,
@@ -64,7 +68,8 @@ def project_series(project: Any, *, url: str = "") -> Series:
 
 
 def annotator_series(project: Any, user_id: int, username: str, *, url: str = "") -> Series:
-    """One annotator within a project: accuracy on gold, speed, label distribution (the annotator family)."""
+    """One annotator within a project: accuracy on gold, speed, label distribution (the annotator family);
+    its `url` is the project's quality page, as `project_series`'."""
     return series_get(
         kind=Series.Kind.ANNOTATOR, key=series_key(project.pk, user_id), team=project.team_id,
         object_id=user_id, name=username, label=f"annotator {username} in {project.name}", url=url,

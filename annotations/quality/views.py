@@ -119,6 +119,8 @@ def quality_dashboard(request: SignedInRequest, slug: str) -> HttpResponse:
             "builds": builds,
             "done_builds": done,
             "build_form": QrelsBuildForm.for_project(project),
+            # A team reader (not a member of the project) sees the project's page and settings named,
+            # not linked: both are its members' and leads' only (404 and 403 to a reader).
             "is_lead": access.is_lead,
             "series_url": _series_url(request.user, project),
         },
@@ -151,7 +153,8 @@ def _user_id(value: str | None) -> int | None:
 def quality_disagreements(request: SignedInRequest, slug: str) -> HttpResponse:
     """The items where annotator `a` disagrees with `b`, or with gold and the others (leads and team
     readers; the labels are the same ones the dashboard's figures summarise)."""
-    project = selectors.get_project_for_reader(request.user, slug).project
+    access = selectors.get_project_for_reader(request.user, slug)
+    project = access.project
     a, b = _user_id(request.GET.get("a")), _user_id(request.GET.get("b"))
     if a is None:
         raise Http404("Choose an annotator from the quality page.")
@@ -161,7 +164,14 @@ def quality_disagreements(request: SignedInRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "annotations/quality_disagreements.html",
-        {"project": project, "found": found, "a_id": a, "b_id": b, "csv_url": csv_url},
+        {
+            "project": project,
+            "found": found,
+            "a_id": a,
+            "b_id": b,
+            "csv_url": csv_url,
+            "is_lead": access.is_lead,
+        },  # fmt: skip
     )
 
 
@@ -273,7 +283,8 @@ def qrels_download(request: SignedInRequest, slug: str, version: int, fmt: str) 
 @login_required
 @require_safe
 def qrels_diff(request: SignedInRequest, slug: str) -> HttpResponse:
-    project = selectors.get_project_for_reader(request.user, slug).project
+    access = selectors.get_project_for_reader(request.user, slug)
+    project = access.project
     try:
         old_version, new_version = int(request.GET["old"]), int(request.GET["new"])
     except (KeyError, ValueError) as exc:
@@ -284,4 +295,6 @@ def qrels_diff(request: SignedInRequest, slug: str) -> HttpResponse:
     old = selectors.qrels_build_for(project=project, version=old_version)
     new = selectors.qrels_build_for(project=project, version=new_version)
     diff = selectors.qrels_build_diff(old=old, new=new)
-    return render(request, "annotations/qrels_diff.html", {"project": project, "diff": diff})
+    return render(
+        request, "annotations/qrels_diff.html", {"project": project, "diff": diff, "is_lead": access.is_lead}
+    )

@@ -253,7 +253,16 @@ class EventOut(serializers.Serializer):
     resolved_at = serializers.DateTimeField(allow_null=True)
     acknowledged_at = serializers.DateTimeField(allow_null=True)
     acknowledged_by = serializers.CharField(source="acknowledged_by.username", allow_null=True, default=None)
-    notified = serializers.BooleanField()
+    notified = serializers.BooleanField(
+        help_text="False when the cooldown held the opening's notification back; true does not say a message "
+        "went (a rule without channels sends none): see channels_notified."
+    )
+    channels_notified = serializers.SerializerMethodField(
+        help_text="How many channels were sent a message about the alert (0 for a rule without channels)."
+    )
+
+    def get_channels_notified(self, event: AlertEvent) -> int:
+        return alerts.channels_notified(event)
 
 
 # --- queries --------------------------------------------------------------------------------------------
@@ -264,7 +273,7 @@ def _rules(team: Team) -> QuerySet[AlertRule]:
 
 
 def _events(team: Team, status_filter: str | None) -> QuerySet[AlertEvent]:
-    events = (
+    events = alerts.events_with_channels_notified(
         AlertEvent.objects.filter(team=team)
         .select_related("rule__series", "acknowledged_by")
         .order_by("-opened_at")

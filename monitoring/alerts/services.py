@@ -37,7 +37,7 @@ from typing import Any, cast
 
 from django.apps import apps
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from evalcore.alerts import AlertRule as RuleSpec
@@ -571,6 +571,23 @@ def _resolve(rule: AlertRule, latest: Observation) -> AlertEvent | None:
     if event.notified:
         _notify(event, kind=Notification.Kind.RESOLVED)
     return event
+
+
+def events_with_channels_notified(events: QuerySet[AlertEvent]) -> QuerySet[AlertEvent]:
+    """The events, each with `channels_notified`: how many channels were sent a message about it.
+
+    An event's `notified` says only that the cooldown let its opening through; a rule with no channel (or
+    only disabled ones) then sent nothing, and a table that showed `notified` alone would say "yes" beside
+    a rule that "notifies nobody". The tables and the API show this count with it."""
+    return events.annotate(channels_notified=Count("notifications__channel", distinct=True))
+
+
+def channels_notified(event: AlertEvent) -> int:
+    """`events_with_channels_notified`'s count for one event (read again unless the event has it)."""
+    counted = getattr(event, "channels_notified", None)
+    if counted is None:
+        counted = event.notifications.values("channel").distinct().count()
+    return int(counted)
 
 
 @transaction.atomic

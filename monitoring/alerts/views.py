@@ -28,7 +28,9 @@ def _page(request: HttpRequest, team: str, *, rule_form: RuleForm | None = None,
           channel_form: ChannelForm | None = None) -> HttpResponse:  # fmt: skip
     membership = get_team_for_member(request.user, team)
     found = membership.team
-    events = AlertEvent.objects.filter(team=found).select_related("rule__series", "acknowledged_by")
+    events = alerts.events_with_channels_notified(
+        AlertEvent.objects.filter(team=found).select_related("rule__series", "acknowledged_by")
+    )
     rules = AlertRule.objects.filter(team=found).select_related("series").prefetch_related("channels")
     registry = metric_registry()
     return render(
@@ -200,7 +202,9 @@ def rule_detail(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
         "membership": membership, "team": membership.team, "rule": rule, "form": form,
         "spec": metric_registry().find(rule.metric), "channels": list(rule.channels.all()),
         "checks": alerts.rule_recent_checks(rule, last=RULE_CHECKS_SHOWN), "checks_shown": RULE_CHECKS_SHOWN,
-        "events": list(rule.events.select_related("acknowledged_by").order_by("-opened_at")[:RULE_EVENTS_SHOWN]),
+        "events": list(alerts.events_with_channels_notified(
+            rule.events.select_related("acknowledged_by").order_by("-opened_at")
+        )[:RULE_EVENTS_SHOWN]),
     }  # fmt: skip
     status = 400 if request.method == "POST" else 200
     return render(request, "monitoring/alert_rule.html", context, status=status)

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import transaction
 
 from annotations.models import QrelsBuild
+from annotations.qrels import qrels_export_counts
 from evalcore import trec
 from evalcore.errors import EvalCoreError, FormatError
 from evalplatform.auth import User
@@ -252,7 +253,11 @@ def qrels_upload(
 def qrels_source_for_build(*, team: Team, build: QrelsBuild, by: User | None = None) -> QrelsSource:
     """The team's qrels source for a finished qrels build, created on first use.
 
-    The build's project must be linked to the team (`Project.team`).
+    The build's project must be linked to the team (`Project.team`). Its counts and size are the TREC
+    export's, as an uploaded file's are the file's (the team's tables and the API show them alike), and
+    it was "uploaded by" whoever made the build, whichever way it reached the team (picked on the page or
+    the API by `by`, or by the re-scoring after a new version, with no one): `by` only when the build
+    names no one (made by a command).
     """
     if build.project.team_id != team.pk:
         raise UploadError(f"{build.project.slug} is not a judging project of the team {team.slug}")
@@ -260,6 +265,10 @@ def qrels_source_for_build(*, team: Team, build: QrelsBuild, by: User | None = N
         raise UploadError(
             f"{build.project.slug} v{build.version} is {build.status}; only a done build can be used"
         )
+    source = QrelsSource.objects.filter(team=team, build=build).first()
+    if source is not None:
+        return source
+    num_queries, size = qrels_export_counts(build)
     source, _ = QrelsSource.objects.get_or_create(
         team=team,
         build=build,
@@ -267,11 +276,12 @@ def qrels_source_for_build(*, team: Team, build: QrelsBuild, by: User | None = N
             "kind": QrelsSource.Kind.BUILD,
             "name": f"{build.project.slug} v{build.version}",
             "description": f"Qrels build v{build.version} of the judging project {build.project.name}.",
-            "size": 0,
+            "size": size,
             "sha256": build.content_hash,
             "format": "trec",
+            "num_queries": num_queries,
             "num_rows": build.pairs_kept,
-            "uploaded_by": by,
+            "uploaded_by_id": build.created_by_id or (by.pk if by is not None else None),
         },
     )
     return source

@@ -34,7 +34,7 @@ from monitoring.tasks import alerts_check_series
 from series.selectors import THRESHOLD_SUBGROUP
 from series.services import MetricValueIn, metric_values_write
 from series.subjects import run_series, stream_series
-from tests.conftest import QueuedTasks
+from tests.conftest import QueuedTasks, client_for
 from tests.monitoring.conftest import synthetic_collection, upload
 
 START = timezone.now() - timedelta(days=1)
@@ -282,6 +282,39 @@ class TestNotifications:
         assert "too_similar opened" in mail.outbox[0].subject and "value: 0.5" in mail.outbox[0].body
         links = [line for message in mail.outbox for line in message.body.splitlines() if "://" in line]
         assert links and all(line.startswith("Details: https://evalplatform.example/") for line in links)
+
+    def test_it_says_notified_only_when_a_channel_was_sent_a_message(
+        self, stream: EmbeddingStream, queued: QueuedTasks, vera: User
+    ) -> None:
+        """A rule without channels "notifies nobody": its alert is not shown as notified, though the
+        cooldown let it through (`notified`); a rule with a channel shows how many were sent one."""
+        silent = rule(stream, cooldown_minutes=60)
+        channel = NotificationChannel.objects.create(
+            team=stream.team, name="ops", kind="webhook", target="http://127.0.0.1:9/"
+        )
+        loud = rule(stream, channel, name="too_similar_loud", cooldown_minutes=60)
+        for hour, value in enumerate([0.5, 0.1]):  # opens and resolves each rule's alert
+            monitor(stream, hour, avg_cosine_similarity=value)
+        quiet_event, loud_event = (AlertEvent.objects.get(rule=r) for r in (silent, loud))
+        assert quiet_event.notified and loud_event.notified  # the cooldown held neither back
+        client = client_for(vera)  # a viewer of the team
+        page = client.get("/teams/search/alerts/").content.decode()
+        rows = {
+            name: row
+            for row in page.split('<table class="data" id="resolved-alerts">')[1]
+            .split("</table>")[0]
+            .split("<tr>")
+            for name in ("too_similar_loud", "too_similar")
+            if f'<th scope="row">{name}</th>' in row
+        }
+        assert "no (no channel)" in rows["too_similar"] and ">yes" not in rows["too_similar"]
+        assert "yes, 1 channel" in rows["too_similar_loud"]
+        rule_page = client.get(f"/teams/search/alerts/rules/{silent.pk}/settings/").content.decode()
+        its_alerts = rule_page.split('id="rule-events"')[1].split("</table>")[0]
+        assert "notifies nobody" in rule_page and "no (no channel)" in its_alerts and "yes" not in its_alerts
+        api = client.get("/api/teams/search/alerts/?status=resolved").json()["results"]
+        found = {row["rule_name"]: (row["notified"], row["channels_notified"]) for row in api}
+        assert found == {"too_similar": (True, 0), "too_similar_loud": (True, 1)}
 
     def test_it_queues_notifications_on_their_own_queue(
         self, stream: EmbeddingStream, queued: QueuedTasks

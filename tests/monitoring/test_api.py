@@ -306,6 +306,64 @@ class TestQrels:
         assert download.status_code == 200
         assert download.content.decode().splitlines()[0] == "q0 0 d0-0 2"
 
+    def test_it_counts_a_builds_queries_and_bytes_and_names_who_built_it(
+        self, editor: Client, linked_project: Project, team: Team, lena: User, theo: User
+    ) -> None:
+        """A source made from a build shows its export's queries, lines and size as an uploaded file's
+        (the team page's "Queries" column too), and whoever built it, however it reached the team: picked
+        by an editor (v1, built by no one: the editor), or by the re-scoring after a new version (v2)."""
+        v2 = qrels_builds.qrels_build_create(project=linked_project, created_by=lena, enqueue=False)
+        assert qrels_builds.qrels_build_run(build_id=v2.pk).status == "done"
+        v2.refresh_from_db()
+        uploads.qrels_source_for_build(team=team, build=v2)  # as the re-scoring does: by no one
+        picked = editor.post("/api/teams/search/qrels/", {"build": "web:1"}, content_type="application/json")
+        assert picked.status_code == 201, picked.json()
+        listed = {row["name"]: row for row in editor.get("/api/teams/search/qrels/").json()["results"]}
+        for name, by in (("web v1", theo.username), ("web v2", lena.username)):
+            row = listed[name]
+            download = editor.get(f"/api/teams/search/qrels/{row['id']}/download/").content
+            assert (row["num_queries"], row["num_rows"], row["size"], row["uploaded_by"]) == (
+                2, 6, len(download), by,
+            ), name  # fmt: skip
+        assert qrels_builds.qrels_export(v2, fmt="trec").encode() == download
+        page = editor.get("/teams/search/").content.decode()
+        assert "web v2" in page and '<td class="num">2</td>' in page
+
+    def test_a_migration_fills_in_the_sources_and_links_made_before(
+        self, editor: Client, linked_project: Project, team: Team, theo: User
+    ) -> None:
+        """Rows written before the fix: a build's source without counts, a project's series (and its
+        alert) linked to the project's own page; migration 0029 brings them in line, once."""
+        from importlib import import_module
+
+        from django.apps import apps
+
+        from monitoring.models import AlertEvent, AlertRule
+        from series.subjects import project_series
+
+        migration = import_module("monitoring.migrations.0029_project_series_links_build_source_counts")
+        build = linked_project.qrels_builds.get()
+        source = uploads.qrels_source_for_build(team=team, build=build, by=theo)
+        expected = (source.num_queries, source.size)
+        QrelsSource.objects.filter(pk=source.pk).update(num_queries=None, size=0)
+        series = project_series(linked_project, url=f"/projects/{linked_project.slug}/")
+        rule = AlertRule.objects.create(team=team, series=series, name="floor", metric="krippendorff_alpha_ordinal",
+                                        comparator="<", threshold=0.5)  # fmt: skip
+        event = AlertEvent.objects.create(rule=rule, team=team, threshold=0.5, source_url=series.url,
+                                          observed_at=build.created_at)  # fmt: skip
+        for _ in range(2):
+            migration.project_links(apps, None)
+            migration.build_source_counts(apps, None)
+        source.refresh_from_db()
+        series.refresh_from_db()
+        event.refresh_from_db()
+        assert (
+            (source.num_queries, source.size)
+            == expected
+            == (2, len(qrels_builds.qrels_export(build, fmt="trec")))
+        )
+        assert series.url == event.source_url == f"/projects/{linked_project.slug}/quality/"
+
     def test_it_refuses_an_unknown_build_and_a_project_of_another_team(
         self, editor: Client, linked_project: Project, other_team: Team
     ) -> None:
