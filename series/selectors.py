@@ -11,6 +11,7 @@ from datetime import datetime
 from django.db import models
 from django.db.models import Q
 
+from evalcore.retrieval import canonical_measure
 from series.models import MetricValue, Series
 from series.services import job_type_of
 
@@ -156,9 +157,16 @@ class MetricHistory:
     points: list[Point]
 
 
+def metric_key(family: str, metric: str) -> str:
+    """The one name of a metric however a job spelled it: for retrieval, trec_eval's name of the column
+    (`nDCG@10` is `ndcg_cut_10`, `evalcore.retrieval.canonical_measure`); other families' names as given."""
+    return canonical_measure(metric) if family == "retrieval" else metric
+
+
 def series_metric_histories(series: Series, *, limit: int = 500) -> list[MetricHistory]:
     """Every metric and subgroup a series reported, each with its latest `limit` points oldest first, in the
-    order the jobs wrote them (the headline metrics first): one query."""
+    order the jobs wrote them (the headline metrics first): one query. Two spellings of one metric
+    (`metric_key`) are one history, with one point per job."""
     rows = (
         MetricValue.objects.filter(series=series)
         .order_by("metric", "subgroup", "-observed_at", "-job_id")
@@ -176,12 +184,19 @@ def series_metric_histories(series: Series, *, limit: int = 500) -> list[MetricH
     )
     grouped: dict[tuple[str, str], list[Point]] = {}
     first: dict[tuple[str, str], int] = {}
+    jobs: dict[tuple[str, str], set[tuple[str, int]]] = defaultdict(set)
     for metric, subgroup, position, observed_at, job_type, job_id, value, low, high in rows:
-        points = grouped.setdefault((metric, subgroup), [])
+        key = (metric_key(series.family, metric), subgroup)
+        if (job_type, job_id) in jobs[key]:  # a job that stored the metric under two names
+            continue
+        jobs[key].add((job_type, job_id))
+        points = grouped.setdefault(key, [])
         if not points:
-            first[(metric, subgroup)] = position  # the latest job's order of its metrics
-        if len(points) < limit:
-            points.append(Point(observed_at, job_type, job_id, value, low, high))
+            first[key] = position  # the latest job's order of its metrics
+        points.append(Point(observed_at, job_type, job_id, value, low, high))
+    for points in grouped.values():  # each name's points came newest first: merge them so
+        points.sort(key=lambda point: (point.observed_at, point.job_id), reverse=True)
+        del points[limit:]
     order = sorted(grouped, key=lambda key: (first[key], key[1] != "", key))
     return [MetricHistory(metric=metric, subgroup=subgroup, points=grouped[(metric, subgroup)][::-1])
             for metric, subgroup in order]  # fmt: skip

@@ -33,6 +33,7 @@ from evalcore.retrieval.names import (
     OFFICIAL_MEASURES,
     MeasureSpec,
     UnknownMeasureError,
+    canonical_measure,
     parse_measure,
     parse_measures,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "RetrievalResult",
     "Run",
     "UnknownMeasureError",
+    "canonical_measure",
     "evaluate",
     "evaluate_jg",
     "evaluate_prefs",

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
+from functools import cache
 
 from evalcore.errors import EvalCoreError
 from evalcore.metrics import MetricSpec, close_names, did_you_mean
@@ -486,6 +487,54 @@ def _parses(name: str) -> bool:
         return bool(_parse_trec(name) or _parse_ir(name))
     except UnknownMeasureError:
         return False
+
+
+@cache
+def canonical_measure(name: str) -> str:
+    """The one name of the column `name` asks for: trec_eval's output name where it reads back as the very
+    same column (measure, parameter, relevance level), else `name` as given.
+
+    Evaluations store each value under the name it was asked by (the command-line tools print it so), so
+    one measure may be stored under two spellings; pages that group values by measure key them by this,
+    so that `nDCG@10` and `ndcg_cut_10` are one column, not two with equal values. A name that asks for
+    several columns (`P`), that trec_eval cannot spell (`RBP(p=0.9)`, `Judged@10`, judged_only) or that
+    is no measure stays as given.
+
+    >>> [canonical_measure(n) for n in ("nDCG@10", "ndcg_cut.10", "P@10", "MAP", "RR", "nDCG")]
+    ['ndcg_cut_10', 'ndcg_cut_10', 'P_10', 'map', 'recip_rank', 'ndcg']
+    >>> [canonical_measure(n) for n in ("ndcg_cut_10", "RBP(p=0.9)", "Judged@10", "P", "no such")]
+    ['ndcg_cut_10', 'RBP(p=0.9)', 'Judged@10', 'P', 'no such']
+    """
+    try:
+        specs = parse_measure(name)
+    except UnknownMeasureError:
+        return name
+    if len(specs) != 1 or specs[0].judged_only:
+        return name
+    spec = specs[0]
+    measure = spec.measure
+    candidate = measure.trec_name
+    if measure.param in ("cutoff", "fraction") and isinstance(spec.param, float):
+        candidate += f"_{_param_label(measure, spec.param)}"
+    if spec.rel_level is not None:
+        candidate += f"_min_rel_{spec.rel_level}"
+    if candidate == name or not _same_column(candidate, spec):
+        return name
+    return candidate
+
+
+def _same_column(name: str, spec: MeasureSpec) -> bool:
+    """Whether trec_eval-style `name` asks for exactly `spec`'s column."""
+    try:
+        found = _parse_trec(name)
+    except UnknownMeasureError:
+        return False
+    if found is None or len(found) != 1:
+        return False
+    (other,) = found
+    return (other.measure, other.param, other.rel_level, other.judged_only) == (
+        spec.measure, spec.param, spec.rel_level, spec.judged_only
+    )  # fmt: skip
 
 
 def resolve_metric(name: str) -> MetricSpec | None:

@@ -594,6 +594,13 @@ class CoverageOut(serializers.Serializer):
     warning = serializers.BooleanField(help_text="Judged@10 under 0.9 (`evalcore.coverage.JUDGED_WARNING`).")
 
 
+class SourcedValueOut(ValueOut):
+    evaluation = serializers.IntegerField(
+        help_text="The evaluation the value comes from: the run's newest finished one on these qrels that "
+        "has the measure (an older one where a newer evaluation did not compute it)."
+    )
+
+
 class LeaderboardRowOut(serializers.Serializer):
     rank = serializers.IntegerField(help_text="By the sort measure; runs without it come last.")
     run = ObjectRefOut()
@@ -603,7 +610,11 @@ class LeaderboardRowOut(serializers.Serializer):
     tags = serializers.ListField(child=serializers.CharField())
     evaluation = serializers.IntegerField(help_text="The run's newest finished evaluation on these qrels.")
     finished_at = serializers.DateTimeField()
-    results = serializers.DictField(child=ValueOut(), help_text="measure key -> value with its CI.")
+    results = serializers.DictField(
+        child=SourcedValueOut(),
+        help_text="measure key (one name per measure: `nDCG@10` is `ndcg_cut_10`) -> value with its CI and "
+        "the evaluation it comes from.",
+    )
     coverage = CoverageOut(help_text="How far the run's top ranks are judged, whatever `measures` holds.")
     machine_judge = serializers.DictField(
         child=serializers.DictField(), required=False,

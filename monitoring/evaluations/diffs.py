@@ -2,7 +2,8 @@
 project's qrels): per measure and run, the old and new score with their CIs, the change, the old and new
 rank and the rank change; per measure, Kendall's tau-b and tau_ap between the two system rankings.
 
-Read from the two leaderboards (`selectors.leaderboard`: each run's newest done evaluation). Ranks are
+Read from the two leaderboards (`selectors.leaderboard`: per run and measure, the newest done evaluation
+that has the measure). Ranks are
 competition ranks (1 + the runs strictly better by the measure's direction; a tie shares the better
 rank) among the runs with a value on that board. The correlations take the runs with a value on both;
 tau_ap (Yilmaz, Aslam and Robertson 2008) takes the new version's ranking as the truth, the old as the
@@ -20,7 +21,13 @@ import numpy as np
 from evalcore.coverage import COVERAGE_MEASURES
 from evalcore.stats import kendall_tau, tau_ap
 from evalplatform.errors import InputError
-from monitoring.evaluations.selectors import Leaderboard, MeasureResult, leaderboard, metric_spec
+from monitoring.evaluations.selectors import (
+    Leaderboard,
+    MeasureResult,
+    leaderboard,
+    measure_key,
+    metric_spec,
+)
 from monitoring.models import QrelsSource, Run
 
 
@@ -160,7 +167,7 @@ def leaderboard_diff(
     on both boards, then coverage). Raises `InputError` for a measure not on both boards."""
     old_board, new_board = leaderboard(qrels=old), leaderboard(qrels=new)
     available = diff_measures(old_board, new_board)
-    chosen = list(dict.fromkeys(measures)) if measures else available
+    chosen = list(dict.fromkeys(map(measure_key, measures))) if measures else available
     if unknown := [m for m in chosen if m not in available]:
         raise InputError(
             f"{', '.join(unknown)}: not on both leaderboards; choose among {', '.join(available)}."

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from django.utils import timezone
 from annotations.models import QrelsBuild
 from evalcore.coverage import COVERAGE_MEASURES, WARNING_MEASURE, coverage_warning, unjudged_share
 from evalcore.metrics import MetricSpec, metric_registry
+from evalcore.retrieval import canonical_measure
 from evalplatform.jobs import JobStatus
 from evalplatform.models import Team, TeamMembership
 from monitoring.models import (
@@ -310,9 +311,17 @@ class Coverage:
 
 @dataclass
 class LeaderboardRow:
+    """A run on a leaderboard: its newest done evaluation there (`evaluation`) and, per measure, the value
+    of the newest done evaluation that has it (`results`), with that evaluation (`sources`)."""
+
     run: Run
     evaluation: Evaluation
     results: dict[str, MeasureResult] = field(default_factory=dict)
+    sources: dict[str, Evaluation] = field(default_factory=dict)
+
+    def source(self, measure: str) -> Evaluation | None:
+        """The evaluation the row's value of `measure` comes from (None: the run has no such value)."""
+        return self.sources.get(measure)
 
     @property
     def coverage(self) -> Coverage:
@@ -321,8 +330,9 @@ class LeaderboardRow:
 
 @dataclass
 class Leaderboard:
-    """Runs x measures on one qrels source: each run's newest finished evaluation there. `measures` are
-    the measures asked for; the coverage measures are every row's `coverage`, apart."""
+    """Runs x measures on one qrels source: per run and measure, the newest finished evaluation there
+    that has the measure. `measures` are the measures asked for, by their canonical names
+    (`measure_key`); the coverage measures are every row's `coverage`, apart."""
 
     qrels: QrelsSource
     measures: list[str]
@@ -342,8 +352,28 @@ class Leaderboard:
         return sorted(self.rows, key=key)
 
 
+def measure_key(name: str) -> str:
+    """The one name under which pages group a retrieval measure's values (`nDCG@10` and `ndcg_cut_10`
+    are one measure: `ndcg_cut_10`); the name as stored stays what the evaluation asked for."""
+    return canonical_measure(name)
+
+
+def newest_results(evaluations: Iterable[Evaluation]) -> dict[str, tuple[MeasureResult, Evaluation]]:
+    """Per measure (by `measure_key`), its result in the first of `evaluations` (newest first, results
+    attached) that has it, with that evaluation: a narrower re-evaluation hides none of the measures an
+    older one has. Measures come in the order of the evaluations, then of their results."""
+    found: dict[str, tuple[MeasureResult, Evaluation]] = {}
+    for evaluation in evaluations:
+        for result in evaluation.results:
+            key = measure_key(result.measure)
+            if key not in found:
+                found[key] = (replace(result, measure=key), evaluation)
+    return found
+
+
 def leaderboard(*, qrels: QrelsSource, archived: bool = False) -> Leaderboard:
-    """The runs evaluated on `qrels`, one row each (their newest done evaluation), two queries in all;
+    """The runs evaluated on `qrels`, one row each: per measure, the newest done evaluation of the run
+    that has it (`newest_results`). Two queries in all, whatever the number of runs and evaluations;
     archived runs and evaluations only with `archived`."""
     evaluations = Evaluation.objects.filter(qrels=qrels, status=JobStatus.DONE)
     if not archived:
@@ -351,23 +381,24 @@ def leaderboard(*, qrels: QrelsSource, archived: bool = False) -> Leaderboard:
     evaluations = (
         evaluations.select_related("run").defer("per_query", "qids").order_by("run_id", "-finished_at", "-pk")
     )
-    newest: dict[int, Evaluation] = {}
-    for evaluation in evaluations:
-        newest.setdefault(evaluation.run_id, evaluation)
-    evaluation_results_attach(newest.values())
-    rows: dict[int, LeaderboardRow] = {
-        run_id: LeaderboardRow(
-            evaluation.run, evaluation, {result.measure: result for result in evaluation.results}
-        )
-        for run_id, evaluation in newest.items()
-    }
-    label_runs(row.run for row in rows.values())
+    by_run: dict[int, list[Evaluation]] = {}
+    for evaluation in evaluation_results_attach(evaluations):
+        by_run.setdefault(evaluation.run_id, []).append(evaluation)
+    rows: list[LeaderboardRow] = []
     measures: list[str] = []
-    for row in rows.values():
-        for result in sorted(row.results.values(), key=lambda r: r.position):
-            if result.measure not in measures and result.measure not in COVERAGE_MEASURES:
-                measures.append(result.measure)
-    return Leaderboard(qrels=qrels, measures=measures, rows=list(rows.values()))
+    for newest in by_run.values():
+        found = newest_results(newest)
+        rows.append(
+            LeaderboardRow(
+                newest[0].run,
+                newest[0],
+                {key: result for key, (result, _) in found.items()},
+                {key: source for key, (_, source) in found.items()},
+            )
+        )
+        measures += [key for key in found if key not in measures and key not in COVERAGE_MEASURES]
+    label_runs(row.run for row in rows)
+    return Leaderboard(qrels=qrels, measures=measures, rows=rows)
 
 
 # --- the pages' read side -----------------------------------------------------------------------------
@@ -438,16 +469,50 @@ def run_evaluations(*, run: Run) -> list[Evaluation]:
     )
 
 
-def chosen_evaluation(*, run: Run, evaluations: list[Evaluation], pk: Any) -> Evaluation | None:
-    """The evaluation asked for (`?evaluation=`), with its per-query values; else the newest done one, else
-    the newest of any status (so a running or failed job shows at the top); None without evaluations."""
+def chosen_evaluation(
+    *, run: Run, evaluations: list[Evaluation], pk: Any, measure: str = ""
+) -> Evaluation | None:
+    """The evaluation asked for (`?evaluation=`), with its per-query values; else the newest done one
+    (that has `measure`, when one has it: a narrower re-evaluation does not hide it), else the newest of
+    any status (so a running or failed job shows at the top); None without evaluations."""
     if pk not in (None, ""):
         if not _is_of_run(evaluations, pk):
             return _missing("evaluation")
         return get_evaluation(team=run.team, pk=pk, per_query=True)
     done = [evaluation for evaluation in evaluations if evaluation.status == JobStatus.DONE]
+    if measure:
+        key = measure_key(measure)
+        done = [e for e in done if any(measure_key(r.measure) == key for r in e.results)] or done
     newest = (done or evaluations)[0] if (done or evaluations) else None
     return None if newest is None else get_evaluation(team=run.team, pk=newest.pk, per_query=True)
+
+
+@dataclass(frozen=True)
+class MeasureLink:
+    """A measure of a run's page: its key, the evaluation whose value the page shows for it, and the name
+    that evaluation stored it under (what its per-query values are keyed by)."""
+
+    key: str
+    evaluation: Evaluation
+    stored: str
+
+
+def run_measures(*, chosen: Evaluation, evaluations: list[Evaluation]) -> list[MeasureLink]:
+    """The measures a run's page offers for the chosen evaluation: its own, one per measure (`nDCG@10`
+    and `ndcg_cut_10` are one), then those only older done, unarchived evaluations of the run on the
+    same qrels have (what the leaderboard shows for the run), each with the newest evaluation that has it."""
+    links: dict[str, MeasureLink] = {}
+    others = [
+        evaluation
+        for evaluation in evaluations
+        if evaluation.pk != chosen.pk and evaluation.status == JobStatus.DONE
+        and evaluation.qrels_id == chosen.qrels_id and not evaluation.archived
+    ]  # fmt: skip
+    for evaluation in (chosen, *others):
+        for result in evaluation.results:
+            key = measure_key(result.measure)
+            links.setdefault(key, MeasureLink(key, evaluation, result.measure))
+    return list(links.values())
 
 
 def _is_of_run(evaluations: list[Evaluation], pk: Any) -> bool:

@@ -28,6 +28,7 @@ from evalcore.retrieval import (
     Qrels,
     Run,
     UnknownMeasureError,
+    canonical_measure,
     evaluate,
     evaluate_prefs,
     f1_weighted,
@@ -611,6 +612,38 @@ class TestRegistry:
         assert measure.unit == (
             "queries" if name == "num_q" else counted if measure.integer else measure.unit
         )
+
+    @pytest.mark.parametrize("name", sorted(MEASURES))
+    def test_it_gives_every_spelling_of_a_measure_one_name_for_the_same_column(self, name) -> None:
+        measure = MEASURES[name]
+        names = [spec.key for spec in parse_measure(measure.example_name or name)]
+        if measure.ir_name and measure.param == "cutoff" and not measure.options:
+            names.append(f"{measure.ir_name}@10")
+        for key in names:
+            canonical = canonical_measure(key)
+            assert canonical_measure(canonical) == canonical, key
+            found = [parse_measure(each) for each in (key, canonical)]
+            if len(found[0]) == 1:
+                (a,), (b,) = found
+                assert (a.measure, a.param, a.rel_level, a.judged_only) == (
+                    b.measure, b.param, b.rel_level, b.judged_only
+                ), key  # fmt: skip
+
+    def test_it_names_ir_measures_spellings_as_trec_eval_prints_them(self) -> None:
+        qrels = Qrels.from_dict({"q": {"a": 1, "c": 2}})
+        run = Run.from_dict({"q": {"a": 1.0, "b": 0.5, "c": 0.2}})
+        pairs = {
+            "nDCG@10": "ndcg_cut_10",
+            "P@10": "P_10",
+            "AP": "map",
+            "RR": "recip_rank",
+            "R@100": "recall_100",
+        }
+        assert {name: canonical_measure(name) for name in pairs} == pairs
+        result = evaluate(qrels, run, [*pairs, *pairs.values()])
+        assert all(result.aggregate[a] == result.aggregate[b] for a, b in pairs.items())
+        kept = ("RBP(p=0.9)", "Judged@10", "P(judged_only=True)@10", "P", "ndcg_cut.10,20", "no_such")
+        assert [canonical_measure(name) for name in kept] == list(kept)
 
     @pytest.mark.parametrize("name", sorted(m for m in MEASURES if not MEASURES[m].text))
     def test_it_computes_every_measure_within_its_range(self, name) -> None:

@@ -183,7 +183,9 @@ class TestComputingCoverage:
         self, linked: dict[str, Any], theo: User, queued: QueuedTasks, django_capture_on_commit_callbacks: Any
     ) -> None:
         source, (good, _) = linked["source"], linked["runs"]
-        # An evaluation from before coverage was stored: map alone, the run's newest on these qrels.
+        # An evaluation from before coverage was stored: map alone, the run's only one on these qrels (the
+        # leaderboard takes each measure from the newest evaluation that has it, coverage included).
+        Evaluation.objects.filter(run=good, qrels=source).delete()
         old = Evaluation.objects.create(
             team=good.team, run=good, qrels=source, measures=["map"], options_key="old"
         )

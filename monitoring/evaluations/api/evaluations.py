@@ -169,7 +169,8 @@ def evaluation_per_query(request: Request, team: str, pk: int) -> Response:
         ),
     ],
     responses={200: LeaderboardOut, 400: FIELD_ERRORS, 404: NOT_FOUND},
-    summary="Runs x measures on a qrels source: each run's newest finished evaluation there",
+    summary="Runs x measures on a qrels source: per run and measure, the newest finished evaluation there "
+    "that has the measure",
     description="Rows are ranked by `sort`, best first by the measure's direction in the registry; runs "
     "without that measure come last. Not paginated: one row per evaluated run of the team.",
     tags=TAGS,
@@ -181,7 +182,8 @@ def leaderboard(request: Request, team: str, pk: int) -> Response:
     board = selectors.leaderboard(
         qrels=source, archived=request.query_params.get("archived") in {"1", "true"}
     )
-    sort = request.query_params.get("sort") or (board.measures[0] if board.measures else None)
+    asked = request.query_params.get("sort")
+    sort = selectors.measure_key(asked) if asked else (board.measures[0] if board.measures else None)
     if sort is not None and sort not in board.measures:
         choices = ", ".join(board.measures) or "none yet"
         raise serializers.ValidationError(
@@ -203,7 +205,12 @@ def leaderboard(request: Request, team: str, pk: int) -> Response:
                 "evaluation": row.evaluation.pk,
                 "finished_at": row.evaluation.finished_at,
                 "results": {
-                    measure: {"value": result.value, "ci_low": result.ci_low, "ci_high": result.ci_high}
+                    measure: {
+                        "value": result.value,
+                        "ci_low": result.ci_low,
+                        "ci_high": result.ci_high,
+                        "evaluation": row.sources[measure].pk,
+                    }
                     for measure, result in row.results.items()
                     if measure in board.measures
                 },

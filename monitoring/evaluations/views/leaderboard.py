@@ -29,7 +29,7 @@ from monitoring.evaluations import charts, loop, selectors
 from monitoring.evaluations.selectors import LeaderboardRow, MeasureColumn, MeasureResult
 from monitoring.machine_judges.forms import MachineJudgeEvaluationForm
 from monitoring.machine_judges.selectors import ESTIMATES, JudgeBoard, judge_board
-from monitoring.models import GapsRequest, QrelsSource
+from monitoring.models import Evaluation, GapsRequest, QrelsSource
 
 #: `?sort=run` sorts by the run's name; any other value is a measure.
 SORT_BY_NAME = "run"
@@ -48,6 +48,10 @@ class LeaderboardPage:
     def cells(self, row: LeaderboardRow) -> list[MeasureResult | None]:
         return [row.results.get(column.key) for column in self.columns]
 
+    def sources(self, row: LeaderboardRow) -> list[Evaluation | None]:
+        """The evaluation each of the row's cells comes from (not always the row's newest one)."""
+        return [row.source(column.key) for column in self.columns]
+
     def query(self, **changes: str) -> str:
         """This page's query string with some parameters changed."""
         params = {
@@ -65,7 +69,7 @@ class LeaderboardPage:
 
 def _chosen(request: HttpRequest, available: list[str]) -> list[str]:
     asked = [name.strip() for value in request.GET.getlist("measures") for name in value.split(",")]
-    chosen = [name for name in dict.fromkeys(asked) if name in available]
+    chosen = [name for name in dict.fromkeys(map(selectors.measure_key, asked)) if name in available]
     return chosen or available
 
 
@@ -76,6 +80,7 @@ def _page(request: HttpRequest, team: str, pk: int) -> tuple[TeamMembership, Lea
     board = selectors.leaderboard(qrels=qrels, archived=archived)
     measures = _chosen(request, board.measures)
     sort = request.GET.get("sort", "")
+    sort = sort if sort == SORT_BY_NAME else selectors.measure_key(sort)
     if sort != SORT_BY_NAME and sort not in board.measures:
         sort = measures[0] if measures else SORT_BY_NAME
     if sort == SORT_BY_NAME:
@@ -97,7 +102,12 @@ def leaderboard(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
         "membership": membership,
         "page": page,
         "rows": [
-            (rank, row, page.cells(row), page.machines.cells(row, charted.key) if charted else [])
+            (
+                rank,
+                row,
+                list(zip(page.cells(row), page.sources(row), strict=True)),
+                page.machines.cells(row, charted.key) if charted else [],
+            )
             for rank, row in enumerate(page.rows, start=1)
         ],
         "charted": charted,

@@ -3,6 +3,7 @@ worst queries; the per-query values as CSV."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -28,7 +29,10 @@ def run_detail(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     membership = get_team_for_member(request.user, team)
     run = selectors.get_run(team=membership.team, pk=pk)
     evaluations = selectors.run_evaluations(run=run)
-    chosen = selectors.chosen_evaluation(run=run, evaluations=evaluations, pk=request.GET.get("evaluation"))
+    measure = request.GET.get("measure", "")
+    chosen = selectors.chosen_evaluation(
+        run=run, evaluations=evaluations, pk=request.GET.get("evaluation"), measure=measure
+    )
     context: dict[str, Any] = {
         "team": membership.team,
         "membership": membership,
@@ -38,20 +42,27 @@ def run_detail(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
         "fusion": run_fusion(run=run),
     }
     if chosen is not None and chosen.status == JobStatus.DONE:
-        context.update(_distribution(chosen, request.GET.get("measure", "")))
+        context.update(_distribution(chosen, evaluations, measure))
     return render(request, "monitoring/run_detail.html", context)
 
 
-def _distribution(evaluation: Evaluation, measure: str) -> dict[str, Any]:
-    results = evaluation.results
-    if not results:
+def _distribution(evaluation: Evaluation, evaluations: list[Evaluation], measure: str) -> dict[str, Any]:
+    """The chosen evaluation's measure (its first by default): value, histogram and worst queries; and
+    the measures to pick from, one per measure, with those of older evaluations on the same qrels."""
+    if not evaluation.results:
         return {}
-    result = next((r for r in results if r.measure == measure), results[0])
-    per_query = evaluation.per_query.get(result.measure, [])
+    links = selectors.run_measures(chosen=evaluation, evaluations=evaluations)
+    key = selectors.measure_key(measure)
+    own = [link for link in links if link.evaluation.pk == evaluation.pk]
+    picked = next((link for link in own if link.key == key), own[0])
+    stored = next(r for r in evaluation.results if r.measure == picked.stored)
+    result = replace(stored, measure=picked.key)
+    per_query = evaluation.per_query.get(picked.stored, [])
     column = selectors.measure_column(result.measure)
     bins = selectors.histogram(per_query, column=column)
     return {
-        "results": results,
+        "results": own,
+        "elsewhere": [link for link in links if link.evaluation.pk != evaluation.pk],
         "result": result,
         "column": column,
         "bins": bins,
