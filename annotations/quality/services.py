@@ -180,18 +180,10 @@ def _store(job: QualityRecompute, fields: dict[str, Any]) -> None:
     quality_values_write(job=job, figures=fields, observed_at=computed_at)
 
 
-#: An annotator's figures against gold: undefined in the metric table until they have answered the
-#: project's `min_gold_items`, as the quality gate judges them (`too few gold items` on the dashboard).
-GOLD_FIGURES = frozenset({"gold_accuracy", "gold_accuracy_within", "gold_mae"})
-
-
 def quality_values(figures: dict[str, Any], *, project: Project) -> list[MetricValueIn]:
     """A recompute's scalars for the one metric table: the project's agreement with its CIs (subgroup
     "" over every annotator, "reliable" over the kept ones) and gold figures, in the project's series;
-    each annotator's accuracy on gold, speed and label shares (by grade), in the annotator's series. An
-    annotator's accuracy on gold (`GOLD_FIGURES`) is stored only once they have seen the project's
-    minimum of gold items: before that it is undefined there, so that charts and alert rules do not act
-    on one or two gold answers (their `gold_seen` says how many; the dashboard shows the raw figure)."""
+    each annotator's accuracy on gold, speed and label shares (by grade), in the annotator's series."""
     registry = metric_registry()
     url = project_quality_url(project)
     project_series_ = project_series(project, url=url)
@@ -203,7 +195,6 @@ def quality_values(figures: dict[str, Any], *, project: Project) -> list[MetricV
                 series=project_series_,
             ))  # fmt: skip
     rows = figures.get("annotators") or []
-    minimum = figures.get("min_gold_items", project.min_gold_items)  # the gate the figures were judged by
     for name in ("project_gold_accuracy", "reliable_annotators"):
         values.append(MetricValueIn(name, registry.resolve(name).kernel(rows), series=project_series_))  # type: ignore[misc]
     distribution = figures.get("label_distribution") or {}
@@ -212,15 +203,7 @@ def quality_values(figures: dict[str, Any], *, project: Project) -> list[MetricV
     annotator_specs = [spec for spec in registry.family("annotator") if spec.name != "label_share"]
     for row in rows:
         series = annotator_series(project, row["user_id"], row["username"], url=url)
-        judged = (row.get("gold_seen") or 0) >= minimum
-        values += [
-            MetricValueIn(
-                spec.name,
-                _kernel(spec)(row) if judged or spec.name not in GOLD_FIGURES else None,
-                series=series,
-            )
-            for spec in annotator_specs
-        ]
+        values += [MetricValueIn(spec.name, spec.kernel(row), series=series) for spec in annotator_specs]  # type: ignore[misc]
         total = sum(counts.get(row["username"]) or [])
         if total:
             values += [
@@ -228,12 +211,6 @@ def quality_values(figures: dict[str, Any], *, project: Project) -> list[MetricV
                 for grade, count in zip(grades, counts[row["username"]], strict=False)
             ]
     return values
-
-
-def _kernel(spec: Any) -> Any:
-    """A registry spec's kernel (every annotator and project metric has one)."""
-    assert spec.kernel is not None, spec.name
-    return spec.kernel
 
 
 def quality_values_write(*, job: QualityRecompute, figures: dict[str, Any], observed_at: datetime) -> int:

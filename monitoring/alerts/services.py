@@ -31,7 +31,7 @@ import math
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, cast
 
@@ -216,8 +216,9 @@ def alert_rule_update(
 @dataclass(frozen=True)
 class RuleCheck:
     """What the rule made of one observation of its series: `verdict` is "breaks", "holds", "undefined"
-    or "absent" (the job reported no value for the metric); `fires` says whether the rule fired there
-    (`consecutive` breaking values in a row); `reason` says why in words."""
+    or "not judged" (no value the rule reads there: the job reported none, or an annotator's figure rests
+    on too few gold items, `GOLD_SUPPORT`); `fires` says whether the rule fired there (`consecutive`
+    breaking values in a row); `reason` says why in words."""
 
     observed_at: Any
     source: str
@@ -233,10 +234,7 @@ def rule_recent_checks(rule: AlertRule, *, last: int = 20) -> list[RuleCheck]:
     """The rule checked on each of its series' `last` latest observations, newest first: the value, the
     condition, and whether the rule fired there and why (or why not). Read from the metric table; the
     same decision `alerts_check_series` made (cooldowns only decide whether a notification is sent)."""
-    window = series_observations(
-        rule.series_id, [rule.metric, *([rule.effect_metric] if rule.effect_metric else [])],
-        last=last + rule.consecutive - 1,
-    )  # fmt: skip
+    window = rule_window(rule, last=last + rule.consecutive - 1)
     spec = rule_spec(rule)
     condition = spec.describe()
     firings = [_firing(rule, observation) for observation in window]
@@ -247,12 +245,20 @@ def rule_recent_checks(rule: AlertRule, *, last: int = 20) -> list[RuleCheck]:
         value = observation.values.get(rule.metric)
         effect = observation.values.get(rule.effect_metric) if rule.effect_metric else None
         undefined = is_undefined(observation.values, spec)
+        judged = rule.metric in observation.values
         breaks = firings[i] is not None
         run = 0
         while run <= i and firings[i - run] is not None:
             run += 1
         fires = breaks and run >= rule.consecutive
-        if undefined:
+        if not judged:
+            verdict = "not judged"
+            reason = (
+                "too few gold items yet (the project's minimum): not judged"
+                if GOLD_SUPPORT.get(rule.metric) and rule.series.kind == Series.Kind.ANNOTATOR
+                else f"no {rule.metric} in this observation"
+            )
+        elif undefined:
             verdict = "undefined"
             reason = {
                 "fire": "undefined value: the rule fires on undefined values",
@@ -467,8 +473,43 @@ def alerts_check_series(*, series_id: int, job_type: str, job_id: int) -> list[A
 
 def observations(rule: AlertRule, *, upto: tuple[str, int] | None = None) -> list[Observation]:
     """The rule's metric (and effect metric) over its series' latest `consecutive` observations."""
+    return rule_window(rule, last=rule.consecutive, upto=upto)
+
+
+#: An annotator's figures against gold, and the count they rest on: a rule does not judge such a figure
+#: (it reads it as not computed, as `evalcore.alerts.is_undefined` reads an absent metric) where the
+#: annotator had seen fewer gold items than the project's `min_gold_items`, as the quality gate judges
+#: them (the dashboard says "too few gold items"), so that one or two gold answers open no alert and
+#: resolve none. The series keeps the figure itself: the annotator's own trend shows it.
+GOLD_SUPPORT = {"gold_accuracy": "gold_seen", "gold_accuracy_within": "gold_seen", "gold_mae": "gold_seen"}
+
+
+def rule_window(rule: AlertRule, *, last: int, upto: tuple[str, int] | None = None) -> list[Observation]:
+    """The rule's metric (and effect metric) over its series' `last` latest observations (up to the job
+    `upto`), as the rule judges them (`GOLD_SUPPORT`)."""
     metrics = [rule.metric, *([rule.effect_metric] if rule.effect_metric else [])]
-    return series_observations(rule.series_id, metrics, last=rule.consecutive, upto=upto)
+    support = GOLD_SUPPORT.get(rule.metric) if rule.series.kind == Series.Kind.ANNOTATOR else None
+    if support is None:
+        return series_observations(rule.series_id, metrics, last=last, upto=upto)
+    window = series_observations(rule.series_id, [*metrics, support], last=last, upto=upto)
+    project_id = int(rule.series.key.split(":", 1)[0])  # `series.subjects.annotator_series`' key
+    minimum = (
+        apps.get_model("annotations", "Project")
+        .objects.filter(pk=project_id)
+        .values_list("min_gold_items", flat=True)
+        .first()
+        or 0
+    )
+    judged = []
+    for observation in window:
+        too_few = (observation.values.get(support) or 0) < minimum
+        values = {
+            name: value
+            for name, value in observation.values.items()
+            if name != support and not (too_few and name == rule.metric)
+        }
+        judged.append(replace(observation, values=values))
+    return judged
 
 
 def event_source(series: Series, observation: Observation) -> tuple[str, str]:

@@ -65,25 +65,6 @@ def test_it_writes_the_projects_and_each_annotators_figures_as_metric_values(
     assert not MetricValue.objects.filter(value=float("nan")).exists()
 
 
-def test_it_leaves_an_annotators_gold_figures_undefined_until_the_projects_minimum(
-    project: Project, people: list[User]
-) -> None:
-    """Judged on fewer gold items than the project asks for, an annotator's accuracy is not a figure
-    charts or alert rules act on: undefined in the table, with `gold_seen` saying why."""
-    answer_gold(project, people)  # ten gold items each
-    Project.objects.filter(pk=project.pk).update(min_gold_items=11)
-    assert quality.quality_snapshot_refresh(project_id=project.pk) == "done"
-    job = QualityRecompute.objects.get(project=project)
-    values = {(v.series.name, v.metric): v.value for v in job_values(job, subgroup=None)}
-    assert values[("ann1", "gold_seen")] == 10
-    assert values[("ann1", "gold_accuracy")] is None and values[("ann1", "gold_mae")] is None
-    assert values[("ann1", "gold_accuracy_within")] is None
-    assert values[("ann1", "median_seconds")] == 30.0  # the others stay
-    # The dashboard's figures keep the raw accuracy, marked as on too few gold items.
-    (row,) = [r for r in QualitySnapshot.objects.get(project=project).annotators if r["username"] == "ann1"]
-    assert row["gold_accuracy"] == pytest.approx(0.3)
-
-
 def test_it_adds_one_point_per_recompute_to_the_series_history(project: Project, people: list[User]) -> None:
     answer_gold(project, people)
     for _ in range(2):

@@ -33,7 +33,7 @@ from monitoring.models import (
     RecommendationSet,
 )
 from monitoring.tasks import alerts_check_series
-from series.models import Series
+from series.models import MetricValue, Series
 from series.services import MetricValueIn, metric_values_write
 from tests.conftest import QueuedTasks, WorkerProcess, client_for
 from tests.monitoring.conftest import synthetic_collection, upload
@@ -54,6 +54,8 @@ class Case:
     threshold: float
     value: float
     label: str
+    #: Values the job writes beside the metric (an annotator's gold count: `alerts.services.GOLD_SUPPORT`).
+    also: tuple[tuple[str, float], ...] = ()
 
 
 def _project(team: Team, annotator: User) -> Project:
@@ -107,7 +109,8 @@ def _annotator(team: Team, theo: User) -> Case:
     project = _project(team, theo)
     job = QualityRecompute.objects.create(project=project)
     return Case({"kind": "annotator", "project": project.slug, "username": theo.username}, job,
-                "gold_accuracy", "<", project.min_gold_accuracy, 0.55, f"annotator {theo.username} in Python help")  # fmt: skip
+                "gold_accuracy", "<", project.min_gold_accuracy, 0.55, f"annotator {theo.username} in Python help",
+                also=(("gold_seen", project.min_gold_items),))  # fmt: skip
 
 
 CASES: dict[str, Callable[[Team, User], Case]] = {
@@ -128,7 +131,7 @@ def observe(case: Case, series: Series, queued: QueuedTasks, capture: Any, value
     queued.sent.clear()
     with capture(execute=True):
         metric_values_write(job=case.job, series=series, observed_at=timezone.now(),
-                            values=[MetricValueIn(case.metric, value)])  # fmt: skip
+                            values=[MetricValueIn(case.metric, value), *(MetricValueIn(*pair) for pair in case.also)])  # fmt: skip
     checks = [args for name, args, _ in queued.sent if name == TASK]
     assert checks == [(series.pk, case.job._meta.label_lower, case.job.pk)]
     return [alerts_check_series(*args) for args in checks]
@@ -161,6 +164,39 @@ class TestEveryFamily:
         good = case.threshold + 0.1 if case.comparator == "<" else case.threshold - 0.1
         observe(case, rule.series, queued, django_capture_on_commit_callbacks, good)
         assert AlertEvent.objects.get(rule=rule).status == "resolved"
+
+    def test_an_annotators_accuracy_on_too_few_gold_items_decides_nothing(
+        self, team: Team, theo: User, queued: QueuedTasks, django_capture_on_commit_callbacks: Any
+    ) -> None:
+        """One gold answer wrong is an accuracy of 0, but the quality gate judges nobody on fewer gold items
+        than the project's minimum: a rule reads it as not computed (no alert, none resolved), and the
+        rule's page says so; once the annotator has seen enough, it fires. The series keeps the value."""
+        case = CASES["annotator"](team, theo)
+        minimum = Project.objects.get(slug="python-help").min_gold_items
+        editor = client_for(theo)
+        body = {
+            "name": "gold_floor",
+            "metric": case.metric,
+            "comparator": "<",
+            "threshold": 0.7,
+            **case.fields,
+        }
+        rule = AlertRule.objects.select_related("series").get(
+            pk=editor.post(f"{API}/alert-rules/", body, content_type="application/json").json()["id"]
+        )
+        few = Case(**{**case.__dict__, "also": (("gold_seen", 1),)})
+        assert observe(few, rule.series, queued, django_capture_on_commit_callbacks, 0.0) == [0]
+        assert not AlertEvent.objects.exists()
+        (check,) = alerts.rule_recent_checks(rule)
+        assert (check.verdict, check.fires) == ("not judged", False) and "too few gold items" in check.reason
+        assert "not judged" in editor.get(f"/teams/search/alerts/rules/{rule.pk}/settings/").content.decode()
+        enough = Case(**{**case.__dict__, "also": (("gold_seen", minimum),)})
+        assert observe(enough, rule.series, queued, django_capture_on_commit_callbacks, 0.4) == [1]
+        assert AlertEvent.objects.get(rule=rule).status == "open"
+        # Back to too few (a gold answer taken back): the open alert stays as it was.
+        observe(few, rule.series, queued, django_capture_on_commit_callbacks, 0.9)
+        assert AlertEvent.objects.get(rule=rule).status == "open"
+        assert MetricValue.objects.get(series=rule.series, metric="gold_accuracy").value == 0.9  # kept
 
     def test_it_loses_only_the_check_when_the_broker_is_down(
         self, team: Team, theo: User, queued: QueuedTasks, django_capture_on_commit_callbacks: Any,
