@@ -614,13 +614,17 @@ def _resolve(rule: AlertRule, latest: Observation) -> AlertEvent | None:
     return event
 
 
+#: How many channels were sent a message about an event (`events_with_channels_notified`).
+CHANNELS_NOTIFIED = Count("notifications__channel", distinct=True)
+
+
 def events_with_channels_notified(events: QuerySet[AlertEvent]) -> QuerySet[AlertEvent]:
     """The events, each with `channels_notified`: how many channels were sent a message about it.
 
     An event's `notified` says only that the cooldown let its opening through; a rule with no channel (or
     only disabled ones) then sent nothing, and a table that showed `notified` alone would say "yes" beside
     a rule that "notifies nobody". The tables and the API show this count with it."""
-    return events.annotate(channels_notified=Count("notifications__channel", distinct=True))
+    return events.annotate(channels_notified=CHANNELS_NOTIFIED)
 
 
 def channels_notified(event: AlertEvent) -> int:

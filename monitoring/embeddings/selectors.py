@@ -16,6 +16,7 @@ from evalplatform.jobs import (
     JobStatus,
 )
 from evalplatform.models import Team
+from monitoring.alerts.services import CHANNELS_NOTIFIED
 from monitoring.models import (
     AlertEvent,
     AlertRule,
@@ -161,6 +162,7 @@ def stream_series(*, stream: EmbeddingStream) -> list[MetricSeries]:
     for event in (
         AlertEvent.objects.filter(rule__series__kind="stream", rule__series__object_id=stream.pk)
         .select_related("rule__series")
+        .annotate(channels_notified=CHANNELS_NOTIFIED)
         .order_by("observed_at")
     ):
         if event.rule.metric in found:
@@ -210,6 +212,7 @@ def stream_events(*, stream: EmbeddingStream, limit: int = 100) -> list[AlertEve
     events = (
         AlertEvent.objects.filter(rule__series__kind="stream", rule__series__object_id=stream.pk)
         .select_related("rule__series", "acknowledged_by")
+        .annotate(channels_notified=CHANNELS_NOTIFIED)
         .order_by("-opened_at", "-pk")[:limit]
     )
     return sorted(events, key=lambda event: not event.is_unresolved)
