@@ -92,11 +92,18 @@ class RunningDemo:
         self.env = env
         self.port = free_port()
         self.output = output
-        with output.open("wb") as out:
-            self.process = subprocess.Popen(
-                [DEMO, *args], cwd=ROOT, env={**env, "PORT": str(self.port)}, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group, as a terminal gives it
-            )  # fmt: skip
+        # Ctrl-C as a terminal delivers it: a test run started in the background of a shell without job
+        # control inherits SIGINT ignored, and a shell started with it ignored cannot trap it (POSIX), so
+        # bin/demo would see its children stop instead. A handler here, not SIG_IGN, is SIG_DFL after exec.
+        inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            with output.open("wb") as out:
+                self.process = subprocess.Popen(
+                    [DEMO, *args], cwd=ROOT, env={**env, "PORT": str(self.port)}, stdout=out,
+                    stderr=subprocess.STDOUT, start_new_session=True,  # its own process group, as a terminal gives it
+                )  # fmt: skip
+        finally:
+            signal.signal(signal.SIGINT, inherited)
         self.processes: set[int] = set()
 
     def wait_until_up(self, timeout: float = 90) -> dict[int, str]:
@@ -182,7 +189,7 @@ class TestDemoScript:
     def test_it_stops_all_three_on_ctrl_c(self, demo: RunningDemo) -> None:
         demo.wait_until_up()
         os.killpg(demo.process.pid, signal.SIGINT)  # what a terminal sends on Ctrl-C
-        assert demo.process.wait(timeout=30) == 130
+        assert demo.process.wait(timeout=30) == 130, demo.log()[-3000:]
         assert "Stopping web, worker and beat..." in demo.log()
         assert not any(alive(pid) for pid in demo.processes)
 
