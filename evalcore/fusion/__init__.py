@@ -12,11 +12,13 @@ from evalcore.fusion.optimize import FoldResult, Optimization, chosen_text, opti
 from evalcore.fusion.output import write_trec_run
 from evalcore.fusion.params import (
     METHOD_ALIASES,
+    METHOD_OPTION,
     METHODS,
     NORMS,
     RANK_METHODS,
     WEIGHTED_METHODS,
     FusionParams,
+    OptionError,
     method_name,
     norm_name,
 )
@@ -24,12 +26,14 @@ from evalcore.fusion.params import (
 __all__ = [
     "METHODS",
     "METHOD_ALIASES",
+    "METHOD_OPTION",
     "NORMS",
     "RANK_METHODS",
     "WEIGHTED_METHODS",
     "FoldResult",
     "FusionParams",
     "Optimization",
+    "OptionError",
     "chosen_text",
     "fuse",
     "method_name",

@@ -58,6 +58,18 @@ def norm_name(name: str | None) -> str | None:
     return key
 
 
+#: The one numeric option each method takes besides the weights: `FusionParams`' field of that name.
+METHOD_OPTION = {"rrf": "k", "gmnz": "gamma", "logn_isr": "sigma", "rbc": "phi"}
+
+
+class OptionError(ValueError):
+    """A method's option out of its range; `option` names the field (`METHOD_OPTION`'s values)."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option
+
+
 @dataclass(frozen=True)
 class FusionParams:
     """One fusion: the method, the normalisation applied to each run first, and the method's options.
@@ -88,8 +100,8 @@ class FusionParams:
             # ranx ranks the borda-normalised run in the order of a Python set: no defined result.
             raise ValueError(f"{self.method} ranks each run itself: use it without the borda normalisation")
         if self.k < 0:
-            raise ValueError("k must be at least 0")
+            raise OptionError("k", "k must be at least 0")
         if not 0.0 <= self.sigma <= 1.0:
-            raise ValueError("sigma must be in [0, 1]")
+            raise OptionError("sigma", "sigma must be in [0, 1]")
         if not 0.0 < self.phi < 1.0:
-            raise ValueError("phi must be in (0, 1)")
+            raise OptionError("phi", "phi must be in (0, 1)")

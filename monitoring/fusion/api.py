@@ -92,9 +92,8 @@ class FusionIn(serializers.Serializer):
                 runs=len(data["runs"]),
             )
         except InputError as error:
-            message = str(error)
-            named = [option for option in ("sigma", "phi", "k") if message.startswith(f"{option} ")]
-            errors[named[0] if named else "weights" if data["weights"] else "method"] = [message]
+            field = getattr(error, "option", None) or ("weights" if data["weights"] else "method")
+            errors[field] = [str(error)]
         if data["optimize_on"] is not None and not errors:
             for field, check in (("measure", services.check_measure), ("step", services.check_step)):
                 try:

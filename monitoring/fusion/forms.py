@@ -120,7 +120,7 @@ class FusionForm(forms.Form):
                 sigma=cleaned["sigma"], phi=cleaned["phi"], runs=len(runs),
             )  # fmt: skip
         except InputError as error:
-            self.add_error(_field_of(str(error), weights), str(error))
+            self.add_error(getattr(error, "option", None) or ("weights" if weights else "norm"), str(error))
             return cleaned
         if cleaned.get("qrels") is not None:
             if method not in services.OPTIMIZABLE:
@@ -136,11 +136,3 @@ class FusionForm(forms.Form):
             except InputError as error:
                 self.add_error("step", str(error))
         return cleaned
-
-
-def _field_of(message: str, weights: list[float] | None) -> str:
-    """The field an error of `fusion_params` is about: the option it names, else the weights or norm."""
-    for option in ("sigma", "phi", "k"):
-        if message.startswith(f"{option} "):
-            return option
-    return "weights" if weights else "norm"

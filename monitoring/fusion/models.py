@@ -15,7 +15,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
-from evalcore.fusion import FusionParams
+from evalcore.fusion import METHOD_OPTION, FusionParams
 from evalplatform.jobs import Job
 from evalplatform.models import Team
 from monitoring.files.models import QrelsSource, Run
@@ -90,6 +90,13 @@ class Fusion(Job):
             self.method, norm=self.norm or None, weights=weights, k=self.k, gamma=self.gamma,
             sigma=self.sigma, phi=self.phi,
         )  # fmt: skip
+
+    @property
+    def method_option(self) -> tuple[str, float] | None:
+        """The method's own option and its value (`evalcore.fusion.METHOD_OPTION`), for its page; None for a
+        method without one."""
+        option = METHOD_OPTION.get(self.method)
+        return None if option is None else (option, getattr(self, option))
 
     @property
     def tag(self) -> str:

@@ -17,8 +17,10 @@ from django.db import transaction
 
 from evalcore.errors import EvalCoreError
 from evalcore.fusion import (
+    METHOD_OPTION,
     WEIGHTED_METHODS,
     FusionParams,
+    OptionError,
     fuse,
     optimization_json,
     optimize_fusion,
@@ -43,22 +45,31 @@ from monitoring.models import QrelsSource, Run
 
 #: The job's hard time limit on the worker.
 TIME_LIMIT = 30 * 60
-#: The one option of each method that takes one (besides the weights): `FusionParams`' field.
-METHOD_OPTION = {"rrf": "k", "gmnz": "gamma", "logn_isr": "sigma", "rbc": "phi"}
 #: What `optimize` can search: the weights of these methods, or rrf's k.
 OPTIMIZABLE = (*WEIGHTED_METHODS, "rrf")
+
+
+class OptionInputError(InputError):
+    """A method's option refused: `option` names the field (the form and the API show the message there)."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option
 
 
 def fusion_params(
     *, method: str, norm: str | None, weights: Sequence[float] | None, k: float, runs: int,
     gamma: float = DEFAULTS.gamma, sigma: float = DEFAULTS.sigma, phi: float = DEFAULTS.phi,
 ) -> FusionParams:  # fmt: skip
-    """The fusion's parameters checked as evalcore checks them; InputError with the reason."""
+    """The fusion's parameters checked as evalcore checks them; InputError with the reason
+    (`OptionInputError`, naming the option, for an option out of its range)."""
     try:
         params = FusionParams(
             method, norm=norm, weights=tuple(weights) if weights else None, k=k, gamma=gamma, sigma=sigma,
             phi=phi,
         )  # fmt: skip
+    except OptionError as error:
+        raise OptionInputError(error.option, str(error)) from None
     except ValueError as error:
         raise InputError(str(error)) from None
     if params.weights is not None:
@@ -133,7 +144,8 @@ def fusion_create(
     fusion = Fusion.objects.create(
         team=team, inputs=[{"id": run.pk, "name": run.name} for run in distinct], method=params.method,
         norm=params.norm or "", weights=list(params.weights) if params.weights is not None else None,
-        k=params.k, gamma=params.gamma, sigma=params.sigma, phi=params.phi, depth=depth, name=(name.strip() or f"fused-{params.method}")[:200], qrels=qrels,
+        k=params.k, gamma=params.gamma, sigma=params.sigma, phi=params.phi, depth=depth,
+        name=(name.strip() or f"fused-{params.method}")[:200], qrels=qrels,
         optimize=qrels is not None, measure=measure if qrels is not None else "", folds=folds, seed=seed,
         step=step, created_by=created_by,
     )  # fmt: skip

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.errors import EvalCoreError
-from evalcore.fusion.params import METHODS, NORMS, FusionParams
+from evalcore.fusion.params import METHOD_OPTION, METHODS, NORMS, FusionParams
 from evalcore.retrieval import UnknownMeasureError
 from monitoring.common import cli
 
-_NUMERIC_PARAMS = ("k", "gamma", "sigma", "phi")
+_NUMERIC_PARAMS = tuple(METHOD_OPTION.values())
 
 
 class Program(cli.FileCommand):
