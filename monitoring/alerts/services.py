@@ -255,7 +255,7 @@ def rule_recent_checks(rule: AlertRule, *, last: int = 20) -> list[RuleCheck]:
             verdict = "not judged"
             reason = (
                 "too few gold items yet (the project's minimum): not judged"
-                if GOLD_SUPPORT.get(rule.metric) and rule.series.kind == Series.Kind.ANNOTATOR
+                if _support(rule)
                 else f"no {rule.metric} in this observation"
             )
         elif undefined:
@@ -484,11 +484,16 @@ def observations(rule: AlertRule, *, upto: tuple[str, int] | None = None) -> lis
 GOLD_SUPPORT = {"gold_accuracy": "gold_seen", "gold_accuracy_within": "gold_seen", "gold_mae": "gold_seen"}
 
 
+def _support(rule: AlertRule) -> str | None:
+    """The count the rule's metric rests on, where a rule judges it only with enough (`GOLD_SUPPORT`)."""
+    return GOLD_SUPPORT.get(rule.metric) if rule.series.kind == Series.Kind.ANNOTATOR else None
+
+
 def rule_window(rule: AlertRule, *, last: int, upto: tuple[str, int] | None = None) -> list[Observation]:
     """The rule's metric (and effect metric) over its series' `last` latest observations (up to the job
     `upto`), as the rule judges them (`GOLD_SUPPORT`)."""
     metrics = [rule.metric, *([rule.effect_metric] if rule.effect_metric else [])]
-    support = GOLD_SUPPORT.get(rule.metric) if rule.series.kind == Series.Kind.ANNOTATOR else None
+    support = _support(rule)
     if support is None:
         return series_observations(rule.series_id, metrics, last=last, upto=upto)
     window = series_observations(rule.series_id, [*metrics, support], last=last, upto=upto)
@@ -614,17 +619,13 @@ def _resolve(rule: AlertRule, latest: Observation) -> AlertEvent | None:
     return event
 
 
-#: How many channels were sent a message about an event (`events_with_channels_notified`).
-CHANNELS_NOTIFIED = Count("notifications__channel", distinct=True)
-
-
 def events_with_channels_notified(events: QuerySet[AlertEvent]) -> QuerySet[AlertEvent]:
     """The events, each with `channels_notified`: how many channels were sent a message about it.
 
     An event's `notified` says only that the cooldown let its opening through; a rule with no channel (or
     only disabled ones) then sent nothing, and a table that showed `notified` alone would say "yes" beside
     a rule that "notifies nobody". The tables and the API show this count with it."""
-    return events.annotate(channels_notified=CHANNELS_NOTIFIED)
+    return events.annotate(channels_notified=Count("notifications__channel", distinct=True))
 
 
 def channels_notified(event: AlertEvent) -> int:

@@ -16,7 +16,7 @@ from evalplatform.jobs import (
     JobStatus,
 )
 from evalplatform.models import Team
-from monitoring.alerts.services import CHANNELS_NOTIFIED
+from monitoring.alerts.services import events_with_channels_notified
 from monitoring.models import (
     AlertEvent,
     AlertRule,
@@ -159,10 +159,9 @@ def stream_series(*, stream: EmbeddingStream) -> list[MetricSeries]:
     for rule in AlertRule.objects.filter(**on_stream, enabled=True).order_by("name"):
         if rule.metric in found:
             found[rule.metric].rules.append(rule)
-    for event in (
+    for event in events_with_channels_notified(
         AlertEvent.objects.filter(rule__series__kind="stream", rule__series__object_id=stream.pk)
         .select_related("rule__series")
-        .annotate(channels_notified=CHANNELS_NOTIFIED)
         .order_by("observed_at")
     ):
         if event.rule.metric in found:
@@ -209,12 +208,11 @@ def latest_spectrum_run(*, stream: EmbeddingStream) -> MonitorRun | None:
 
 def stream_events(*, stream: EmbeddingStream, limit: int = 100) -> list[AlertEvent]:
     """The stream's alert events, unresolved first, newest first."""
-    events = (
+    events = events_with_channels_notified(
         AlertEvent.objects.filter(rule__series__kind="stream", rule__series__object_id=stream.pk)
         .select_related("rule__series", "acknowledged_by")
-        .annotate(channels_notified=CHANNELS_NOTIFIED)
-        .order_by("-opened_at", "-pk")[:limit]
-    )
+        .order_by("-opened_at", "-pk")
+    )[:limit]
     return sorted(events, key=lambda event: not event.is_unresolved)
 
 
