@@ -360,14 +360,13 @@ def measure_key(name: str) -> str:
 
 def newest_results(evaluations: Iterable[Evaluation]) -> dict[str, tuple[MeasureResult, Evaluation]]:
     """Per measure (by `measure_key`), its result in the first of `evaluations` (newest first, results
-    attached) that has it, with that evaluation: a narrower re-evaluation hides none of the measures an
-    older one has. Measures come in the order of the evaluations, then of their results."""
+    attached) that has it, as that evaluation stored it (its `measure` the name it was asked by), with
+    that evaluation: a narrower re-evaluation hides none of the measures an older one has. Measures
+    come in the order of the evaluations, then of their results."""
     found: dict[str, tuple[MeasureResult, Evaluation]] = {}
     for evaluation in evaluations:
         for result in evaluation.results:
-            key = measure_key(result.measure)
-            if key not in found:
-                found[key] = (replace(result, measure=key), evaluation)
+            found.setdefault(measure_key(result.measure), (result, evaluation))
     return found
 
 
@@ -392,7 +391,7 @@ def leaderboard(*, qrels: QrelsSource, archived: bool = False) -> Leaderboard:
             LeaderboardRow(
                 newest[0].run,
                 newest[0],
-                {key: result for key, (result, _) in found.items()},
+                {key: replace(result, measure=key) for key, (result, _) in found.items()},
                 {key: source for key, (_, source) in found.items()},
             )
         )
@@ -501,18 +500,14 @@ def run_measures(*, chosen: Evaluation, evaluations: list[Evaluation]) -> list[M
     """The measures a run's page offers for the chosen evaluation: its own, one per measure (`nDCG@10`
     and `ndcg_cut_10` are one), then those only older done, unarchived evaluations of the run on the
     same qrels have (what the leaderboard shows for the run), each with the newest evaluation that has it."""
-    links: dict[str, MeasureLink] = {}
     others = [
         evaluation
         for evaluation in evaluations
         if evaluation.pk != chosen.pk and evaluation.status == JobStatus.DONE
         and evaluation.qrels_id == chosen.qrels_id and not evaluation.archived
     ]  # fmt: skip
-    for evaluation in (chosen, *others):
-        for result in evaluation.results:
-            key = measure_key(result.measure)
-            links.setdefault(key, MeasureLink(key, evaluation, result.measure))
-    return list(links.values())
+    found = newest_results((chosen, *others))
+    return [MeasureLink(key, evaluation, result.measure) for key, (result, evaluation) in found.items()]
 
 
 def _is_of_run(evaluations: list[Evaluation], pk: Any) -> bool:
