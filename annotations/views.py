@@ -14,13 +14,14 @@ from datetime import datetime
 from functools import lru_cache, partial, wraps
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
-from django.middleware.csrf import get_token
+from django.middleware.csrf import CSRF_TOKEN_LENGTH, get_token
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import get_template
 from django.urls import get_script_prefix, get_urlconf, reverse
@@ -425,8 +426,17 @@ def _form_token(request: HttpRequest) -> str:
     where the request carried it: `get_token` flags the cookie to be set once more on every reply only to
     renew its expiry (a year), which the page's own load does; here that was a Set-Cookie header and a
     thirtieth of the answer's Python (py-spy, the load benchmark's page mode). A new or replaced cookie
-    (none carried, or one the middleware rejected) is still sent."""
+    (none carried, or one the middleware rejected) is still sent.
+
+    Where the middleware accepted this POST's own masked token (the form's field, else the X-CSRFToken
+    header: the one it checked) against the cookie kept as it was, the reply's forms carry that token
+    again: a new masking was 32 calls to the system's random source per answer, and it tells the page
+    nothing it did not send (the reply is not compressed, and the token already matches the secret)."""
     renew = request.META.get("CSRF_COOKIE_NEEDS_UPDATE", False) or "CSRF_COOKIE" not in request.META
+    if not renew and getattr(request, "csrf_processing_done", False):
+        sent = request.POST.get("csrfmiddlewaretoken", "") or request.META.get(settings.CSRF_HEADER_NAME, "")
+        if len(sent) == CSRF_TOKEN_LENGTH:
+            return str(sent)
     token = get_token(request)
     request.META["CSRF_COOKIE_NEEDS_UPDATE"] = renew
     return token

@@ -234,6 +234,33 @@ class TestOneRequestAnswerRefusals:
             html = response.json()["html"]
         assert Annotation.objects.count() == 2
 
+    @pytest.mark.parametrize("sent_as", ["field", "header"])
+    def test_its_reply_carries_the_token_the_request_sent_and_masks_a_new_one_for_a_bare_secret(
+        self, sent_as: str, project: Project, alice: User
+    ) -> None:
+        client = Client(enforce_csrf_checks=True)
+        client.force_login(alice)
+        html = client.get(judge_url(project)).content.decode()
+        found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html)
+        assert found and len(found.group(1)) == 64
+        token = found.group(1)
+        fields = {"grade": "2", "csrfmiddlewaretoken": token} if sent_as == "field" else {"grade": "2"}
+        headers = {} if sent_as == "field" else {"HTTP_X_CSRFTOKEN": token}
+        response = client.post(answer_next_url(html), fields, **headers, **FETCH)
+        assert response.status_code == 200
+        html = response.json()["html"]
+        # The undo form's and the answer form's.
+        assert re.findall(r'name="csrfmiddlewaretoken" value="([^"]+)"', html) == [token, token]
+        # The cookie's bare secret (as a script reading the cookie sends it): a masked token is made for it.
+        secret = client.cookies[settings.CSRF_COOKIE_NAME].value
+        response = client.post(answer_next_url(html), {"grade": "1"}, HTTP_X_CSRFTOKEN=secret, **FETCH)
+        assert response.status_code == 200
+        html = response.json()["html"]
+        masked = re.findall(r'name="csrfmiddlewaretoken" value="([^"]+)"', html)
+        assert len(masked) == 2 and len(masked[0]) == 64 and masked[0] not in (token, secret)
+        response = client.post(answer_next_url(html), {"grade": "0"}, HTTP_X_CSRFTOKEN=masked[0], **FETCH)
+        assert response.status_code == 200 and Annotation.objects.count() == 3
+
     def test_its_reply_sets_a_csrf_cookie_where_the_request_had_none(
         self, project: Project, alice_client: Client
     ) -> None:
