@@ -88,6 +88,35 @@ def _kappa_links(project: Project, snapshot: Any, rows: list[dict[str, Any]]) ->
     return {"script": {"url": base, "ids": {name: ids[name] for name in names}}, "pairs": pairs}
 
 
+def _override_actions(row: dict[str, Any]) -> list[dict[str, str]]:
+    """The override buttons that change something for an annotator's row, as (decision, label, title).
+
+    "Back to automatic" whenever a lead's decision stands; "Disqualify" for an included annotator and
+    "Reinstate" for an excluded one, unless going back to automatic already does that (an annotator
+    disqualified by a lead whom the thresholds would keep, or reinstated whom they would drop): the same
+    decision twice, or a pin that changes nothing on the page, is not offered.
+    """
+    included, meets = bool(row["included"]), bool(row["meets_thresholds"])
+    actions = []
+    if included == meets:
+        actions.append(
+            {"decision": "exclude", "label": "Disqualify", "title": "Leave their labels out of qrels, whatever the thresholds say"}
+            if included
+            else {"decision": "include", "label": "Reinstate", "title": "Use their labels in qrels, whatever the thresholds say"}
+        )  # fmt: skip
+    if row["override"] != ProjectMembership.QualityOverride.AUTO:
+        verdict = "use" if meets else "leave out"
+        actions.append(
+            {
+                "decision": "auto",
+                "label": "Back to automatic",
+                "title": f"Let the thresholds decide: they {verdict} their labels "
+                f"({REASONS.get(row['threshold_reason'], row['threshold_reason'])})",
+            }
+        )
+    return actions
+
+
 @login_required
 @require_safe
 def quality_dashboard(request: SignedInRequest, slug: str) -> HttpResponse:
@@ -101,6 +130,8 @@ def quality_dashboard(request: SignedInRequest, slug: str) -> HttpResponse:
         if snapshot
         else []
     )
+    for row in rows:
+        row["actions"] = _override_actions(row)
     builds = list(selectors.qrels_builds(project=project)[:100])
     done = [build for build in builds if build.status == QrelsBuild.Status.DONE]
     return render(

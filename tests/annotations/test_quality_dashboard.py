@@ -62,6 +62,20 @@ def url(project: Project, path: str = "") -> str:
     return f"/projects/{project.slug}/{path}"
 
 
+def override_buttons(page: str) -> dict[str, list[str]]:
+    """Each row of the annotator table: its override buttons as "decision label"."""
+    table = page[
+        page.index('id="annotator-table"') : page.index("</table>", page.index('id="annotator-table"'))
+    ]
+    return {
+        re.search(r'<th scope="row"><a [^>]*>([^<]+)</a>', row)[1]: [
+            f"{value} {label}"
+            for value, label in re.findall(r'name="decision" value="(\w+)"[^>]*>([^<]+)</button>', row)
+        ]
+        for row in table.split("<tr")[2:]
+    }
+
+
 @pytest.mark.django_db
 class TestAccess:
     def test_it_turns_away_annotators_and_non_members(
@@ -162,6 +176,35 @@ class TestDashboard:
             ).status_code
             == 404
         )
+
+    def test_it_offers_each_annotator_only_the_overrides_that_change_something(
+        self, lead_client: Client, project: Project, people: list[User], lena: User
+    ) -> None:
+        # The thresholds keep ann0 and ann1 and drop ann2 (inaccurate on gold).
+        assert override_buttons(lead_client.get(url(project, "quality/")).content.decode()) == {
+            "ann0": ["exclude Disqualify"],
+            "ann1": ["exclude Disqualify"],
+            "ann2": ["include Reinstate"],
+        }
+        decide = {people[0]: "exclude", people[1]: "include", people[2]: "include"}
+        for person, decision in decide.items():
+            quality.annotator_override_set(project=project, annotator=person, decision=decision, by=lena)
+        assert override_buttons(lead_client.get(url(project, "quality/")).content.decode()) == {
+            # Disqualified, kept by the thresholds: going back to automatic is reinstating.
+            "ann0": ["auto Back to automatic"],
+            # Reinstated, kept by the thresholds anyway: back to automatic changes nothing yet.
+            "ann1": ["exclude Disqualify", "auto Back to automatic"],
+            # Reinstated, dropped by the thresholds: going back to automatic is disqualifying.
+            "ann2": ["auto Back to automatic"],
+        }
+        quality.annotator_override_set(project=project, annotator=people[2], decision="exclude", by=lena)
+        page = lead_client.get(url(project, "quality/")).content.decode()
+        assert override_buttons(page)["ann2"] == ["include Reinstate", "auto Back to automatic"]
+        assert "they leave out their labels (inaccurate on gold)" in page
+        # A posted decision lands on the row's other buttons.
+        lead_client.post(url(project, f"quality/annotators/{people[0].pk}/override/"), {"decision": "auto"})
+        page = lead_client.get(url(project, "quality/")).content.decode()
+        assert override_buttons(page)["ann0"] == ["exclude Disqualify"]
 
     def test_it_recomputes_on_demand(
         self, lead_client: Client, project: Project, queued: QueuedTasks
@@ -352,6 +395,13 @@ class TestDashboardInTheBrowser:
         assert all(r.startswith(live_server.url) for r in requests), requests
         excluded = page.locator("#build-table tbody tr").first.locator("td").nth(4).inner_text()
         assert "eve" in excluded and "mallory" in excluded
+
+        def buttons(name: str) -> list[str]:
+            row = page.locator("#annotator-table tbody tr", has=page.get_by_role("rowheader", name=name))
+            return row.get_by_role("button").all_inner_texts()
+
+        # The thresholds keep carol and drop eve: one button each, the one that changes that.
+        assert (buttons("carol"), buttons("eve")) == (["Disqualify"], ["Reinstate"])
         page.locator(".updatemenu-button", has_text="Quadratic weights").click()
         SCREENSHOT.parent.mkdir(exist_ok=True)
         page.screenshot(path=str(SCREENSHOT), full_page=True)
