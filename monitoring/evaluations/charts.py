@@ -84,8 +84,28 @@ def _below(result: Any) -> float | None:
     return max(0.0, result.value - result.ci_low)
 
 
-def histogram_figure(bins: list[HistogramBin], *, column: MeasureColumn, run: Run) -> dict[str, Any]:
-    """How many queries fall in each bin of the measure's range (bins as in the table beside)."""
+#: An axis of whole numbers spanning at most this many units ticks every unit (plotly would tick every
+#: half unit, or finer, on a short one); a longer one keeps plotly's ticks, which are then whole numbers.
+UNIT_TICKS_UP_TO = 10
+
+
+def _whole_number_ticks(span: float) -> dict[str, Any]:
+    """Tick settings of an axis whose values are whole numbers: labels without decimals, and one tick per
+    unit where plotly's own choice could fall between them."""
+    return {"tickformat": "d", **({"tick0": 0, "dtick": 1} if span <= UNIT_TICKS_UP_TO else {})}
+
+
+def histogram_figure(
+    bins: list[HistogramBin], *, column: MeasureColumn, run: Run, integers: bool = False
+) -> dict[str, Any]:
+    """How many queries fall in each bin of the measure's range (bins as in the table beside).
+
+    The count axis ticks whole numbers; so does the value axis where the values are (`integers`: a count
+    measure, or one that is 0 or 1 per query), a continuous measure's keeping plotly's ticks.
+    """
+    span = bins[-1].high - bins[0].low if bins else 0.0
+    top = max((b.count for b in bins), default=0)
+    x_ticks = _whole_number_ticks(span) if integers else {}
     return figure(
         [
             bar(
@@ -99,8 +119,8 @@ def histogram_figure(bins: list[HistogramBin], *, column: MeasureColumn, run: Ru
         ],
         _layout(
             title={"text": f"Per-query {column.title} of {run.label}"},
-            xaxis=_value_axis(column),
-            yaxis={"title": {"text": "queries"}, "rangemode": "tozero"},
+            xaxis=_value_axis(column, **x_ticks),
+            yaxis={"title": {"text": "queries"}, "rangemode": "tozero", **_whole_number_ticks(top)},
             bargap=0,
         ),
     )

@@ -539,6 +539,13 @@ def histogram(values: list[float | None], *, column: MeasureColumn, bins: int = 
     return [HistogramBin(float(edges[i]), float(edges[i + 1]), int(counts[i])) for i in range(bins)]
 
 
+def integer_valued(values: Iterable[float | None]) -> bool:
+    """Whether every finite value is a whole number (a count such as `num_rel`, or 0/1 per query): an axis
+    of them takes whole-number ticks."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return bool(finite) and all(float(v).is_integer() for v in finite)
+
+
 @dataclass(frozen=True)
 class QueryValue:
     qid: str

@@ -115,7 +115,9 @@ def evaluation_report(evaluation: Evaluation) -> str:
         bins = selectors.histogram(values, column=column)
         sections.append({
             "id": f"figure-{position}", "result": result, "column": column, "bins": bins,
-            "figure": evaluation_charts.histogram_figure(bins, column=column, run=evaluation.run) if bins else None,
+            "figure": evaluation_charts.histogram_figure(
+                bins, column=column, run=evaluation.run, integers=selectors.integer_valued(values)
+            ) if bins else None,
             "worst": selectors.worst_queries(evaluation.qids, values, column=column, limit=WORST_QUERIES),
         })  # fmt: skip
     return _render(

@@ -95,6 +95,8 @@ def test_an_editor_uploads_evaluates_and_compares_runs_through_the_web(
     page.get_by_role("button", name="Evaluate").click()
     wait_for_chart(page, "figure-histogram", celery_worker_process)
     assert page.locator("#worst-table tbody tr").count() == 20
+    query_ticks = page.locator("#figure-histogram-chart .ytick text").all_text_contents()
+    assert len(query_ticks) >= 2 and all(tick.isdigit() for tick in query_ticks), query_ticks  # no 0.5
 
     # The second run: evaluated on upload with the default measures.
     upload_run(page, "dense", RUN(2, 0.4, "dense"), tags="dense", evaluate=True)

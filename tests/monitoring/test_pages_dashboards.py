@@ -16,7 +16,9 @@ from django.utils.html import escape
 
 from evalplatform.charts import plotly_js_version
 from evalplatform.models import Team
+from monitoring.evaluations import charts
 from monitoring.evaluations import services as evaluations
+from monitoring.evaluations.selectors import HistogramBin, measure_column
 from monitoring.evaluations.views.leaderboard import COVERAGE_HEADER
 from monitoring.files import uploads
 from monitoring.models import ComparisonPair, Evaluation, QrelsSource, Run
@@ -208,6 +210,40 @@ class TestRunPage:
         positions = [table.index(f'<th scope="row">{qid}</th>') for _, qid in worst]
         assert positions == sorted(positions)
         assert f"{result.value:.4f}" in page and 'id="histogram-table"' in page
+
+    def test_its_histogram_ticks_whole_numbers_where_the_values_are_whole(
+        self, viewer: Client, sources: Any
+    ) -> None:
+        qrels, good, _ = sources
+        evaluation = evaluate_now(good, qrels, ("num_rel_ret", "P_1", "map"))
+        base = f"/teams/search/runs/{good.pk}/?evaluation={evaluation.pk}"
+
+        def axes(measure: str) -> tuple[dict[str, Any], dict[str, Any], list[int]]:
+            drawn = figure(viewer.get(f"{base}&measure={measure}").content.decode(), "figure-histogram")
+            return drawn["layout"]["xaxis"], drawn["layout"]["yaxis"], drawn["data"][0]["y"]
+
+        def ticks(axis: dict[str, Any]) -> dict[str, Any]:
+            return {key: axis[key] for key in ("tickformat", "tick0", "dtick") if key in axis}
+
+        # A count over 0..17: whole-number labels, plotly's own spacing (5 or so).
+        counts = evaluation_row(evaluation, "num_rel_ret").per_query
+        assert all(float(v).is_integer() for v in counts) and max(counts) > 10
+        assert ticks(axes("num_rel_ret")[0]) == {"tickformat": "d"}
+        # 0 or 1 per query: a tick at 0 and at 1, not every 0.2.
+        assert set(evaluation_row(evaluation, "P_1").per_query) == {0.0, 1.0}
+        assert ticks(axes("P_1")[0]) == {"tickformat": "d", "tick0": 0, "dtick": 1}
+        # A continuous measure's axis keeps plotly's ticks; the query counts are whole numbers on every one.
+        x, y, bars = axes("map")
+        assert ticks(x) == {}
+        assert ticks(y) == {"tickformat": "d", **({"tick0": 0, "dtick": 1} if max(bars) <= 10 else {})}
+        column = measure_column("map")
+        for counts, expected in (([3, 1], {"tick0": 0, "dtick": 1}), ([40, 1], {})):
+            drawn = charts.histogram_figure(
+                [HistogramBin(0.0, 0.5, counts[0]), HistogramBin(0.5, 1.0, counts[1])],
+                column=column,
+                run=good,
+            )
+            assert ticks(drawn["layout"]["yaxis"]) == {"tickformat": "d", **expected}
 
     def test_it_switches_measure_and_evaluation(self, viewer: Client, sources: Any) -> None:
         qrels, good, _ = sources

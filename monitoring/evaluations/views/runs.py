@@ -67,7 +67,11 @@ def _distribution(evaluation: Evaluation, evaluations: list[Evaluation], measure
         "column": column,
         "bins": bins,
         "worst": selectors.worst_queries(evaluation.qids, per_query, column=column, limit=WORST_QUERIES),
-        "figure": charts.histogram_figure(bins, column=column, run=evaluation.run) if bins else None,
+        "figure": charts.histogram_figure(
+            bins, column=column, run=evaluation.run, integers=selectors.integer_valued(per_query)
+        )
+        if bins
+        else None,
     }
 
 
