@@ -231,6 +231,16 @@ class TestReadmeCommands:
         for start in EXCLUDED:
             assert sum(block.first_line.startswith(start) for block in blocks) == 1, start
 
+    def test_it_lists_the_demo_logins_with_their_passwords_and_names(self) -> None:
+        """The README's table of demo logins is the demo's accounts (`portal.demo.DEMO_ACCOUNTS`): each
+        login, its password and the name the pages greet it by."""
+        from portal.demo import DEMO_ACCOUNTS
+
+        text = README.read_text()
+        table = text[text.index("| user | password | name | role |") :].split("\n\n")[0]
+        rows = re.findall(r"^\| `([^`]+)` \| `([^`]+)` \| ([^|]+?) \|", table, flags=re.MULTILINE)
+        assert rows == [(a.username, a.password, a.first_name) for a in DEMO_ACCOUNTS]
+
     @pytest.mark.slow
     def test_it_runs_every_command_block_after_make_demo(self, demo: RunningDemo, tmp_path: Path) -> None:
         var_dir = Path(demo.env["EVALPLATFORM_VAR_DIR"])
