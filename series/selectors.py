@@ -32,6 +32,26 @@ class Observation:
     effect_thresholds: dict[str, float] = field(default_factory=dict)
 
 
+def metric_names(series: Series, metrics: Iterable[str]) -> dict[str, list[str]]:
+    """Per metric asked for, the names the series may hold it under: itself, and for a retrieval series
+    every other name it stored with the same `metric_key` (a rule on `ndcg_cut_10` reads the values stored
+    as `nDCG@10` or `ndcg_cut.10`, and the reverse). One query over the series' distinct names for a
+    retrieval series (a loop over names, not rows); none for the other families, whose names are as given."""
+    asked = list(dict.fromkeys(metrics))
+    names = {metric: [metric] for metric in asked}
+    if series.family != "retrieval":
+        return names
+    keys: dict[str, list[str]] = defaultdict(list)
+    for metric in asked:
+        keys[metric_key(series.family, metric)].append(metric)
+    stored = MetricValue.objects.filter(series=series).order_by().values_list("metric", flat=True).distinct()
+    for name in stored:
+        for metric in keys.get(metric_key(series.family, name), ()):
+            if name not in names[metric]:
+                names[metric].append(name)
+    return names
+
+
 def series_observations(
     series: Series | int,
     metrics: Sequence[str],
@@ -42,37 +62,54 @@ def series_observations(
     """The `last` latest observations of `series` that report `metrics[0]`, oldest first, with the other
     metrics' values (and calibrated thresholds) of the same jobs.
 
+    Each metric is read under every name the series stored it by (`metric_names`: for retrieval, each
+    spelling of the measure) and keyed by the name asked for; a job that stored it under two names
+    counts once, with the value under the name asked for where it has that one.
+
     `upto` (a job's provenance) ends the window at that job's observation, so checking an older job
     never reads values observed after it; when that job did not report `metrics[0]`, the answer is
     empty (nothing to decide). Ties in time are ordered by job id.
     """
-    series_id = series.pk if isinstance(series, Series) else series
-    main = MetricValue.objects.filter(series_id=series_id, metric=metrics[0], subgroup="")
+    if not isinstance(series, Series):
+        found = Series.objects.filter(pk=series).first()
+        if found is None:
+            return []
+        series = found
+    names = metric_names(series, metrics)
+    main = MetricValue.objects.filter(series=series, metric__in=names[metrics[0]], subgroup="")
     if upto is not None:
         anchor = main.filter(job_type=upto[0], job_id=upto[1]).values_list("observed_at", "job_id").first()
         if anchor is None:
             return []
         main = main.filter(Q(observed_at__lt=anchor[0]) | Q(observed_at=anchor[0], job_id__lte=anchor[1]))
-    window = list(
-        main.order_by("-observed_at", "-job_id").values_list("job_type", "job_id", "observed_at")[:last]
-    )
+    jobs_window = main.order_by("-observed_at", "-job_id").values_list("job_type", "job_id", "observed_at")
+    if len(names[metrics[0]]) > 1:
+        jobs_window = jobs_window.distinct()  # one job may have stored the metric under two names
+    window = list(jobs_window[:last])
     if not window:
         return []
     jobs = {(job_type, job_id) for job_type, job_id, _ in window}
+    asked_by: dict[str, list[str]] = defaultdict(list)  # stored name -> the names asked for it stands for
+    for metric, stored in names.items():
+        for name in stored:
+            asked_by[name].append(metric)
     values: dict[tuple[str, int], dict[str, float | None]] = defaultdict(dict)
     thresholds: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
     rows = MetricValue.objects.filter(
-        series_id=series_id, metric__in=list(metrics), subgroup__in=["", THRESHOLD_SUBGROUP],
+        series=series, metric__in=list(asked_by), subgroup__in=["", THRESHOLD_SUBGROUP],
         job_id__in=[job_id for _, job_id in jobs],
     ).values_list("job_type", "job_id", "metric", "subgroup", "value")  # fmt: skip
-    for job_type, job_id, metric, subgroup, value in rows:
+    for job_type, job_id, stored_name, subgroup, value in rows:
         if (job_type, job_id) not in jobs:
             continue
-        if subgroup == THRESHOLD_SUBGROUP:
-            if value is not None:
-                thresholds[(job_type, job_id)][metric] = value
-        else:
-            values[(job_type, job_id)][metric] = value
+        for metric in asked_by[stored_name]:
+            if subgroup == THRESHOLD_SUBGROUP:
+                if value is not None and (
+                    stored_name == metric or metric not in thresholds[(job_type, job_id)]
+                ):
+                    thresholds[(job_type, job_id)][metric] = value
+            elif stored_name == metric or metric not in values[(job_type, job_id)]:
+                values[(job_type, job_id)][metric] = value
     return [
         Observation(
             job_type=job_type,

@@ -32,6 +32,7 @@ from monitoring.common.serializers import FIELD_ERRORS, FORBIDDEN, NOT_FOUND
 from monitoring.evaluations.selectors import get_one
 from monitoring.models import AlertEvent, AlertRule, NotificationChannel
 from series.models import Series
+from series.selectors import metric_key
 
 TAGS = ["monitoring: alerts"]
 EVENT_FILTERS = ["open", "acknowledged", "resolved", "unresolved"]
@@ -160,7 +161,12 @@ SUBJECT_NAMES = ("stream", "qrels", "run_name", "set_name", "project", "username
 class RuleOut(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
-    metric = serializers.CharField()
+    metric = serializers.CharField(help_text="The metric as the rule was given it.")
+    metric_key = serializers.SerializerMethodField(
+        help_text="The one name the rule reads its metric by (`series.selectors.metric_key`): for a retrieval "
+        "measure trec_eval's (`nDCG@10` is `ndcg_cut_10`), and values stored under any spelling with this key "
+        "count; another family's metric as given."
+    )
     comparator = serializers.CharField()
     threshold = serializers.FloatField()
     severity = serializers.CharField()
@@ -180,6 +186,9 @@ class RuleOut(serializers.Serializer):
     channels = serializers.SerializerMethodField()
     enabled = serializers.BooleanField()
     created_at = serializers.DateTimeField()
+
+    def get_metric_key(self, rule: AlertRule) -> str:
+        return metric_key(rule.series.family, rule.metric)
 
     def get_stream(self, rule: AlertRule) -> str | None:
         return rule.series.name if rule.series.kind == Series.Kind.STREAM else None

@@ -55,7 +55,7 @@ from monitoring.models import (
     NotificationChannel,
 )
 from series.models import Series
-from series.selectors import Observation, series_observations
+from series.selectors import Observation, metric_names, series_observations
 from series.subjects import page_url, stream_series
 
 logger = logging.getLogger(__name__)
@@ -491,12 +491,14 @@ def _support(rule: AlertRule) -> str | None:
 
 def rule_window(rule: AlertRule, *, last: int, upto: tuple[str, int] | None = None) -> list[Observation]:
     """The rule's metric (and effect metric) over its series' `last` latest observations (up to the job
-    `upto`), as the rule judges them (`GOLD_SUPPORT`)."""
+    `upto`), as the rule judges them (`GOLD_SUPPORT`), keyed by the names the rule gives them. A retrieval
+    measure is read under each of its spellings (`series.selectors.metric_names`): a rule on `ndcg_cut_10`
+    judges the values stored as `nDCG@10`, and the reverse."""
     metrics = [rule.metric, *([rule.effect_metric] if rule.effect_metric else [])]
     support = _support(rule)
     if support is None:
-        return series_observations(rule.series_id, metrics, last=last, upto=upto)
-    window = series_observations(rule.series_id, [*metrics, support], last=last, upto=upto)
+        return series_observations(rule.series, metrics, last=last, upto=upto)
+    window = series_observations(rule.series, [*metrics, support], last=last, upto=upto)
     project_id = int(rule.series.key.split(":", 1)[0])  # `series.subjects.annotator_series`' key
     minimum = (
         apps.get_model("annotations", "Project")
@@ -515,6 +517,13 @@ def rule_window(rule: AlertRule, *, last: int, upto: tuple[str, int] | None = No
         }
         judged.append(replace(observation, values=values))
     return judged
+
+
+def rule_other_names(rule: AlertRule) -> list[str]:
+    """The other names the rule's series stored its metric under, which the rule reads as its own
+    (`series.selectors.metric_names`: `nDCG@10` for a rule on `ndcg_cut_10`), for its page to say so;
+    empty for another family's metric (no query) or a measure stored only as the rule names it."""
+    return metric_names(rule.series, [rule.metric])[rule.metric][1:]
 
 
 def event_source(series: Series, observation: Observation) -> tuple[str, str]:

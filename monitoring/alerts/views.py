@@ -201,6 +201,7 @@ def rule_detail(request: SignedInRequest, team: str, pk: int) -> HttpResponse:
     context = {
         "membership": membership, "team": membership.team, "rule": rule, "form": form,
         "spec": metric_registry().find(rule.metric), "channels": list(rule.channels.all()),
+        "other_names": alerts.rule_other_names(rule),
         "checks": alerts.rule_recent_checks(rule, last=RULE_CHECKS_SHOWN), "checks_shown": RULE_CHECKS_SHOWN,
         "events": list(alerts.events_with_channels_notified(
             rule.events.select_related("acknowledged_by").order_by("-opened_at")
