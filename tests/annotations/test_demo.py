@@ -39,7 +39,17 @@ class TestDemoProject:
         first = StringIO()
         call_command("load_demo", "--json", stdout=first)
         call_command("load_demo", "--json", stdout=StringIO())
-        summary = json.loads(first.getvalue())["project"]
+        loaded = json.loads(first.getvalue())
+        summary = loaded["project"]
+        # Each login with the name the pages greet it by, as the README's table gives them.
+        names = {row["username"]: row["name"] for row in loaded["accounts"]}
+        assert names == {"admin": "Ada", "lead": "Lena", "alice": "Alice", "bob": "Bob", "analyst": "Theo"}
+        assert all(User.objects.get(username=login).first_name == name for login, name in names.items())
+        printed = StringIO()
+        call_command("load_demo", stdout=printed)
+        assert any(
+            line.split()[:3] == ["lead", "demo-lead-pass", "Lena"] for line in printed.getvalue().splitlines()
+        )
         project = Project.objects.get(slug=DEMO_SLUG)
         # The imported pairs, the attention check, and the pairs the search team's pool added.
         pairs = sum(len(query.expected) for query in DEMO_QUERIES) + pool_added(project)

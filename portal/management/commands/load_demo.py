@@ -63,7 +63,12 @@ class Command(BaseCommand):
         summary = demo_summary(project)
         if options["json"]:
             rows = [
-                {"username": a.username, "password": a.password, "role": a.role.value if a.role else "admin"}
+                {
+                    "username": a.username,
+                    "password": a.password,
+                    "name": a.first_name,
+                    "role": a.role.value if a.role else "admin",
+                }
                 for a in accounts
             ]
             data: dict[str, Any] = {"accounts": rows, "project": {"slug": project.slug, **summary}}
@@ -75,7 +80,9 @@ class Command(BaseCommand):
         )
         for account in accounts:
             role = account.role.label if account.role else "Admin (superuser)"
-            self.stdout.write(f"  {account.username:<10} {account.password:<20} {role}")
+            self.stdout.write(
+                f"  {account.username:<10} {account.password:<20} {account.first_name:<8} {role}"
+            )
         self.stdout.write(
             self.style.SUCCESS(f"Demo judging project {project.slug!r}: ")
             + f"{summary['topics']} queries, {summary['documents']} documents, {summary['tasks']} tasks "
