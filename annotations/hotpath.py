@@ -12,7 +12,7 @@ locks (SQLite has none, and serialises writers on the whole database instead), t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
@@ -22,6 +22,7 @@ from django.db import connection, transaction
 from django.utils.dateparse import parse_datetime
 from rest_framework.authtoken.models import Token
 
+from annotations import kept_sign_ins
 from annotations.models import (
     TASK_RANK_MODULUS,
     Annotation,
@@ -199,7 +200,8 @@ def session_member_statement(shapes: tuple[sqlrows.Shape, sqlrows.Shape] | None 
     with."""
     member_shape, project_shape = shapes or _session_member_shapes()
     return session_user_statement(
-        f"{member_shape.select}, {project_shape.select}", _MEMBERSHIP_BY_SLUG.format(user="u.id")
+        f"{member_shape.select}, {project_shape.select}, p.xmin::text",
+        _MEMBERSHIP_BY_SLUG.format(user="u.id"),
     )
 
 
@@ -225,10 +227,10 @@ def token_member_of(*, key: str, slug: str) -> tuple[Token, AuthUser, ProjectMem
 def session_member_of(session_key: str, unexpired_after: Any, *, slug: str) -> tuple[str, Any] | None:
     """The session `session_key` (unexpired after `unexpired_after`: `evalplatform.sessions.SessionStore.
     load_with` reads it so) with the user it signs in and their membership of the project `slug`
-    (`.project` loaded), in one statement (`evalplatform.auth.session_user_statement` with the membership
-    joined): what the judge page's answer reads first (`evalplatform.auth.session_sign_in_with`). None when
-    there is no such session; else its data and (the user, their membership or None), or None where the
-    session names no user found."""
+    (`.project` loaded, with its row's version as `kept_sign_ins.PROJECT_VERSION`), in one statement
+    (`evalplatform.auth.session_user_statement` with the membership joined): what the judge page's answer
+    reads first (`evalplatform.auth.session_sign_in_with`). None when there is no such session; else its
+    data and (the user, their membership or None), or None where the session names no user found."""
     shapes = _session_member_shapes()
     member_shape, project_shape = shapes
     row = _one(session_member_statement(shapes), [slug, session_key, unexpired_after])
@@ -242,6 +244,11 @@ def session_member_of(session_key: str, unexpired_after: Any, *, slug: str) -> t
     if row[start] is not None:
         membership = sqlrows.instance(member_shape, row, start)
         membership.project = sqlrows.instance(project_shape, row, start + member_shape.width)
+        setattr(
+            membership.project,
+            kept_sign_ins.PROJECT_VERSION,
+            row[start + member_shape.width + project_shape.width],
+        )
     return session_data, (user, membership)
 
 
@@ -1050,11 +1057,13 @@ def answer_and_claim(
     totals: OpenTotals | None,
 ) -> AnsweredAndClaimed:  # fmt: skip
     """Store the answer (`answer_plain`'s plain case, the membership locked first) and claim the annotator's next task, in one
-    call of the PostgreSQL function `annotations_answer_claim` (migration 0017_answer_claim): in
-    autocommit one statement is the whole transaction, the sign-in's read and this call the request's two
-    round trips. `totals`: the project's open totals as the caller keeps them, or None to have them
-    counted. On `fallback` nothing is written; otherwise the (unsaved) answer gets its id, task and
-    seconds spent, as `answer_plain` gives them. PostgreSQL only.
+    call of the PostgreSQL function `annotations_answer_claim` (migrations 0017_answer_claim and
+    0020_answer_claim_sign_in): in autocommit one statement is the whole transaction, the sign-in's read
+    and this call the request's two round trips (one, from a sign-in kept by `kept_sign_ins`, whose guard
+    the function checks first: raises `kept_sign_ins.SignInUnconfirmed`, nothing written, where it fails,
+    else confirms the request's sign-in). `totals`: the project's open totals as the caller keeps them,
+    or None to have them counted. On `fallback` nothing is written; otherwise the (unsaved) answer gets
+    its id, task and seconds spent, as `answer_plain` gives them. PostgreSQL only.
 
     The rules are the caller's, passed in as for `answer_plain` (the effect, the minimum seconds)
     and read from `project` (overlaps, gold shares, the stages a claim reads); the function follows the
@@ -1062,12 +1071,13 @@ def answer_and_claim(
     test_hotpath_contract.py holds it to them."""
     shapes = _served_shapes()
     now = _db_time(answer.created_at)
+    guard = kept_sign_ins.pending()
     row = _one(
         f"SELECT {_ANSWER_CLAIM_COLUMNS}, {', '.join(shape.select for shape in shapes)} "
         "FROM annotations_answer_claim(%s::bigint, %s::bigint, %s::bigint, %s::timestamptz, %s::text, "
         "%s::integer, %s::integer, %s::boolean, %s::integer, %s::integer, %s::boolean, %s::boolean, %s::text, "
         "%s::timestamptz, %s::integer, %s::integer, %s::boolean, %s::boolean, %s::integer, %s::integer, "
-        "%s::float8, %s::float8, %s::float8, %s::integer, %s::integer) a "
+        "%s::float8, %s::float8, %s::float8, %s::integer, %s::integer, %s::text, %s::text, %s::text, %s::text) a "
         f"LEFT JOIN {TASK} t ON t.id = a.task_id LEFT JOIN {TOPIC} q ON q.id = t.topic_id "
         f"LEFT JOIN {DOCUMENT} d ON d.id = t.document_id",
         [
@@ -1077,10 +1087,14 @@ def answer_and_claim(
             project.has_extra_places, project.has_priorities, totals and totals.ordinary,
             totals and totals.gold, project.gold_share_min, project.gold_share_max,
             project.gold_share_target, project.session_cap_minutes, project.session_break_minutes,
+            *(astuple(guard) if guard is not None else (None, None, None, None)),
         ],
     )  # fmt: skip
     assert row is not None
     outcome = str(row[0])
+    if outcome == "unverified":  # the kept sign-in no longer holds: nothing was written
+        raise kept_sign_ins.SignInUnconfirmed()
+    kept_sign_ins.confirm()
     if outcome == "fallback":
         return AnsweredAndClaimed(outcome, None, None, None)
     _plain_saved(answer, row[1:4], effect)

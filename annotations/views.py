@@ -27,7 +27,7 @@ from django.template.loader import get_template
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from annotations import hooks, hotpath, selectors, services
+from annotations import hooks, hotpath, kept_sign_ins, selectors, services
 from annotations.forms import ImportForm, MemberForm, ProjectForm
 from annotations.highlight import query_terms
 from annotations.imports import FORMATS, KINDS, import_request
@@ -40,7 +40,14 @@ from annotations.models import (
     ProjectMembership,
 )
 from evalcore.errors import FormatError
-from evalplatform.auth import SignedInRequest, session_sign_in_with
+from evalplatform import sqlrows
+from evalplatform.auth import (
+    SignedInRequest,
+    User,
+    session_sign_in_again,
+    session_sign_in_kept,
+    session_sign_in_with,
+)
 from evalplatform.csvexport import cell
 from evalplatform.forms import ConfirmForm
 from evalplatform.people import invitation_message
@@ -364,9 +371,12 @@ def judge_answer(request: SignedInRequest, slug: str, assignment_id: int) -> Htt
     return redirect("annotations:judge", slug)
 
 
-def _session_with_membership(session_key: str, unexpired_after: Any, *, slug: str) -> tuple[str, Any] | None:
+def _session_with_membership(
+    session_key: str, unexpired_after: Any, *, slug: str, read: dict[str, Any]
+) -> tuple[str, Any] | None:
     """The session, its user and their membership of the project `slug`, read in one statement; the
-    membership kept on the user for `get_project_for_member`."""
+    membership kept on the user for `get_project_for_member`, and what was read in `read` (for
+    `kept_sign_ins.remember`)."""
     found = hotpath.session_member_of(session_key, unexpired_after, slug=slug)
     if found is None:
         return None
@@ -375,18 +385,57 @@ def _session_with_membership(session_key: str, unexpired_after: Any, *, slug: st
         return session_data, None
     user, membership = signed_in
     hotpath.membership_remember(user, slug, membership)
+    read.update(session_key=session_key, session_data=session_data, user=user, membership=membership)
     return session_data, user
 
 
 def _signed_in_with_membership(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Sign the session in reading the session, its user and the user's membership of the URL's project
     in one statement (`session_sign_in_with`): the judge page's answers' sign-in in one round trip where
-    three were. Put it above `login_required`, which reads the user."""
+    three were. Put it above `login_required`, which reads the user.
+
+    In PostgreSQL the sign-in is then kept (`kept_sign_ins`), and the session's next answer in this process
+    starts from it with no statement of its own: the answer's statement checks it before writing. Where
+    it does not hold (or a reply would come before that check), the request signs in afresh and runs
+    again; nothing was written for it."""
 
     @wraps(view)
     def signed_in(request: HttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponse:
-        session_sign_in_with(request, partial(_session_with_membership, slug=slug))
-        return view(request, slug, *args, **kwargs)
+        session_key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+        kept = kept_sign_ins.kept(session_key, slug) if sqlrows.vendor() == "postgresql" else None
+        if kept is not None:
+            user, membership = kept.copies()
+            if session_sign_in_kept(request, kept.session_data, user):
+                hotpath.membership_remember(user, slug, membership)
+                token = kept_sign_ins.begin(kept.guard)
+                try:
+                    response = view(request, slug, *args, **kwargs)
+                    if kept_sign_ins.pending() is None:
+                        return response
+                except kept_sign_ins.SignInUnconfirmed:
+                    pass
+                except Exception:
+                    if kept_sign_ins.pending() is None:
+                        raise
+                finally:
+                    kept_sign_ins.end(token)
+                kept_sign_ins.forget(session_key, slug)
+                session_sign_in_again(request)
+        read: dict[str, Any] = {}
+        session_sign_in_with(request, partial(_session_with_membership, slug=slug, read=read))
+        response = view(request, slug, *args, **kwargs)
+        read_user: User | None = read.get("user")
+        signed_in_as_read = read_user is not None and getattr(request, "_cached_user", None) is read_user
+        if (
+            sqlrows.vendor() == "postgresql"
+            and read_user is not None
+            and signed_in_as_read
+            and read["membership"]
+        ):
+            kept_sign_ins.remember(
+                read["session_key"], slug, read["session_data"], read_user, read["membership"]
+            )
+        return response
 
     return signed_in
 
@@ -406,9 +455,11 @@ def judge_answer_next(request: SignedInRequest, slug: str, assignment_id: int) -
     try:
         answered = _posted_answer(request, project, request.user, assignment_id, claim_next=True)
     except services.TooFast as exc:
+        kept_sign_ins.require_confirmed()
         body = {"level": "warning", "message": str(exc), "seconds_left": round(exc.seconds_left, 2)}
         return JsonResponse(body, status=exc.status_code)
     except services.JudgingError as exc:
+        kept_sign_ins.require_confirmed()  # a refusal before the answer's statement: signed in afresh first
         claim = services.task_claim(project=project, annotator=request.user)
         undoable = selectors.last_undoable_annotation(project=project, annotator=request.user)
         return _judge_reply(request, membership, claim, undoable, "error", str(exc), status=exc.status_code)

@@ -75,6 +75,32 @@ def session_sign_in_with(request: HttpRequest, read: SessionReader[User | None])
         request._cached_user = user  # type: ignore[attr-defined]  # what `request.user` gives
 
 
+def session_sign_in_kept(request: HttpRequest, session_data: str, user: User) -> bool:
+    """Sign the request in as a sign-in verified before (`session_sign_in_with`'s, by an earlier request of
+    this process): its session loaded from `session_data` as it was read then, `user` its user, with no
+    statement. Whoever calls this checks, before anything is written or answered for it, that the session
+    row and the user are still what was verified (see `annotations.kept_sign_ins`), else calls
+    `session_sign_in_again`. False, doing nothing, where the request is signed in or its session loaded
+    already."""
+    session = request.session
+    if hasattr(request, "_cached_user") or not isinstance(session, SessionStore):
+        return False
+    if hasattr(session, "_session_cache"):
+        return False
+    session._session_cache = session.decode_kept(session_data)
+    request._cached_user = user  # type: ignore[attr-defined]
+    return True
+
+
+def session_sign_in_again(request: HttpRequest) -> None:
+    """Forget the request's sign-in, its session's load and its user, as if nothing had read them: the
+    next read of `request.user` or the session signs in afresh (`AuthenticationMiddleware`)."""
+    if hasattr(request, "_cached_user"):
+        del request._cached_user  # type: ignore[attr-defined]
+    request.session = type(request.session)(request.session.session_key)
+    request.user = SimpleLazyObject(lambda: _user(request))  # type: ignore[assignment]
+
+
 def session_user_statement(more_select: str = "", more_joins: str = "") -> str:
     """The statement that reads a session (`s`) with the user its row names (`u`, joined on the row's
     `user_id`): the session's data and the user's columns first (`session_user_parts`), then
@@ -129,6 +155,8 @@ __all__ = [
     "AuthenticationMiddleware",
     "SignedInRequest",
     "User",
+    "session_sign_in_again",
+    "session_sign_in_kept",
     "session_sign_in_with",
     "session_user",
     "session_user_parts",
