@@ -13,6 +13,14 @@ from annotations.quality import views as quality_views
 app_name = "annotations"
 
 urlpatterns = [
+    # The judge page's answer first: a URL is tried against the patterns in order, and this is the one
+    # request every answer on the page makes (matching the twenty-odd patterns before it took about as
+    # long as its CSRF check, cProfile over the in-process benchmark).
+    path(
+        "projects/<slug:slug>/judge/<int:assignment_id>/next/",
+        views.judge_answer_next,
+        name="judge-answer-next",
+    ),
     path("projects/", views.project_list, name="project-list"),
     path("projects/new/", views.project_create, name="project-create"),
     path("projects/<slug:slug>/", views.project_detail, name="project-detail"),
@@ -40,11 +48,6 @@ urlpatterns = [
         name="judge-comment",
     ),
     path("projects/<slug:slug>/judge/<int:assignment_id>/", views.judge_answer, name="judge-answer"),
-    path(
-        "projects/<slug:slug>/judge/<int:assignment_id>/next/",
-        views.judge_answer_next,
-        name="judge-answer-next",
-    ),
     path("projects/<slug:slug>/quality/", quality_views.quality_dashboard, name="quality"),
     path(
         "projects/<slug:slug>/quality/disagreements/",

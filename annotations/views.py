@@ -23,11 +23,10 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CSRF_TOKEN_LENGTH, get_token
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.loader import get_template
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from annotations import hooks, hotpath, kept_sign_ins, selectors, services
+from annotations import hooks, hotpath, judge_template, kept_sign_ins, selectors, services
 from annotations.forms import ImportForm, MemberForm, ProjectForm
 from annotations.highlight import query_terms
 from annotations.imports import FORMATS, KINDS, import_request
@@ -242,9 +241,11 @@ def judge(request: SignedInRequest, slug: str) -> HttpResponse:
     membership = selectors.get_project_for_member(request.user, slug, role=Role.ANNOTATOR)
     claim = services.task_claim(project=membership.project, annotator=request.user)
     undoable = selectors.last_undoable_annotation(project=membership.project, annotator=request.user)
-    return render(
-        request, "annotations/judge.html", _judge_context(membership, request.user, claim, undoable)
+    context = _judge_context(membership, request.user, claim, undoable)
+    context["task_part"] = judge_template.render(
+        {**context, "request": request, "csrf_token": get_token(request)}
     )
+    return render(request, "annotations/judge.html", context)
 
 
 #: A task id no URL holds, reversed once and replaced by each task's own (`judge_urls`).
@@ -285,7 +286,7 @@ def judge_urls(slug: str, assignment_id: int | None = None) -> dict[str, str]:
 def _judge_context(
     membership: ProjectMembership, annotator: Any, claim: services.Claim, undoable: Annotation | None
 ) -> dict[str, Any]:
-    """What the judge page's task part (`_judge.html`) shows after `claim`: the whole page, and the
+    """What the judge page's task part (`judge_template`, annotations/jinja2/judge_task.html) shows after `claim`: the whole page, and the
     one-request answer's reply, render it from this."""
     project = membership.project
     # A claim that served a new task brings its counts. Otherwise (the task held: after an undo, a
@@ -503,7 +504,7 @@ def _judge_reply(
     context = {**_judge_context(membership, request.user, claim, undoable), "request": request,
                "csrf_token": _form_token(request)}  # fmt: skip
     body = {
-        "html": get_template("annotations/_judge.html").render(context),
+        "html": judge_template.render(context),
         "level": level,
         "message": message,
         "url": context["urls"]["judge"],
