@@ -27,7 +27,7 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotations import hotpath, selectors, services
+from annotations import hotpath, kept_sign_ins, selectors, services
 from annotations.imports import FORMATS, KINDS, import_request
 from annotations.models import (
     COMMENT_MAX_LENGTH,
@@ -38,6 +38,7 @@ from annotations.models import (
     ProjectMembership,
 )
 from evalcore.errors import FormatError
+from evalplatform import sqlrows
 from evalplatform.authentication import TokenAuthentication
 from evalplatform.jobs import JobStatus
 
@@ -321,12 +322,22 @@ class JudgingTokenAuthentication(TokenAuthentication):
     def authenticate_credentials(self, key: str) -> tuple[AuthUser, Token]:
         if self.slug is None:
             return super().authenticate_credentials(key)
+        kept = kept_sign_ins.kept_token(key, self.slug)
+        if kept is not None and kept.token is not None:  # checked by the answer's statement (`api_answer`)
+            kept_user, kept_membership = kept.copies()
+            hotpath.membership_remember(kept_user, self.slug, kept_membership)
+            kept_token = sqlrows.clone(kept.token)
+            kept_token.user = kept_user
+            return kept_user, kept_token
         found = hotpath.token_member_of(key=key, slug=self.slug)
         if found is None:
             raise exceptions.AuthenticationFailed(_("Invalid token."))
         token, user, membership = found
         hotpath.membership_remember(user, self.slug, membership)
-        return self._checked(token, user)
+        signed_in = self._checked(token, user)
+        if membership is not None and membership.role == Role.ANNOTATOR:
+            kept_sign_ins.remember_token(token, self.slug, user, membership)
+        return signed_in
 
 
 class JudgingTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
@@ -509,6 +520,7 @@ def _answer_data(answer: Annotation, claim: services.Claim | None = None) -> dic
     return data
 
 
+@kept_sign_ins.api_answer
 @extend_schema(
     request=SubmitIn,
     responses={201: AnsweredOut, 400: OpenApiResponse(ErrorOut), **ERRORS},
@@ -538,6 +550,7 @@ def submit(request: Request, slug: str) -> Response:
     return _answered_reply(answered)
 
 
+@kept_sign_ins.api_answer
 @extend_schema(
     request=SkipIn,
     responses={201: AnsweredOut, **ERRORS},

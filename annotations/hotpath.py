@@ -183,7 +183,7 @@ def token_member_statement(shapes: list[sqlrows.Shape] | None = None) -> str:
     """`token_member_of`'s statement, selecting `shapes` (`_token_member_shapes()`'s); its parameters: the
     project's slug, the token's key."""
     return (
-        f"SELECT {', '.join(shape.select for shape in shapes or _token_member_shapes())} "
+        f"SELECT {', '.join(shape.select for shape in shapes or _token_member_shapes())}, p.xmin::text "
         f"FROM {Token._meta.db_table} t "
         f"JOIN {AuthUser._meta.db_table} u ON u.id = t.user_id "
         f"{_MEMBERSHIP_BY_SLUG.format(user='t.user_id')}WHERE t.key = %s"
@@ -207,8 +207,9 @@ def session_member_statement(shapes: tuple[sqlrows.Shape, sqlrows.Shape] | None 
 
 def token_member_of(*, key: str, slug: str) -> tuple[Token, AuthUser, ProjectMembership | None] | None:
     """The API token `key` and its user, with that user's membership of the project `slug` (`.project`
-    loaded; None: not a member) read in the same statement: what an annotator's API request reads first,
-    in one round trip instead of two. None when there is no such token."""
+    loaded, with its row's version as `kept_sign_ins.PROJECT_VERSION`; None: not a member) read in the same
+    statement: what an annotator's API request reads first, in one round trip instead of two. None when
+    there is no such token."""
     shapes = _token_member_shapes()
     row = _one(token_member_statement(shapes), [slug, key])
     if row is None:
@@ -221,6 +222,11 @@ def token_member_of(*, key: str, slug: str) -> tuple[Token, AuthUser, ProjectMem
     if row[start] is not None:
         membership = sqlrows.instance(member_shape, row, start)
         membership.project = sqlrows.instance(project_shape, row, start + member_shape.width)
+        setattr(
+            membership.project,
+            kept_sign_ins.PROJECT_VERSION,
+            row[start + member_shape.width + project_shape.width],
+        )
     return token, user, membership
 
 

@@ -1,4 +1,4 @@
-"""The judge page's answers signed in without a statement of their own (PostgreSQL).
+"""The judge page's answers, and the judging API's, signed in without a statement of their own (PostgreSQL).
 
 An annotator's answer on the judge page (`views.judge_answer_next`) signs in from its session: the session,
 its user and their membership of the project, read in one statement before the answer's. This process
@@ -18,53 +18,71 @@ request then signs in afresh and runs again, so that every reply and every write
 verified during the request, as without this module. tests/annotations/test_kept_sign_ins.py holds it
 to that: a logout, a password change, a deactivation, an expiry, a role change and a project change each
 take effect on the next answer.
+
+The judging API's answers (`submit/` and `skip/`, `api_answer`) keep their token sign-in the same way
+(`remember_token`, `kept_token`, read by `annotations.api.JudgingTokenAuthentication`): the answer's
+statement then checks the token is still the user's, the user active and an annotator, and the project's
+row the version read. tests/annotations/test_kept_sign_ins.py holds the API to it too (a token deleted or
+replaced, a deactivation, a role change).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import wraps
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.http import HttpRequest
+from rest_framework.authtoken.models import Token
 
 from annotations.models import ProjectMembership
 from evalplatform import sqlrows
 
-#: Kept sign-ins by (session key, project slug); the oldest dropped past `KEPT_MAX`.
+#: Kept sign-ins by (the session's or token's key, the project's slug); the oldest dropped past `KEPT_MAX`.
 _KEPT: dict[tuple[str, str], Kept] = {}
 KEPT_MAX = 8192
 _KEPT_LOCK = threading.Lock()
+#: The projects the kept sign-ins hold, one copy by (id, row version); the oldest dropped past the maximum
+#: (a sign-in keeps its own reference: dropping one here only stops its sharing).
+_PROJECTS: dict[tuple[int, Any], Any] = {}
+KEPT_PROJECTS_MAX = 256
+
+#: The attribute of a project read with its row's version (`hotpath.session_member_of`, `token_member_of`).
+PROJECT_VERSION = "_row_version"
 
 
 @dataclass(frozen=True)
 class Guard:
     """What the answer's statement checks is unchanged before it writes (see the module's docstring)."""
 
-    session_key: str
-    session_data: str
-    password: str
+    #: The session's key, or the API token's.
+    sign_in_key: str
+    #: The session's data and the user's password as verified (None for a token).
+    session_data: str | None
+    password: str | None
     #: The project row's version (`xmin`) its settings were read from.
     project_version: str
 
 
 @dataclass(frozen=True)
 class Kept:
-    """A sign-in verified by a request of this process: the session's data, its user, their membership
-    (its project attached), and what the next answer's statement checks."""
+    """A sign-in verified by a request of this process: the session's data (or the API token), its user,
+    their membership (its project attached), and what the next answer's statement checks."""
 
-    session_data: str
+    session_data: str | None
     user: User
     membership: ProjectMembership
     guard: Guard
+    token: Token | None = None
 
     def copies(self) -> tuple[User, ProjectMembership]:
         """Copies of the user and the membership (with its project) for one request, which may change
         them: the kept ones stay as verified."""
-        membership = sqlrows.clone(self.membership)
-        membership.project = sqlrows.clone(self.membership.project)
-        return sqlrows.clone(self.user), membership
+        return sqlrows.clone(self.user), _membership_clone(self.membership)
 
 
 class SignInUnconfirmed(Exception):
@@ -74,35 +92,84 @@ class SignInUnconfirmed(Exception):
 
 #: The guard of this request's kept sign-in while it is unchecked; None when there is none or it held.
 _PENDING: ContextVar[Guard | None] = ContextVar("kept_sign_in_pending", default=None)
+#: Whether this request's token sign-in may start from a kept one (inside `api_answer`).
+_TOKENS_KEPT: ContextVar[bool] = ContextVar("kept_token_sign_ins", default=False)
 
 
 def kept(session_key: str | None, slug: str) -> Kept | None:
-    return None if session_key is None else _KEPT.get((session_key, slug))
+    """The kept sign-in of the session `session_key` in project `slug`, if any."""
+    entry = None if session_key is None else _KEPT.get((session_key, slug))
+    return entry if entry is not None and entry.token is None else None
 
 
 def remember(
     session_key: str, slug: str, session_data: str, user: User, membership: ProjectMembership
 ) -> None:
-    """Keep a sign-in just verified: the session's data as read, its user and their membership, whose
-    project was read with its row's version (`project_version`)."""
+    """Keep a session's sign-in just verified: the session's data as read, its user and their
+    membership, whose project was read with its row's version (`PROJECT_VERSION`)."""
     version = getattr(membership.project, PROJECT_VERSION, None)
-    if version is None:
-        return
-    guard = Guard(session_key, session_data, user.password, str(version))
-    kept_membership = sqlrows.clone(membership)
-    kept_membership.project = sqlrows.clone(membership.project)
-    entry = Kept(session_data, sqlrows.clone(user), kept_membership, guard)
+    if version is not None:
+        guard = Guard(session_key, session_data, user.password, str(version))
+        _keep(slug, Kept(session_data, sqlrows.clone(user), _membership_kept(membership), guard))
+
+
+def remember_token(token: Token, slug: str, user: User, membership: ProjectMembership) -> None:
+    """Keep an API token's sign-in just verified (`annotations.api.JudgingTokenAuthentication`)."""
+    version = getattr(membership.project, PROJECT_VERSION, None)
+    if version is not None:
+        guard = Guard(token.key, None, None, str(version))
+        entry = Kept(None, sqlrows.clone(user), _membership_kept(membership), guard, sqlrows.clone(token))
+        _keep(slug, entry)
+
+
+def kept_token(key: str, slug: str) -> Kept | None:
+    """The kept sign-in of the API token `key` in project `slug`, where this request may use one (inside
+    `api_answer`); the request is then pending on its guard."""
+    if not _TOKENS_KEPT.get():
+        return None
+    entry = _KEPT.get((key, slug))
+    if entry is None or entry.token is None:
+        return None
+    _PENDING.set(entry.guard)
+    return entry
+
+
+def _membership_clone(membership: ProjectMembership) -> ProjectMembership:
+    copied: ProjectMembership = sqlrows.clone(membership)
+    copied.project = sqlrows.clone(membership.project)
+    return copied
+
+
+def _membership_kept(membership: ProjectMembership) -> ProjectMembership:
+    """A copy of the membership to keep, its project the one copy kept of that project's version: the
+    sign-ins of a project's many annotators share it (a project may hold long guidelines)."""
+    project = membership.project
+    key = (project.pk, getattr(project, PROJECT_VERSION, None))
+    kept_project = _PROJECTS.get(key)
+    if kept_project is None:
+        kept_project = sqlrows.clone(project)
+        with _KEPT_LOCK:
+            if len(_PROJECTS) >= KEPT_PROJECTS_MAX:
+                del _PROJECTS[next(iter(_PROJECTS))]
+            _PROJECTS[key] = kept_project
+    copied: ProjectMembership = sqlrows.clone(membership)
+    copied.project = kept_project
+    return copied
+
+
+def _keep(slug: str, entry: Kept) -> None:
+    key = (entry.guard.sign_in_key, slug)
     with _KEPT_LOCK:
-        _KEPT.pop((session_key, slug), None)
+        _KEPT.pop(key, None)
         if len(_KEPT) >= KEPT_MAX:
             del _KEPT[next(iter(_KEPT))]
-        _KEPT[(session_key, slug)] = entry
+        _KEPT[key] = entry
 
 
-def forget(session_key: str | None, slug: str) -> None:
-    if session_key is not None:
+def forget(sign_in_key: str | None, slug: str) -> None:
+    if sign_in_key is not None:
         with _KEPT_LOCK:
-            _KEPT.pop((session_key, slug), None)
+            _KEPT.pop((sign_in_key, slug), None)
 
 
 def begin(guard: Guard) -> Any:
@@ -131,21 +198,55 @@ def require_confirmed() -> None:
         raise SignInUnconfirmed()
 
 
-#: The attribute of a project read with its row's version (`hotpath.session_member_of`).
-PROJECT_VERSION = "_row_version"
+def api_answer(view: Callable[..., Any]) -> Callable[..., Any]:
+    """The judging API's answer views (DRF's), whose token sign-in may start from a kept one
+    (`kept_token`). Where the answer's statement found it no longer holds, or the view replied without
+    that statement's check (a refusal, a validation error), the request signs in afresh and runs again:
+    DRF turns a view's exceptions into replies inside it, so the re-run is made here, around it, from the
+    request's body as read once."""
+
+    @wraps(view)
+    def answered(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        if sqlrows.vendor() != "postgresql":
+            return view(request, *args, **kwargs)
+        request.body  # noqa: B018  # read once and kept: a re-run parses the same body
+        allowed, pending_token = _TOKENS_KEPT.set(True), _PENDING.set(None)
+        try:
+            response = view(request, *args, **kwargs)
+            guard = _PENDING.get()
+            if guard is None:
+                return response
+        except SignInUnconfirmed:
+            guard = _PENDING.get()
+        except Exception:
+            guard = _PENDING.get()
+            if guard is None:
+                raise
+        finally:
+            _TOKENS_KEPT.reset(allowed)
+            _PENDING.reset(pending_token)
+        if guard is not None:
+            forget(guard.sign_in_key, str(kwargs.get("slug", "")))
+        return view(request, *args, **kwargs)
+
+    return answered
 
 
 __all__ = [
+    "KEPT_MAX",
+    "PROJECT_VERSION",
     "Guard",
     "Kept",
-    "PROJECT_VERSION",
     "SignInUnconfirmed",
+    "api_answer",
     "begin",
     "confirm",
     "end",
     "forget",
     "kept",
+    "kept_token",
     "pending",
     "remember",
+    "remember_token",
     "require_confirmed",
 ]

@@ -404,7 +404,7 @@ def _signed_in_with_membership(view: Callable[..., HttpResponse]) -> Callable[..
     def signed_in(request: HttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponse:
         session_key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
         kept = kept_sign_ins.kept(session_key, slug) if sqlrows.vendor() == "postgresql" else None
-        if kept is not None:
+        if kept is not None and kept.session_data is not None:
             user, membership = kept.copies()
             if session_sign_in_kept(request, kept.session_data, user):
                 hotpath.membership_remember(user, slug, membership)

@@ -1,11 +1,13 @@
-"""The judge page's answers from a kept sign-in (`annotations.kept_sign_ins`): a session's second answer in
-a process makes no statement for its sign-in, and whatever would have ended or changed that sign-in since
+"""The judge page's answers, and the judging API's, from a kept sign-in (`annotations.kept_sign_ins`): a
+session's (or token's) second answer in a process makes no statement for its sign-in, and whatever would have ended or changed that sign-in since
 the first (a logout, a password change, a deactivation, an expiry, a new role, a project's new settings)
 takes effect on that answer as it does without the kept sign-in: nothing is written for it."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -13,6 +15,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
 
 from annotations import kept_sign_ins
 from annotations.models import Annotation, Assignment, Project, ProjectMembership
@@ -162,3 +165,94 @@ def test_a_requests_copies_leave_the_kept_instances_as_verified() -> None:
     copied = sqlrows.clone(user)
     copied.username = "changed"
     assert user.username == "someone" and copied.pk == 1 and copied._state is not user._state
+
+
+def api_post(client: Client, url: str, body: dict[str, Any]) -> Any:
+    return client.post(url, json.dumps(body), content_type="application/json")
+
+
+@pytest.fixture
+def token(alice: User) -> Token:
+    return Token.objects.create(user=alice)
+
+
+@pytest.fixture
+def alice_api(token: Token) -> Client:
+    client = Client()
+    client.defaults["HTTP_AUTHORIZATION"] = f"Token {token.key}"
+    return client
+
+
+def first_api_answer(project: Project, client: Client, token: Token) -> int:
+    """Claim and answer with `next: true` (a token sign-in of its own, then kept); the next assignment."""
+    base = f"/api/projects/{project.slug}"
+    held = api_post(client, f"{base}/next/", {}).json()["task"]["assignment"]
+    reply = api_post(client, f"{base}/submit/", {"assignment": held, "grade": 2, "next": True})
+    assert reply.status_code == 201, reply.content
+    assert kept_sign_ins._KEPT.get((token.key, project.slug)) is not None
+    return int(reply.json()["next"]["task"]["assignment"])
+
+
+@pytest.mark.django_db
+class TestKeptTokenSignIn:
+    def test_a_tokens_next_answer_makes_no_statement_for_its_sign_in(
+        self, project: Project, alice_api: Client, token: Token
+    ) -> None:
+        held = first_api_answer(project, alice_api, token)
+        with CaptureQueriesContext(connection) as queries:
+            reply = api_post(
+                alice_api,
+                f"/api/projects/{project.slug}/submit/",
+                {"assignment": held, "grade": 3, "next": True},
+            )
+        assert reply.status_code == 201 and reply.json()["next"]["status"] == "task"
+        assert statements(queries, "authtoken_token") == statements(queries, "auth_user") == []
+        assert len(statements(queries, "annotations_answer_claim(")) == 1
+        assert Annotation.objects.filter(grade=3).count() == 1
+
+    @pytest.mark.parametrize("change", ["deleted", "replaced", "deactivated", "lead", "removed"])
+    def test_a_revoked_sign_in_answers_nothing(
+        self, change: str, project: Project, alice: User, alice_api: Client, token: Token
+    ) -> None:
+        held = first_api_answer(project, alice_api, token)
+        if change in ("deleted", "replaced"):
+            key = token.key
+            token.delete()
+            if change == "replaced":
+                Token.objects.create(user=alice)
+            assert not Token.objects.filter(key=key).exists()
+        elif change == "deactivated":
+            User.objects.filter(pk=alice.pk).update(is_active=False)
+        else:
+            membership = ProjectMembership.objects.filter(project=project, user=alice)
+            membership.update(role="lead") if change == "lead" else membership.delete()
+        base = f"/api/projects/{project.slug}"
+        reply = api_post(alice_api, f"{base}/submit/", {"assignment": held, "grade": 3, "next": True})
+        expected = {"deleted": 401, "replaced": 401, "deactivated": 401, "lead": 403, "removed": 404}[change]
+        assert reply.status_code == expected, reply.content
+        assert Annotation.objects.count() == 1
+        # A refusal before the answer's statement (a field off its range) signs in afresh too.
+        reply = api_post(alice_api, f"{base}/submit/", {"assignment": held, "grade": "x", "next": True})
+        assert reply.status_code == expected
+
+    def test_a_projects_new_settings_apply_to_the_next_api_answer(
+        self, project: Project, alice_api: Client, token: Token
+    ) -> None:
+        held = first_api_answer(project, alice_api, token)
+        Project.objects.filter(pk=project.pk).update(
+            min_seconds_per_task=600, too_fast_policy=Project.TooFastPolicy.REFUSE
+        )
+        base = f"/api/projects/{project.slug}"
+        reply = api_post(alice_api, f"{base}/submit/", {"assignment": held, "grade": 3, "next": True})
+        assert reply.status_code == 409 and reply.json()["code"] == "too_fast", reply.content
+        assert Annotation.objects.count() == 1
+
+    def test_a_valid_refusal_for_a_kept_token_is_the_usual_one(
+        self, project: Project, alice_api: Client, token: Token
+    ) -> None:
+        held = first_api_answer(project, alice_api, token)
+        base = f"/api/projects/{project.slug}"
+        reply = api_post(alice_api, f"{base}/submit/", {"assignment": held, "grade": 7, "next": True})
+        assert reply.status_code == 400 and Annotation.objects.count() == 1
+        reply = api_post(alice_api, f"{base}/skip/", {"assignment": held, "next": True})
+        assert reply.status_code == 201 and reply.json()["next"]["status"] == "task"
