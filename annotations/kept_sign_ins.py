@@ -28,6 +28,7 @@ replaced, a deactivation, a role change).
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -198,18 +199,30 @@ def require_confirmed() -> None:
         raise SignInUnconfirmed()
 
 
+def _claims_next(request: HttpRequest) -> bool:
+    """Whether the request is an answer with `"next": true` in a JSON body: the one-statement answer and
+    claim, which checks a kept sign-in. Its body is read once here and kept (a re-run parses the same)."""
+    if request.content_type != "application/json":
+        return False
+    try:
+        body = json.loads(request.body or b"{}")
+    except ValueError:
+        return False
+    return isinstance(body, dict) and body.get("next") is True
+
+
 def api_answer(view: Callable[..., Any]) -> Callable[..., Any]:
     """The judging API's answer views (DRF's), whose token sign-in may start from a kept one
-    (`kept_token`). Where the answer's statement found it no longer holds, or the view replied without
+    (`kept_token`) for an answer with `"next": true` (only the answer and claim in one statement checks
+    it; a plain answer signs in with its statement, as before). Where the answer's statement found it no longer holds, or the view replied without
     that statement's check (a refusal, a validation error), the request signs in afresh and runs again:
     DRF turns a view's exceptions into replies inside it, so the re-run is made here, around it, from the
     request's body as read once."""
 
     @wraps(view)
     def answered(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-        if sqlrows.vendor() != "postgresql":
+        if sqlrows.vendor() != "postgresql" or not _claims_next(request):
             return view(request, *args, **kwargs)
-        request.body  # noqa: B018  # read once and kept: a re-run parses the same body
         allowed, pending_token = _TOKENS_KEPT.set(True), _PENDING.set(None)
         try:
             response = view(request, *args, **kwargs)

@@ -32,7 +32,7 @@ from django.db import OperationalError, transaction
 from django.http import HttpRequest
 from django.utils import timezone
 
-from annotations import hooks, hotpath, selectors
+from annotations import hooks, hotpath, kept_sign_ins, selectors
 from annotations.models import (
     COMMENT_MAX_LENGTH,
     Annotation,
@@ -721,6 +721,7 @@ def _answer(
     answer, the claim (None when not asked for, or left to a transaction of its own: see
     `_answer_and_claim`) and whether the annotator is still an annotator of the project. Retried as a
     whole, the claim included, when PostgreSQL picks it as a deadlock victim: nothing of it was committed."""
+    kept_sign_ins.require_confirmed()  # a kept sign-in is checked by `hotpath.answer_and_claim` only
     min_seconds = answer_min_seconds(project, grade=grade)
     if not claim_next:
         # The plain case in one statement (PostgreSQL): an answer in time, whose effect is decided here

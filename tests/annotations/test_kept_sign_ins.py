@@ -256,3 +256,19 @@ class TestKeptTokenSignIn:
         assert reply.status_code == 400 and Annotation.objects.count() == 1
         reply = api_post(alice_api, f"{base}/skip/", {"assignment": held, "next": True})
         assert reply.status_code == 201 and reply.json()["next"]["status"] == "task"
+
+    def test_a_plain_answer_signs_in_with_its_statement_and_is_stored_once(
+        self, project: Project, alice_api: Client, token: Token
+    ) -> None:
+        """Only the answer with `next: true` checks a kept sign-in in its statement; an answer without it
+        (and a form-encoded one) signs in as before, and is stored once, 201."""
+        held = first_api_answer(project, alice_api, token)
+        base = f"/api/projects/{project.slug}"
+        with CaptureQueriesContext(connection) as queries:
+            reply = api_post(alice_api, f"{base}/submit/", {"assignment": held, "grade": 3})
+        assert reply.status_code == 201, reply.content
+        assert len(statements(queries, "authtoken_token")) == 1
+        assert Annotation.objects.filter(assignment_id=held).count() == 1
+        held = api_post(alice_api, f"{base}/next/", {}).json()["task"]["assignment"]
+        reply = alice_api.post(f"{base}/submit/", {"assignment": held, "grade": 1, "next": "true"})
+        assert reply.status_code == 201 and Annotation.objects.filter(assignment_id=held).count() == 1
