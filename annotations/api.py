@@ -335,8 +335,7 @@ class JudgingTokenAuthentication(TokenAuthentication):
         token, user, membership = found
         hotpath.membership_remember(user, self.slug, membership)
         signed_in = self._checked(token, user)
-        if membership is not None and membership.role == Role.ANNOTATOR:
-            kept_sign_ins.remember_token(token, self.slug, user, membership)
+        kept_sign_ins.remember_token(token, self.slug, user, membership)
         return signed_in
 
 

@@ -172,6 +172,24 @@ _MEMBERSHIP_BY_SLUG = (
 )
 
 
+#: The project row's version, selected after the membership's and the project's columns by the sign-ins.
+_PROJECT_VERSION_COLUMN = "p.xmin::text"
+
+
+def _membership_in(
+    row: tuple[Any, ...], start: int, member_shape: sqlrows.Shape, project_shape: sqlrows.Shape
+) -> ProjectMembership | None:
+    """The membership read from `start` on in a sign-in's row (None: not a member), its project loaded
+    with its row's version (`_PROJECT_VERSION_COLUMN`) as `kept_sign_ins.PROJECT_VERSION`."""
+    if row[start] is None:
+        return None
+    membership: ProjectMembership = sqlrows.instance(member_shape, row, start)
+    membership.project = sqlrows.instance(project_shape, row, start + member_shape.width)
+    version = row[start + member_shape.width + project_shape.width]
+    setattr(membership.project, kept_sign_ins.PROJECT_VERSION, version)
+    return membership
+
+
 def _token_member_shapes() -> list[sqlrows.Shape]:
     return [
         sqlrows.columns(model, alias)
@@ -183,7 +201,8 @@ def token_member_statement(shapes: list[sqlrows.Shape] | None = None) -> str:
     """`token_member_of`'s statement, selecting `shapes` (`_token_member_shapes()`'s); its parameters: the
     project's slug, the token's key."""
     return (
-        f"SELECT {', '.join(shape.select for shape in shapes or _token_member_shapes())}, p.xmin::text "
+        f"SELECT {', '.join(shape.select for shape in shapes or _token_member_shapes())}, "
+        f"{_PROJECT_VERSION_COLUMN} "
         f"FROM {Token._meta.db_table} t "
         f"JOIN {AuthUser._meta.db_table} u ON u.id = t.user_id "
         f"{_MEMBERSHIP_BY_SLUG.format(user='t.user_id')}WHERE t.key = %s"
@@ -200,7 +219,7 @@ def session_member_statement(shapes: tuple[sqlrows.Shape, sqlrows.Shape] | None 
     with."""
     member_shape, project_shape = shapes or _session_member_shapes()
     return session_user_statement(
-        f"{member_shape.select}, {project_shape.select}, p.xmin::text",
+        f"{member_shape.select}, {project_shape.select}, {_PROJECT_VERSION_COLUMN}",
         _MEMBERSHIP_BY_SLUG.format(user="u.id"),
     )
 
@@ -218,16 +237,7 @@ def token_member_of(*, key: str, slug: str) -> tuple[Token, AuthUser, ProjectMem
     token = sqlrows.instance(token_shape, row)
     user = sqlrows.instance(user_shape, row, token_shape.width)
     start = token_shape.width + user_shape.width
-    membership = None
-    if row[start] is not None:
-        membership = sqlrows.instance(member_shape, row, start)
-        membership.project = sqlrows.instance(project_shape, row, start + member_shape.width)
-        setattr(
-            membership.project,
-            kept_sign_ins.PROJECT_VERSION,
-            row[start + member_shape.width + project_shape.width],
-        )
-    return token, user, membership
+    return token, user, _membership_in(row, start, member_shape, project_shape)
 
 
 def session_member_of(session_key: str, unexpired_after: Any, *, slug: str) -> tuple[str, Any] | None:
@@ -245,17 +255,8 @@ def session_member_of(session_key: str, unexpired_after: Any, *, slug: str) -> t
     session_data, user = session_user_parts(row)
     if user is None:
         return session_data, None
-    membership = None
     start = 1 + sqlrows.columns(AuthUser, "u").width
-    if row[start] is not None:
-        membership = sqlrows.instance(member_shape, row, start)
-        membership.project = sqlrows.instance(project_shape, row, start + member_shape.width)
-        setattr(
-            membership.project,
-            kept_sign_ins.PROJECT_VERSION,
-            row[start + member_shape.width + project_shape.width],
-        )
-    return session_data, (user, membership)
+    return session_data, (user, _membership_in(row, start, member_shape, project_shape))
 
 
 #: The attribute of a request's user that holds the memberships read with its sign-in, by project slug.

@@ -23,7 +23,7 @@ from django.template.defaultfilters import floatformat, pluralize
 from django.utils.safestring import SafeString, mark_safe
 
 from annotations.models import COMMENT_MAX_LENGTH
-from annotations.reading import ReadingView, block_html, reading_view
+from annotations.reading import Block, ReadingView, block_html, reading_view
 from annotations.templatetags.judging import grade_buttons, highlight_terms
 
 TEMPLATE = "judge_task.html"
@@ -31,10 +31,17 @@ TEMPLATE = "judge_task.html"
 
 @jinja2.pass_context
 def _reading_view(context: Any, text: str | None, terms: frozenset[str] | None) -> ReadingView:
-    """`reading_view(document.text, terms)`: as the `{% reading_view %}` tag, `?view=` picking the view."""
+    """`reading_view(document.text, terms)`: the document's reading view. `?view=full` or
+    `?view=passages` picks the view for a browser without the page's script, which otherwise switches
+    views in place."""
     request = context.get("request")
     view = request.GET.get("view") if request is not None else None
     return reading_view(text or "", terms or frozenset(), view=view)
+
+
+def _block_html(block: Block, terms: frozenset[str] | None) -> SafeString:
+    """`block|block_html(terms)`: the block as its element, escaped, with the terms marked."""
+    return block_html(block, terms or frozenset())
 
 
 @cache
@@ -47,7 +54,7 @@ def _environment() -> jinja2.Environment:
     )
     environment.filters.update(
         highlight_terms=highlight_terms,
-        block_html=lambda block, terms: block_html(block, terms or frozenset()),
+        block_html=_block_html,
         grade_buttons=grade_buttons,
         floatformat=floatformat,
         pluralize=pluralize,

@@ -3,12 +3,13 @@
 An annotator's answer on the judge page (`views.judge_answer_next`) signs in from its session: the session,
 its user and their membership of the project, read in one statement before the answer's. This process
 keeps what such a sign-in read and verified (`remember`), by the session's key and the project; the
-session's next answer in this process starts from it (`begin`) and makes no statement for it. Nothing is
-trusted on that account: the answer's own statement (`annotations_answer_claim`, migration 0020) checks,
-before it writes anything, that the session row is still the one verified (same key, same data, not
-expired, naming the same user), that the user is still active with the same password (so a password change
-or a deactivation ends the session here as Django's `get_user` does), that the project's row is the
-version whose settings the answer's rules were read from, and that the user is still an annotator of it. If any of that fails it writes nothing and says `unverified`: the request forgets the
+session's next answer in this process starts from it (`run_checked`) and makes no statement for it.
+Nothing is trusted on that account: the answer's own statement (`annotations_answer_claim`, migration
+0020) checks, before it writes anything, that the session row is still the one verified (same key, same
+data, not expired, naming the same user), that the user is still active with the same password (so a
+password change or a deactivation ends the session here as Django's `get_user` does), that the project's
+row is the version whose settings the answer's rules were read from, and that the user is still an
+annotator of it. If any of that fails it writes nothing and says `unverified`: the request forgets the
 kept sign-in, signs in as a request always does (which may send the user to the login page) and runs again.
 
 A request that starts from a kept sign-in is *pending* until that check passed (`confirm`, from
@@ -34,7 +35,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import wraps
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib.auth.models import User
 from django.http import HttpRequest
@@ -54,6 +55,8 @@ KEPT_PROJECTS_MAX = 256
 
 #: The attribute of a project read with its row's version (`hotpath.session_member_of`, `token_member_of`).
 PROJECT_VERSION = "_row_version"
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -104,23 +107,36 @@ def kept(session_key: str | None, slug: str) -> Kept | None:
 
 
 def remember(
-    session_key: str, slug: str, session_data: str, user: User, membership: ProjectMembership
+    session_key: str, slug: str, session_data: str, user: User, membership: ProjectMembership | None
 ) -> None:
     """Keep a session's sign-in just verified: the session's data as read, its user and their
     membership, whose project was read with its row's version (`PROJECT_VERSION`)."""
-    version = getattr(membership.project, PROJECT_VERSION, None)
-    if version is not None:
-        guard = Guard(session_key, session_data, user.password, str(version))
-        _keep(slug, Kept(session_data, sqlrows.clone(user), _membership_kept(membership), guard))
+    _remember(slug, session_key, user, membership, session_data=session_data, password=user.password)
 
 
-def remember_token(token: Token, slug: str, user: User, membership: ProjectMembership) -> None:
+def remember_token(token: Token, slug: str, user: User, membership: ProjectMembership | None) -> None:
     """Keep an API token's sign-in just verified (`annotations.api.JudgingTokenAuthentication`)."""
+    _remember(slug, token.key, user, membership, token=sqlrows.clone(token))
+
+
+def _remember(
+    slug: str, key: str, user: User, membership: ProjectMembership | None, *, session_data: str | None = None,
+    password: str | None = None, token: Token | None = None,
+) -> None:  # fmt: skip
+    """Keep a sign-in whose membership is an annotator's and whose project was read with its row's
+    version: what the answer's statement checks. Anyone else's (not a member, a lead) is not kept."""
+    if membership is None or membership.role != ProjectMembership.Role.ANNOTATOR:
+        return
     version = getattr(membership.project, PROJECT_VERSION, None)
-    if version is not None:
-        guard = Guard(token.key, None, None, str(version))
-        entry = Kept(None, sqlrows.clone(user), _membership_kept(membership), guard, sqlrows.clone(token))
-        _keep(slug, entry)
+    if version is None:
+        return
+    guard = Guard(key, session_data, password, str(version))
+    entry = Kept(session_data, sqlrows.clone(user), _membership_kept(membership), guard, token)
+    with _KEPT_LOCK:
+        _KEPT.pop((key, slug), None)
+        if len(_KEPT) >= KEPT_MAX:
+            del _KEPT[next(iter(_KEPT))]
+        _KEPT[(key, slug)] = entry
 
 
 def kept_token(key: str, slug: str) -> Kept | None:
@@ -158,28 +174,10 @@ def _membership_kept(membership: ProjectMembership) -> ProjectMembership:
     return copied
 
 
-def _keep(slug: str, entry: Kept) -> None:
-    key = (entry.guard.sign_in_key, slug)
-    with _KEPT_LOCK:
-        _KEPT.pop(key, None)
-        if len(_KEPT) >= KEPT_MAX:
-            del _KEPT[next(iter(_KEPT))]
-        _KEPT[key] = entry
-
-
 def forget(sign_in_key: str | None, slug: str) -> None:
     if sign_in_key is not None:
         with _KEPT_LOCK:
             _KEPT.pop((sign_in_key, slug), None)
-
-
-def begin(guard: Guard) -> Any:
-    """Mark this request's sign-in pending on `guard`; the token `end` takes."""
-    return _PENDING.set(guard)
-
-
-def end(token: Any) -> None:
-    _PENDING.reset(token)
 
 
 def pending() -> Guard | None:
@@ -211,35 +209,49 @@ def _claims_next(request: HttpRequest) -> bool:
     return isinstance(body, dict) and body.get("next") is True
 
 
+def run_checked(
+    run: Callable[[], R], slug: str, *, guard: Guard | None = None, tokens: bool = False
+) -> tuple[bool, R | None]:
+    """Run `run` (a view) for a request that may start from a kept sign-in: the page's session's, pending
+    on `guard` from the start, or (`tokens`) an API token's, which its sign-in takes (`kept_token`).
+    (True, its result) where it used none or the answer's statement confirmed the one it used. (False,
+    None) where that sign-in did not hold, or the view replied (or raised) before the check: nothing was
+    written for it, it is forgotten, and the caller signs in afresh and runs the view again."""
+    allowed, pending_token = _TOKENS_KEPT.set(tokens), _PENDING.set(guard)
+    result = None
+    try:
+        try:
+            result = run()
+        except SignInUnconfirmed:
+            pass
+        except Exception:
+            if _PENDING.get() is None:
+                raise
+        unchecked = _PENDING.get()
+    finally:
+        _TOKENS_KEPT.reset(allowed)
+        _PENDING.reset(pending_token)
+    if unchecked is None:
+        return True, result
+    forget(unchecked.sign_in_key, slug)
+    return False, None
+
+
 def api_answer(view: Callable[..., Any]) -> Callable[..., Any]:
     """The judging API's answer views (DRF's), whose token sign-in may start from a kept one
     (`kept_token`) for an answer with `"next": true` (only the answer and claim in one statement checks
-    it; a plain answer signs in with its statement, as before). Where the answer's statement found it no longer holds, or the view replied without
-    that statement's check (a refusal, a validation error), the request signs in afresh and runs again:
-    DRF turns a view's exceptions into replies inside it, so the re-run is made here, around it, from the
-    request's body as read once."""
+    it; a plain answer signs in with its statement, as before). Where the answer's statement found it no
+    longer holds, or the view replied without that statement's check (a refusal, a validation error),
+    the request signs in afresh and runs again (`run_checked`): DRF turns a view's exceptions into
+    replies inside it, so the re-run is made here, around it, from the request's body as read once."""
 
     @wraps(view)
     def answered(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-        if sqlrows.vendor() != "postgresql" or not _claims_next(request):
-            return view(request, *args, **kwargs)
-        allowed, pending_token = _TOKENS_KEPT.set(True), _PENDING.set(None)
-        try:
-            response = view(request, *args, **kwargs)
-            guard = _PENDING.get()
-            if guard is None:
+        if sqlrows.vendor() == "postgresql" and _claims_next(request):
+            slug = str(kwargs.get("slug", ""))
+            done, response = run_checked(lambda: view(request, *args, **kwargs), slug, tokens=True)
+            if done:
                 return response
-        except SignInUnconfirmed:
-            guard = _PENDING.get()
-        except Exception:
-            guard = _PENDING.get()
-            if guard is None:
-                raise
-        finally:
-            _TOKENS_KEPT.reset(allowed)
-            _PENDING.reset(pending_token)
-        if guard is not None:
-            forget(guard.sign_in_key, str(kwargs.get("slug", "")))
         return view(request, *args, **kwargs)
 
     return answered
@@ -252,9 +264,7 @@ __all__ = [
     "Kept",
     "SignInUnconfirmed",
     "api_answer",
-    "begin",
     "confirm",
-    "end",
     "forget",
     "kept",
     "kept_token",
@@ -262,4 +272,5 @@ __all__ = [
     "remember",
     "remember_token",
     "require_confirmed",
+    "run_checked",
 ]

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from datetime import datetime
 from functools import lru_cache, partial, wraps
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib import messages
@@ -286,7 +286,7 @@ def judge_urls(slug: str, assignment_id: int | None = None) -> dict[str, str]:
 def _judge_context(
     membership: ProjectMembership, annotator: Any, claim: services.Claim, undoable: Annotation | None
 ) -> dict[str, Any]:
-    """What the judge page's task part (`judge_template`, annotations/jinja2/judge_task.html) shows after `claim`: the whole page, and the
+    """What the judge page's task part (`judge_template`) shows after `claim`: the whole page, and the
     one-request answer's reply, render it from this."""
     project = membership.project
     # A claim that served a new task brings its counts. Otherwise (the task held: after an undo, a
@@ -402,37 +402,25 @@ def _signed_in_with_membership(view: Callable[..., HttpResponse]) -> Callable[..
 
     @wraps(view)
     def signed_in(request: HttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponse:
+        postgres = sqlrows.vendor() == "postgresql"
         session_key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
-        kept = kept_sign_ins.kept(session_key, slug) if sqlrows.vendor() == "postgresql" else None
+        kept = kept_sign_ins.kept(session_key, slug) if postgres else None
         if kept is not None and kept.session_data is not None:
             user, membership = kept.copies()
             if session_sign_in_kept(request, kept.session_data, user):
                 hotpath.membership_remember(user, slug, membership)
-                token = kept_sign_ins.begin(kept.guard)
-                try:
-                    response = view(request, slug, *args, **kwargs)
-                    if kept_sign_ins.pending() is None:
-                        return response
-                except kept_sign_ins.SignInUnconfirmed:
-                    pass
-                except Exception:
-                    if kept_sign_ins.pending() is None:
-                        raise
-                finally:
-                    kept_sign_ins.end(token)
-                kept_sign_ins.forget(session_key, slug)
+                done, response = kept_sign_ins.run_checked(
+                    lambda: view(request, slug, *args, **kwargs), slug, guard=kept.guard
+                )
+                if done:
+                    return cast(HttpResponse, response)
                 session_sign_in_again(request)
         read: dict[str, Any] = {}
         session_sign_in_with(request, partial(_session_with_membership, slug=slug, read=read))
         response = view(request, slug, *args, **kwargs)
         read_user: User | None = read.get("user")
-        signed_in_as_read = read_user is not None and getattr(request, "_cached_user", None) is read_user
-        if (
-            sqlrows.vendor() == "postgresql"
-            and read_user is not None
-            and signed_in_as_read
-            and read["membership"]
-        ):
+        signed_in_as_read = getattr(request, "_cached_user", None) is read_user
+        if postgres and signed_in_as_read and read_user is not None:
             kept_sign_ins.remember(
                 read["session_key"], slug, read["session_data"], read_user, read["membership"]
             )

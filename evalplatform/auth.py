@@ -98,7 +98,7 @@ def session_sign_in_again(request: HttpRequest) -> None:
     if hasattr(request, "_cached_user"):
         del request._cached_user  # type: ignore[attr-defined]
     request.session = type(request.session)(request.session.session_key)
-    request.user = SimpleLazyObject(lambda: _user(request))  # type: ignore[assignment]
+    _sign_in_lazily(request)
 
 
 def session_user_statement(more_select: str = "", more_joins: str = "") -> str:
@@ -134,6 +134,11 @@ def session_user(session_key: str, unexpired_after: Any) -> tuple[str, User | No
     return None if row is None else session_user_parts(row)
 
 
+def _sign_in_lazily(request: HttpRequest) -> None:
+    """`request.user`, signed in when first read (`_user`)."""
+    request.user = SimpleLazyObject(lambda: _user(request))  # type: ignore[assignment]
+
+
 def _user(request: HttpRequest) -> Any:
     session_sign_in_with(request, session_user)
     return auth_middleware.get_user(request)  # the user signed in above, else Django's own sign-in
@@ -147,7 +152,7 @@ class AuthenticationMiddleware(auth_middleware.AuthenticationMiddleware):
 
     def process_request(self, request: HttpRequest) -> None:
         super().process_request(request)
-        request.user = SimpleLazyObject(lambda: _user(request))  # type: ignore[assignment]
+        _sign_in_lazily(request)
 
 
 __all__ = [
