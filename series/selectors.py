@@ -53,7 +53,7 @@ def metric_names(series: Series, metrics: Iterable[str]) -> dict[str, list[str]]
 
 
 def series_observations(
-    series: Series | int,
+    series: Series,
     metrics: Sequence[str],
     *,
     last: int,
@@ -70,11 +70,6 @@ def series_observations(
     never reads values observed after it; when that job did not report `metrics[0]`, the answer is
     empty (nothing to decide). Ties in time are ordered by job id.
     """
-    if not isinstance(series, Series):
-        found = Series.objects.filter(pk=series).first()
-        if found is None:
-            return []
-        series = found
     names = metric_names(series, metrics)
     main = MetricValue.objects.filter(series=series, metric__in=names[metrics[0]], subgroup="")
     if upto is not None:
