@@ -1063,12 +1063,13 @@ def answer_and_claim(
     answer: Annotation, *, effect: AnswerEffect, min_seconds: int, project: Project, expires_at: datetime,
     totals: OpenTotals | None,
 ) -> AnsweredAndClaimed:  # fmt: skip
-    """Store the answer (`answer_plain`'s plain case, the membership locked first) and claim the annotator's next task, in one
-    call of the PostgreSQL function `annotations_answer_claim` (migrations 0017_answer_claim,
-    0020_answer_claim_sign_in and 0021_answer_claim_windows_when_reached): in autocommit one statement is the whole transaction, the sign-in's read
-    and this call the request's two round trips (one, from a sign-in kept by `kept_sign_ins`, whose guard
-    the function checks first: raises `kept_sign_ins.SignInUnconfirmed`, nothing written, where it fails,
-    else confirms the request's sign-in). `totals`: the project's open totals as the caller keeps them,
+    """Store the answer (`answer_plain`'s plain case, the membership locked first) and claim the
+    annotator's next task, in one call of the PostgreSQL function `annotations_answer_claim` (migrations
+    0017_answer_claim, 0020_answer_claim_sign_in and 0021_answer_claim_windows_when_reached): in
+    autocommit one statement is the whole transaction, the sign-in's read and this call the request's two
+    round trips (one, from a sign-in kept by `kept_sign_ins`, whose guard the function checks first:
+    raises `kept_sign_ins.SignInUnconfirmed`, nothing written, where it fails, else confirms the
+    request's sign-in). `totals`: the project's open totals as the caller keeps them,
     or None to have them counted. On `fallback` nothing is written; otherwise the (unsaved) answer gets
     its id, task and seconds spent, as `answer_plain` gives them. PostgreSQL only.
 

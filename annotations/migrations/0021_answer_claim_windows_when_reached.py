@@ -20,8 +20,6 @@ from django.db import migrations
 
 _0020 = import_module("annotations.migrations.0020_answer_claim_sign_in")
 
-SIGNATURE = _0020.NEW_SIGNATURE
-
 # 0020's statement that read the four ordinary windows, from its comment to its end.
 EAGER_START = "                -- The first window of each ordinary stage, in one snapshot"
 EAGER_END = "OFFSET 0) x;\n"
@@ -34,19 +32,12 @@ WINDOWS = {
     "wrapped": "t.rank < v_start",
 }
 
-STAGE_READS = """                ELSIF v_stage = 'started' THEN
-                    v_ids := v_started;
-                ELSIF v_stage = 'prio' THEN
-                    v_ids := v_prio;
-                ELSIF v_stage = 'fresh' THEN
-                    v_ids := v_fresh;
-                ELSIF v_stage = 'wrapped' THEN
-                    v_ids := v_wrapped;
-"""
-
-WINDOW_VARIABLES = (
-    "    v_started bigint[];\n    v_prio bigint[];\n    v_fresh bigint[];\n    v_wrapped bigint[];\n"
+# 0020's stage loop took each window from the variable that held it; both go.
+STAGE_READS = "".join(
+    f"                ELSIF v_stage = '{stage}' THEN\n                    v_ids := v_{stage};\n"
+    for stage in WINDOWS
 )
+WINDOW_VARIABLES = "".join(f"    v_{stage} bigint[];\n" for stage in WINDOWS)
 
 
 def _arrays(sql: str) -> list[str]:
