@@ -17,11 +17,13 @@ HTTP/1.1 on 127.0.0.1. The modes (`--mode`):
   which inserts one row into a table of the benchmark's own (`benchmarks.load_urls`);
 - `all`: floor, submit-next, page and next-submit, one after the other, each on a fresh project and server.
 
-Every mode measures the floor on its own server, closed loop (its capacity, in requests/s), just before
-and just after its run (`--floor-seconds`, 8), and reports its answers/s as a share of the mean of the
-two: the same server, database and warm processes, a minute apart at most, on a machine whose speed
-drifts from one minute to the next (the vacuum pass below runs only during the mode's run). The clients are paced at `--rate` answers/s in all (300, the target; open
-loop: a request's latency counts from when it was due; 0: closed loop, each client asks again as soon as
+Every mode runs in `--rounds` slices (3), with a slice of the floor on its own server, closed loop (its
+capacity, in requests/s), before each and after the last (`--floor-seconds` each, 4), and reports its
+answers/s over its slices as a share of the floor's requests/s over the floor's: the same server,
+database and warm processes, seconds apart, so that a machine whose speed drifts from one minute to the
+next weighs on both alike (the vacuum pass below runs during the mode's slices alone; the clients keep
+their reservations, sign-ins and pages from one slice to the next). The clients are paced at `--rate`
+answers/s in all (300, the target; open loop: a request's latency counts from when it was due; 0: closed loop, each client asks again as soon as
 answered). Then it checks the database: every answer the server accepted is stored exactly once, no task
 has more annotators than its cap, and no annotator holds a task twice. The project, users and tokens are
 deleted at the end (`--keep` keeps them). Before the clock starts, each client claims its first task;
@@ -32,12 +34,13 @@ autovacuum), and compacted (VACUUM FULL) after the clean-up.
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/evalplatform_load \\
         .venv/bin/python benchmarks/annotation_load.py [--clients 50] [--seconds 20] [--web-workers 4] \\
         [--mode submit-next|next-submit|page|floor|all] [--rate 300] [--ramp-up 3] [--vacuum-every 5] \\
-        [--floor-seconds 8] [--timeline]
+        [--rounds 3] [--floor-seconds 4] [--timeline]
 
 Each mode's last line is one JSON object: throughput_per_s (accepted answers per second; the floor's
 requests), p50_ms, p95_ms, p99_ms (over every request after the ramp-up, claims and answers), errors
 (responses other than 200/201 and connection failures), lost, duplicated, over_assigned, the ramp-up's
-ramp_up_p99_ms, floor_per_s (the mean of floor_runs_per_s, before and after) and share_of_floor,
+ramp_up_p99_ms, floor_per_s (the mean of floor_runs_per_s, the floor's slices) and share_of_floor,
+slice_shares_of_floor (each of the mode's slices against the mean of the floor's just before and after),
 web_cpu_ms_per_answer and db_cpu_ms_per_answer (the CPU time of gunicorn's processes and of the
 database's backends over the timed span, ramp-up included, per answer accepted: per row for the floor),
 generator_cpu_ms_per_answer (this process's own, the clients', which share the machine's cores with the
@@ -100,7 +103,7 @@ def parse_args() -> argparse.Namespace:
         "in through the login page, open the judge page, then answer as judge.js does (one POST per answer, "
         "whose reply holds the next task); floor: POST /bench/floor/ (token sign-in, one row inserted); "
         "all: floor, submit-next, page and next-submit in turn. Every mode measures the floor on its own server "
-        "just before and after its run (--floor-seconds)",
+        "in slices between its own (--rounds, --floor-seconds)",
     )  # fmt: skip
     parser.add_argument(
         "--rate", type=float, default=float(TARGET_PER_S),
@@ -120,11 +123,16 @@ def parse_args() -> argparse.Namespace:
         "would (5; 0: never, for a server whose autovacuum runs)",
     )  # fmt: skip
     parser.add_argument(
-        "--floor-seconds", type=float, default=8.0,
-        help="how long the floor runs (closed loop, after a ramp-up of a second) on each mode's own server "
-        "just before and just after the mode's run (8): the share of the floor is the mode's answers/s "
-        "against the mean of the two, so that both are measured on the same server, database and warm "
-        "processes, minutes apart at most, on a machine whose speed drifts",
+        "--floor-seconds", type=float, default=4.0,
+        help="how long each of the floor's slices runs (closed loop, after a ramp-up of half a second) on "
+        "the mode's own server (4): before the mode's run, between its rounds and after it (--rounds)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rounds", type=int, default=3,
+        help="the slices a mode's run is cut into, with a slice of the floor before each and one after the "
+        "last (3): the share of the floor is the mode's answers/s over its slices against the floor's "
+        "requests/s over its own, so that a machine whose speed drifts from one minute to the next weighs "
+        "on both alike (1: the floor just before and just after one run)",
     )  # fmt: skip
     parser.add_argument(
         "--timeline", action="store_true", help="print requests, p50 and p99 for each second of the run"
@@ -385,6 +393,14 @@ class Vacuumer(threading.Thread):
         super().__init__(daemon=True)
         self.config, self.every, self.stop = config, every, threading.Event()
         self.connected, self.backend_pid, self.cpu_at_start = threading.Event(), 0, 0.0
+        #: Set while the mode's clients run: the pass counts `every` seconds of those slices alone, and
+        #: runs none during the floor's (`pause` waits for one under way to end).
+        self.active, self.busy = threading.Event(), threading.Lock()
+
+    def pause(self) -> None:
+        self.active.clear()
+        with self.busy:
+            pass
 
     def cpu_seconds(self) -> float:
         """The vacuum pass's backend's CPU since it connected (0 when it never ran)."""
@@ -404,8 +420,15 @@ class Vacuumer(threading.Thread):
             self.backend_pid = db.info.backend_pid
             self.cpu_at_start = process_cpu_seconds(self.backend_pid)
             self.connected.set()
-            while not self.stop.wait(self.every):
-                db.execute(f"VACUUM (ANALYZE) {tables}")
+            left, last = self.every, time.monotonic()
+            while not self.stop.wait(min(0.1, self.every)):
+                with self.busy:
+                    if self.active.is_set():
+                        left -= time.monotonic() - last
+                        if left <= 0:
+                            db.execute(f"VACUUM (ANALYZE) {tables}")
+                            left = self.every
+                last = time.monotonic()
 
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -710,11 +733,19 @@ def timed(tally: Tally, since: float) -> None:
     tally.ended.append(ended)
 
 
+#: What an API client's slice ends with when its queue came up empty: it asks for nothing more.
+EMPTY = -1
+
+
 async def annotator(
     port: int, slug: str, token: str, deadline: float, tally: Tally, seed: int, *, mode: str, interval: float,
     held: int | None,
-) -> None:  # fmt: skip
-    """One simulated annotator of the API, holding the reservation `held` (claimed in the warm-up)."""
+) -> int | None:  # fmt: skip
+    """One simulated annotator of the API, holding the reservation `held` (claimed in the warm-up or by an
+    earlier slice), until `deadline`: the reservation it holds then (None: none; `EMPTY`: its queue is
+    empty)."""
+    if held == EMPTY:
+        return EMPTY
     rng = np.random.default_rng(seed)
     connection = Connection.with_token(port, token)
     base = f"/api/projects/{slug}"
@@ -739,7 +770,7 @@ async def annotator(
                         tally.error(f"next: HTTP {status}")
                     continue
                 if claim["status"] != "task":
-                    return  # the queue is empty for this annotator
+                    return EMPTY
                 held, started = claim["task"]["assignment"], time.perf_counter()
             body: dict[str, Any] = {"assignment": held, "grade": int(rng.integers(0, 5))}
             if mode == "submit-next":
@@ -753,37 +784,36 @@ async def annotator(
                 if following and following["status"] == "task":
                     held = following["task"]["assignment"]
                 elif following:
-                    return  # the queue is empty for this annotator
+                    return EMPTY
             elif status:
                 tally.error(f"submit: HTTP {status}")
     finally:
         await connection.close()
+    return held
 
 
 async def page_annotator(
     session: PageSession, deadline: float, tally: Tally, seed: int, *, interval: float
 ) -> None:
-    """One simulated annotator on the judge page, signed in, the page open (`page_warm_up`)."""
+    """One simulated annotator on the judge page, signed in, the page open (`page_warm_up`), until
+    `deadline`; its session stays open for the next slice (`alternate` closes it)."""
     rng = np.random.default_rng(seed)
     pace = Pace(interval, rng)
-    try:
-        while time.monotonic() < deadline and session.answer_url is not None:
-            started = await pace.next()
-            answered = int(session.answer_url.rstrip("/").split("/")[-2])
-            try:
-                status = await session.answer(int(rng.integers(0, 5)))
-            except (OSError, asyncio.IncompleteReadError) as exc:
-                tally.error(f"answer: {type(exc).__name__}")
-                continue
-            timed(tally, started)
-            if status == 200:
-                tally.accepted.add(answered)
-                tally.accepted_at.append(time.perf_counter())
-            else:
-                tally.error(f"answer: HTTP {status}")
-                return  # what the page would show next is not known: this annotator stops
-    finally:
-        await session.connection.close()
+    while time.monotonic() < deadline and session.answer_url is not None:
+        started = await pace.next()
+        answered = int(session.answer_url.rstrip("/").split("/")[-2])
+        try:
+            status = await session.answer(int(rng.integers(0, 5)))
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            tally.error(f"answer: {type(exc).__name__}")
+            continue
+        timed(tally, started)
+        if status == 200:
+            tally.accepted.add(answered)
+            tally.accepted_at.append(time.perf_counter())
+        else:
+            tally.error(f"answer: HTTP {status}")
+            session.answer_url = None  # what the page would show next is not known: this annotator stops
 
 
 async def floor_client(
@@ -846,44 +876,133 @@ async def page_warm_up(port: int, slug: str, usernames: list[str]) -> list[PageS
     return list(await asyncio.gather(*(start(username) for username in usernames)))
 
 
-async def drive(
-    port: int, slug: str, tokens: list[str], seconds: float, *, mode: str, rate: float, run_id: str,
-    on_start: Callable[[], None],
-) -> tuple[Tally, float, float]:  # fmt: skip
-    """Run the clients for `seconds` after their untimed warm-up (`on_start` is called between the two):
-    the tally, when they started (time.perf_counter()) and how long they ran."""
+async def drive_floor(
+    port: int, tokens: list[str], seconds: float, on_start: Callable[[], None]
+) -> tuple[Tally, float, float]:
+    """The floor mode's run: the clients closed loop for `seconds` after their untimed warm-up (`on_start`
+    is called between the two); the tally, when they started (time.perf_counter()) and how long they ran."""
     tally = Tally()
-    interval = len(tokens) / rate if rate else 0.0
-    if mode == "floor":
-        # Two rows each, untimed: every worker has started and connected.
-        await asyncio.gather(*(floor_client(port, token, 0.0, Tally(), requests=2) for token in tokens))
-        on_start()
-        begin, started = time.perf_counter(), time.monotonic()
-        await asyncio.gather(*(floor_client(port, token, started + seconds, tally) for token in tokens))
-        return tally, begin, time.monotonic() - started
-    if mode == "page":
-        sessions = await page_warm_up(port, slug, [f"{run_id}-a{i}" for i in range(len(tokens))])
-        on_start()
-        begin, started = time.perf_counter(), time.monotonic()
-        await asyncio.gather(
-            *(
-                page_annotator(session, started + seconds, tally, seed, interval=interval)
-                for seed, session in enumerate(sessions)
-            )
-        )
-        return tally, begin, time.monotonic() - started
-    first = await warm_up(port, slug, tokens)
+    # Two rows each, untimed: every worker has started and connected.
+    await asyncio.gather(*(floor_client(port, token, 0.0, Tally(), requests=2) for token in tokens))
     on_start()
     begin, started = time.perf_counter(), time.monotonic()
-    await asyncio.gather(
-        *(
-            annotator(
-                port, slug, token, started + seconds, tally, seed, mode=mode, interval=interval, held=held
-            )
-            for seed, (token, held) in enumerate(zip(tokens, first, strict=True))
-        )
-    )
+    await asyncio.gather(*(floor_client(port, token, started + seconds, tally) for token in tokens))
     return tally, begin, time.monotonic() - started
+
+
+#: Each slice of the floor starts with so many seconds left out of its figures (not of its CPU).
+FLOOR_RAMP_UP = 0.5
+
+
+@dataclass(frozen=True)
+class FloorBeside:
+    """The floor's figures in one of its slices on a mode's own server: requests/s and CPU per row (web,
+    database, and the generator's own)."""
+
+    per_s: float
+    web_ms: float
+    db_ms: float
+    generator_ms: float
+    errors: int
+
+
+async def floor_slice(port: int, tokens: list[str], meter: CpuMeter, seconds: float) -> FloorBeside:
+    """The floor (`POST /bench/floor/`, closed loop) for `seconds` after a ramp-up (`FLOOR_RAMP_UP`), on
+    the mode's server: what its answers/s are set against, on the same server, database and warm
+    processes, seconds away from the mode's slices."""
+    tally = Tally()
+    meter.start()
+    begin, started = time.perf_counter(), time.monotonic()
+    deadline = started + FLOOR_RAMP_UP + seconds
+    await asyncio.gather(*(floor_client(port, token, deadline, tally) for token in tokens))
+    cpu = meter.stop()
+    window = begin + FLOOR_RAMP_UP
+    run = figures(tally, [(window, min(window + seconds, begin + time.monotonic() - started))])
+    rows = max(len(tally.accepted_at), 1)
+    web_ms, db_ms, generator_ms = (1000 * cpu[kind] / rows for kind in ("web", "database", "generator"))
+    floor = FloorBeside(run.per_s, web_ms, db_ms, generator_ms, sum(tally.errors.values()))
+    print(f"floor beside: {floor.per_s:.0f} requests/s; CPU per row: web {floor.web_ms:.2f} ms, "
+          f"database {floor.db_ms:.2f} ms, generator {floor.generator_ms:.2f} ms")  # fmt: skip
+    return floor
+
+
+@dataclass(frozen=True)
+class Alternation:
+    """A mode's run in slices with the floor's between them (`alternate`)."""
+
+    tally: Tally
+    #: The mode's slices, each from its start to its end (time.perf_counter()): the first begins with
+    #: the ramp-up.
+    slices: list[tuple[float, float]]
+    #: The CPU seconds of each kind of process (`CpuMeter`) over the mode's slices, ramp-up included.
+    cpu: dict[str, float]
+    #: The floor's slices: before the first of the mode's, between each two and after the last.
+    floors: list[FloorBeside]
+
+
+async def alternate(
+    port: int, slug: str, tokens: list[str], args: argparse.Namespace, *, mode: str, rate: float,
+    run_id: str, meter: CpuMeter, vacuumer: Vacuumer,
+) -> Alternation:  # fmt: skip
+    """A mode's run of `args.seconds` (after `args.ramp_up`) in `args.rounds` slices, with a slice of the
+    floor before each and one after the last (`floor_slice`), all on the same server and in one event
+    loop: the clients keep their reservations, sign-ins and pages from one slice to the next, as
+    annotators pausing would. The vacuum pass runs during the mode's slices alone."""
+    interval = len(tokens) / rate if rate else 0.0
+    # Untimed: the floor's clients insert two rows each, then the mode's warm up (their first task).
+    await asyncio.gather(*(floor_client(port, token, 0.0, Tally(), requests=2) for token in tokens))
+    sessions: list[PageSession] = []
+    held: list[int | None] = []
+    if mode == "page":
+        sessions = await page_warm_up(port, slug, [f"{run_id}-a{i}" for i in range(len(tokens))])
+    else:
+        held = await warm_up(port, slug, tokens)
+    tally, slices, cpu = Tally(), [], Counter[str]()
+    rounds = max(1, args.rounds)
+    try:
+        floors = [await floor_slice(port, tokens, meter, args.floor_seconds)]
+        for k in range(rounds):
+            length = args.seconds / rounds + (args.ramp_up if k == 0 else 0.0)
+            vacuumer.active.set()
+            meter.start()
+            begin, deadline = time.perf_counter(), time.monotonic() + length
+            seeds = range(k * len(tokens), (k + 1) * len(tokens))  # each slice its own grades and phases
+            if mode == "page":
+                await asyncio.gather(
+                    *(
+                        page_annotator(session, deadline, tally, seed, interval=interval)
+                        for seed, session in zip(seeds, sessions, strict=True)
+                    )
+                )
+            else:
+                held = list(
+                    await asyncio.gather(
+                        *(
+                            annotator(
+                                port,
+                                slug,
+                                token,
+                                deadline,
+                                tally,
+                                seed,
+                                mode=mode,
+                                interval=interval,
+                                held=holding,
+                            )  # fmt: skip
+                            for seed, token, holding in zip(seeds, tokens, held, strict=True)
+                        )
+                    )
+                )
+            # The slice ends at its deadline, after which no request starts (the few in flight would
+            # stretch it without adding to it), or when every client stopped before it.
+            slices.append((begin, min(begin + length, time.perf_counter())))
+            cpu.update(meter.stop())
+            vacuumer.pause()
+            floors.append(await floor_slice(port, tokens, meter, args.floor_seconds))
+    finally:
+        for session in sessions:
+            await session.connection.close()
+    return Alternation(tally, slices, dict(cpu), floors)
 
 
 @dataclass(frozen=True)
@@ -906,16 +1025,23 @@ class Figures:
         )
 
 
-def figures(tally: Tally, start: float, end: float) -> Figures:
-    """Answers accepted between `start` and `end` (time.perf_counter()), and the latency of the requests
-    due in that span."""
-    due = np.array(tally.due)
-    latencies = np.array(tally.latencies)[(due >= start) & (due < end)] * 1000
+def figures(tally: Tally, spans: list[tuple[float, float]]) -> Figures:
+    """Answers accepted within `spans` (each a start and an end, time.perf_counter()), and the latency of
+    the requests due within them."""
+
+    def within(times: list[float]) -> np.ndarray:
+        at = np.array(times)
+        inside = np.zeros(at.shape, dtype=bool)
+        for start, end in spans:
+            inside |= (at >= start) & (at < end)
+        return inside
+
+    latencies = np.array(tally.latencies)[within(tally.due)] * 1000
     percentiles = np.percentile(latencies, [50, 95, 99]) if latencies.size else np.zeros(3)
-    accepted_at = np.array(tally.accepted_at)
-    answers = int(((accepted_at >= start) & (accepted_at < end)).sum())
+    answers = int(within(tally.accepted_at).sum())
     p50, p95, p99 = (float(value) for value in percentiles)
-    return Figures(answers, end - start, int(latencies.size), p50, p95, p99)
+    seconds = sum(max(0.0, end - start) for start, end in spans)
+    return Figures(answers, seconds, int(latencies.size), p50, p95, p99)
 
 
 def print_timeline(tally: Tally) -> None:
@@ -947,39 +1073,6 @@ def main() -> int:
     return 1 if failed else 0
 
 
-@dataclass(frozen=True)
-class FloorBeside:
-    """The floor's figures on a mode's own server: requests/s and CPU per row (web, database, and the
-    generator's own)."""
-
-    per_s: float
-    web_ms: float
-    db_ms: float
-    generator_ms: float
-    errors: int
-
-
-def floor_beside(port: int, tokens: list[str], server_pid: int, args: argparse.Namespace) -> FloorBeside:
-    """The floor (`POST /bench/floor/`, closed loop) on the server at `port`, after a ramp-up of a second:
-    what a mode's answers/s are set against, measured on the same server, database and warm processes."""
-    from django.conf import settings
-
-    meter = CpuMeter(settings.DATABASES["default"], server_pid, exclude=set())
-    ramp_up = 1.0
-    tally, begin, elapsed = asyncio.run(
-        drive(port, "", tokens, ramp_up + args.floor_seconds, mode="floor", rate=0.0, run_id="",
-              on_start=meter.start)
-    )  # fmt: skip
-    cpu = meter.stop()
-    run = figures(tally, begin + ramp_up, begin + min(elapsed, ramp_up + args.floor_seconds))
-    rows = max(len(tally.accepted_at), 1)
-    web_ms, db_ms, generator_ms = (1000 * cpu[kind] / rows for kind in ("web", "database", "generator"))
-    floor = FloorBeside(run.per_s, web_ms, db_ms, generator_ms, sum(tally.errors.values()))
-    print(f"floor beside: {floor.per_s:.0f} requests/s; CPU per row: web {floor.web_ms:.2f} ms, "
-          f"database {floor.db_ms:.2f} ms, generator {floor.generator_ms:.2f} ms")  # fmt: skip
-    return floor
-
-
 def stop_beside(vacuumer: Vacuumer, worker: subprocess.Popen[bytes] | None) -> None:
     """Stop the vacuum pass and the pool's worker, where they still run."""
     if worker is not None and worker.poll() is None:
@@ -993,7 +1086,7 @@ def stop_beside(vacuumer: Vacuumer, worker: subprocess.Popen[bytes] | None) -> N
 def run_mode(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     """One mode's run on a project and a web server of its own: its figures, printed, its JSON line last.
     The floor runs closed loop whatever `--rate` says: its capacity is what the others are set against;
-    every other mode measures it on its own server just before and just after its run (`floor_beside`)."""
+    every other mode measures it on its own server in slices between its own (`alternate`)."""
     from django.conf import settings
 
     rate = 0.0 if mode == "floor" else args.rate
@@ -1021,26 +1114,33 @@ def run_mode(args: argparse.Namespace, mode: str) -> dict[str, Any]:
         pace = f"paced at {rate:g} answers/s" if rate else "closed loop"
         print(f"gunicorn: {args.web_workers} workers x {args.threads} threads on 127.0.0.1:{port}; "
               f"{args.clients} clients for up to {args.seconds:g} s, {mode}, {pace}")  # fmt: skip
-        beside: list[FloorBeside] = []
-        if mode != "floor":
-            beside.append(floor_beside(port, tokens, server.pid, args))
         if args.vacuum_every > 0 and mode != "floor":
-            vacuumer.start()
+            vacuumer.start()  # paused: it runs during the mode's slices alone
             vacuumer.connected.wait(30)
         meter = CpuMeter(settings.DATABASES["default"], server.pid, exclude={vacuumer.backend_pid})
         worker_cpu = process_cpu_seconds(worker.pid) if worker else 0.0
-        tally, begin, elapsed = asyncio.run(
-            drive(port, slug, tokens, args.ramp_up + args.seconds, mode=mode, rate=rate, run_id=run_id,
-                  on_start=meter.start)
-        )  # fmt: skip
-        cpu = meter.stop()
+        if mode == "floor":
+            tally, begin, elapsed = asyncio.run(
+                drive_floor(port, tokens, args.ramp_up + args.seconds, meter.start)
+            )
+            cpu = meter.stop()
+            end = begin + min(elapsed, args.ramp_up + args.seconds)
+            slices, beside = [(begin, end)], []
+        else:
+            alternation = asyncio.run(
+                alternate(port, slug, tokens, args, mode=mode, rate=rate, run_id=run_id, meter=meter,
+                          vacuumer=vacuumer)
+            )  # fmt: skip
+            tally, slices, cpu, beside = (
+                alternation.tally,
+                alternation.slices,
+                alternation.cpu,
+                alternation.floors,
+            )
         vacuum_cpu = vacuumer.cpu_seconds()
         # The worker's CPU over the run (its jobs' database backends are among the database's above, and apart).
         worker_cpu = process_cpu_seconds(worker.pid) - worker_cpu if worker else 0.0
         jobs = pool_jobs(slug) if pool else {}
-        stop_beside(vacuumer, worker)  # the floor after the run runs without them, as the one before
-        if mode != "floor":
-            beside.append(floor_beside(port, tokens, server.pid, args))
     finally:
         stop_beside(vacuumer, worker)
         server.terminate()
@@ -1056,11 +1156,11 @@ def run_mode(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     if not args.keep:
         delete_project(run_id)
         vacuum(full=True)
-    # The figures end at the clients' deadline: after it no request starts, and the few still in flight
-    # would stretch the span without adding to it (a paced run at N/s would read a little under N).
-    end = begin + min(elapsed, args.ramp_up + args.seconds)
-    cut = min(begin + args.ramp_up, end)
-    ramp, run = figures(tally, begin, cut), figures(tally, cut, end)
+    # The first slice's first seconds are the ramp-up; every slice ends at its clients' deadline.
+    (begin, first_end), *rest = slices
+    cut = min(begin + args.ramp_up, first_end)
+    ramp, run = figures(tally, [(begin, cut)]), figures(tally, [(cut, first_end), *rest])
+    elapsed = sum(end - start for start, end in slices)
     errors = sum(tally.errors.values())
     if args.ramp_up > 0:
         print(f"ramp-up, not counted: {ramp.line()}")
@@ -1081,8 +1181,15 @@ def run_mode(args: argparse.Namespace, mode: str) -> dict[str, Any]:
           f"workers {cpu['web']:.1f} s ({web_ms:.2f} ms each), database backends {cpu['database']:.1f} s "
           f"({db_ms:.2f} ms each), the generator {cpu['generator']:.1f} s ({generator_ms:.2f} ms each); "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")  # fmt: skip
+    # The floor's slices are equally long: the mean of their rates is the rate over all of them.
     floor_per_s = sum(floor.per_s for floor in beside) / len(beside) if beside else None
     share = run.per_s / floor_per_s if floor_per_s else None
+    # Each slice of the mode against the mean of the floor's just before and just after it.
+    slice_shares = [
+        figures(tally, [span]).per_s * 2 / (before.per_s + after.per_s)
+        for span, before, after in zip([(cut, first_end), *rest], beside, beside[1:], strict=False)
+        if before.per_s + after.per_s > 0
+    ]
     # Throughput as reported, to the whole answer per second: a run paced at the target ends with a
     # request or two in flight at the deadline, and reads 299.9/s for the 300/s it kept up with.
     met = bool(round(run.per_s) >= TARGET_PER_S and run.p99 < TARGET_P99_MS)
@@ -1090,9 +1197,10 @@ def run_mode(args: argparse.Namespace, mode: str) -> dict[str, Any]:
         print(f"target ({TARGET_PER_S}/s with p99 < {TARGET_P99_MS} ms): {'met' if met else 'NOT met'}")
     if share is not None:
         wanted = f" (target at least {TARGET_SHARE_OF_FLOOR:.0%} for submit-next and page)"
-        runs = " and ".join(f"{floor.per_s:.0f}" for floor in beside)
-        print(f"share of the floor ({floor_per_s:.0f} requests/s, the mean of {runs} just before and after): "
-              f"{share:.0%}{wanted}")  # fmt: skip
+        runs = ", ".join(f"{floor.per_s:.0f}" for floor in beside)
+        print(f"share of the floor ({floor_per_s:.0f} requests/s, the mean of its {len(beside)} slices: "
+              f"{runs}): {share:.1%}{wanted}; slice by slice, against the floor's just before and after: "
+              f"{', '.join(f'{value:.1%}' for value in slice_shares)}")  # fmt: skip
     result = {
         "throughput_per_s": round(run.per_s, 1), "p50_ms": round(run.p50, 2), "p95_ms": round(run.p95, 2),
         "p99_ms": round(run.p99, 2), "errors": errors, "lost": checks["lost"],
@@ -1106,7 +1214,9 @@ def run_mode(args: argparse.Namespace, mode: str) -> dict[str, Any]:
         "target_met": met,
     }  # fmt: skip
     if beside:
+        result["rounds"] = len(slices)
         result["floor_runs_per_s"] = [round(floor.per_s, 1) for floor in beside]
+        result["slice_shares_of_floor"] = [round(value, 3) for value in slice_shares]
         result["floor_web_cpu_ms_per_row"] = round(sum(floor.web_ms for floor in beside) / len(beside), 3)
         result["floor_db_cpu_ms_per_row"] = round(sum(floor.db_ms for floor in beside) / len(beside), 3)
         result["floor_generator_cpu_ms_per_row"] = round(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(
     "args",
     [
-        ["--mode", "next-submit", "--rate", "0"],
-        ["--mode", "submit-next", "--rate", "40"],
-        ["--mode", "page", "--rate", "40"],
+        ["--mode", "next-submit", "--rate", "0", "--rounds", "1"],
+        ["--mode", "submit-next", "--rate", "40", "--rounds", "3"],
+        ["--mode", "page", "--rate", "40", "--rounds", "2"],
     ],
 )
 def test_the_load_benchmark_runs_and_loses_nothing(args: list[str]) -> None:
@@ -37,12 +38,22 @@ def test_the_load_benchmark_runs_and_loses_nothing(args: list[str]) -> None:
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    (result,) = lines  # the mode asked for, with the floor measured on its server before and after its run
-    before, after = result["floor_runs_per_s"]
-    assert before > 0 and after > 0 and result["floor_errors"] == 0
-    assert result["floor_per_s"] == pytest.approx((before + after) / 2, abs=0.1)
+    # The mode asked for, in slices with the floor's measured on its server before, between and after them.
+    (result,) = lines
+    rounds = int(args[args.index("--rounds") + 1])
+    floors = result["floor_runs_per_s"]
+    assert result["rounds"] == rounds and len(floors) == rounds + 1
+    assert min(floors) > 0 and result["floor_errors"] == 0
+    assert result["floor_per_s"] == pytest.approx(sum(floors) / len(floors), abs=0.1)
     assert result["share_of_floor"] == pytest.approx(
         result["throughput_per_s"] / result["floor_per_s"], rel=0.02
+    )
+    # Each slice against its two neighbours of the floor: together they make up the share above.
+    shares = result["slice_shares_of_floor"]
+    assert len(shares) == rounds and min(shares) > 0
+    assert min(shares) * 0.8 <= result["share_of_floor"] <= max(shares) * 1.25
+    assert re.search(
+        rf"share of the floor \(\d+ requests/s, the mean of its {rounds + 1} slices", done.stdout
     )
     assert result["floor_web_cpu_ms_per_row"] > 0 and result["floor_db_cpu_ms_per_row"] > 0
     assert result["vacuum_cpu_s"] >= 0
