@@ -28,7 +28,8 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import CharField, Count, Func, IntegerField, Max, Sum, Value
+from django.db.models.functions import Cast, Length
 from django.http import HttpResponse
 
 from annotations.models import (
@@ -266,18 +267,27 @@ def qrels_export(build: QrelsBuild, *, fmt: str) -> str:
     return qrels_text(build_judgments(build), fmt=fmt)  # type: ignore[arg-type]
 
 
+class _Bytes(Func):
+    """A text column's length in bytes (UTF-8, the export's encoding): PostgreSQL's `octet_length`, the
+    length of the text as a blob in SQLite (whose `octet_length` is newer than Python's own SQLite)."""
+
+    function = "OCTET_LENGTH"
+    output_field = IntegerField()
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(compiler, connection, template="LENGTH(CAST(%(expressions)s AS BLOB))", **extra)
+
+
 def qrels_export_counts(build: QrelsBuild) -> tuple[int, int]:
     """The TREC export's queries and size in bytes, without writing it (a team's qrels source of the
-    build shows them as an uploaded file's: `monitoring.files.uploads.qrels_source_for_build`). One
-    pass over the build's rows; an unfinished build has none: (0, 0)."""
-    qids: set[str] = set()
-    size = 0
-    for qid, doc_id, rel in (
-        QrelsJudgment.objects.filter(build=build).values_list("qid", "doc_id", "rel").iterator()
-    ):
-        qids.add(qid)
-        size += len(f"{qid} 0 {doc_id} {rel}\n".encode())
-    return len(qids), size
+    build shows them as an uploaded file's: `monitoring.files.uploads.qrels_source_for_build`), summed by
+    the database in one statement: each line is `qid 0 docno rel` and a newline (`qrels_trec`). An
+    unfinished build has no rows: (0, 0)."""
+    line = _Bytes("qid") + _Bytes("doc_id") + Length(Cast("rel", output_field=CharField())) + Value(5)
+    found = QrelsJudgment.objects.filter(build=build).aggregate(
+        queries=Count("qid", distinct=True), size=Sum(line, output_field=IntegerField())
+    )
+    return int(found["queries"]), int(found["size"] or 0)
 
 
 def qrels_export_response(build: QrelsBuild, *, fmt: ExportFormat) -> HttpResponse:

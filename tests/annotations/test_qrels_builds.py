@@ -299,6 +299,32 @@ class TestBuildTask:
 
 
 @pytest.mark.django_db
+class TestExportCounts:
+    """`qrels_export_counts`, summed by the database, against the TREC export's own text."""
+
+    def test_they_are_the_trec_exports_queries_and_bytes(self, project: Project) -> None:
+        done = build(project)
+        text = qrels.qrels_export(done, fmt="trec")
+        assert qrels.qrels_export_counts(done) == (len({line.split()[0] for line in text.splitlines()}),
+                                                   len(text.encode()))  # fmt: skip
+
+    def test_they_count_bytes_not_characters_and_signed_grades(self, project: Project) -> None:
+        done = build(project)
+        QrelsJudgment.objects.bulk_create(
+            QrelsJudgment(build=done, qid=qid, doc_id=doc_id, rel=rel, score=rel, n_labels=1)
+            for qid, doc_id, rel in (("q-é", "文書-1", -1), ("q-é", "doc-2", 12), ("z", "ü", 0))
+        )
+        text = qrels.qrels_export(done, fmt="trec")
+        assert "q-é 0 文書-1 -1\n" in text
+        assert qrels.qrels_export_counts(done) == (len({line.split()[0] for line in text.splitlines()}),
+                                                   len(text.encode()))  # fmt: skip
+
+    def test_an_unfinished_build_has_none(self, project: Project) -> None:
+        created = qrels.qrels_build_create(project=project, created_by=None, enqueue=False)
+        assert qrels.qrels_export_counts(created) == (0, 0)
+
+
+@pytest.mark.django_db
 class TestImmutability:
     def test_it_shows_builds_read_only_in_the_admin(self, project: Project, lena: User) -> None:
         done = build(project)
