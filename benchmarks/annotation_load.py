@@ -882,12 +882,21 @@ async def drive_floor(
     """The floor mode's run: the clients closed loop for `seconds` after their untimed warm-up (`on_start`
     is called between the two); the tally, when they started (time.perf_counter()) and how long they ran."""
     tally = Tally()
-    # Two rows each, untimed: every worker has started and connected.
-    await asyncio.gather(*(floor_client(port, token, 0.0, Tally(), requests=2) for token in tokens))
+    await floor_warm_up(port, tokens)
     on_start()
     begin, started = time.perf_counter(), time.monotonic()
-    await asyncio.gather(*(floor_client(port, token, started + seconds, tally) for token in tokens))
+    await floor_clients(port, tokens, started + seconds, tally)
     return tally, begin, time.monotonic() - started
+
+
+async def floor_warm_up(port: int, tokens: list[str]) -> None:
+    """Untimed: two floor rows for each client, so that every web worker has started and connected."""
+    await asyncio.gather(*(floor_client(port, token, 0.0, Tally(), requests=2) for token in tokens))
+
+
+async def floor_clients(port: int, tokens: list[str], deadline: float, tally: Tally) -> None:
+    """Every client on the floor, closed loop, until `deadline` (time.monotonic())."""
+    await asyncio.gather(*(floor_client(port, token, deadline, tally) for token in tokens))
 
 
 #: Each slice of the floor starts with so many seconds left out of its figures (not of its CPU).
@@ -913,8 +922,7 @@ async def floor_slice(port: int, tokens: list[str], meter: CpuMeter, seconds: fl
     tally = Tally()
     meter.start()
     begin, started = time.perf_counter(), time.monotonic()
-    deadline = started + FLOOR_RAMP_UP + seconds
-    await asyncio.gather(*(floor_client(port, token, deadline, tally) for token in tokens))
+    await floor_clients(port, tokens, started + FLOOR_RAMP_UP + seconds, tally)
     cpu = meter.stop()
     window = begin + FLOOR_RAMP_UP
     run = figures(tally, [(window, min(window + seconds, begin + time.monotonic() - started))])
@@ -949,8 +957,8 @@ async def alternate(
     loop: the clients keep their reservations, sign-ins and pages from one slice to the next, as
     annotators pausing would. The vacuum pass runs during the mode's slices alone."""
     interval = len(tokens) / rate if rate else 0.0
-    # Untimed: the floor's clients insert two rows each, then the mode's warm up (their first task).
-    await asyncio.gather(*(floor_client(port, token, 0.0, Tally(), requests=2) for token in tokens))
+    # Untimed: the floor's clients warm up, then the mode's (their first task).
+    await floor_warm_up(port, tokens)
     sessions: list[PageSession] = []
     held: list[int | None] = []
     if mode == "page":
@@ -975,24 +983,13 @@ async def alternate(
                     )
                 )
             else:
-                held = list(
-                    await asyncio.gather(
-                        *(
-                            annotator(
-                                port,
-                                slug,
-                                token,
-                                deadline,
-                                tally,
-                                seed,
-                                mode=mode,
-                                interval=interval,
-                                held=holding,
-                            )  # fmt: skip
-                            for seed, token, holding in zip(seeds, tokens, held, strict=True)
-                        )
+                clients = (
+                    annotator(
+                        port, slug, token, deadline, tally, seed, mode=mode, interval=interval, held=holding
                     )
+                    for seed, token, holding in zip(seeds, tokens, held, strict=True)
                 )
+                held = list(await asyncio.gather(*clients))
             # The slice ends at its deadline, after which no request starts (the few in flight would
             # stretch it without adding to it), or when every client stopped before it.
             slices.append((begin, min(begin + length, time.perf_counter())))
@@ -1131,12 +1128,8 @@ def run_mode(args: argparse.Namespace, mode: str) -> dict[str, Any]:
                 alternate(port, slug, tokens, args, mode=mode, rate=rate, run_id=run_id, meter=meter,
                           vacuumer=vacuumer)
             )  # fmt: skip
-            tally, slices, cpu, beside = (
-                alternation.tally,
-                alternation.slices,
-                alternation.cpu,
-                alternation.floors,
-            )
+            tally, slices, beside = alternation.tally, alternation.slices, alternation.floors
+            cpu = alternation.cpu
         vacuum_cpu = vacuumer.cpu_seconds()
         # The worker's CPU over the run (its jobs' database backends are among the database's above, and apart).
         worker_cpu = process_cpu_seconds(worker.pid) - worker_cpu if worker else 0.0
